@@ -1,0 +1,26 @@
+/* Placeholder verbs until their part lands: they say so and exit 1. */
+#include "cmds.h"
+
+#include <stdio.h>
+
+int cmd_cache(int argc, char **argv)
+{
+	(void) argc;
+	fprintf(stderr, "coldstudy %s: not built yet\n", argv[0]);
+	return CS_EXIT_INTERNAL;
+}
+
+int cmd_probe(int argc, char **argv)
+{
+	(void) argc;
+	fprintf(stderr, "coldstudy %s: not built yet\n", argv[0]);
+	return CS_EXIT_INTERNAL;
+}
+
+int cmd_device(int argc, char **argv)
+{
+	(void) argc;
+	fprintf(stderr, "coldstudy %s: not built yet\n", argv[0]);
+	return CS_EXIT_INTERNAL;
+}
+

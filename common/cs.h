@@ -1,0 +1,83 @@
+/*
+ * cs.h - the few things every coldstudy part above the engine shares:
+ * exit codes, the error struct that explains a failure to a user, file
+ * reading with a size cap, SHA-256 in hex, RFC 3339 time, strict JSON
+ * loading and the canonical JSON form that every hash is taken over.
+ *
+ * Error convention: functions return 0 on success or an exit code
+ * (CS_EXIT_*) on failure, and fill the caller-owned cs_err with one
+ * lowercase line that says what, where (file, line:column, JSON path or
+ * byte offset) and why.
+ */
+#ifndef CS_H
+#define CS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+/* Exit codes, for every verb (DESIGN.md). */
+enum {
+	CS_EXIT_OK = 0,
+	CS_EXIT_INTERNAL = 1,
+	CS_EXIT_USAGE = 2,
+	CS_EXIT_REFUSED = 3,
+	CS_EXIT_VERIFY = 4,
+	CS_EXIT_BADINPUT = 5,
+};
+
+#define CS_ERR_MAX 1024
+
+/* One failure, explained. Caller-owned; cs_err_set overwrites. */
+typedef struct cs_err {
+	int code;            /* CS_EXIT_* */
+	char msg[CS_ERR_MAX]; /* one line, no trailing newline */
+} cs_err;
+
+/* Set e (may be NULL) to code and a printf-style message; returns code. */
+int cs_err_set(cs_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Read a whole file of at most cap bytes into *buf (NUL-terminated, caller frees). */
+int cs_read_file(const char *path, size_t cap, char **buf, size_t *len, cs_err *e);
+
+/* SHA-256 of p[0..n) through OpenSSL EVP; out gets 32 bytes. */
+void cs_sha256(const void *p, size_t n, unsigned char out[32]);
+
+/* Lowercase hex of p[0..n) into out (2n+1 bytes). */
+void cs_hex(const unsigned char *p, size_t n, char *out);
+
+/* SHA-256 of p[0..n) as 64 lowercase hex digits + NUL. */
+void cs_sha256_hex(const void *p, size_t n, char out[65]);
+
+/* Current UTC time in microseconds since the epoch (CLOCK_REALTIME). */
+int64_t cs_now_us(void);
+
+/* Format usec-since-epoch as RFC 3339 UTC with microseconds: 2026-10-29T05:24:30.123456Z. */
+void cs_format_rfc3339(int64_t us, char out[32]);
+
+/* Parse what cs_format_rfc3339 writes; returns 0 or -1. */
+int cs_parse_rfc3339(const char *s, int64_t *us);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t cs_mono_ns(void);
+
+/*
+ * Load a JSON document strictly: at most cap bytes, valid UTF-8, no
+ * duplicate keys, no trailing garbage, an object at the top. On failure
+ * the message names the file and line:column. Returns a new reference.
+ */
+int cs_json_load_file(const char *path, size_t cap, json_t **out, cs_err *e);
+int cs_json_load_buf(const char *buf, size_t len, const char *name, json_t **out, cs_err *e);
+
+/*
+ * The canonical form: keys sorted, no insignificant space, UTF-8 (not
+ * \u-escaped), numbers printed so they round-trip. *out is NUL-terminated,
+ * caller frees.
+ */
+int cs_json_canonical(const json_t *v, char **out, size_t *len, cs_err *e);
+
+/* Write buf to path atomically (temp file, fsync, rename, fsync dir) with mode. */
+int cs_write_file_atomic(const char *path, const void *buf, size_t len, unsigned mode, cs_err *e);
+
+#endif

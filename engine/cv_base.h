@@ -1,0 +1,52 @@
+/*
+ * cv_base.h - export control, errors, metrics and distance kernels.
+ */
+#ifndef CV_BASE_H
+#define CV_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(CV_BUILDING) && defined(__GNUC__)
+#define CV_API __attribute__((visibility("default")))
+#else
+#define CV_API
+#endif
+
+#define CV_ERR_MAX 512
+
+/* A caller-owned explanation of a failure: one line, file and offset. */
+typedef struct cv_err {
+	char msg[CV_ERR_MAX];
+} cv_err;
+
+/* Fill e (may be NULL) and return rc (a negative errno). */
+CV_API int cv_err_set(cv_err *e, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+typedef enum cv_metric {
+	CV_METRIC_L2 = 0, /* squared Euclidean distance */
+	CV_METRIC_IP = 1, /* negative inner product as a distance */
+	CV_METRIC_COSINE = 2, /* 1 - cosine similarity */
+} cv_metric;
+
+/* "l2", "ip", "cosine" (also "dot", "angular"); returns 0 or -EINVAL. */
+CV_API int cv_metric_parse(const char *s, cv_metric *out);
+CV_API const char *cv_metric_name(cv_metric m);
+
+/*
+ * Distance kernels for float32, dispatched once (cpuid) to scalar, AVX2
+ * or AVX-512. No alignment is required. cv_distance returns the metric's
+ * distance (smaller is nearer).
+ */
+CV_API float cv_l2sq(const float *a, const float *b, size_t d);
+CV_API float cv_dot(const float *a, const float *b, size_t d);
+CV_API float cv_cosine_dist(const float *a, const float *b, size_t d);
+CV_API float cv_distance(cv_metric m, const float *a, const float *b, size_t d);
+
+/* Which kernel set is in use: "scalar", "avx2" or "avx512". */
+CV_API const char *cv_simd_level(void);
+
+/* Force a kernel set ("scalar", "avx2", "avx512"); -ENOTSUP if the CPU lacks it. */
+CV_API int cv_simd_force(const char *level);
+
+#endif

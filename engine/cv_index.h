@@ -1,0 +1,129 @@
+/*
+ * cv_index.h - one interface over every index kind.
+ *
+ * Kinds: "hnsw" (in memory, saved to one file), "paged" (HNSW in 8 KB
+ * pages laid out as pgvector 0.5.1), "phnsw" (P hash partitions, each a
+ * paged HNSW, plus a heap file), "hfresh" (postings of 1-bit RaBitQ codes
+ * on disk, centroids in an in-memory HNSW, full vectors in a store).
+ * An index lives in a directory; DIR/KIND holds the kind's name, and
+ * every other file in DIR belongs to the index (eviction, residency and
+ * clones work on all of them).
+ *
+ * Queries are thread-safe on one cv_index; each thread passes its own
+ * cv_io, whose counters then hold that thread's reads.
+ */
+#ifndef CV_INDEX_H
+#define CV_INDEX_H
+
+#include "cv_data.h"
+#include "cv_io.h"
+
+typedef struct cv_build_opts {
+	cv_metric metric;
+	unsigned m;               /* HNSW links per node (layer 0: 2m); 16 */
+	unsigned ef_construction; /* 200 (pgvector default is 64) */
+	unsigned partitions;      /* phnsw: 64 */
+	unsigned threads;         /* 0: all cores */
+	uint64_t seed;            /* level draws, k-means init */
+	unsigned max_posting_kb;  /* hfresh: 48 (8..1024) */
+	unsigned replicas;        /* hfresh: 4 (1..10) */
+	double rng_factor;        /* hfresh: SPFresh RNG rule factor; 1.0 strict */
+	int progress;             /* draw a progress bar on stderr (a terminal) */
+} cv_build_opts;
+
+CV_API void cv_build_opts_default(cv_build_opts *o);
+
+/* Build an index of kind over data into dir (created; must not exist or be empty). */
+CV_API int cv_index_build(const char *kind, const cv_dataset *data, const cv_build_opts *o,
+			  const char *dir, cv_err *e);
+
+typedef struct cv_open_opts {
+	uint64_t buffers_bytes;   /* paged/phnsw buffer pool, like shared_buffers; 128 MiB */
+	unsigned flags;           /* CV_FILE_* for the index's files */
+} cv_open_opts;
+
+CV_API void cv_open_opts_default(cv_open_opts *o);
+
+typedef struct cv_index cv_index;
+
+CV_API int cv_index_open(const char *dir, const cv_open_opts *o, cv_index **out, cv_err *e);
+CV_API void cv_index_close(cv_index *ix);
+CV_API const char *cv_index_kind(const cv_index *ix);
+CV_API size_t cv_index_dim(const cv_index *ix);
+CV_API size_t cv_index_count(const cv_index *ix);
+CV_API cv_metric cv_index_metric(const cv_index *ix);
+/* Partitions of a phnsw index; 1 for other kinds. */
+CV_API unsigned cv_index_partitions(const cv_index *ix);
+
+/* Drop the buffer pool's contents (a cold query starts with an empty pool). */
+CV_API void cv_index_drop_buffers(cv_index *ix);
+
+typedef enum cv_query_mode {
+	CV_MODE_SERIAL = 0, /* Merge Append: every partition, one after another */
+	CV_MODE_FANOUT = 1, /* fanout:C partition scans in flight at once */
+} cv_query_mode;
+
+typedef enum cv_merge {
+	CV_MERGE_STREAM = 0, /* k-way merge trusting each partition's order */
+	CV_MERGE_SORT = 1,   /* full sort by distance recomputed in double */
+} cv_merge;
+
+typedef enum cv_hio {
+	CV_HIO_SERIAL = 0,     /* as Weaviate: one posting, then one candidate, after another */
+	CV_HIO_CONCURRENT = 1, /* postings together, then rescoring reads together, up to io_depth */
+} cv_hio;
+
+/* A list of (file, block) pairs a query touched, for block-list prewarm. */
+typedef struct cv_block_list {
+	uint32_t *file;   /* index into cv_index's file list */
+	uint64_t *block;
+	size_t n, cap;
+} cv_block_list;
+
+typedef struct cv_query_opts {
+	size_t k;                 /* 10 */
+	unsigned ef_search;       /* hnsw/paged/phnsw: 40 */
+	cv_query_mode mode;       /* phnsw */
+	unsigned fanout;          /* phnsw fanout:C */
+	cv_merge merge;           /* phnsw */
+	unsigned search_probe;    /* hfresh: 64 */
+	unsigned rescore_limit;   /* hfresh: 350 */
+	cv_hio io_mode;           /* hfresh */
+	unsigned io_depth;        /* hfresh concurrent:Q; 64 */
+	const uint32_t *partitions; /* phnsw: only these partitions (NULL: all) */
+	size_t npartitions;
+	cv_block_list *blocks;    /* optional: record every block read (borrowed) */
+} cv_query_opts;
+
+CV_API void cv_query_opts_default(cv_query_opts *o);
+
+typedef struct cv_query_stats {
+	uint64_t reads;           /* reads issued through the cv_io (index + heap + store) */
+	uint64_t bytes;
+	uint64_t buffer_hits;     /* paged/phnsw buffer pool hits */
+	uint64_t heap_reads;      /* phnsw heap fetches that missed the pool */
+	uint64_t posting_reads;   /* hfresh */
+	uint64_t rescore_reads;   /* hfresh */
+	uint64_t distances;       /* distance computations */
+} cv_query_stats;
+
+/*
+ * Nearest neighbours of q: up to o->k ids and distances (nearest first for
+ * sort-merged and single indexes; in Merge Append order for stream merge).
+ * stats (may be NULL) is added to, not reset.
+ */
+CV_API int cv_index_query(cv_index *ix, cv_io *io, const float *q, const cv_query_opts *o,
+			  uint32_t *ids, float *dists, size_t *nout, cv_query_stats *stats);
+
+/* The index's files (for eviction, residency, clones); caller frees with cv_index_files_free. */
+CV_API int cv_index_files(const char *dir, char ***paths, size_t *n);
+CV_API void cv_index_files_free(char **paths, size_t n);
+
+/* Check checksums, counts, reachability. -EBADMSG (with e) on damage. */
+CV_API int cv_index_verify(const char *dir, cv_err *e);
+
+/* Live updates (hfresh; -ENOTSUP elsewhere): ids first_id.. for data's rows. */
+CV_API int cv_index_insert(const char *dir, const cv_dataset *data, uint32_t first_id, cv_err *e);
+CV_API int cv_index_delete(const char *dir, const uint32_t *ids, size_t n, cv_err *e);
+
+#endif

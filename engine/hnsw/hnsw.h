@@ -1,0 +1,52 @@
+/*
+ * hnsw.h - private: the in-memory HNSW (Malkov & Yashunin 2018).
+ *
+ * Small on purpose: it also serves HFresh's centroid index, which adds
+ * and deletes centroids while searching. Vectors are float32 or 8-bit
+ * scalar-quantized (params.quant8). Labels are the caller's uint32 ids.
+ * Error convention: 0 or -errno.
+ *
+ * Concurrency: hnsw_search may run concurrently with other searches and
+ * with hnsw_add / hnsw_mark_deleted (per-node locks, as hnswlib).
+ */
+#ifndef CV_HNSW_H
+#define CV_HNSW_H
+
+#include "coldvec.h"
+
+typedef struct hnsw hnsw;
+
+typedef struct hnsw_params {
+	unsigned m;               /* links per node; layer 0 gets 2m */
+	unsigned ef_construction;
+	cv_metric metric;
+	int quant8;               /* store 8-bit quantized vectors */
+	uint64_t seed;
+} hnsw_params;
+
+/* An empty graph for vectors of dim, room for capacity nodes (grows). */
+int hnsw_new(size_t dim, const hnsw_params *p, size_t capacity, hnsw **out);
+void hnsw_free(hnsw *h);
+
+/* Insert one vector under label (thread-safe against other adds and searches). */
+int hnsw_add(hnsw *h, const float *vec, uint32_t label);
+
+/* Insert n vectors, labels 0..n-1, with threads workers; progress may be NULL. */
+int hnsw_build(hnsw *h, const float *data, size_t n, unsigned threads,
+	       void (*progress)(size_t done, size_t total, void *ud), void *ud);
+
+/* Hide label from search results (its node still routes). */
+int hnsw_mark_deleted(hnsw *h, uint32_t label);
+
+/* The k nearest labels to q with search width ef (>= k), nearest first. */
+int hnsw_search(const hnsw *h, const float *q, size_t k, unsigned ef, uint32_t *labels,
+		float *dists, size_t *nout);
+
+size_t hnsw_count(const hnsw *h);
+size_t hnsw_dim(const hnsw *h);
+
+/* Versioned, checksummed file format. -EBADMSG on damage. */
+int hnsw_save(const hnsw *h, const char *path);
+int hnsw_load(const char *path, hnsw **out, cv_err *e);
+
+#endif

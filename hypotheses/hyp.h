@@ -1,0 +1,63 @@
+/*
+ * hyp.h - the hypothesis file: parse, validate, canonicalise, hash; the
+ * metric vocabulary; the rule language of accept/reject rules.
+ *
+ * A hypothesis file is one JSON object: id ("H1", "H2", ...), title,
+ * statement, kind (confirmatory | non-cause | exploratory), metric (from
+ * the vocabulary), unit, prediction {value, band95: [low, high]}, accept
+ * and reject (rules), optional notes. Rules are JSON predicates over run
+ * measurements and are never evaluated as code (see rule_eval).
+ *
+ * Error convention: 0 or CS_EXIT_* with cs_err naming file, line:column or
+ * JSON path, and what was expected.
+ */
+#ifndef HYP_H
+#define HYP_H
+
+#include "cs.h"
+
+#define HYP_FILE_CAP (256u * 1024u) /* a hypothesis file is at most 256 KiB */
+
+typedef struct hyp {
+	char id[16];
+	char kind[16];
+	char metric[48];
+	json_t *doc;       /* the parsed, validated document (owned) */
+	char *canonical;   /* canonical JSON (owned) */
+	size_t canonical_len;
+	char sha256[65];   /* SHA-256 hex of canonical */
+} hyp;
+
+/* Parse and validate a file (or buffer named name for messages). */
+int hyp_parse_file(const char *path, hyp **out, cs_err *e);
+int hyp_parse_buf(const char *buf, size_t len, const char *name, hyp **out, cs_err *e);
+void hyp_free(hyp *h);
+
+/* The metric vocabulary of DESIGN.md (plus those the README adds). */
+int hyp_metric_known(const char *name);
+/* NULL-terminated list of metric names. */
+const char *const *hyp_metrics(void);
+
+/*
+ * Validate a rule at JSON path `where` (e.g. "$.accept") of file name.
+ * Rule forms:
+ *   {"all": [rule, ...]}, {"any": [rule, ...]}, {"not": rule}
+ *   {"cmp": {"left": EXPR, "op": "<"|"<="|">"|">="|"=="|"!=", "right": EXPR}}
+ * EXPR:
+ *   number
+ *   {"agg": "median"|"min"|"max"|"mean"|"count", "metric": M,
+ *    "select": {"tags": [...], "not_tags": [...], "hypothesis": "H1"}}
+ *   {"ratio": [EXPR, EXPR]}
+ */
+int rule_validate(const json_t *rule, const char *name, const char *where, cs_err *e);
+
+/*
+ * Evaluate a rule over runs: a JSON array of {"id": "...", "tags": [...],
+ * "hypotheses": [...], "metrics": {name: number, ...}}. *result: 1 true,
+ * 0 false, -1 undetermined (a selection was empty or a metric missing).
+ * *trace (new reference, may be NULL) records every number the rule saw
+ * and the run ids each selection matched.
+ */
+int rule_eval(const json_t *rule, const json_t *runs, int *result, json_t **trace, cs_err *e);
+
+#endif

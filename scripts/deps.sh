@@ -1,0 +1,15 @@
+#!/bin/sh
+# Install what coldstudy needs on Debian 12 (run as root); a no-op when all is there.
+set -eu
+PKGS="build-essential clang libclang-rt-14-dev meson ninja-build pkg-config python3
+libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev libssl-dev liburing-dev zlib1g-dev
+libcmocka-dev dataset-fashion-mnist fio xfsprogs util-linux valgrind"
+missing=""
+for p in $PKGS; do
+	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "installing:$missing"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+fi
