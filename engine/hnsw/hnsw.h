@@ -43,6 +43,20 @@ int hnsw_search(const hnsw *h, const float *q, size_t k, unsigned ef, uint32_t *
 		float *dists, size_t *nout);
 
 size_t hnsw_count(const hnsw *h);
+
+/*
+ * Graph access for writers of other layouts (the paged HNSW writes this
+ * graph into pgvector's page format). Nodes are numbered 0..count-1 in
+ * insertion order.
+ */
+uint32_t hnsw_node_label(const hnsw *h, uint32_t node);
+int hnsw_node_level(const hnsw *h, uint32_t node);
+/* Neighbour node numbers of node at level into out (up to max); returns the count. */
+size_t hnsw_node_neighbors(const hnsw *h, uint32_t node, int level, uint32_t *out, size_t max);
+/* The entry point node and the top level; -ENOENT when empty. */
+int hnsw_entry(const hnsw *h, uint32_t *node, int *level);
+/* A node's vector (float32; dequantized into buf when quant8). */
+const float *hnsw_node_vector(const hnsw *h, uint32_t node, float *buf);
 size_t hnsw_dim(const hnsw *h);
 
 /* Versioned, checksummed file format. -EBADMSG on damage. */
