@@ -1,0 +1,557 @@
+/*
+ * model.c - the two models a holdout prediction can come from, and the
+ * bands around their predictions (see holdout.h for the equations).
+ *
+ * Both models see only the design runs they are given; the caller (the
+ * `holdout predict` verb) passes every run not tagged holdout, so a
+ * prediction can never have seen the run it predicts. Every prediction
+ * carries its parameters and the ids of the runs it was fitted on.
+ */
+#include "holdout.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXCOL 40
+
+/* A numeric feature or metric: numbers as they are, booleans as 0/1; -1 if absent. */
+static int get_num(const json_t *o, const char *k, double *out)
+{
+	const json_t *v = o ? json_object_get(o, k) : NULL;
+
+	if (json_is_number(v)) {
+		*out = json_number_value(v);
+		return isfinite(*out) ? 0 : -1;
+	}
+	if (json_is_boolean(v)) {
+		*out = json_is_true(v) ? 1 : 0;
+		return 0;
+	}
+	return -1;
+}
+
+static const char *get_str(const json_t *o, const char *k)
+{
+	const json_t *v = o ? json_object_get(o, k) : NULL;
+
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static double num_or(const json_t *o, const char *k, double def)
+{
+	double v;
+
+	return get_num(o, k, &v) ? def : v;
+}
+
+/* Streams a run keeps in flight: clients x fan-out (fan-out counts only in fanout mode). */
+static double concurrency(const json_t *f)
+{
+	double clients = num_or(f, "clients", 1), fanout = num_or(f, "fanout", 1);
+	const char *mode = get_str(f, "mode");
+
+	if (*mode && strcmp(mode, "fanout") != 0)
+		fanout = 1;
+	return clients * (fanout > 0 ? fanout : 1);
+}
+
+static int is_cold(const json_t *f)
+{
+	return num_or(f, "cold", 1) != 0;
+}
+
+/* The knobs that set reads per partition query. */
+static void knob_key(const json_t *f, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s|ef=%g|probe=%g|rescore=%g", get_str(f, "kind"),
+		 num_or(f, "ef_search", 0), num_or(f, "search_probe", 0),
+		 num_or(f, "rescore_limit", 0));
+}
+
+static void io_key(const json_t *f, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s|c=%g", get_str(f, "device"), concurrency(f));
+}
+
+/* ---------------- the I/O model ---------------- */
+
+typedef struct {
+	double rpp;     /* reads per partition query */
+	double lat_ms;  /* per-read latency */
+	double eff;     /* effective concurrency */
+	double cpu_s;   /* cpu seconds per query */
+	size_t n_rpp, n_io, n_cpu;
+} io_fit;
+
+/* Fit the io model's parameters for target's groups on design minus skip. */
+static int io_fit_for(const holdout_obs *d, size_t n, size_t skip, const json_t *target,
+		      io_fit *fit)
+{
+	char tk[256], tio[256], k[256];
+	double *v = malloc((n + 1) * sizeof(*v)), *w = malloc((n + 1) * sizeof(*w));
+	size_t nv = 0, nw = 0;
+	int rc = -1;
+
+	memset(fit, 0, sizeof(*fit));
+	if (!v || !w)
+		goto out;
+	/* cpu per query: warm single-client runs. */
+	for (size_t i = 0; i < n; i++) {
+		double wall, q;
+
+		if (i == skip || is_cold(d[i].features) || concurrency(d[i].features) != 1)
+			continue;
+		if (get_num(d[i].metrics, "wall_s", &wall) || get_num(d[i].metrics, "queries", &q) ||
+		    q <= 0)
+			continue;
+		v[nv++] = wall / q;
+	}
+	fit->n_cpu = nv;
+	fit->cpu_s = nv ? holdout_median(v, nv) : 0;
+
+	/* reads per partition query, for the target's knobs. */
+	knob_key(target, tk, sizeof(tk));
+	nv = 0;
+	for (size_t i = 0; i < n; i++) {
+		double reads, q, parts = num_or(d[i].features, "partitions", 1);
+
+		if (i == skip || !is_cold(d[i].features))
+			continue;
+		knob_key(d[i].features, k, sizeof(k));
+		if (strcmp(k, tk) || get_num(d[i].metrics, "engine_reads", &reads) ||
+		    get_num(d[i].metrics, "queries", &q) || q <= 0 || parts <= 0)
+			continue;
+		v[nv++] = reads / (q * parts);
+	}
+	fit->n_rpp = nv;
+	if (!nv)
+		goto out;
+	fit->rpp = holdout_median(v, nv);
+
+	/* per-read latency and effective concurrency, for the target's device and concurrency. */
+	io_key(target, tio, sizeof(tio));
+	nv = nw = 0;
+	for (size_t i = 0; i < n; i++) {
+		double lat, reads, wall, q, io_s;
+
+		if (i == skip || !is_cold(d[i].features))
+			continue;
+		io_key(d[i].features, k, sizeof(k));
+		if (strcmp(k, tio) || get_num(d[i].metrics, "engine_read_ms_mean", &lat) ||
+		    get_num(d[i].metrics, "engine_reads", &reads) ||
+		    get_num(d[i].metrics, "wall_s", &wall) || get_num(d[i].metrics, "queries", &q))
+			continue;
+		v[nv++] = lat;
+		io_s = wall - q * fit->cpu_s;
+		if (io_s > 0 && reads > 0)
+			w[nw++] = reads * lat / 1000.0 / io_s;
+	}
+	fit->n_io = nv;
+	if (!nv || !nw)
+		goto out;
+	fit->lat_ms = holdout_median(v, nv);
+	fit->eff = holdout_median(w, nw);
+	rc = fit->eff > 0 ? 0 : -1;
+out:
+	free(v);
+	free(w);
+	return rc;
+}
+
+/* The io model's value of metric for target under fit; -1 if it does not predict metric. */
+static int io_value(const io_fit *fit, const json_t *target, const char *metric, double *out)
+{
+	double q = num_or(target, "queries", 0), parts = num_or(target, "partitions", 1);
+	double reads, wall;
+
+	if (q <= 0)
+		return -1;
+	reads = q * parts * fit->rpp;
+	wall = reads * fit->lat_ms / 1000.0 / fit->eff + q * fit->cpu_s;
+	if (!strcmp(metric, "wall_s"))
+		*out = wall;
+	else if (!strcmp(metric, "qps"))
+		*out = q / wall;
+	else if (!strcmp(metric, "lat_mean_ms"))
+		*out = wall / q * num_or(target, "clients", 1) * 1000.0;
+	else if (!strcmp(metric, "engine_reads"))
+		*out = reads;
+	else if (!strcmp(metric, "reads_per_query"))
+		*out = reads / q;
+	else if (!strcmp(metric, "engine_read_ms_mean"))
+		*out = fit->lat_ms;
+	else
+		return -1;
+	return *out > 0 && isfinite(*out) ? 0 : -1;
+}
+
+/* A band from log residuals: empirical quantiles from 20 up, else a t interval. */
+static int band_from_residuals(double *r, size_t nr, double pred, holdout_pred *p, json_t *band)
+{
+	double lo, hi;
+
+	if (nr < 3)
+		return -1;
+	if (nr >= 20) {
+		lo = holdout_quantile(r, nr, 0.025);
+		hi = holdout_quantile(r, nr, 0.975);
+		json_object_set_new(band, "method", json_string("leave-one-out log residual quantiles"));
+	} else {
+		double mean = 0, ss = 0, t, half;
+
+		for (size_t i = 0; i < nr; i++)
+			mean += r[i];
+		mean /= (double) nr;
+		for (size_t i = 0; i < nr; i++)
+			ss += (r[i] - mean) * (r[i] - mean);
+		t = holdout_t_quantile(0.975, (double) nr - 1);
+		half = t * sqrt(ss / (double) (nr - 1)) * sqrt(1 + 1.0 / (double) nr);
+		lo = mean - half;
+		hi = mean + half;
+		json_object_set_new(band, "method", json_string("leave-one-out log residuals, t interval"));
+	}
+	/* The band must contain the point prediction. */
+	if (lo > 0)
+		lo = 0;
+	if (hi < 0)
+		hi = 0;
+	json_object_set_new(band, "residuals", json_integer((json_int_t) nr));
+	json_object_set_new(band, "log_lo", json_real(lo));
+	json_object_set_new(band, "log_hi", json_real(hi));
+	p->value = pred;
+	p->lo = pred * exp(lo);
+	p->hi = pred * exp(hi);
+	return 0;
+}
+
+static json_t *run_ids(const holdout_obs *d, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(d[i].run_id ? d[i].run_id : "?"));
+	return a;
+}
+
+static int predict_io(const holdout_obs *d, size_t n, const json_t *target, const char *metric,
+		      holdout_pred *p, cs_err *e)
+{
+	io_fit fit, f2;
+	double pred, *r;
+	size_t nr = 0;
+	json_t *params, *band;
+
+	if (!is_cold(target))
+		return cs_err_set(e, CS_EXIT_BADINPUT, "io model: predicts cold runs only");
+	if (io_fit_for(d, n, (size_t) -1, target, &fit))
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "io model: no cold design run shares the target's knobs, device and "
+				  "concurrency");
+	if (io_value(&fit, target, metric, &pred))
+		return cs_err_set(e, CS_EXIT_BADINPUT, "io model: does not predict %s", metric);
+	r = malloc((n + 1) * sizeof(*r));
+	if (!r)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	/* Leave-one-out: predict each design run from the others. */
+	for (size_t i = 0; i < n; i++) {
+		double obs, hat;
+
+		if (get_num(d[i].metrics, metric, &obs) || obs <= 0 || !is_cold(d[i].features))
+			continue;
+		if (io_fit_for(d, n, i, d[i].features, &f2) ||
+		    io_value(&f2, d[i].features, metric, &hat))
+			continue;
+		r[nr++] = log(obs / hat);
+	}
+	band = json_object();
+	if (band_from_residuals(r, nr, pred, p, band)) {
+		free(r);
+		json_decref(band);
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "io model: %zu leave-one-out residuals for %s, 3 needed for a band",
+				  nr, metric);
+	}
+	free(r);
+	params = json_pack("{s:f,s:f,s:f,s:f,s:{s:I,s:I,s:I},s:o,s:o}", "reads_per_partition_query",
+			   fit.rpp, "read_ms", fit.lat_ms, "effective_concurrency", fit.eff,
+			   "cpu_s_per_query", fit.cpu_s, "support", "rpp_runs", (json_int_t) fit.n_rpp,
+			   "io_runs", (json_int_t) fit.n_io, "cpu_runs", (json_int_t) fit.n_cpu, "band",
+			   band, "fitted_on", run_ids(d, n));
+	snprintf(p->model, sizeof(p->model), "io");
+	p->params = params;
+	return 0;
+}
+
+/* ---------------- the log-linear regression ---------------- */
+
+static const char *const num_keys[] = {"partitions", "clients", "fanout", "ef_search",
+				       "search_probe", "rescore_limit", "queries", "buffers_bytes"};
+static const char *const cat_keys[] = {"device", "mode", "strategy", "kind"};
+
+typedef struct {
+	char name[96];
+	int type;          /* 0 intercept, 1 log numeric, 2 cold flag, 3 one-hot */
+	const char *key;
+	char level[64];
+} column;
+
+static double col_value(const column *c, const json_t *f)
+{
+	double v;
+
+	switch (c->type) {
+	case 0: return 1;
+	case 1: return get_num(f, c->key, &v) || v <= 0 ? NAN : log(v);
+	case 2: return is_cold(f) ? 1 : 0;
+	default: return strcmp(get_str(f, c->key), c->level) == 0 ? 1 : 0;
+	}
+}
+
+/* Invert the p x p matrix a in place (Gauss-Jordan, partial pivoting); -1 if singular. */
+static int invert(double *a, int p)
+{
+	int *piv = malloc((size_t) p * sizeof(int));
+	double *inv = calloc((size_t) p * (size_t) p, sizeof(double));
+	int rc = -1;
+
+	if (!piv || !inv)
+		goto out;
+	for (int i = 0; i < p; i++)
+		inv[i * p + i] = 1;
+	for (int c = 0; c < p; c++) {
+		int best = c;
+		double f;
+
+		for (int r = c + 1; r < p; r++)
+			if (fabs(a[r * p + c]) > fabs(a[best * p + c]))
+				best = r;
+		if (fabs(a[best * p + c]) < 1e-12)
+			goto out;
+		for (int k = 0; k < p; k++) {
+			double t = a[c * p + k];
+			a[c * p + k] = a[best * p + k];
+			a[best * p + k] = t;
+			t = inv[c * p + k];
+			inv[c * p + k] = inv[best * p + k];
+			inv[best * p + k] = t;
+		}
+		f = a[c * p + c];
+		for (int k = 0; k < p; k++) {
+			a[c * p + k] /= f;
+			inv[c * p + k] /= f;
+		}
+		for (int r = 0; r < p; r++) {
+			double g = a[r * p + c];
+
+			if (r == c || g == 0)
+				continue;
+			for (int k = 0; k < p; k++) {
+				a[r * p + k] -= g * a[c * p + k];
+				inv[r * p + k] -= g * inv[c * p + k];
+			}
+		}
+	}
+	memcpy(a, inv, (size_t) p * (size_t) p * sizeof(double));
+	rc = 0;
+out:
+	free(piv);
+	free(inv);
+	return rc;
+}
+
+static int predict_loglinear(const holdout_obs *d, size_t n, const json_t *target,
+			     const char *metric, holdout_pred *p, cs_err *e)
+{
+	column cols[MAXCOL];
+	int nc = 0, rc = CS_EXIT_INTERNAL;
+	size_t *rows = malloc((n + 1) * sizeof(*rows)), nr = 0;
+	double *X = NULL, *y = NULL, *A = NULL, beta[MAXCOL], xt[MAXCOL], yhat, rss = 0, s, t, h,
+	       half;
+	json_t *params, *coef;
+
+	if (!rows)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		double v;
+
+		if (!get_num(d[i].metrics, metric, &v) && v > 0)
+			rows[nr++] = i;
+	}
+	cols[nc++] = (column){.name = "intercept", .type = 0};
+	for (size_t k = 0; k < sizeof(num_keys) / sizeof(num_keys[0]); k++) {
+		column c = {.type = 1, .key = num_keys[k]};
+		int ok = !isnan(col_value(&c, target));
+
+		snprintf(c.name, sizeof(c.name), "log %s", num_keys[k]);
+		for (size_t i = 0; ok && i < nr; i++)
+			ok = !isnan(col_value(&c, d[rows[i]].features));
+		if (ok)
+			cols[nc++] = c;
+	}
+	cols[nc++] = (column){.name = "cold", .type = 2};
+	for (size_t k = 0; k < sizeof(cat_keys) / sizeof(cat_keys[0]); k++) {
+		const char *tv = get_str(target, cat_keys[k]);
+		int seen = 0;
+
+		for (size_t i = 0; i < nr; i++) {
+			const char *lv = get_str(d[rows[i]].features, cat_keys[k]);
+			int dup = 0;
+
+			if (!strcmp(lv, tv))
+				seen = 1;
+			for (int c = 0; c < nc; c++)
+				if (cols[c].type == 3 && cols[c].key == cat_keys[k] &&
+				    !strcmp(cols[c].level, lv))
+					dup = 1;
+			if (!dup && nc < MAXCOL) {
+				column c = {.type = 3, .key = cat_keys[k]};
+
+				snprintf(c.level, sizeof(c.level), "%s", lv);
+				snprintf(c.name, sizeof(c.name), "%s=%s", cat_keys[k], lv);
+				cols[nc++] = c;
+			}
+		}
+		if (nr && !seen) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT,
+					"loglinear: %s '%s' appears in no design run with %s", cat_keys[k],
+					tv, metric);
+			goto out;
+		}
+	}
+	/* Drop columns that do not vary over the design runs (and one level per category). */
+	for (int c = 1; c < nc;) {
+		double first = nr ? col_value(&cols[c], d[rows[0]].features) : 0;
+		int varies = 0, drop;
+
+		for (size_t i = 1; i < nr && !varies; i++)
+			varies = col_value(&cols[c], d[rows[i]].features) != first;
+		drop = !varies;
+		if (!drop && cols[c].type == 3) {
+			/* the first level of each category is the reference */
+			int firstlevel = 1;
+
+			for (int b = 1; b < c; b++)
+				if (cols[b].type == 3 && cols[b].key == cols[c].key)
+					firstlevel = 0;
+			drop = firstlevel;
+		}
+		if (drop) {
+			memmove(&cols[c], &cols[c + 1], (size_t) (nc - c - 1) * sizeof(column));
+			nc--;
+		} else {
+			c++;
+		}
+	}
+	if (nr <= (size_t) nc) {
+		rc = cs_err_set(e, CS_EXIT_BADINPUT,
+				"loglinear: %zu design runs with %s for %d parameters; more runs needed",
+				nr, metric, nc);
+		goto out;
+	}
+	X = malloc(nr * (size_t) nc * sizeof(double));
+	y = malloc(nr * sizeof(double));
+	A = calloc((size_t) nc * (size_t) nc, sizeof(double));
+	if (!X || !y || !A)
+		goto out;
+	for (size_t i = 0; i < nr; i++) {
+		double v;
+
+		for (int c = 0; c < nc; c++)
+			X[i * (size_t) nc + (size_t) c] = col_value(&cols[c], d[rows[i]].features);
+		get_num(d[rows[i]].metrics, metric, &v);
+		y[i] = log(v);
+	}
+	for (int a = 0; a < nc; a++)
+		for (int b = 0; b < nc; b++) {
+			double sum = 0;
+
+			for (size_t i = 0; i < nr; i++)
+				sum += X[i * (size_t) nc + (size_t) a] * X[i * (size_t) nc + (size_t) b];
+			A[a * nc + b] = sum + (a == b ? 1e-9 : 0);
+		}
+	if (invert(A, nc)) {
+		rc = cs_err_set(e, CS_EXIT_BADINPUT, "loglinear: the design runs' features are collinear");
+		goto out;
+	}
+	for (int a = 0; a < nc; a++) {
+		beta[a] = 0;
+		for (int b = 0; b < nc; b++) {
+			double xy = 0;
+
+			for (size_t i = 0; i < nr; i++)
+				xy += X[i * (size_t) nc + (size_t) b] * y[i];
+			beta[a] += A[a * nc + b] * xy;
+		}
+	}
+	for (size_t i = 0; i < nr; i++) {
+		double fit = 0;
+
+		for (int c = 0; c < nc; c++)
+			fit += X[i * (size_t) nc + (size_t) c] * beta[c];
+		rss += (y[i] - fit) * (y[i] - fit);
+	}
+	yhat = 0;
+	for (int c = 0; c < nc; c++) {
+		xt[c] = col_value(&cols[c], target);
+		yhat += xt[c] * beta[c];
+	}
+	h = 0;
+	for (int a = 0; a < nc; a++)
+		for (int b = 0; b < nc; b++)
+			h += xt[a] * A[a * nc + b] * xt[b];
+	s = sqrt(rss / (double) (nr - (size_t) nc));
+	t = holdout_t_quantile(0.975, (double) (nr - (size_t) nc));
+	half = t * s * sqrt(1 + h);
+	p->value = exp(yhat);
+	p->lo = exp(yhat - half);
+	p->hi = exp(yhat + half);
+	snprintf(p->model, sizeof(p->model), "loglinear");
+	coef = json_object();
+	for (int c = 0; c < nc; c++)
+		json_object_set_new(coef, cols[c].name, json_real(beta[c]));
+	params = json_pack("{s:o,s:f,s:I,s:{s:s,s:f,s:f,s:f},s:o}", "coefficients", coef,
+			   "residual_sd_log", s, "df", (json_int_t) (nr - (size_t) nc), "band",
+			   "method", "t interval with leverage on log scale", "t", t, "leverage", h,
+			   "log_half_width", half, "fitted_on", run_ids(d, n));
+	p->params = params;
+	rc = 0;
+out:
+	free(rows);
+	free(X);
+	free(y);
+	free(A);
+	return rc;
+}
+
+int holdout_predict(const holdout_obs *design, size_t n, const json_t *target, const char *metric,
+		    const char *model, holdout_pred *out, cs_err *e)
+{
+	cs_err e1;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!strcmp(model, "io"))
+		return predict_io(design, n, target, metric, out, e);
+	if (!strcmp(model, "loglinear"))
+		return predict_loglinear(design, n, target, metric, out, e);
+	if (strcmp(model, "auto"))
+		return cs_err_set(e, CS_EXIT_BADINPUT, "unknown model '%s' (io, loglinear, auto)",
+				  model);
+	rc = predict_io(design, n, target, metric, out, &e1);
+	if (rc == 0)
+		return 0;
+	rc = predict_loglinear(design, n, target, metric, out, e);
+	if (rc && e)
+		cs_err_set(e, rc, "%s; and %s", e1.msg, e->msg);
+	return rc;
+}
+
+void holdout_pred_clear(holdout_pred *p)
+{
+	if (!p)
+		return;
+	json_decref(p->params);
+	p->params = NULL;
+}

@@ -1,0 +1,291 @@
+/*
+ * test_holdout.c - the holdout's statistics against hand computations and
+ * published tables, and its models on synthetic studies whose true model
+ * is known: bands must cover at about the nominal rate.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "holdout.h"
+
+static void test_binomial_table(void **state)
+{
+	(void) state;
+	/* 0.95^10, and the rejection counts of the reference table (n, k, alpha). */
+	assert_true(fabs(holdout_binom_cdf(9, 10, 0.95) - (1 - pow(0.95, 10))) < 1e-12);
+	assert_true(fabs(holdout_binom_cdf(7, 10, 0.95) - 0.011504) < 1e-5);
+	assert_true(holdout_binom_cdf(8, 10, 0.95) > 0.05);
+	assert_true(holdout_binom_cdf(16, 20, 0.95) < 0.05);
+	assert_true(holdout_binom_cdf(17, 20, 0.95) > 0.05);
+	assert_true(holdout_binom_cdf(25, 30, 0.95) < 0.05);
+	assert_true(holdout_binom_cdf(44, 50, 0.95) < 0.05);
+	assert_true(holdout_binom_cdf(45, 50, 0.95) > 0.05);
+	assert_true(holdout_binom_cdf(10, 10, 0.95) == 1.0);
+}
+
+static void test_t_quantiles(void **state)
+{
+	(void) state;
+	assert_true(fabs(holdout_t_quantile(0.975, 1) - 12.7062) < 1e-3);
+	assert_true(fabs(holdout_t_quantile(0.975, 10) - 2.2281) < 1e-3);
+	assert_true(fabs(holdout_t_quantile(0.975, 30) - 2.0423) < 1e-3);
+	assert_true(fabs(holdout_t_quantile(0.5, 7)) < 1e-6);
+	assert_true(fabs(holdout_t_quantile(0.025, 10) + 2.2281) < 1e-3);
+}
+
+static void test_interval_score_by_hand(void **state)
+{
+	(void) state;
+	/* inside: the width; below: width + 40 * miss; above likewise (alpha 0.05). */
+	assert_true(fabs(holdout_interval_score(10, 20, 15, 0.05) - 10) < 1e-12);
+	assert_true(fabs(holdout_interval_score(10, 20, 8, 0.05) - (10 + 40 * 2)) < 1e-12);
+	assert_true(fabs(holdout_interval_score(10, 20, 23, 0.05) - (10 + 40 * 3)) < 1e-12);
+	assert_true(fabs(holdout_rel_error(110, 100) - 0.1) < 1e-12);
+}
+
+static void test_score_summary_by_hand(void **state)
+{
+	holdout_row rows[4] = {
+		{.value = 100, .lo = 80, .hi = 120, .observed = 110},  /* rel 0.0909, in, IS 40 */
+		{.value = 50, .lo = 40, .hi = 60, .observed = 70},     /* rel 0.2857, out, IS 20+400 */
+		{.value = 10, .lo = 9, .hi = 11, .observed = 10},      /* rel 0, in, IS 2 */
+		{.value = 1000, .lo = 500, .hi = 2000, .observed = 800}, /* rel 0.25, in, IS 1500 */
+	};
+	holdout_summary s;
+	cs_err e;
+
+	(void) state;
+	assert_int_equal(holdout_score(rows, 4, 0.35, &s, &e), 0);
+	assert_int_equal(s.n, 4);
+	assert_int_equal(s.inside, 3);
+	/* median of {0, 0.0909.., 0.25, 0.2857..} = (0.0909.. + 0.25) / 2 */
+	assert_true(fabs(s.mdape - (10.0 / 110 + 0.25) / 2) < 1e-12);
+	assert_true(fabs(s.mean_interval_score - (40 + 420 + 2 + 1500) / 4.0) < 1e-9);
+	assert_true(fabs(s.mean_band_width - (40 + 20 + 2 + 1500) / 4.0) < 1e-9);
+	assert_true(fabs(s.coverage_p - holdout_binom_cdf(3, 4, 0.95)) < 1e-12);
+	assert_true(s.passed);
+	assert_int_equal(holdout_score(rows, 4, 0.1, &s, &e), 0);
+	assert_false(s.passed);
+	assert_int_equal(holdout_score(rows, 0, 0.35, &s, &e), CS_EXIT_BADINPUT);
+}
+
+/* ---- synthetic studies ---- */
+
+static uint64_t rng_state;
+
+static double uniform(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return ((double) (z >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double gauss(void)
+{
+	return sqrt(-2 * log(uniform())) * cos(2 * M_PI * uniform());
+}
+
+/* The true world: reads, latency by device and concurrency, wall by the io equation. */
+static json_t *synth_run(const char *device, double fanout, double partitions, int cold,
+			 double sigma, json_t **features)
+{
+	double q = 10, rpp = 150 * exp(0.05 * gauss());
+	double base = !strcmp(device, "hdd") ? 30.0 : 1.0;
+	double lat = base * (1 + 0.03 * fanout) * exp(0.05 * gauss());
+	double reads = cold ? q * partitions * rpp : 0;
+	double cpu = 0.002 * q;
+	double wall = (reads * lat / 1000.0 / pow(fanout, 0.9) + cpu) * exp(sigma * gauss());
+
+	*features = json_pack("{s:s,s:s,s:f,s:i,s:f,s:f,s:b,s:s,s:i}", "device", device, "mode",
+			      fanout > 1 ? "fanout" : "serial", "fanout", fanout, "clients", 1,
+			      "partitions", partitions, "queries", q, "cold", cold, "kind", "phnsw",
+			      "ef_search", 40);
+	return json_pack("{s:f,s:f,s:f,s:f,s:f}", "wall_s", wall, "queries", q, "engine_reads",
+			 reads, "engine_read_ms_mean", lat, "reads_per_query", reads / q);
+}
+
+typedef struct {
+	holdout_obs obs[256];
+	json_t *f[256], *m[256];
+	size_t n;
+} design_set;
+
+static void make_design(design_set *d, double sigma)
+{
+	static const char *devs[] = {"hdd", "ssd"};
+	static const double fans[] = {1, 4, 16};
+
+	d->n = 0;
+	for (int a = 0; a < 2; a++)
+		for (int b = 0; b < 3; b++)
+			for (int r = 0; r < 8; r++) {
+				double parts = 4 + (double) (r % 4) * 4;
+
+				d->m[d->n] = synth_run(devs[a], fans[b], parts, 1, sigma, &d->f[d->n]);
+				d->obs[d->n] = (holdout_obs){"design", d->f[d->n], d->m[d->n]};
+				d->n++;
+			}
+	for (int r = 0; r < 4; r++) {
+		d->m[d->n] = synth_run("hdd", 1, 8, 0, sigma, &d->f[d->n]);
+		d->obs[d->n] = (holdout_obs){"warm", d->f[d->n], d->m[d->n]};
+		d->n++;
+	}
+}
+
+static void free_design(design_set *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		json_decref(d->f[i]);
+		json_decref(d->m[i]);
+	}
+}
+
+/* Coverage of the io model's bands for wall_s over many synthetic studies. */
+static void test_io_model_coverage(void **state)
+{
+	size_t inside = 0, total = 0;
+	double relerr = 0;
+
+	(void) state;
+	for (int seed = 1; seed <= 60; seed++) {
+		design_set d;
+
+		rng_state = (uint64_t) seed * 7919;
+		make_design(&d, 0.15);
+		for (int t = 0; t < 6; t++) {
+			const char *dev = t % 2 ? "hdd" : "ssd";
+			double fan = t < 2 ? 1 : t < 4 ? 4 : 16;
+			json_t *tf, *tm = synth_run(dev, fan, 24 + t, 1, 0.15, &tf);
+			holdout_pred p;
+			cs_err e;
+			double obs = json_number_value(json_object_get(tm, "wall_s"));
+
+			assert_int_equal(holdout_predict(d.obs, d.n, tf, "wall_s", "io", &p, &e), 0);
+			assert_string_equal(p.model, "io");
+			assert_true(p.lo <= p.value && p.value <= p.hi);
+			inside += obs >= p.lo && obs <= p.hi;
+			relerr += holdout_rel_error(p.value, obs);
+			total++;
+			holdout_pred_clear(&p);
+			json_decref(tf);
+			json_decref(tm);
+		}
+		free_design(&d);
+	}
+	printf("io model: %zu of %zu inside their 95%% bands (%.3f), mean relative error %.3f\n",
+	       inside, total, (double) inside / (double) total, relerr / (double) total);
+	/* Nominal 0.95; with 360 predictions a calibrated band lands in [0.90, 0.99]. */
+	assert_true((double) inside / (double) total >= 0.90);
+	assert_true((double) inside / (double) total <= 0.99);
+	assert_true(relerr / (double) total < 0.25);
+}
+
+/* The regression recovers a noiseless power law exactly and covers at about the nominal rate with noise. */
+static void test_loglinear(void **state)
+{
+	holdout_obs obs[40];
+	json_t *f[40], *m[40];
+	size_t inside = 0, total = 0;
+
+	(void) state;
+	for (int i = 0; i < 40; i++) {
+		double parts = 2 + i % 8, ef = i % 2 ? 20 : 40;
+
+		f[i] = json_pack("{s:f,s:f,s:s}", "partitions", parts, "ef_search", ef, "device", "nvme");
+		m[i] = json_pack("{s:f}", "engine_reads", 150 * parts * pow(ef / 40, 0.6));
+		obs[i] = (holdout_obs){"r", f[i], m[i]};
+	}
+	{
+		json_t *t = json_pack("{s:f,s:f,s:s}", "partitions", 50.0, "ef_search", 20.0, "device",
+				      "nvme");
+		holdout_pred p;
+		cs_err e;
+
+		assert_int_equal(holdout_predict(obs, 40, t, "engine_reads", "loglinear", &p, &e), 0);
+		assert_true(fabs(p.value / (150 * 50 * pow(0.5, 0.6)) - 1) < 1e-6);
+		holdout_pred_clear(&p);
+		json_decref(t);
+		/* an unseen device cannot be predicted */
+		t = json_pack("{s:f,s:f,s:s}", "partitions", 5.0, "ef_search", 20.0, "device", "hdd");
+		assert_int_equal(holdout_predict(obs, 40, t, "engine_reads", "loglinear", &p, &e),
+				 CS_EXIT_BADINPUT);
+		assert_non_null(strstr(e.msg, "hdd"));
+		json_decref(t);
+	}
+	for (int i = 0; i < 40; i++) {
+		json_decref(f[i]);
+		json_decref(m[i]);
+	}
+	for (int seed = 1; seed <= 50; seed++) {
+		rng_state = (uint64_t) seed * 104729;
+		for (int i = 0; i < 30; i++) {
+			double parts = 2 + uniform() * 30;
+
+			f[i] = json_pack("{s:f}", "partitions", parts);
+			m[i] = json_pack("{s:f}", "wall_s", 3 * pow(parts, 0.8) * exp(0.2 * gauss()));
+			obs[i] = (holdout_obs){"r", f[i], m[i]};
+		}
+		for (int t = 0; t < 8; t++) {
+			double parts = 2 + uniform() * 30;
+			double y = 3 * pow(parts, 0.8) * exp(0.2 * gauss());
+			json_t *tf = json_pack("{s:f}", "partitions", parts);
+			holdout_pred p;
+			cs_err e;
+
+			assert_int_equal(holdout_predict(obs, 30, tf, "wall_s", "auto", &p, &e), 0);
+			assert_string_equal(p.model, "loglinear");
+			inside += y >= p.lo && y <= p.hi;
+			total++;
+			holdout_pred_clear(&p);
+			json_decref(tf);
+		}
+		for (int i = 0; i < 30; i++) {
+			json_decref(f[i]);
+			json_decref(m[i]);
+		}
+	}
+	printf("loglinear: %zu of %zu inside (%.3f)\n", inside, total,
+	       (double) inside / (double) total);
+	assert_true((double) inside / (double) total >= 0.90);
+	assert_true((double) inside / (double) total <= 0.99);
+}
+
+static void test_too_few_runs(void **state)
+{
+	json_t *f = json_pack("{s:f,s:b}", "partitions", 4.0, "cold", 1);
+	json_t *m = json_pack("{s:f}", "wall_s", 1.0);
+	holdout_obs o = {"r", f, m};
+	holdout_pred p;
+	cs_err e;
+
+	(void) state;
+	assert_int_equal(holdout_predict(&o, 1, f, "wall_s", "auto", &p, &e), CS_EXIT_BADINPUT);
+	assert_int_equal(holdout_predict(&o, 1, f, "wall_s", "magic", &p, &e), CS_EXIT_BADINPUT);
+	json_decref(f);
+	json_decref(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_binomial_table),
+		cmocka_unit_test(test_t_quantiles),
+		cmocka_unit_test(test_interval_score_by_hand),
+		cmocka_unit_test(test_score_summary_by_hand),
+		cmocka_unit_test(test_io_model_coverage),
+		cmocka_unit_test(test_loglinear),
+		cmocka_unit_test(test_too_few_runs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
