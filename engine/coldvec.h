@@ -13,7 +13,7 @@
  * (coldstudy exit 5); -EBADMSG: checksum or format damage (exit 4).
  *
  * Ownership: objects returned through **out are new and freed with the
- * matching *_free/*_close, which accept NULL.
+ * matching _free or _close function, which accepts NULL.
  *
  * This header only groups the part headers; each is self-contained.
  */
