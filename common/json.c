@@ -1,6 +1,14 @@
 /*
  * json.c - strict JSON loading and the canonical form.
  *
+ * Strict loading refuses, with "FILE:LINE:COL: why" (or a JSON path):
+ * bytes that are not UTF-8 (overlong forms and surrogates included) or
+ * NUL, anything jansson refuses (syntax, duplicate keys, trailing
+ * garbage, integers beyond int64, reals that overflow), a top level that
+ * is not an object, and nesting deeper than 64 levels. The size cap is
+ * the caller's (cs_read_file). Error text from jansson is escaped so a
+ * message stays one printable line whatever the input held.
+ *
  * Canonical form (the bytes every hash in coldstudy is taken over):
  * object keys sorted by their UTF-8 bytes, no insignificant white space,
  * strings as UTF-8 with only '"', '\\' and control characters escaped,
@@ -16,23 +24,160 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Nesting the loader accepts; the canonical writer refuses deeper trees too. */
+#define JSON_DEPTH_MAX 64
+
+/*
+ * Length of the valid UTF-8 sequence at p (at most n bytes), or 0 if it is
+ * not one: no overlong forms, no surrogates, nothing above U+10FFFF
+ * (RFC 3629 section 4).
+ */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+	unsigned char c = p[0];
+	size_t len, i;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/*
+ * The first invalid UTF-8 byte or NUL in buf, as a message naming line and
+ * column (1-based, columns in bytes); 0 if the text is clean.
+ */
+static int check_text(const char *buf, size_t len, const char *name, cs_err *e)
+{
+	const unsigned char *p = (const unsigned char *) buf;
+	size_t i = 0, line = 1, col = 1;
+
+	while (i < len) {
+		size_t n;
+
+		if (p[i] == '\0')
+			return cs_err_set(e, CS_EXIT_BADINPUT, "%s:%zu:%zu: NUL byte (byte %zu)",
+					  name, line, col, i);
+		n = utf8_seq(p + i, len - i);
+		if (!n)
+			return cs_err_set(e, CS_EXIT_BADINPUT,
+					  "%s:%zu:%zu: invalid UTF-8 (byte 0x%02x at offset %zu)",
+					  name, line, col, p[i], i);
+		if (p[i] == '\n') {
+			line++;
+			col = 1;
+		} else {
+			col += n;
+		}
+		i += n;
+	}
+	return 0;
+}
+
+/* Copy jansson's error text, escaping what would break a one-line message. */
+static void clean_text(const char *in, char *out, size_t n)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; in[i] && o + 5 < n; i++) {
+		unsigned char c = (unsigned char) in[i];
+
+		if (c < 0x20 || c >= 0x7f) {
+			snprintf(out + o, n - o, "\\x%02x", c);
+			o += 4;
+		} else {
+			out[o++] = (char) c;
+		}
+	}
+	out[o] = '\0';
+}
+
+/* Refuse nesting deeper than JSON_DEPTH_MAX, naming the path where it starts. */
+static int check_depth(const json_t *v, int depth, char *path, size_t cap, const char *name,
+		       cs_err *e)
+{
+	size_t plen = strlen(path);
+	int rc = 0;
+
+	if (!json_is_object(v) && !json_is_array(v))
+		return 0;
+	if (depth >= JSON_DEPTH_MAX)
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "%s: %s: nested deeper than %d levels", name, path,
+				  JSON_DEPTH_MAX);
+	if (json_is_array(v)) {
+		for (size_t i = 0; i < json_array_size(v) && !rc; i++) {
+			snprintf(path + plen, cap - plen, "[%zu]", i);
+			rc = check_depth(json_array_get(v, i), depth + 1, path, cap, name, e);
+		}
+	} else {
+		const char *k;
+		json_t *x;
+
+		json_object_foreach((json_t *) v, k, x) {
+			char kb[32];
+
+			clean_text(k, kb, sizeof(kb));
+			snprintf(path + plen, cap - plen, "[\"%s\"]", kb);
+			rc = check_depth(x, depth + 1, path, cap, name, e);
+			if (rc)
+				break;
+		}
+	}
+	path[plen] = '\0';
+	return rc;
+}
+
 int cs_json_load_buf(const char *buf, size_t len, const char *name, json_t **out, cs_err *e)
 {
 	json_error_t jerr;
+	char text[JSON_ERROR_TEXT_LENGTH * 4 + 8];
+	char path[JSON_DEPTH_MAX * 40 + 8] = "$";
 	json_t *v;
+	int rc;
 
 	*out = NULL;
-	if (memchr(buf, '\0', len))
-		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: byte %zu: NUL byte in JSON text", name,
-				  (size_t) ((const char *) memchr(buf, '\0', len) - buf));
+	rc = check_text(buf, len, name, e);
+	if (rc)
+		return rc;
+	/* jansson rejects duplicate keys (flag) and trailing garbage (no JSON_DISABLE_EOF_CHECK). */
 	v = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!v)
+	if (!v) {
+		clean_text(jerr.text, text, sizeof(text));
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s:%d:%d: %s", name, jerr.line, jerr.column,
-				  jerr.text);
+				  text);
+	}
 	if (!json_is_object(v)) {
 		json_decref(v);
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $: expected a JSON object at the top",
 				  name);
+	}
+	rc = check_depth(v, 0, path, sizeof(path), name, e);
+	if (rc) {
+		json_decref(v);
+		return rc;
 	}
 	*out = v;
 	return 0;
@@ -145,7 +290,7 @@ static void put_value(sbuf *b, const json_t *v, int depth)
 {
 	char tmp[32];
 
-	if (depth > 64) {
+	if (depth > JSON_DEPTH_MAX) {
 		b->failed = 1;
 		return;
 	}

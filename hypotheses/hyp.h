@@ -26,12 +26,23 @@ typedef struct hyp {
 	char *canonical;   /* canonical JSON (owned) */
 	size_t canonical_len;
 	char sha256[65];   /* SHA-256 hex of canonical */
+	char *source;      /* the file name messages use (owned) */
 } hyp;
 
 /* Parse and validate a file (or buffer named name for messages). */
 int hyp_parse_file(const char *path, hyp **out, cs_err *e);
 int hyp_parse_buf(const char *buf, size_t len, const char *name, hyp **out, cs_err *e);
 void hyp_free(hyp *h);
+
+/*
+ * Refuse a set of parsed hypotheses that uses an id twice (register takes
+ * several files at once): "B.json: $.id: duplicate id \"H3\" (also in
+ * A.json)", CS_EXIT_BADINPUT. hs[i] may not be NULL.
+ */
+int hyp_check_unique(hyp *const *hs, size_t n, cs_err *e);
+
+/* 1 if s is a hypothesis id: "H" and 1..6 digits, no leading zero. */
+int hyp_id_valid(const char *s);
 
 /* The metric vocabulary of DESIGN.md (plus those the README adds). */
 int hyp_metric_known(const char *name);
@@ -48,6 +59,12 @@ const char *const *hyp_metrics(void);
  *   {"agg": "median"|"min"|"max"|"mean"|"count", "metric": M,
  *    "select": {"tags": [...], "not_tags": [...], "hypothesis": "H1"}}
  *   {"ratio": [EXPR, EXPR]}
+ * A selection matches a run that carries every tag in "tags", none in
+ * "not_tags" and, if given, "hypothesis" in its hypotheses; {} matches
+ * every run. "metric" may be left out only for "count", which counts the
+ * matched runs (with "metric": those where the metric is a number).
+ * A rule must look at runs: a comparison of two constants is refused.
+ * Limits: depth 32, 1024 nodes, 64 tags a selection.
  */
 int rule_validate(const json_t *rule, const char *name, const char *where, cs_err *e);
 
@@ -57,6 +74,25 @@ int rule_validate(const json_t *rule, const char *name, const char *where, cs_er
  * 0 false, -1 undetermined (a selection was empty or a metric missing).
  * *trace (new reference, may be NULL) records every number the rule saw
  * and the run ids each selection matched.
+ *
+ * Logic is Kleene's: "all" is false if any part is false, else
+ * undetermined if any part is, else true; "any" dually; "not" keeps
+ * undetermined. An aggregate is undetermined when its selection matched
+ * no run or the metric is a number in none of them (null and absent
+ * metrics are skipped, never read as 0); "count" is never undetermined
+ * (it is 0 then). A ratio with a zero denominator, or a value that is not
+ * finite, is undetermined. A comparison with an undetermined side is
+ * undetermined.
+ *
+ * The trace mirrors the rule: {"all": [..], "result": true|false|null},
+ * {"cmp": {"left": T, "op": OP, "right": T}, "result": ..},
+ * {"agg": .., "metric": .., "select": .., "runs": [ids matched],
+ *  "values": [numbers used], "value": x | null, "why": text (opt)},
+ * {"ratio": [T, T], "value": x | null}, a number for a number. It is
+ * canonicalisable (finite numbers only).
+ *
+ * Returns 0, or CS_EXIT_BADINPUT (runs not an array of run objects, or a
+ * rule rule_validate refuses) / CS_EXIT_INTERNAL (out of memory).
  */
 int rule_eval(const json_t *rule, const json_t *runs, int *result, json_t **trace, cs_err *e);
 
