@@ -23,6 +23,7 @@
 #define LEDGER_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "cs.h"
 
 typedef struct ledger ledger;
@@ -112,5 +113,91 @@ int merkle_verify_inclusion(const unsigned char leaf[32], size_t i, size_t n,
 int merkle_verify_consistency(size_t m, size_t n, const unsigned char old_root[32],
 			      const unsigned char new_root[32], const unsigned char (*proof)[32],
 			      size_t plen);
+
+/* ---- tree heads, proofs, export (appended; see ledger/proof.c) ---- */
+
+/*
+ * The canonical record, the bytes a record's hash is taken over: the
+ * canonical JSON of {"kind":K,"payload":P,"seq":N,"ts":T}, i.e. exactly
+ *   {"kind":"note","payload":{"text":"x"},"seq":7,"ts":"2026-10-29T05:24:30.123456Z"}
+ * and hash(N) = SHA-256(prev || canonical record) over the 32 raw bytes of
+ * prev (32 zero bytes for seq 1). Merkle leaf N-1 = SHA-256(0x00 || hash(N)).
+ */
+
+/* A tree head: what a C2SP tlog-checkpoint says. */
+typedef struct ledger_tree_head {
+	char origin[256];
+	int64_t size;
+	unsigned char root[32];
+} ledger_tree_head;
+
+/* What ledger_verify_ex saw: record count, current root, raw blobs checked. */
+typedef struct ledger_verify_info {
+	int64_t size;
+	unsigned char root[32];
+	int64_t raw_blobs;
+	int64_t checkpoint_size; /* -1 without a checkpoint */
+} ledger_verify_info;
+
+/* ledger_verify, also reporting what it checked (info may be NULL). */
+int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info *info, cs_err *e);
+
+/* Checkpoint of the whole log under origin (NULL: the origin stored at init); caller frees. */
+int ledger_checkpoint_origin(ledger *l, const char *origin, char **text, cs_err *e);
+
+/* Format "<origin>\n<size>\n<base64 root>\n"; caller frees *text. */
+int ledger_checkpoint_format(const char *origin, int64_t size, const unsigned char root[32],
+			     char **text, cs_err *e);
+
+/*
+ * Parse a checkpoint (the body, optionally followed by extension lines and
+ * a blank line with signature lines, which are not checked). name is for
+ * messages. Exit 5 with the line and what was expected on bad input.
+ */
+int ledger_checkpoint_parse(const char *text, size_t len, const char *name, ledger_tree_head *out,
+			    cs_err *e);
+
+enum { LEDGER_PROOF_INCLUSION = 1, LEDGER_PROOF_CONSISTENCY = 2 };
+
+/*
+ * A proof as `coldstudy log prove` prints it (JSON):
+ *   {"type":"inclusion","seq":S,"leaf_index":S-1,"tree_size":N,
+ *    "record_hash":hex,"leaf_hash":hex,"root":hex,"hashes":[hex,...]}
+ *   {"type":"consistency","old_size":M,"tree_size":N,"old_root":hex,
+ *    "root":hex,"hashes":[hex,...]}
+ */
+typedef struct ledger_proof {
+	int type;
+	int64_t leaf_index;             /* inclusion */
+	int64_t old_size;               /* consistency */
+	int64_t tree_size;
+	unsigned char record_hash[32];  /* inclusion: the leaf's data */
+	unsigned char old_root[32];     /* consistency */
+	unsigned char root[32];
+	unsigned char (*hashes)[32];    /* owned */
+	size_t n_hashes;
+} ledger_proof;
+
+/* Inclusion proof of record seq in the tree of tree_size records (<= 0: the whole log). */
+int ledger_prove_inclusion(ledger *l, int64_t seq, int64_t tree_size, ledger_proof *out,
+			   cs_err *e);
+/* Consistency proof from old_size to new_size (<= 0: the whole log). */
+int ledger_prove_consistency(ledger *l, int64_t old_size, int64_t new_size, ledger_proof *out,
+			     cs_err *e);
+void ledger_proof_free(ledger_proof *p);
+/* JSON text of a proof (caller frees). */
+int ledger_proof_to_json(const ledger_proof *p, char **out, cs_err *e);
+/* Parse a proof's JSON strictly (unknown keys, bad hex, sizes out of range: exit 5). */
+int ledger_proof_parse(const char *buf, size_t len, const char *name, ledger_proof *out,
+		       cs_err *e);
+/* Check a proof against its own root(s); 0 valid, CS_EXIT_VERIFY with the reason. */
+int ledger_proof_verify(const ledger_proof *p, cs_err *e);
+
+/*
+ * Write the log as JSONL: per record, the canonical JSON of
+ * {"hash","kind","payload","prev","seq","ts"}, one line each, in seq order;
+ * byte-identical for the same ledger.
+ */
+int ledger_export(ledger *l, FILE *out, cs_err *e);
 
 #endif
