@@ -1,10 +1,35 @@
 /*
  * cv_data.h - datasets by spec string, exact ground truth, recall.
  *
- * Spec strings: fashion-mnist[:train|:test], fvecs:PATH, ivecs:PATH,
- * bvecs:PATH, idx:PATH (gzip or plain), npy:PATH (float32/uint8, C order),
- * synth:n=N,d=D,clusters=C,seed=S (Gaussian mixture, byte-identical on
- * every machine for the same spec). uint8 inputs are widened to float32.
+ * Spec strings (uint8 and integer inputs are widened to float32):
+ *   fashion-mnist[:train|:test]  the Debian package dataset-fashion-mnist
+ *                    (gzip IDX under /usr/share/datasets/fashion-mnist, or
+ *                    $COLDSTUDY_FASHION_MNIST): 60,000 x 784 train (the
+ *                    default), 10,000 x 784 test
+ *   fvecs:PATH, ivecs:PATH, bvecs:PATH   TEXMEX (per row: int32 d, then d
+ *                    float32 / int32 / uint8), gzip or plain
+ *   idx:PATH         IDX (big-endian; u8, i8, i16, i32, f32, f64), gzip or
+ *                    plain; n = dims[0], d = product of the others
+ *   npy:PATH         NumPy .npy v1-3, '<f4' or '|u1', C order; n = shape[0]
+ *   synth:n=N,d=D[,clusters=C][,seed=S][,sigma=X]   a Gaussian mixture:
+ *                    C centres (default 10) with N(0,1) coordinates, each
+ *                    point a uniformly chosen centre plus N(0, X^2) noise
+ *                    (X default 0.5), from xoshiro256** seeded by S (default
+ *                    0) and a polar normal transform in IEEE double with no
+ *                    libm transcendental, so the bytes are the same on every
+ *                    machine for the same spec.
+ * Any spec may end in a row range [A:B] (rows A..B-1; either bound may be
+ * left out): "fashion-mnist:test[0:100]".
+ *
+ * Refused, with -EINVAL (malformed) or -EOVERFLOW (absurd size) and one
+ * line naming the file and byte offset (in the decompressed stream for
+ * gzip): truncated files, wrong magic, rows of different dimension,
+ * trailing bytes, NaN or Inf, d > CV_DATA_MAX_DIM, n*d > CV_DATA_MAX_VALUES.
+ * A missing file is -ENOENT.
+ *
+ * The content hash is SHA-256 over (n as uint64 LE, d as uint64 LE, the
+ * n*d float32 values LE): equal data gives equal hashes whatever the
+ * source format.
  */
 #ifndef CV_DATA_H
 #define CV_DATA_H
@@ -56,5 +81,21 @@ CV_API int cv_groundtruth_cached(const cv_dataset *base, const cv_dataset *queri
  */
 CV_API double cv_recall_at_k(const cv_dataset *base, const float *query, cv_metric m,
 			     const int32_t *true_ids, size_t k, const uint32_t *got, size_t ngot);
+
+/* Caps on what a loader accepts (larger is refused with -EOVERFLOW). */
+#define CV_DATA_MAX_DIM 65536
+#define CV_DATA_MAX_VALUES ((size_t) 1 << 31) /* 8 GiB of float32 */
+
+/* The content hash as 64 lowercase hex digits + NUL. */
+CV_API void cv_dataset_hash_hex(const cv_dataset *ds, char out[65]);
+
+/*
+ * The exact k nearest neighbours with their distances, cached as
+ * cv_groundtruth_cached (ids nq*k, dists nq*k, both new, caller frees;
+ * dists may be NULL). *from_cache says whether it was a cache hit (may be NULL).
+ */
+CV_API int cv_groundtruth_cached2(const cv_dataset *base, const cv_dataset *queries, size_t k,
+				  cv_metric m, int threads, const char *cache_dir, int32_t **ids,
+				  float **dists, int *from_cache, cv_err *e);
 
 #endif
