@@ -1,33 +1,764 @@
-/* Placeholder verbs until their part lands: they say so and exit 1. */
+/*
+ * cmd_ledger.c - the ledger's verbs: init, register, hypotheses, log.
+ *
+ * register is all-or-nothing across its files: every file is validated
+ * (hyp_parse_file) and checked against what is already registered before
+ * anything is written; then, inside one IMMEDIATE transaction, each file is
+ * frozen (DIR/frozen/<id>-<sha8>.json, mode 0444) and its record appended.
+ * A refusal or a bad file changes nothing. Frozen copies are named by
+ * content, so one left behind by a failed commit is harmless.
+ */
 #include "cmds.h"
+#include "hyp.h"
+#include "ledger.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECKPOINT_CAP (64u * 1024u)
+#define PROOF_CAP (64u * 1024u)
+
+/* Value of option name at argv[*i] ("--name V" or "--name=V"); NULL if argv[*i] is not it. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(argv[*i], name, n))
+		return NULL;
+	if (argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (argv[*i][n] != '\0')
+		return NULL;
+	if (*i + 1 >= argc) {
+		*missing = 1;
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+/* ---- init ---- */
 
 int cmd_init(int argc, char **argv)
 {
-	(void) argc;
-	fprintf(stderr, "coldstudy %s: not built yet\n", argv[0]);
-	return CS_EXIT_INTERNAL;
+	cs_err e = {0};
+	const char *dir = NULL;
+
+	if (cli_wants_help(argc, argv)) {
+		printf("usage: coldstudy init DIR\n\n"
+		       "Create a study: DIR/ledger.db (the append-only, hash-chained experiment log)\n"
+		       "and DIR/frozen/ (frozen copies of registered files). Refuses (exit 3) if\n"
+		       "DIR already holds a ledger.\n");
+		return CS_EXIT_OK;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-')
+			return cli_usage("init", "unknown option '%s'", argv[i]);
+		if (dir)
+			return cli_usage("init", "one DIR only");
+		dir = argv[i];
+	}
+	if (!dir)
+		return cli_usage("init", "missing DIR");
+	if (ledger_init(dir, &e))
+		return cli_fail("init", &e);
+	printf("created %s/ledger.db and %s/frozen/\n", dir, dir);
+	return CS_EXIT_OK;
+}
+
+/* ---- register ---- */
+
+typedef struct reg_item {
+	const char *path;
+	hyp *h;
+	char file_sha[65];
+	char *bytes;          /* the file as read */
+	size_t len;
+	int64_t prev_seq;     /* latest registered version, 0 if none */
+	char prev_sha[65];
+	int action;           /* 0 nothing to do, 1 register, 2 amend */
+} reg_item;
+
+/* The latest hypothesis or amendment record for id; 1 found (seq, sha filled), 0 none, -1 error. */
+static int latest_version(ledger *l, const char *id, int64_t *seq, char sha[65], cs_err *e)
+{
+	ledger_record a, b, *best = NULL;
+	int fa, fb, rc = 0;
+	json_t *p = NULL;
+
+	fa = ledger_find(l, "hypothesis", id, &a, e);
+	if (fa < 0)
+		return -1;
+	fb = ledger_find(l, "amendment", id, &b, e);
+	if (fb < 0) {
+		ledger_record_free(&a);
+		return -1;
+	}
+	if (fa == 1)
+		best = &a;
+	if (fb == 1 && (!best || b.seq > best->seq))
+		best = &b;
+	if (best) {
+		json_error_t jerr;
+		json_t *s;
+
+		p = json_loads(best->payload, 0, &jerr);
+		s = json_object_get(p, "sha256");
+		if (!json_is_string(s)) {
+			cs_err_set(e, CS_EXIT_VERIFY, "ledger seq %lld: hypothesis record without sha256",
+				   (long long) best->seq);
+			rc = -1;
+		} else {
+			*seq = best->seq;
+			snprintf(sha, 65, "%s", json_string_value(s));
+			rc = 1;
+		}
+	}
+	json_decref(p);
+	ledger_record_free(&a);
+	ledger_record_free(&b);
+	return rc;
+}
+
+/* Basename of a path (borrowed). */
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+/* Freeze one file and append its record (inside the caller's transaction). */
+static int register_one(ledger *l, reg_item *it, const char *rationale, const char *dir,
+			int64_t *seq, cs_err *e)
+{
+	char rel[64], *path = NULL;
+	json_t *p = NULL;
+	size_t n;
+	int rc;
+
+	snprintf(rel, sizeof(rel), "frozen/%s-%.8s.json", it->h->id, it->h->sha256);
+	n = strlen(dir) + strlen(rel) + 2;
+	path = malloc(n);
+	if (!path)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	snprintf(path, n, "%s/%s", dir, rel);
+	rc = cs_write_file_atomic(path, it->bytes, it->len, 0444, e);
+	if (rc)
+		goto out;
+	p = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O}", "id", it->h->id, "file",
+		      base_name(it->path), "file_sha256", it->file_sha, "sha256", it->h->sha256,
+		      "frozen", rel, "doc", it->h->doc);
+	if (!p) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		goto out;
+	}
+	if (it->action == 2) {
+		json_object_set_new(p, "rationale", json_string(rationale));
+		json_object_set_new(p, "access_state", json_string(ledger_access_state(l)));
+		json_object_set_new(p, "replaces", json_string(it->prev_sha));
+	}
+	rc = ledger_append(l, it->action == 2 ? "amendment" : "hypothesis", p, seq, e);
+out:
+	json_decref(p);
+	free(path);
+	return rc;
 }
 
 int cmd_register(int argc, char **argv)
 {
-	(void) argc;
-	fprintf(stderr, "coldstudy %s: not built yet\n", argv[0]);
-	return CS_EXIT_INTERNAL;
+	const char *dir = NULL, *rationale = NULL;
+	int amend = 0, nfiles = 0, rc = 0, missing = 0;
+	reg_item *items = NULL;
+	ledger *l = NULL;
+	cs_err e = {0};
+
+	if (cli_wants_help(argc, argv)) {
+		printf("usage: coldstudy register DIR FILE... [--amend --rationale TEXT]\n\n"
+		       "Validate each hypothesis file, canonicalise and hash it (SHA-256), freeze a\n"
+		       "copy as DIR/frozen/<id>-<sha8>.json (mode 0444) and append a 'hypothesis'\n"
+		       "record with the UTC time. All files or none: a bad file (exit 5) or a\n"
+		       "refusal (exit 3) writes nothing. The same content again is a no-op (exit 0).\n"
+		       "The same id with new content is refused unless --amend --rationale TEXT,\n"
+		       "which appends an 'amendment' record with the access state at that moment.\n");
+		return CS_EXIT_OK;
+	}
+	items = calloc((size_t) argc, sizeof(*items));
+	if (!items)
+		return cli_fail("register", &(cs_err){CS_EXIT_INTERNAL, "out of memory"});
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+
+		if (!strcmp(argv[i], "--amend")) {
+			amend = 1;
+		} else if ((v = opt_value(argc, argv, &i, "--rationale", &missing))) {
+			rationale = v;
+		} else if (missing || argv[i][0] == '-') {
+			rc = cli_usage("register", "%s '%s'",
+				       missing ? "missing value for" : "unknown option", argv[i]);
+			goto out;
+		} else if (!dir) {
+			dir = argv[i];
+		} else {
+			items[nfiles++].path = argv[i];
+		}
+	}
+	if (!dir || nfiles == 0) {
+		rc = cli_usage("register", "expected DIR and at least one FILE");
+		goto out;
+	}
+	if (amend && (!rationale || !*rationale)) {
+		rc = cli_usage("register", "--amend needs --rationale TEXT (why the change)");
+		goto out;
+	}
+	if (rationale && !amend) {
+		rc = cli_usage("register", "--rationale goes with --amend");
+		goto out;
+	}
+	/* Phase 1: every file must be valid before anything is written. */
+	for (int i = 0; i < nfiles; i++) {
+		reg_item *it = &items[i];
+
+		if ((rc = hyp_parse_file(it->path, &it->h, &e)) ||
+		    (rc = cs_read_file(it->path, HYP_FILE_CAP, &it->bytes, &it->len, &e))) {
+			rc = cli_fail("register", &e);
+			goto out;
+		}
+		cs_sha256_hex(it->bytes, it->len, it->file_sha);
+		for (int j = 0; j < i; j++) {
+			if (!strcmp(items[j].h->id, it->h->id)) {
+				cs_err_set(&e, CS_EXIT_BADINPUT, "%s: $.id: %s is also the id of %s",
+					   it->path, it->h->id, items[j].path);
+				rc = cli_fail("register", &e);
+				goto out;
+			}
+		}
+	}
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_begin(l, &e))) {
+		rc = cli_fail("register", &e);
+		goto out;
+	}
+	/* Phase 2, under the write lock: what is already registered decides each action. */
+	for (int i = 0; i < nfiles; i++) {
+		reg_item *it = &items[i];
+		int f = latest_version(l, it->h->id, &it->prev_seq, it->prev_sha, &e);
+
+		if (f < 0) {
+			rc = cli_fail("register", &e);
+			goto out;
+		}
+		if (f == 0)
+			it->action = 1;
+		else if (!strcmp(it->prev_sha, it->h->sha256))
+			it->action = 0;
+		else if (amend)
+			it->action = 2;
+		else {
+			cs_err_set(&e, CS_EXIT_REFUSED,
+				   "%s: %s is already registered with other content (seq %lld, "
+				   "sha256 %.12s..., this file %.12s...); nothing written. Amend with "
+				   "--amend --rationale TEXT",
+				   it->path, it->h->id, (long long) it->prev_seq, it->prev_sha,
+				   it->h->sha256);
+			rc = cli_fail("register", &e);
+			goto out;
+		}
+	}
+	/* Phase 3: freeze and append, then commit once. */
+	for (int i = 0; i < nfiles; i++) {
+		reg_item *it = &items[i];
+		int64_t seq = 0;
+
+		if (it->action == 0) {
+			printf("%s: %s already registered at seq %lld with the same content "
+			       "(sha256 %.12s...); nothing to do\n",
+			       it->path, it->h->id, (long long) it->prev_seq, it->h->sha256);
+			continue;
+		}
+		if ((rc = register_one(l, it, rationale, dir, &seq, &e))) {
+			rc = cli_fail("register", &e);
+			goto out;
+		}
+		it->prev_seq = seq;
+	}
+	if ((rc = ledger_commit(l, &e))) {
+		rc = cli_fail("register", &e);
+		goto out;
+	}
+	for (int i = 0; i < nfiles; i++) {
+		reg_item *it = &items[i];
+
+		if (it->action)
+			printf("%s: %s %s at seq %lld, sha256 %s -> frozen/%s-%.8s.json\n", it->path,
+			       it->action == 2 ? "amended" : "registered", it->h->id,
+			       (long long) it->prev_seq, it->h->sha256, it->h->id, it->h->sha256);
+	}
+out:
+	ledger_close(l); /* rolls back an open transaction */
+	for (int i = 0; items && i < nfiles; i++) {
+		hyp_free(items[i].h);
+		free(items[i].bytes);
+	}
+	free(items);
+	return rc;
+}
+
+/* ---- hypotheses ---- */
+
+typedef struct {
+	json_t *byid;  /* id -> summary (latest version) */
+	json_t *order; /* ids in order of first registration */
+} hyp_list;
+
+/* Fold one hypothesis/amendment record into the list. */
+static int collect_hyp(const ledger_record *r, void *ud)
+{
+	hyp_list *hl = ud;
+	json_error_t jerr;
+	json_t *p, *doc, *pred, *prev, *s;
+	const char *id;
+	int64_t versions = 1;
+
+	if (strcmp(r->kind, "hypothesis") && strcmp(r->kind, "amendment"))
+		return 0;
+	p = json_loads(r->payload, 0, &jerr);
+	id = json_string_value(json_object_get(p, "id"));
+	doc = json_object_get(p, "doc");
+	if (!id || !doc) {
+		json_decref(p);
+		return 0;
+	}
+	pred = json_object_get(doc, "prediction");
+	prev = json_object_get(hl->byid, id);
+	if (prev)
+		versions = json_integer_value(json_object_get(prev, "versions")) + 1;
+	else
+		json_array_append_new(hl->order, json_string(id));
+	s = json_pack("{s:s, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:s, s:s, s:I, s:I, s:s}",
+		      "id", id, "title", json_object_get(doc, "title"), "kind",
+		      json_object_get(doc, "kind"), "metric", json_object_get(doc, "metric"), "unit",
+		      json_object_get(doc, "unit"), "prediction", json_object_get(pred, "value"),
+		      "band95", json_object_get(pred, "band95"), "sha256",
+		      json_object_get(p, "sha256"), "ts", r->ts, "record", r->kind, "seq",
+		      (json_int_t) r->seq, "versions", (json_int_t) versions, "frozen",
+		      json_string_value(json_object_get(p, "frozen"))
+			      ? json_string_value(json_object_get(p, "frozen"))
+			      : "");
+	if (s)
+		json_object_set_new(hl->byid, id, s);
+	json_decref(p);
+	return 0;
+}
+
+/* A number as the canonical form prints it. */
+static void num_text(const json_t *v, char *buf, size_t cap)
+{
+	char *c = NULL;
+
+	if (v && !cs_json_canonical(v, &c, NULL, NULL)) {
+		snprintf(buf, cap, "%s", c);
+		free(c);
+	} else {
+		snprintf(buf, cap, "-");
+	}
 }
 
 int cmd_hypotheses(int argc, char **argv)
 {
-	(void) argc;
-	fprintf(stderr, "coldstudy %s: not built yet\n", argv[0]);
-	return CS_EXIT_INTERNAL;
+	const char *dir = NULL;
+	int as_json = 0, rc;
+	hyp_list hl = {json_object(), json_array()};
+	ledger *l = NULL;
+	cs_err e = {0};
+	size_t i;
+	json_t *id;
+
+	if (cli_wants_help(argc, argv)) {
+		printf("usage: coldstudy hypotheses DIR [--json]\n\n"
+		       "List the registered hypotheses, latest version of each id: id, kind,\n"
+		       "metric, predicted value, 95%% band, SHA-256 of the canonical file and the\n"
+		       "registration time (UTC).\n");
+		rc = CS_EXIT_OK;
+		goto out;
+	}
+	for (int k = 1; k < argc; k++) {
+		if (!strcmp(argv[k], "--json"))
+			as_json = 1;
+		else if (argv[k][0] == '-' || dir) {
+			rc = cli_usage("hypotheses", "unexpected argument '%s'", argv[k]);
+			goto out;
+		} else
+			dir = argv[k];
+	}
+	if (!dir) {
+		rc = cli_usage("hypotheses", "missing DIR");
+		goto out;
+	}
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_foreach(l, NULL, collect_hyp, &hl, &e))) {
+		rc = cli_fail("hypotheses", &e);
+		goto out;
+	}
+	if (as_json) {
+		json_t *arr = json_array();
+		char *txt = NULL;
+
+		json_array_foreach(hl.order, i, id)
+			json_array_append(arr, json_object_get(hl.byid, json_string_value(id)));
+		if (cs_json_canonical(arr, &txt, NULL, &e)) {
+			json_decref(arr);
+			rc = cli_fail("hypotheses", &e);
+			goto out;
+		}
+		printf("%s\n", txt);
+		free(txt);
+		json_decref(arr);
+	} else {
+		printf("%-5s %-12s %-20s %12s %-23s %-12s %-27s %s\n", "ID", "KIND", "METRIC",
+		       "PREDICTION", "BAND95", "SHA256", "REGISTERED (UTC)", "VERSIONS");
+		json_array_foreach(hl.order, i, id) {
+			json_t *s = json_object_get(hl.byid, json_string_value(id));
+			json_t *band = json_object_get(s, "band95");
+			char v[32], lo[32], hi[32], bandtxt[80];
+
+			num_text(json_object_get(s, "prediction"), v, sizeof(v));
+			num_text(json_array_get(band, 0), lo, sizeof(lo));
+			num_text(json_array_get(band, 1), hi, sizeof(hi));
+			snprintf(bandtxt, sizeof(bandtxt), "[%s, %s]", lo, hi);
+			printf("%-5s %-12s %-20s %12s %-23s %-12.12s %-27s %lld\n",
+			       json_string_value(id),
+			       json_string_value(json_object_get(s, "kind"))
+				       ? json_string_value(json_object_get(s, "kind"))
+				       : "-",
+			       json_string_value(json_object_get(s, "metric"))
+				       ? json_string_value(json_object_get(s, "metric"))
+				       : "-",
+			       v, bandtxt,
+			       json_string_value(json_object_get(s, "sha256"))
+				       ? json_string_value(json_object_get(s, "sha256"))
+				       : "-",
+			       json_string_value(json_object_get(s, "ts")),
+			       (long long) json_integer_value(json_object_get(s, "versions")));
+		}
+		if (json_array_size(hl.order) == 0)
+			printf("(no hypotheses registered)\n");
+	}
+	rc = CS_EXIT_OK;
+out:
+	ledger_close(l);
+	json_decref(hl.byid);
+	json_decref(hl.order);
+	return rc;
+}
+
+/* ---- log ---- */
+
+static void log_help(FILE *f)
+{
+	fprintf(f,
+		"usage: coldstudy log SUBCOMMAND ...\n\n"
+		"  log verify DIR [--checkpoint FILE] [--json]\n"
+		"      recompute every record hash, the chain, the RFC 6962 root and every raw\n"
+		"      blob; with a saved checkpoint, check the log still extends it (exit 4\n"
+		"      naming the first bad seq or the checkpoint)\n"
+		"  log checkpoint DIR [--origin NAME]\n"
+		"      print a C2SP tlog-checkpoint: origin, size, base64 root\n"
+		"  log prove DIR SEQ [--size N]\n"
+		"      inclusion proof of record SEQ (JSON: leaf index, tree size, hashes)\n"
+		"  log prove DIR --old-size N [--size N]\n"
+		"      consistency proof from tree size N to the current (or given) size\n"
+		"  log verify-proof FILE|- [--checkpoint FILE] [--old-checkpoint FILE]\n"
+		"      check a proof offline, optionally against saved checkpoints\n"
+		"  log export DIR\n"
+		"      JSONL, one record a line, byte-identical for the same ledger\n");
+}
+
+/* Read a checkpoint file into *text (caller frees). */
+static int read_checkpoint(const char *path, char **text, ledger_tree_head *th, cs_err *e)
+{
+	size_t len;
+	int rc = cs_read_file(path, CHECKPOINT_CAP, text, &len, e);
+
+	if (rc)
+		return rc;
+	rc = ledger_checkpoint_parse(*text, len, path, th, e);
+	if (rc) {
+		free(*text);
+		*text = NULL;
+	}
+	return rc;
+}
+
+static int log_verify(int argc, char **argv)
+{
+	const char *dir = NULL, *cpf = NULL, *v;
+	int as_json = 0, missing = 0, rc;
+	char *cp = NULL, root[65];
+	ledger_tree_head th;
+	ledger_verify_info info;
+	ledger *l = NULL;
+	cs_err e = {0};
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			as_json = 1;
+		else if ((v = opt_value(argc, argv, &i, "--checkpoint", &missing)))
+			cpf = v;
+		else if (missing || argv[i][0] == '-' || dir)
+			return cli_usage("log verify", "unexpected argument '%s'", argv[i]);
+		else
+			dir = argv[i];
+	}
+	if (!dir)
+		return cli_usage("log verify", "missing DIR");
+	if (cpf && (rc = read_checkpoint(cpf, &cp, &th, &e)))
+		return cli_fail("log verify", &e);
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_verify_ex(l, cp, &info, &e))) {
+		rc = cli_fail("log verify", &e);
+		goto out;
+	}
+	cs_hex(info.root, 32, root);
+	if (as_json)
+		printf("{\"checkpoint_size\":%lld,\"ok\":true,\"raw_blobs\":%lld,\"root\":\"%s\","
+		       "\"size\":%lld}\n",
+		       (long long) info.checkpoint_size, (long long) info.raw_blobs, root,
+		       (long long) info.size);
+	else {
+		printf("ok: %lld records, %lld raw blobs, root %s\n", (long long) info.size,
+		       (long long) info.raw_blobs, root);
+		if (cpf)
+			printf("ok: extends checkpoint '%s' at size %lld (%s)\n", th.origin,
+			       (long long) th.size, cpf);
+	}
+	rc = CS_EXIT_OK;
+out:
+	ledger_close(l);
+	free(cp);
+	return rc;
+}
+
+static int log_checkpoint(int argc, char **argv)
+{
+	const char *dir = NULL, *origin = NULL, *v;
+	int missing = 0, rc;
+	char *text = NULL;
+	ledger *l = NULL;
+	cs_err e = {0};
+
+	for (int i = 1; i < argc; i++) {
+		if ((v = opt_value(argc, argv, &i, "--origin", &missing)))
+			origin = v;
+		else if (missing || argv[i][0] == '-' || dir)
+			return cli_usage("log checkpoint", "unexpected argument '%s'", argv[i]);
+		else
+			dir = argv[i];
+	}
+	if (!dir)
+		return cli_usage("log checkpoint", "missing DIR");
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_checkpoint_origin(l, origin, &text, &e)))
+		rc = cli_fail("log checkpoint", &e);
+	else
+		fputs(text, stdout);
+	free(text);
+	ledger_close(l);
+	return rc;
+}
+
+/* Parse a positive size/seq argument; -1 on bad input. */
+static int parse_size(const char *s, int64_t *out)
+{
+	uint64_t v;
+
+	if (cli_parse_u64(s, &v) || v > (uint64_t) INT64_MAX)
+		return -1;
+	*out = (int64_t) v;
+	return 0;
+}
+
+static int log_prove(int argc, char **argv)
+{
+	const char *dir = NULL, *seqs = NULL, *v;
+	int64_t seq = 0, old = -1, size = 0;
+	int missing = 0, rc;
+	ledger_proof p = {0};
+	char *txt = NULL;
+	ledger *l = NULL;
+	cs_err e = {0};
+
+	for (int i = 1; i < argc; i++) {
+		if ((v = opt_value(argc, argv, &i, "--old-size", &missing))) {
+			if (parse_size(v, &old))
+				return cli_usage("log prove", "--old-size: expected a number, got '%s'",
+						 v);
+		} else if ((v = opt_value(argc, argv, &i, "--size", &missing))) {
+			if (parse_size(v, &size) || size == 0)
+				return cli_usage("log prove", "--size: expected a number > 0, got '%s'",
+						 v);
+		} else if (missing || argv[i][0] == '-') {
+			return cli_usage("log prove", "unexpected argument '%s'", argv[i]);
+		} else if (!dir) {
+			dir = argv[i];
+		} else if (!seqs) {
+			seqs = argv[i];
+		} else {
+			return cli_usage("log prove", "unexpected argument '%s'", argv[i]);
+		}
+	}
+	if (!dir || (!seqs) == (old < 0))
+		return cli_usage("log prove", "expected DIR and either SEQ or --old-size N");
+	if (seqs && (parse_size(seqs, &seq) || seq == 0))
+		return cli_usage("log prove", "SEQ: expected a record number >= 1, got '%s'", seqs);
+	if ((rc = ledger_open(dir, &l, &e)) ||
+	    (rc = seqs ? ledger_prove_inclusion(l, seq, size, &p, &e)
+		       : ledger_prove_consistency(l, old, size, &p, &e)) ||
+	    (rc = ledger_proof_to_json(&p, &txt, &e)))
+		rc = cli_fail("log prove", &e);
+	else
+		printf("%s\n", txt);
+	free(txt);
+	ledger_proof_free(&p);
+	ledger_close(l);
+	return rc;
+}
+
+static int log_verify_proof(int argc, char **argv)
+{
+	const char *file = NULL, *cpf = NULL, *oldf = NULL, *v;
+	char *buf = NULL, *cp = NULL, *ocp = NULL, root[65];
+	ledger_tree_head th, oth;
+	ledger_proof p = {0};
+	size_t len = 0;
+	int missing = 0, rc;
+	cs_err e = {0};
+
+	for (int i = 1; i < argc; i++) {
+		if ((v = opt_value(argc, argv, &i, "--checkpoint", &missing)))
+			cpf = v;
+		else if ((v = opt_value(argc, argv, &i, "--old-checkpoint", &missing)))
+			oldf = v;
+		else if (missing || (argv[i][0] == '-' && argv[i][1]) || file)
+			return cli_usage("log verify-proof", "unexpected argument '%s'", argv[i]);
+		else
+			file = argv[i];
+	}
+	if (!file)
+		return cli_usage("log verify-proof", "missing the proof FILE (or - for stdin)");
+	if (!strcmp(file, "-")) {
+		size_t cap = 4096;
+
+		buf = malloc(cap);
+		while (buf) {
+			size_t r = fread(buf + len, 1, cap - len - 1, stdin);
+
+			len += r;
+			if (r == 0)
+				break;
+			if (len + 1 >= cap) {
+				char *nb = cap >= PROOF_CAP ? NULL : realloc(buf, cap * 2);
+
+				if (!nb) {
+					free(buf);
+					buf = NULL;
+					cs_err_set(&e, CS_EXIT_BADINPUT, "stdin: proof over %u bytes",
+						   PROOF_CAP);
+					return cli_fail("log verify-proof", &e);
+				}
+				buf = nb;
+				cap *= 2;
+			}
+		}
+		if (!buf)
+			return cli_fail("log verify-proof", &(cs_err){CS_EXIT_INTERNAL, "out of memory"});
+		buf[len] = '\0';
+		file = "stdin";
+	} else if ((rc = cs_read_file(file, PROOF_CAP, &buf, &len, &e))) {
+		return cli_fail("log verify-proof", &e);
+	}
+	if ((rc = ledger_proof_parse(buf, len, file, &p, &e)) ||
+	    (cpf && (rc = read_checkpoint(cpf, &cp, &th, &e))) ||
+	    (oldf && (rc = read_checkpoint(oldf, &ocp, &oth, &e)))) {
+		rc = cli_fail("log verify-proof", &e);
+		goto out;
+	}
+	if (cpf && (th.size != p.tree_size || memcmp(th.root, p.root, 32))) {
+		cs_err_set(&e, CS_EXIT_VERIFY,
+			   "%s: the proof is for size %lld with another root than checkpoint %s "
+			   "(size %lld)",
+			   file, (long long) p.tree_size, cpf, (long long) th.size);
+		rc = cli_fail("log verify-proof", &e);
+		goto out;
+	}
+	if (oldf && (p.type != LEDGER_PROOF_CONSISTENCY || oth.size != p.old_size ||
+		     memcmp(oth.root, p.old_root, 32))) {
+		cs_err_set(&e, CS_EXIT_VERIFY,
+			   "%s: the proof does not start at old checkpoint %s (size %lld)", file, oldf,
+			   (long long) oth.size);
+		rc = cli_fail("log verify-proof", &e);
+		goto out;
+	}
+	if ((rc = ledger_proof_verify(&p, &e))) {
+		rc = cli_fail("log verify-proof", &e);
+		goto out;
+	}
+	cs_hex(p.root, 32, root);
+	if (p.type == LEDGER_PROOF_INCLUSION)
+		printf("ok: seq %lld is in the tree of %lld records with root %s\n",
+		       (long long) p.leaf_index + 1, (long long) p.tree_size, root);
+	else
+		printf("ok: the tree of %lld records with root %s extends the tree of %lld\n",
+		       (long long) p.tree_size, root, (long long) p.old_size);
+	rc = CS_EXIT_OK;
+out:
+	ledger_proof_free(&p);
+	free(buf);
+	free(cp);
+	free(ocp);
+	return rc;
+}
+
+static int log_export(int argc, char **argv)
+{
+	const char *dir = NULL;
+	ledger *l = NULL;
+	cs_err e = {0};
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-' || dir)
+			return cli_usage("log export", "unexpected argument '%s'", argv[i]);
+		dir = argv[i];
+	}
+	if (!dir)
+		return cli_usage("log export", "missing DIR");
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_export(l, stdout, &e)))
+		rc = cli_fail("log export", &e);
+	ledger_close(l);
+	return rc;
 }
 
 int cmd_log(int argc, char **argv)
 {
-	(void) argc;
-	fprintf(stderr, "coldstudy %s: not built yet\n", argv[0]);
-	return CS_EXIT_INTERNAL;
-}
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} subs[] = {
+		{"verify", log_verify},         {"checkpoint", log_checkpoint},
+		{"prove", log_prove},           {"verify-proof", log_verify_proof},
+		{"export", log_export},
+	};
 
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		log_help(argc < 2 ? stderr : stdout);
+		return argc < 2 ? CS_EXIT_USAGE : CS_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		if (!strcmp(argv[1], subs[i].name)) {
+			if (cli_wants_help(argc - 1, argv + 1)) {
+				log_help(stdout);
+				return CS_EXIT_OK;
+			}
+			return subs[i].fn(argc - 1, argv + 1);
+		}
+	}
+	return cli_usage("log", "unknown subcommand '%s'", argv[1]);
+}
