@@ -239,4 +239,23 @@ typedef struct cv_blkstat {
 CV_API int cv_blkdev_for_path(const char *path, cv_blkdev *out, cv_err *e);
 CV_API int cv_blkdev_stat(const cv_blkdev *dev, cv_blkstat *out);
 
+
+/* ---- additions (appended; the declarations above are the contract) ---- */
+
+/* Reads that did not fit in the trace's capacity. */
+CV_API uint64_t cv_trace_dropped(const cv_trace *t);
+/* The trace's file table: cv_trace_rec.file indexes it. Borrowed strings. */
+CV_API uint32_t cv_trace_nfiles(const cv_trace *t);
+CV_API const char *cv_trace_file_path(const cv_trace *t, uint32_t idx);
+/* Append a record made by hand (a synthetic or reloaded trace); 0 or -ENOSPC. */
+CV_API int cv_trace_append(cv_trace *t, const cv_trace_rec *r);
+
+/* The device's mean service time at queue depth 1, in ms. */
+CV_API double cv_device_mean_ms(const cv_device *dev);
+/* A human description of the model (servers, distribution, caps) into buf; returns buf. */
+CV_API const char *cv_device_describe(const cv_device *dev, char *buf, size_t n);
+
+/* Flush queued uring submissions to the kernel without waiting (no-op for others). */
+CV_API int cv_io_flush(cv_io *io);
+
 #endif

@@ -1,0 +1,173 @@
+/*
+ * io_int.h - internals of the block-I/O layer shared by engine/io/ (every .c) and
+ * its tests: the file and context structs, the device model's parameters
+ * and scheduler, and a few helpers. Nothing here is exported.
+ *
+ * Error convention as in cv_io.h: 0 or -errno, errno never set.
+ */
+#ifndef CV_IO_INT_H
+#define CV_IO_INT_H
+
+#include "cv_io.h"
+
+#include <liburing.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+#define CV_IO_ALIGN 4096u
+#define CV_IO_QD_DEFAULT 64u
+#define CV_IO_QD_MAX 4096u
+
+/* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
+static inline uint64_t cvio_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* Sleep until CLOCK_MONOTONIC reaches t_ns. */
+void cvio_sleep_until(uint64_t t_ns);
+
+/* ---- files ---- */
+
+struct cv_file {
+	char *path;
+	int fd;          /* buffered, O_RDONLY */
+	int fd_direct;   /* O_DIRECT, -1 where the file system refuses it */
+	uint64_t size;
+	void *map;       /* read-only shared mapping, NULL for an empty file */
+	unsigned flags;
+	uint32_t id;     /* process-unique, for the trace's file table */
+};
+
+/* ---- small PRNG (xoshiro256**), seeded by splitmix64 ---- */
+
+typedef struct cvio_rng {
+	uint64_t s[4];
+} cvio_rng;
+
+void cvio_rng_seed(cvio_rng *r, uint64_t seed);
+uint64_t cvio_rng_next(cvio_rng *r);
+/* Uniform in [0, 1). */
+double cvio_rng_unit(cvio_rng *r);
+/* Standard normal (Box-Muller). */
+double cvio_rng_normal(cvio_rng *r);
+
+/* ---- device model ---- */
+
+#define CVDEV_COMP_MAX 2
+
+/*
+ * A device: servers (spindles, flash channels) that each serve one read
+ * at a time from a FIFO queue; service time drawn from a lognormal
+ * mixture and scaled by 1 / (1 + qd_alpha * (min(n, qd_cap) - 1)) with n
+ * the reads in the device when the read arrives (elevator/NCQ
+ * reordering shortens seeks as the queue deepens); an IOPS and a MiB/s
+ * token bucket (GCRA) in front of the queue.
+ */
+typedef struct cvdev_params {
+	char name[64];
+	char note[200];
+	unsigned servers;
+	int ncomp;
+	double w[CVDEV_COMP_MAX];      /* mixture weights, sum 1 */
+	double med_ms[CVDEV_COMP_MAX]; /* lognormal medians */
+	double sigma[CVDEV_COMP_MAX];  /* lognormal shape */
+	double qd_alpha;
+	unsigned qd_cap;
+	double iops;      /* 0: no IOPS cap */
+	double mibps;     /* 0: no throughput cap */
+	double burst_s;   /* bucket depth, seconds of rate */
+} cvdev_params;
+
+typedef struct cvdev_state cvdev_state;
+
+struct cv_device {
+	cvdev_params p;
+	cvdev_state *rt; /* real-time state, shared by every cv_io using the device */
+	uint64_t seed;
+};
+
+/* Mean and variance of the service-time distribution at queue depth 1, in ms. */
+double cvdev_mean_ms(const cvdev_params *p);
+double cvdev_var_ms2(const cvdev_params *p);
+
+int cvdev_state_new(const cvdev_params *p, uint64_t seed, cvdev_state **out);
+void cvdev_state_free(cvdev_state *s);
+/*
+ * A read of len bytes arrives at t_ns: returns the modelled completion
+ * time. Thread-safe (the state has its own lock).
+ */
+uint64_t cvdev_schedule(cvdev_state *s, uint64_t t_ns, uint32_t len);
+
+/* ---- trace ---- */
+
+/* Append one record; file is mapped to its index in the trace's file table. */
+void cvio_trace_add(cv_trace *t, const cv_file *f, uint32_t stream, uint32_t batch, uint64_t off,
+		    uint32_t len, uint64_t submit_ns, uint64_t complete_ns);
+
+/* ---- contexts ---- */
+
+typedef struct cvio_slot {
+	cv_read_req *req;
+	uint64_t submit_ns, due_ns, real_done_ns;
+	uint64_t seq;         /* submission order */
+	uint8_t *bounce;      /* aligned buffer, reused */
+	uint32_t bounce_cap;
+	uint64_t aoff;        /* aligned offset read into the bounce buffer */
+	uint32_t alen;
+	bool done, via_bounce;
+	int res;
+	uint32_t batch, stream;
+} cvio_slot;
+
+struct cv_io {
+	cv_io_opts o;
+	unsigned qd;
+	cvio_slot *slots;
+	uint32_t *free_slots;
+	unsigned nfree;
+	unsigned inflight;
+	bool ring_ok;
+	struct io_uring ring;
+	cv_io_stats st;
+	uint64_t busy_since;
+	uint32_t batch_seq;
+	uint64_t seq;
+	unsigned pending_sqes;
+	/* sync bounce buffer for the direct strategy */
+	uint8_t *bounce;
+	uint32_t bounce_cap;
+};
+
+/* Strategy back ends (reader.c calls them). */
+int cvio_uring_init(cv_io *io);
+void cvio_uring_exit(cv_io *io);
+/* Queue the read of a slot; flushed by cvio_uring_flush. */
+int cvio_uring_prep(cv_io *io, uint32_t slot);
+int cvio_uring_flush(cv_io *io);
+/* Collect the completions that have arrived (no waiting); marks slots done. */
+int cvio_uring_collect(cv_io *io, bool wait);
+/* Flush and wait for one completion, or until deadline_ns (UINT64_MAX: none). */
+int cvio_uring_wait(cv_io *io, uint64_t deadline_ns);
+
+/*
+ * Work out the aligned range covering [off, off+len) and say whether the
+ * caller's buffer can take the read directly (everything aligned).
+ */
+bool cvio_direct_ok(uint64_t off, uint32_t len, const void *buf);
+/* Ensure a slot's bounce buffer holds at least n bytes. 0 or -ENOMEM. */
+int cvio_bounce_reserve(uint8_t **buf, uint32_t *cap, uint32_t n);
+
+/* ---- page cache ---- */
+
+/* Residency through mincore(2) on fd, refused (-EACCES) unless fd is writable. */
+int cvio_mincore_fd(int fd, cv_residency *out);
+/* Residency through cachestat(2); -ENOSYS where the kernel lacks it. */
+int cvio_cachestat_fd(int fd, cv_residency *out);
+
+#endif

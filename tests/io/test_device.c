@@ -1,0 +1,235 @@
+/*
+ * test_device.c - the device model's statements: a serial chain of N
+ * reads in virtual time takes N x the profile's mean (within sampling
+ * error), 16 concurrent streams on hdd-pool give its queue-depth-16 IOPS
+ * (541) within 10%, the other profiles hit the fio figures they were
+ * fitted to, the gp3 buckets bind, CPU gaps are kept, real-time mode
+ * delays each read by the profile's latency, and probe:FILE is read.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io_int.h"
+
+/* A trace of `streams` chains of `per` reads each, with gap_ns of CPU between reads. */
+static cv_trace *chain_trace(unsigned streams, unsigned per, uint64_t gap_ns, uint32_t len)
+{
+	cv_trace *t;
+
+	assert_int_equal(cv_trace_new((size_t) streams * per, &t), 0);
+	for (unsigned s = 0; s < streams; s++)
+		for (unsigned i = 0; i < per; i++) {
+			/* real times: each read took 1 us, then gap_ns of CPU */
+			uint64_t sub = 1000 + (uint64_t) i * (1000 + gap_ns);
+			cv_trace_rec r = { .stream = s, .batch = i, .off = (uint64_t) i * len, .len = len,
+					   .submit_ns = sub, .complete_ns = sub + 1000 };
+
+			assert_int_equal(cv_trace_append(t, &r), 0);
+		}
+	return t;
+}
+
+static cv_device *dev(const char *name)
+{
+	cv_device *d;
+	cv_err e;
+
+	assert_int_equal(cv_device_new(name, 42, &d, &e), 0);
+	return d;
+}
+
+/* N serial reads take N x mean within 4 standard errors. */
+static void serial_chain(const char *name, unsigned n)
+{
+	cv_device *d = dev(name);
+	cv_trace *t = chain_trace(1, n, 0, 8192);
+	cv_sim_result r;
+	double mean = cvdev_mean_ms(&d->p), sd = sqrt(cvdev_var_ms2(&d->p));
+	double expect = n * mean, tol = 4 * sd * sqrt((double) n);
+
+	assert_int_equal(cv_device_simulate(d, t, 7, &r), 0);
+	print_message("%s: %u serial reads %.1f ms, expected %.1f +- %.1f\n", name, n, r.wall_ms,
+		      expect, tol);
+	assert_int_equal(r.reads, n);
+	assert_true(fabs(r.wall_ms - expect) <= tol);
+	assert_true(fabs(r.read_ms_mean * n - r.wall_ms) < 1e-6 * r.wall_ms + 1e-3);
+	cv_trace_free(t);
+	cv_device_free(d);
+}
+
+static void test_serial_hdd(void **s) { (void) s; serial_chain("hdd-pool", 20000); }
+static void test_serial_ssd(void **s) { (void) s; serial_chain("sata-ssd", 20000); }
+static void test_serial_nvme(void **s) { (void) s; serial_chain("nvme", 20000); }
+static void test_serial_gp3(void **s) { (void) s; serial_chain("gp3-3000", 20000); }
+
+/* streams concurrent chains: IOPS within 10% of target. */
+static double concurrent(const char *name, unsigned streams, unsigned per, double target)
+{
+	cv_device *d = dev(name);
+	cv_trace *t = chain_trace(streams, per, 0, 4096);
+	cv_sim_result r;
+
+	assert_int_equal(cv_device_simulate(d, t, 11, &r), 0);
+	print_message("%s: %u streams %.0f IOPS (target %.0f), read mean %.3f ms, in flight %.1f\n",
+		      name, streams, r.iops, target, r.read_ms_mean, r.inflight_mean);
+	assert_true(fabs(r.iops - target) <= 0.10 * target);
+	cv_trace_free(t);
+	cv_device_free(d);
+	return r.read_ms_mean;
+}
+
+static void test_qd16_hdd(void **s)
+{
+	double m;
+
+	(void) s;
+	m = concurrent("hdd-pool", 16, 2000, 541);
+	/* and the study's 29.4 ms mean at that depth */
+	assert_true(fabs(m - 29.4) < 0.1 * 29.4);
+	/* queue depth 1 is the fio qd1 figure */
+	concurrent("hdd-pool", 1, 20000, 25.4);
+}
+
+static void test_qd16_flash(void **s)
+{
+	(void) s;
+	concurrent("sata-ssd", 16, 5000, 14085);
+	concurrent("nvme", 16, 5000, 34483);
+	concurrent("sata-ssd", 1, 5000, 1554);
+	concurrent("nvme", 1, 5000, 2460);
+}
+
+/* gp3-3000 with 200 queued: pinned at 3,000 IOPS, ~64-67 ms wait per read. */
+static void test_gp3_buckets(void **s)
+{
+	double m;
+
+	(void) s;
+	m = concurrent("gp3-3000", 200, 100, 3000);
+	assert_true(m > 55 && m < 75);
+	concurrent("gp3-80000", 167, 1000, 80000);
+	/* 1 MiB reads: the 125 MiB/s bucket binds, not the IOPS one */
+	{
+		cv_device *d = dev("gp3-3000");
+		cv_trace *t = chain_trace(32, 50, 0, 1 << 20);
+		cv_sim_result r;
+
+		assert_int_equal(cv_device_simulate(d, t, 3, &r), 0);
+		assert_true(fabs(r.iops - 125) < 12.5);
+		cv_trace_free(t);
+		cv_device_free(d);
+	}
+}
+
+/* CPU time between a batch and the next submission is kept. */
+static void test_gap_kept(void **s)
+{
+	cv_device *d = dev("nvme");
+	cv_trace *t = chain_trace(1, 5000, 1000000, 4096); /* 1 ms of CPU after each read */
+	cv_sim_result r;
+	double mean = cvdev_mean_ms(&d->p), sd = sqrt(cvdev_var_ms2(&d->p));
+
+	(void) s;
+	assert_int_equal(cv_device_simulate(d, t, 5, &r), 0);
+	assert_true(fabs(r.wall_ms - 5000 * mean - 4999 * 1.0) < 4 * sd * sqrt(5000.0));
+	cv_trace_free(t);
+	cv_device_free(d);
+}
+
+/* Real time: reads through pread on the sata-ssd model take its latency. */
+static void test_realtime(void **s)
+{
+	char path[] = "/tmp/cvio-rt-XXXXXX";
+	int fd = mkstemp(path);
+	static uint8_t data[1 << 20];
+	uint8_t buf[4096];
+	cv_device *d = dev("sata-ssd");
+	cv_file *f;
+	cv_io *io;
+	cv_io_opts o;
+	cv_io_stats st;
+	uint64_t t0, wall;
+	double mean = cvdev_mean_ms(&d->p), got;
+	const unsigned n = 300;
+
+	(void) s;
+	assert_true(fd >= 0);
+	memset(data, 7, sizeof(data));
+	assert_int_equal(write(fd, data, sizeof(data)), (ssize_t) sizeof(data));
+	close(fd);
+	assert_int_equal(cv_file_open(path, 0, &f), 0);
+	unlink(path); /* removed even if an assertion below fails */
+	cv_io_opts_default(&o);
+	o.device = d;
+	assert_int_equal(cv_io_new(&o, &io), 0);
+	t0 = cvio_now_ns();
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(cv_io_read(io, f, (uint64_t) (i * 7919 % 256) * 4096, 4096, buf), 0);
+	wall = cvio_now_ns() - t0;
+	cv_io_stats_get(io, &st);
+	got = cv_hist_mean(&st.lat_ns) / 1e6;
+	print_message("real time sata-ssd: %u reads, mean %.3f ms (profile %.3f), p50 %.3f ms, wall %.1f ms\n",
+		      n, got, mean, cv_hist_quantile(&st.lat_ns, 0.5) / 1e6, wall / 1e6);
+	assert_int_equal(st.reads, n);
+	assert_true(got > 0.9 * mean && got < 1.15 * mean);
+	/* the waiting really happened */
+	assert_true((double) wall / 1e6 >= 0.95 * n * got);
+	cv_io_free(io);
+	cv_file_close(f);
+	cv_device_free(d);
+}
+
+static void test_probe_profile(void **s)
+{
+	char path[] = "/tmp/cvio-probe-XXXXXX";
+	int fd = mkstemp(path);
+	const char *js = "{\"reads\": 1000, \"qd\": 16, \"iops\": 8000.0, \"lat_mean_ms\": 2.0,"
+			 " \"lat_p50_ms\": 1.5, \"lat_p99_ms\": 9.0}";
+	cv_device *d = NULL;
+	cv_err e;
+	char spec[64];
+
+	(void) s;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, js, strlen(js)), (ssize_t) strlen(js));
+	close(fd);
+	snprintf(spec, sizeof(spec), "probe:%s", path);
+	assert_int_equal(cv_device_new(spec, 1, &d, &e), 0);
+	assert_true(fabs(cv_device_mean_ms(d) - 2.0) < 1e-6);
+	assert_int_equal(d->p.servers, 16);
+	cv_device_free(d);
+	/* not a probe result */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_int_equal(write(fd, "{\"iops\": \"x\"}", 13), 13);
+	close(fd);
+	assert_int_equal(cv_device_new(spec, 1, &d, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "not a probe result"));
+	unlink(path);
+	assert_int_equal(cv_device_new("floppy", 1, &d, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "unknown device profile"));
+	assert_int_equal(cv_device_new("probe:/nonexistent/x.json", 1, &d, &e), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_serial_hdd), cmocka_unit_test(test_serial_ssd),
+		cmocka_unit_test(test_serial_nvme), cmocka_unit_test(test_serial_gp3),
+		cmocka_unit_test(test_qd16_hdd),   cmocka_unit_test(test_qd16_flash),
+		cmocka_unit_test(test_gp3_buckets), cmocka_unit_test(test_gap_kept),
+		cmocka_unit_test(test_realtime),   cmocka_unit_test(test_probe_profile),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

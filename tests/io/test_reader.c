@@ -1,0 +1,326 @@
+/*
+ * test_reader.c - every strategy returns the same bytes for the same
+ * reads (aligned and not), counts exactly the reads issued, and the
+ * histogram's quantiles are right on known inputs.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io_int.h"
+
+#define FILE_SIZE (2u * 1024 * 1024 + 1234) /* not a multiple of 4096 on purpose */
+
+static char path[64];
+
+static uint8_t pattern(uint64_t off)
+{
+	return (uint8_t) ((off * 2654435761u) >> 13);
+}
+
+static void remove_file(void)
+{
+	if (path[0])
+		unlink(path);
+}
+
+static int make_file(void **state)
+{
+	int fd;
+	uint8_t *buf = malloc(FILE_SIZE);
+
+	(void) state;
+	snprintf(path, sizeof(path), "/tmp/cvio-reader-XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0 || !buf)
+		return -1;
+	atexit(remove_file);
+	for (uint64_t i = 0; i < FILE_SIZE; i++)
+		buf[i] = pattern(i);
+	if (write(fd, buf, FILE_SIZE) != FILE_SIZE)
+		return -1;
+	fsync(fd);
+	close(fd);
+	free(buf);
+	return 0;
+}
+
+static int drop_file(void **state)
+{
+	(void) state;
+	remove_file();
+	path[0] = 0;
+	return 0;
+}
+
+static const struct {
+	uint64_t off;
+	uint32_t len;
+} cases[] = {
+	{ 0, 4096 },        { 8192, 8192 },   { 1, 1 },          { 4095, 2 },
+	{ 12345, 3000 },    { 65536 - 7, 9000 }, { 1000000, 16384 }, { 77, 4096 },
+	{ FILE_SIZE - 10, 10 }, { FILE_SIZE - 5000, 5000 }, { 4096 * 100, 4096 * 3 },
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+static int check_bytes(const uint8_t *b, uint64_t off, uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (b[i] != pattern(off + i))
+			return -1;
+	return 0;
+}
+
+/* Open an io or skip when the machine lacks the strategy. */
+static cv_io *open_io(cv_io_strategy st, unsigned qd, cv_file *f)
+{
+	cv_io_opts o;
+	cv_io *io = NULL;
+	int rc;
+
+	if ((st == CV_IO_DIRECT || st == CV_IO_URING) && f->fd_direct < 0)
+		return NULL;
+	cv_io_opts_default(&o);
+	o.strategy = st;
+	o.queue_depth = qd;
+	rc = cv_io_new(&o, &io);
+	if (rc)
+		return NULL;
+	return io;
+}
+
+static void strategy_reads(cv_io_strategy st)
+{
+	cv_file *f;
+	cv_io *io;
+	cv_io_stats s;
+	uint64_t bytes = 0;
+	uint8_t *buf = malloc(65536 + 1);
+
+	assert_non_null(buf);
+	assert_int_equal(cv_file_open(path, 0, &f), 0);
+	assert_int_equal(cv_file_size(f), FILE_SIZE);
+	io = open_io(st, 8, f);
+	if (!io) {
+		cv_file_close(f);
+		free(buf);
+		skip();
+	}
+	for (size_t i = 0; i < NCASES; i++) {
+		/* an unaligned destination too */
+		uint8_t *dst = buf + (i & 1);
+
+		memset(dst, 0xee, cases[i].len);
+		assert_int_equal(cv_io_read(io, f, cases[i].off, cases[i].len, dst), 0);
+		assert_int_equal(check_bytes(dst, cases[i].off, cases[i].len), 0);
+		bytes += cases[i].len;
+	}
+	/* past the end is a short read: -EIO, counted as a read, no bytes */
+	assert_int_equal(cv_io_read(io, f, FILE_SIZE - 10, 20, buf), -EIO);
+	cv_io_stats_get(io, &s);
+	assert_int_equal(s.reads, NCASES + 1);
+	assert_int_equal(s.bytes, bytes);
+	assert_int_equal(s.lat_ns.count, NCASES + 1);
+	assert_true(s.inflight_max >= 1);
+	cv_io_free(io);
+	cv_file_close(f);
+	free(buf);
+}
+
+static void test_mmap(void **state) { (void) state; strategy_reads(CV_IO_MMAP); }
+static void test_pread(void **state) { (void) state; strategy_reads(CV_IO_PREAD); }
+static void test_direct(void **state) { (void) state; strategy_reads(CV_IO_DIRECT); }
+static void test_uring(void **state) { (void) state; strategy_reads(CV_IO_URING); }
+
+/* A batch in flight together: all bytes right, counters exact, in-flight > 1 for uring. */
+static void batch_reads(cv_io_strategy st)
+{
+	cv_file *f;
+	cv_io *io;
+	cv_io_stats s;
+	cv_read_req reqs[NCASES * 2];
+	uint8_t *bufs[NCASES * 2];
+	uint64_t bytes = 0;
+
+	assert_int_equal(cv_file_open(path, 0, &f), 0);
+	io = open_io(st, 4, f); /* fewer slots than reads: refills */
+	if (!io) {
+		cv_file_close(f);
+		skip();
+	}
+	for (size_t i = 0; i < NCASES * 2; i++) {
+		size_t c = i % NCASES;
+
+		bufs[i] = malloc(cases[c].len + 1);
+		assert_non_null(bufs[i]);
+		reqs[i] = (cv_read_req) { .file = f, .off = cases[c].off, .len = cases[c].len,
+					  .buf = bufs[i] + (i & 1) };
+		bytes += cases[c].len;
+	}
+	assert_int_equal(cv_io_read_batch(io, reqs, NCASES * 2), 0);
+	for (size_t i = 0; i < NCASES * 2; i++) {
+		assert_int_equal(reqs[i].res, 0);
+		assert_int_equal(check_bytes(reqs[i].buf, reqs[i].off, reqs[i].len), 0);
+		free(bufs[i]);
+	}
+	cv_io_stats_get(io, &s);
+	assert_int_equal(s.reads, NCASES * 2);
+	assert_int_equal(s.bytes, bytes);
+	assert_int_equal(s.inflight.count, NCASES * 2);
+	if (st == CV_IO_URING) {
+		assert_true(s.inflight_max > 1);
+		assert_true(s.inflight_max <= 4);
+	} else {
+		assert_int_equal(s.inflight_max, 1);
+	}
+	cv_io_free(io);
+	cv_file_close(f);
+}
+
+static void test_batch_pread(void **state) { (void) state; batch_reads(CV_IO_PREAD); }
+static void test_batch_uring(void **state) { (void) state; batch_reads(CV_IO_URING); }
+
+/* Asynchronous submit/reap with a trace: every read traced with its stream and batch. */
+static void test_async_trace(void **state)
+{
+	cv_file *f;
+	cv_io *io;
+	cv_trace *t;
+	cv_io_opts o;
+	cv_read_req reqs[16], *done[16];
+	uint8_t *buf;
+	size_t got = 0;
+
+	(void) state;
+	assert_int_equal(cv_file_open(path, 0, &f), 0);
+	if (f->fd_direct < 0) {
+		cv_file_close(f);
+		skip();
+	}
+	assert_int_equal(cv_trace_new(100, &t), 0);
+	cv_io_opts_default(&o);
+	o.strategy = CV_IO_URING;
+	o.queue_depth = 16;
+	o.trace = t;
+	if (cv_io_new(&o, &io)) {
+		cv_trace_free(t);
+		cv_file_close(f);
+		skip();
+	}
+	buf = cv_alloc_aligned(16 * 8192);
+	assert_non_null(buf);
+	for (int i = 0; i < 16; i++) {
+		reqs[i] = (cv_read_req) { .file = f, .off = (uint64_t) i * 8192 * 7, .len = 8192,
+					  .buf = buf + i * 8192, .stream = (uint32_t) (i % 4),
+					  .batch = (uint32_t) (i / 4) };
+		assert_int_equal(cv_io_submit(io, &reqs[i]), 0);
+	}
+	assert_int_equal(cv_io_inflight(io), 16);
+	while (got < 16) {
+		int n = cv_io_reap(io, done, 16, 1);
+
+		assert_true(n >= 1);
+		got += (size_t) n;
+	}
+	for (int i = 0; i < 16; i++) {
+		assert_int_equal(reqs[i].res, 0);
+		assert_int_equal(check_bytes(reqs[i].buf, reqs[i].off, 8192), 0);
+	}
+	assert_int_equal(cv_trace_len(t), 16);
+	assert_int_equal(cv_trace_nfiles(t), 1);
+	assert_string_equal(cv_trace_file_path(t, 0), path);
+	for (size_t i = 0; i < 16; i++) {
+		const cv_trace_rec *r = &cv_trace_recs(t)[i];
+
+		assert_int_equal(r->stream, (r->off / (8192 * 7)) % 4);
+		assert_int_equal(r->batch, (r->off / (8192 * 7)) / 4);
+		assert_true(r->complete_ns >= r->submit_ns);
+		assert_int_equal(r->file, 0);
+	}
+	cv_io_free(io);
+	cv_trace_free(t);
+	cv_file_close(f);
+	free(buf);
+}
+
+/* Quantiles on known inputs: within the 6.25% the bucket layout promises. */
+static void test_hist(void **state)
+{
+	cv_hist h;
+
+	(void) state;
+	memset(&h, 0, sizeof(h));
+	assert_true(cv_hist_quantile(&h, 0.5) == 0);
+	/* 1..1000 us uniformly: p50 500 us, p99 990 us, mean 500.5 us */
+	for (uint64_t v = 1; v <= 1000; v++)
+		cv_hist_add(&h, v * 1000);
+	assert_true(cv_hist_mean(&h) == 500500.0);
+	assert_true(h.max == 1000000);
+	assert_true(cv_hist_quantile(&h, 0.5) > 500000 * 0.9375 &&
+		    cv_hist_quantile(&h, 0.5) < 500000 * 1.0625);
+	assert_true(cv_hist_quantile(&h, 0.99) > 990000 * 0.9375 &&
+		    cv_hist_quantile(&h, 0.99) <= 1000000);
+	assert_true(cv_hist_quantile(&h, 1.0) == 1000000);
+	/* small integers are exact (reads in flight) */
+	memset(&h, 0, sizeof(h));
+	for (int i = 0; i < 10; i++)
+		cv_hist_add(&h, 3);
+	for (int i = 0; i < 11; i++)
+		cv_hist_add(&h, 7);
+	assert_true(cv_hist_quantile(&h, 0.5) == 7);
+	assert_true(cv_hist_quantile(&h, 0.4) == 3);
+	/* 10 s lands in range; 100 s is clamped to max */
+	memset(&h, 0, sizeof(h));
+	cv_hist_add(&h, 10000000000ull);
+	assert_true(fabs(cv_hist_quantile(&h, 0.5) - 1e10) < 1e10 * 0.0625);
+	cv_hist_add(&h, 100000000000ull);
+	assert_true(cv_hist_quantile(&h, 1.0) == 1e11);
+	/* merge adds */
+	{
+		cv_hist a, b;
+
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+		cv_hist_add(&a, 5000);
+		cv_hist_add(&b, 7000);
+		cv_hist_merge(&a, &b);
+		assert_int_equal(a.count, 2);
+		assert_int_equal(a.sum, 12000);
+		assert_int_equal(a.max, 7000);
+	}
+}
+
+static void test_strategy_names(void **state)
+{
+	cv_io_strategy s;
+
+	(void) state;
+	for (int i = 0; i <= CV_IO_URING; i++) {
+		assert_int_equal(cv_io_strategy_parse(cv_io_strategy_name((cv_io_strategy) i), &s), 0);
+		assert_int_equal((int) s, i);
+	}
+	assert_int_equal(cv_io_strategy_parse("mmapx", &s), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mmap),        cmocka_unit_test(test_pread),
+		cmocka_unit_test(test_direct),      cmocka_unit_test(test_uring),
+		cmocka_unit_test(test_batch_pread), cmocka_unit_test(test_batch_uring),
+		cmocka_unit_test(test_async_trace), cmocka_unit_test(test_hist),
+		cmocka_unit_test(test_strategy_names),
+	};
+
+	return cmocka_run_group_tests(tests, make_file, drop_file);
+}
