@@ -1,0 +1,960 @@
+/*
+ * guard.c - every refusal in one place (guard.h).
+ *
+ * Production identity. A production item is what study.json's
+ * "production" names: paths (files or directories), block devices,
+ * database and host names. A path is compared by what the kernel says it
+ * is, never by its spelling: stat() follows symlinks and /proc/self/fd/N
+ * magic links, realpath() removes "..", "." and trailing slashes, and the
+ * device + inode pair of every ancestor of the target is compared with
+ * every production item, so a bind mount of a production directory (same
+ * superblock, same root inode) and a hard link (same inode) are caught.
+ * A target directory is also walked (bounded) so that a hard link to a
+ * production file planted inside a "clone" is caught, and every ancestor
+ * of every production item is compared with the target so that a target
+ * that contains production is caught. Production items that do not exist
+ * (yet) are compared by their lexically normalised absolute path.
+ *
+ * The clone marker (written by harness/clone.c) binds a clone to its own
+ * directory's device and inode: a marker copied into another directory
+ * names a dev/ino that is not that directory's, so it is invalid.
+ *
+ * Refusals are recorded before the guard returns, so the ledger shows
+ * every time a verb was told no.
+ */
+#include "guard.h"
+
+#include "cv_io.h"
+#include "ledger.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define GUARD_WALK_MAX 100000 /* files examined inside one target directory */
+#define GUARD_WALK_DEPTH 8
+
+/* snprintf that truncates silently (messages and paths checked elsewhere); returns the length wanted. */
+__attribute__((format(printf, 3, 4))) static int fmt(char *out, size_t cap, const char *f, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, f);
+	n = vsnprintf(out, cap, f, ap);
+	va_end(ap);
+	return n;
+}
+
+int guard_refuse(struct ledger *l, const char *guard, const char *verb, const char *target,
+		 cs_err *e, const char *whyfmt, ...)
+{
+	char why[CS_ERR_MAX];
+	va_list ap;
+	json_t *p;
+
+	va_start(ap, whyfmt);
+	vsnprintf(why, sizeof(why), whyfmt, ap);
+	va_end(ap);
+	if (l) {
+		cs_err le = {0};
+
+		p = json_pack("{s:s, s:s, s:s, s:s}", "guard", guard, "verb", verb, "target",
+			      target ? target : "", "why", why);
+		if (!p || ledger_append(l, "refusal", p, NULL, &le))
+			fprintf(stderr, "coldstudy %s: warning: refusal not recorded: %s\n", verb,
+				le.msg);
+		json_decref(p);
+	}
+	return cs_err_set(e, CS_EXIT_REFUSED, "refused (%s): %s", guard, why);
+}
+
+/* ---- production items ---- */
+
+typedef struct prod_item {
+	const char *name; /* as study.json spells it (borrowed) */
+	char norm[PATH_MAX];
+	int exists;
+	dev_t dev;
+	ino_t ino;
+} prod_item;
+
+/* Lexically normalise an absolute or relative path (no symlink resolution). */
+static void normalise(const char *in, char *out, size_t cap)
+{
+	char buf[PATH_MAX * 2];
+	char *save = NULL, *tok;
+	size_t stack[PATH_MAX / 2], depth = 0, len = 0;
+
+	if (in[0] == '/') {
+		fmt(buf, sizeof(buf), "%s", in);
+	} else {
+		char cwd[PATH_MAX];
+
+		if (!getcwd(cwd, sizeof(cwd)))
+			fmt(cwd, sizeof(cwd), "/");
+		fmt(buf, sizeof(buf), "%s/%s", cwd, in);
+	}
+	out[0] = '\0';
+	for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(tok, "."))
+			continue;
+		if (!strcmp(tok, "..")) {
+			if (depth) {
+				len = stack[--depth];
+				out[len] = '\0';
+			}
+			continue;
+		}
+		if (depth < sizeof(stack) / sizeof(stack[0]))
+			stack[depth++] = len;
+		len += (size_t) fmt(out + len, len < cap ? cap - len : 0, "/%s", tok);
+		if (len >= cap)
+			len = cap - 1;
+	}
+	if (!out[0])
+		fmt(out, cap, "/");
+}
+
+/* Fill items from study.production.paths; returns the count (at most cap). */
+static size_t prod_paths(const json_t *study, prod_item *items, size_t cap)
+{
+	const json_t *paths = json_object_get(json_object_get(study, "production"), "paths");
+	size_t i, n = 0;
+	json_t *v;
+
+	json_array_foreach(paths, i, v) {
+		struct stat st;
+		char rp[PATH_MAX];
+
+		if (!json_is_string(v) || n >= cap)
+			continue;
+		items[n].name = json_string_value(v);
+		if (stat(items[n].name, &st) == 0) {
+			items[n].exists = 1;
+			items[n].dev = st.st_dev;
+			items[n].ino = st.st_ino;
+			if (realpath(items[n].name, rp))
+				fmt(items[n].norm, sizeof(items[n].norm), "%s", rp);
+			else
+				normalise(items[n].name, items[n].norm, sizeof(items[n].norm));
+		} else {
+			items[n].exists = 0;
+			normalise(items[n].name, items[n].norm, sizeof(items[n].norm));
+		}
+		n++;
+	}
+	return n;
+}
+
+static const prod_item *match_inode(const prod_item *it, size_t n, dev_t dev, ino_t ino)
+{
+	for (size_t i = 0; i < n; i++)
+		if (it[i].exists && it[i].dev == dev && it[i].ino == ino)
+			return &it[i];
+	return NULL;
+}
+
+/* Is path (normalised) equal to or below base (normalised)? */
+static int path_under(const char *path, const char *base)
+{
+	size_t bl = strlen(base);
+
+	if (!strcmp(base, "/"))
+		return 1;
+	return !strncmp(path, base, bl) && (path[bl] == '\0' || path[bl] == '/');
+}
+
+typedef struct walk_ctx {
+	const prod_item *items;
+	size_t n, seen;
+	const prod_item *hit;
+	char hit_path[PATH_MAX];
+} walk_ctx;
+
+/* Walk dir (bounded) comparing every entry's dev/ino with production. */
+static void walk_dir(walk_ctx *w, const char *dir, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+
+	if (depth > GUARD_WALK_DEPTH || w->hit || !(d = opendir(dir)))
+		return;
+	while (!w->hit && w->seen < GUARD_WALK_MAX && (de = readdir(d))) {
+		char p[PATH_MAX];
+		struct stat st;
+		const prod_item *m;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if ((size_t) fmt(p, sizeof(p), "%s/%s", dir, de->d_name) >= sizeof(p))
+			continue;
+		w->seen++;
+		if (stat(p, &st) < 0)
+			continue;
+		m = match_inode(w->items, w->n, st.st_dev, st.st_ino);
+		if (m) {
+			w->hit = m;
+			fmt(w->hit_path, sizeof(w->hit_path), "%s", p);
+			break;
+		}
+		/* stat followed a symlink: do not descend through links (loops). */
+		if (S_ISDIR(st.st_mode) && de->d_type == DT_DIR)
+			walk_dir(w, p, depth + 1);
+	}
+	closedir(d);
+}
+
+/* The production block devices' numbers and names. */
+static int on_prod_device(const json_t *study, const char *target, dev_t tdev, char *why,
+			  size_t cap)
+{
+	const json_t *devs = json_object_get(json_object_get(study, "production"), "block_devices");
+	cv_blkdev bd;
+	int have_bd;
+	size_t i;
+	json_t *v;
+
+	have_bd = cv_blkdev_for_path(target, &bd, NULL) == 0;
+	json_array_foreach(devs, i, v) {
+		const char *name = json_string_value(v), *base;
+		char dpath[PATH_MAX];
+		struct stat st;
+
+		if (!name)
+			continue;
+		if (name[0] != '/')
+			fmt(dpath, sizeof(dpath), "/dev/%s", name);
+		else
+			fmt(dpath, sizeof(dpath), "%s", name);
+		if (stat(dpath, &st) == 0 && S_ISBLK(st.st_mode) && st.st_rdev == tdev) {
+			fmt(why, cap, "target lives on production block device %s (%u:%u)", name,
+				 major(tdev), minor(tdev));
+			return 1;
+		}
+		base = strrchr(dpath, '/') + 1;
+		if (have_bd && (!strcmp(base, bd.part) || !strcmp(base, bd.disk))) {
+			fmt(why, cap, "target lives on production block device %s (%s)", name,
+				 bd.part);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Does target name a production database or host (a DSN or URL)? */
+static int names_prod_service(const json_t *study, const char *target, char *why, size_t cap)
+{
+	static const char *const keys[] = {"databases", "hosts"};
+	const json_t *prod = json_object_get(study, "production");
+
+	for (size_t k = 0; k < 2; k++) {
+		size_t i;
+		json_t *v;
+
+		json_array_foreach(json_object_get(prod, keys[k]), i, v) {
+			const char *name = json_string_value(v);
+			char pat[3][300];
+
+			if (!name || !*name)
+				continue;
+			fmt(pat[0], sizeof(pat[0]), "//%s", name);
+			fmt(pat[1], sizeof(pat[1]), "@%s", name);
+			fmt(pat[2], sizeof(pat[2]), "%s=%s", k ? "host" : "dbname", name);
+			if (!strcmp(target, name) || strstr(target, pat[0]) || strstr(target, pat[1]) ||
+			    strstr(target, pat[2])) {
+				fmt(why, cap, "target names production %s '%s'",
+					 k ? "host" : "database", name);
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+int guard_production(struct ledger *l, const json_t *study, const char *target, const char *verb,
+		     cs_err *e)
+{
+	prod_item *items;
+	size_t n;
+	struct stat st;
+	char rp[PATH_MAX], norm[PATH_MAX], why[CS_ERR_MAX];
+	const prod_item *m;
+	int rc = 0;
+
+	items = calloc(64, sizeof(*items));
+	if (!items)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	n = prod_paths(study, items, 64);
+	why[0] = '\0';
+
+	if (names_prod_service(study, target, why, sizeof(why)))
+		goto refuse;
+	normalise(target, norm, sizeof(norm));
+	if (stat(target, &st) < 0) {
+		/* Not there: compare spellings only (the kernel cannot say more). */
+		for (size_t i = 0; i < n; i++) {
+			if (path_under(norm, items[i].norm)) {
+				fmt(why, sizeof(why), "target %s is production item %s", norm,
+					 items[i].name);
+				goto refuse;
+			}
+		}
+		goto out;
+	}
+	if (!realpath(target, rp))
+		fmt(rp, sizeof(rp), "%s", norm);
+
+	/* The target itself, by inode (symlink, "..", trailing slash, /proc/self/fd, hard link). */
+	m = match_inode(items, n, st.st_dev, st.st_ino);
+	if (m) {
+		fmt(why, sizeof(why), "target %s is production item %s (same device and inode %u:%u/%llu)",
+			 target, m->name, major(st.st_dev), minor(st.st_dev),
+			 (unsigned long long) st.st_ino);
+		goto refuse;
+	}
+	/* Every ancestor (bind mounts show the source's device and inode). */
+	{
+		char up[PATH_MAX];
+
+		fmt(up, sizeof(up), "%s", rp);
+		for (;;) {
+			struct stat ast;
+			char *slash = strrchr(up, '/');
+
+			if (!slash)
+				break;
+			if (slash == up)
+				slash[1] = '\0';
+			else
+				*slash = '\0';
+			if (stat(up, &ast) == 0 && (m = match_inode(items, n, ast.st_dev, ast.st_ino))) {
+				fmt(why, sizeof(why), "target %s lies inside production item %s (via %s)",
+					 target, m->name, up);
+				goto refuse;
+			}
+			if (!strcmp(up, "/"))
+				break;
+		}
+	}
+	/* Spellings of production items that do not exist. */
+	for (size_t i = 0; i < n; i++) {
+		if (!items[i].exists && path_under(rp, items[i].norm)) {
+			fmt(why, sizeof(why), "target %s lies at production path %s", target,
+				 items[i].name);
+			goto refuse;
+		}
+	}
+	/* Production inside the target. */
+	if (S_ISDIR(st.st_mode)) {
+		walk_ctx w = {.items = items, .n = n};
+
+		for (size_t i = 0; i < n; i++) {
+			char up[PATH_MAX];
+
+			if (!items[i].exists)
+				continue;
+			fmt(up, sizeof(up), "%s", items[i].norm);
+			for (;;) {
+				struct stat ast;
+				char *slash = strrchr(up, '/');
+
+				if (stat(up, &ast) == 0 && ast.st_dev == st.st_dev &&
+				    ast.st_ino == st.st_ino) {
+					fmt(why, sizeof(why), "target %s contains production item %s",
+						 target, items[i].name);
+					goto refuse;
+				}
+				if (!slash || !strcmp(up, "/"))
+					break;
+				if (slash == up)
+					slash[1] = '\0';
+				else
+					*slash = '\0';
+			}
+		}
+		walk_dir(&w, rp, 0);
+		if (w.hit) {
+			fmt(why, sizeof(why), "%s inside target is production item %s (same inode)",
+				 w.hit_path, w.hit->name);
+			goto refuse;
+		}
+	}
+	if (on_prod_device(study, rp, st.st_dev, why, sizeof(why)))
+		goto refuse;
+	goto out;
+refuse:
+	rc = guard_refuse(l, "production", verb, target, e, "%s", why);
+out:
+	free(items);
+	return rc;
+}
+
+/* ---- index directory contents ---- */
+
+typedef struct name_list {
+	char **v;
+	size_t n, cap;
+} name_list;
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* Collect regular files under root/rel (bounded depth and count). */
+static int list_rec(const char *root, const char *rel, int depth, name_list *nl, cs_err *e)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	fmt(path, sizeof(path), "%s%s%s", root, *rel ? "/" : "", rel);
+	if (depth > GUARD_WALK_DEPTH)
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: directories nested too deep", path);
+	d = opendir(path);
+	if (!d)
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: cannot open: %s", path, strerror(errno));
+	while (!rc && (de = readdir(d))) {
+		char sub[PATH_MAX], full[PATH_MAX];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!*rel && !strcmp(de->d_name, GUARD_CLONE_MARKER))
+			continue;
+		fmt(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name);
+		fmt(full, sizeof(full), "%s/%s", root, sub);
+		if (lstat(full, &st) < 0) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", full, strerror(errno));
+			break;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			rc = list_rec(root, sub, depth + 1, nl, e);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT,
+					"%s: not a regular file (links do not belong in an index)", full);
+			break;
+		}
+		if (nl->n == nl->cap) {
+			size_t nc = nl->cap ? nl->cap * 2 : 16;
+			char **nv;
+
+			if (nc > GUARD_WALK_MAX) {
+				rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: too many files", root);
+				break;
+			}
+			nv = realloc(nl->v, nc * sizeof(*nv));
+			if (!nv) {
+				rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+				break;
+			}
+			nl->v = nv;
+			nl->cap = nc;
+		}
+		nl->v[nl->n] = strdup(sub);
+		if (!nl->v[nl->n]) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+			break;
+		}
+		nl->n++;
+	}
+	closedir(d);
+	return rc;
+}
+
+int guard_dir_files(const char *dir, char ***names, size_t *n, cs_err *e)
+{
+	name_list nl = {0};
+	int rc;
+
+	*names = NULL;
+	*n = 0;
+	rc = list_rec(dir, "", 0, &nl, e);
+	if (rc) {
+		guard_dir_files_free(nl.v, nl.n);
+		return rc;
+	}
+	if (nl.n)
+		qsort(nl.v, nl.n, sizeof(*nl.v), cmp_names);
+	*names = nl.v;
+	*n = nl.n;
+	return 0;
+}
+
+void guard_dir_files_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int guard_dir_sha256(const char *dir, char out[65], cs_err *e)
+{
+	EVP_MD_CTX *ctx = NULL;
+	unsigned char md[32], *buf = NULL;
+	char **names = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = guard_dir_files(dir, &names, &n, e);
+	if (rc)
+		return rc;
+	rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	buf = malloc(1u << 20);
+	ctx = EVP_MD_CTX_new();
+	if (!buf || !ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		unsigned char le[8];
+		struct stat st;
+		ssize_t r;
+		int fd;
+
+		fmt(path, sizeof(path), "%s/%s", dir, names[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", path, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			goto out;
+		}
+		for (int b = 0; b < 8; b++)
+			le[b] = (unsigned char) ((uint64_t) st.st_size >> (8 * b));
+		EVP_DigestUpdate(ctx, names[i], strlen(names[i]) + 1);
+		EVP_DigestUpdate(ctx, le, 8);
+		while ((r = read(fd, buf, 1u << 20)) > 0)
+			EVP_DigestUpdate(ctx, buf, (size_t) r);
+		close(fd);
+		if (r < 0) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: read failed", path);
+			goto out;
+		}
+	}
+	EVP_DigestFinal_ex(ctx, md, NULL);
+	cs_hex(md, 32, out);
+	rc = 0;
+out:
+	EVP_MD_CTX_free(ctx);
+	free(buf);
+	guard_dir_files_free(names, n);
+	return rc;
+}
+
+/* ---- clone marker ---- */
+
+int guard_clone(struct ledger *l, const char *dir, const char *verb, int check_hash,
+		json_t **marker, cs_err *e)
+{
+	char mpath[PATH_MAX];
+	struct stat st;
+	json_t *m = NULL, *files;
+	cs_err le = {0};
+	json_int_t dev, ino;
+	size_t i;
+	json_t *f;
+	int rc;
+
+	if (marker)
+		*marker = NULL;
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return guard_refuse(l, "clone", verb, dir, e, "%s is not a directory", dir);
+	fmt(mpath, sizeof(mpath), "%s/%s", dir, GUARD_CLONE_MARKER);
+	if (cs_json_load_file(mpath, 1u << 20, &m, &le))
+		return guard_refuse(l, "clone", verb, dir, e, "%s has no valid clone marker (%s)",
+				    dir, le.msg);
+	dev = json_integer_value(json_object_get(m, "dev"));
+	ino = json_integer_value(json_object_get(m, "ino"));
+	files = json_object_get(m, "files");
+	if (json_integer_value(json_object_get(m, "format")) != 1 || !json_is_array(files) ||
+	    !json_is_string(json_object_get(m, "source_sha256")) ||
+	    !json_is_string(json_object_get(m, "method"))) {
+		rc = guard_refuse(l, "clone", verb, dir, e, "%s: clone marker is malformed", mpath);
+		goto out;
+	}
+	if ((uint64_t) dev != (uint64_t) st.st_dev || (uint64_t) ino != (uint64_t) st.st_ino) {
+		rc = guard_refuse(l, "clone", verb, dir, e,
+				  "%s: clone marker belongs to device %lld inode %lld, this directory is "
+				  "%llu/%llu (a copied marker)",
+				  mpath, (long long) dev, (long long) ino,
+				  (unsigned long long) st.st_dev, (unsigned long long) st.st_ino);
+		goto out;
+	}
+	json_array_foreach(files, i, f) {
+		const char *name = json_string_value(json_object_get(f, "name"));
+		json_int_t size = json_integer_value(json_object_get(f, "size"));
+		char fp[PATH_MAX];
+		struct stat fst;
+
+		if (!name || !*name || name[0] == '/' || strstr(name, "..")) {
+			rc = guard_refuse(l, "clone", verb, dir, e, "%s: bad file entry %zu", mpath, i);
+			goto out;
+		}
+		fmt(fp, sizeof(fp), "%s/%s", dir, name);
+		if (stat(fp, &fst) < 0 || (json_int_t) fst.st_size != size) {
+			rc = guard_refuse(l, "clone", verb, dir, e,
+					  "%s: file %s is missing or changed size since the clone", mpath,
+					  name);
+			goto out;
+		}
+	}
+	if (check_hash) {
+		char sha[65];
+
+		if (guard_dir_sha256(dir, sha, &le)) {
+			rc = guard_refuse(l, "clone", verb, dir, e, "%s: cannot hash clone: %s", dir,
+					  le.msg);
+			goto out;
+		}
+		if (strcmp(sha, json_string_value(json_object_get(m, "source_sha256")))) {
+			rc = guard_refuse(l, "clone", verb, dir, e,
+					  "%s: content hash %.12s differs from the source's %.12s", dir,
+					  sha, json_string_value(json_object_get(m, "source_sha256")));
+			goto out;
+		}
+	}
+	rc = 0;
+	if (marker) {
+		*marker = m;
+		m = NULL;
+	}
+out:
+	json_decref(m);
+	return rc;
+}
+
+/* ---- registration, validation ---- */
+
+int guard_hypotheses(struct ledger *l, const json_t *ids, const char *verb, cs_err *e)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(ids, i, v) {
+		ledger_record r;
+		cs_err le = {0};
+		const char *id = json_string_value(v);
+		int found;
+
+		if (!id)
+			continue;
+		found = ledger_find(l, "hypothesis", id, &r, &le);
+		if (found < 0)
+			return cs_err_set(e, CS_EXIT_INTERNAL, "%s", le.msg);
+		if (found) {
+			ledger_record_free(&r);
+			continue;
+		}
+		found = ledger_find(l, "amendment", id, &r, &le);
+		if (found < 0)
+			return cs_err_set(e, CS_EXIT_INTERNAL, "%s", le.msg);
+		if (found) {
+			ledger_record_free(&r);
+			continue;
+		}
+		return guard_refuse(l, "registered", verb, id, e,
+				    "hypothesis %s is not registered in this study", id);
+	}
+	return 0;
+}
+
+typedef struct valid_ctx {
+	json_int_t max_batch, all_batch;
+	int all_passed;
+} valid_ctx;
+
+static int valid_cb(const ledger_record *r, void *ud)
+{
+	valid_ctx *c = ud;
+	json_t *p = json_loads(r->payload, 0, NULL);
+	json_int_t b;
+
+	if (!p)
+		return 0;
+	b = json_integer_value(json_object_get(p, "batch"));
+	if (b > c->max_batch)
+		c->max_batch = b;
+	if (!strcmp(json_string_value(json_object_get(p, "check")) ?: "", "all") &&
+	    b >= c->all_batch) {
+		c->all_batch = b;
+		c->all_passed = json_is_true(json_object_get(p, "passed"));
+	}
+	json_decref(p);
+	return 0;
+}
+
+int guard_validated(struct ledger *l, const char *verb, cs_err *e)
+{
+	valid_ctx c = {0, 0, 0};
+	cs_err le = {0};
+
+	if (ledger_foreach(l, "validation", valid_cb, &c, &le))
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s", le.msg);
+	if (!c.all_batch)
+		return guard_refuse(l, "validated", verb, ledger_dir(l), e,
+				    "no validation has passed yet (run 'coldstudy validate %s')",
+				    ledger_dir(l));
+	if (c.max_batch > c.all_batch)
+		return guard_refuse(l, "validated", verb, ledger_dir(l), e,
+				    "validation batch %lld did not finish", (long long) c.max_batch);
+	if (!c.all_passed)
+		return guard_refuse(l, "validated", verb, ledger_dir(l), e,
+				    "the latest validation (batch %lld) failed", (long long) c.all_batch);
+	return 0;
+}
+
+/* ---- cold cache ---- */
+
+int guard_cold(struct ledger *l, char **paths, size_t n, const char *verb, double *fraction,
+	       cs_err *e)
+{
+	uint64_t pages = 0, resident = 0;
+	const char *bad = NULL;
+	int rc;
+
+	if (fraction)
+		*fraction = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		cv_residency r;
+
+		rc = cv_cache_residency(paths[i], &r);
+		if (rc == -EACCES)
+			return guard_refuse(l, "cold", verb, paths[i], e,
+					    "%s: residency cannot be measured trustworthily "
+					    "(no cachestat, no write access for mincore)",
+					    paths[i]);
+		if (rc)
+			return guard_refuse(l, "cold", verb, paths[i], e,
+					    "%s: residency unknown: %s", paths[i], strerror(-rc));
+		pages += r.pages;
+		resident += r.resident;
+		if (r.resident && !bad)
+			bad = paths[i];
+	}
+	if (fraction)
+		*fraction = pages ? (double) resident / (double) pages : 0.0;
+	if (resident)
+		return guard_refuse(l, "cold", verb, bad, e,
+				    "cache not cold after eviction: %llu of %llu pages resident "
+				    "(fraction %.6f; first %s)",
+				    (unsigned long long) resident, (unsigned long long) pages,
+				    (double) resident / (double) pages, bad);
+	return 0;
+}
+
+/* ---- clean project tree ---- */
+
+int guard_clean_tree(struct ledger *l, const char *project_dir, const char *verb, cs_err *e)
+{
+	char *argv[] = {"git", "-C", (char *) project_dir, "status", "--porcelain", NULL};
+	posix_spawn_file_actions_t fa;
+	int pfd[2], status = 0;
+	char buf[4096];
+	size_t got = 0;
+	ssize_t r;
+	pid_t pid;
+	extern char **environ;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "pipe: %s", strerror(errno));
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	if (posix_spawnp(&pid, "git", &fa, NULL, argv, environ)) {
+		posix_spawn_file_actions_destroy(&fa);
+		close(pfd[0]);
+		close(pfd[1]);
+		return guard_refuse(l, "clean-tree", verb, project_dir, e,
+				    "cannot run git to check the project tree");
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	close(pfd[1]);
+	while ((r = read(pfd[0], buf + got, sizeof(buf) - 1 - got)) > 0) {
+		got += (size_t) r;
+		if (got >= sizeof(buf) - 1)
+			got = sizeof(buf) - 2; /* keep reading, keep the first lines */
+	}
+	buf[got] = '\0';
+	close(pfd[0]);
+	waitpid(pid, &status, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return guard_refuse(l, "clean-tree", verb, project_dir, e,
+				    "%s is not a git work tree (git status failed)", project_dir);
+	if (got) {
+		buf[strcspn(buf, "\n")] = '\0';
+		return guard_refuse(l, "clean-tree", verb, project_dir, e,
+				    "project tree %s is dirty (first: '%s')", project_dir, buf);
+	}
+	return 0;
+}
+
+/* ---- holdout ---- */
+
+typedef struct pred_ctx {
+	const char *sha;
+	int found;
+} pred_ctx;
+
+static int pred_cb(const ledger_record *r, void *ud)
+{
+	pred_ctx *c = ud;
+	json_t *p = json_loads(r->payload, 0, NULL);
+	const char *s = json_string_value(json_object_get(json_object_get(p, "target"),
+							  "spec_sha256"));
+
+	if (s && !strcmp(s, c->sha))
+		c->found = 1;
+	json_decref(p);
+	return c->found;
+}
+
+int guard_holdout_predictions(struct ledger *l, const char *spec_sha256, const char *verb,
+			      cs_err *e)
+{
+	pred_ctx c = {spec_sha256, 0};
+	cs_err le = {0};
+
+	if (ledger_foreach(l, "prediction", pred_cb, &c, &le))
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s", le.msg);
+	if (!c.found)
+		return guard_refuse(l, "holdout-predictions", verb, spec_sha256, e,
+				    "no prediction targets run spec %.12s: predict before a holdout run",
+				    spec_sha256);
+	return 0;
+}
+
+/* Do two partition sets intersect? NULL means every partition. */
+static int parts_overlap(const json_t *a, const json_t *b)
+{
+	size_t i, j;
+	json_t *x, *y;
+
+	if (!json_is_array(a) && !json_is_array(b))
+		return 0; /* neither names partitions: not a partitioned comparison */
+	if (!json_is_array(a) || !json_is_array(b))
+		return 1;
+	json_array_foreach(a, i, x)
+		json_array_foreach(b, j, y)
+			if (json_integer_value(x) == json_integer_value(y))
+				return 1;
+	return 0;
+}
+
+/* Do two query selections ({spec, first, count}) share a query? */
+static int queries_overlap(const json_t *a, const json_t *b)
+{
+	const char *sa = json_string_value(json_object_get(a, "spec"));
+	const char *sb = json_string_value(json_object_get(b, "spec"));
+	json_int_t fa = json_integer_value(json_object_get(a, "first"));
+	json_int_t fb = json_integer_value(json_object_get(b, "first"));
+	json_t *ca = json_object_get(a, "count"), *cb = json_object_get(b, "count");
+	json_int_t ea = json_is_integer(ca) ? fa + json_integer_value(ca) : INT64_MAX;
+	json_int_t eb = json_is_integer(cb) ? fb + json_integer_value(cb) : INT64_MAX;
+
+	if (!sa || !sb || strcmp(sa, sb))
+		return 0;
+	return fa < eb && fb < ea;
+}
+
+typedef struct overlap_ctx {
+	const json_t *spec;
+	char why[512];
+} overlap_ctx;
+
+static int overlap_cb(const ledger_record *r, void *ud)
+{
+	overlap_ctx *c = ud;
+	json_t *p = json_loads(r->payload, 0, NULL);
+	const json_t *ds;
+	int po, qo;
+
+	if (!p || json_is_true(json_object_get(p, "holdout"))) {
+		json_decref(p);
+		return 0;
+	}
+	ds = json_object_get(p, "spec");
+	po = parts_overlap(json_object_get(c->spec, "partitions"), json_object_get(ds, "partitions"));
+	qo = queries_overlap(json_object_get(c->spec, "queries"), json_object_get(ds, "queries"));
+	if (po || qo)
+		fmt(c->why, sizeof(c->why), "design run %s used the same %s%s%s",
+			 json_string_value(json_object_get(p, "run_id")) ?: "?",
+			 po ? "partitions" : "", po && qo ? " and " : "", qo ? "queries" : "");
+	json_decref(p);
+	return c->why[0] != '\0';
+}
+
+int guard_holdout_overlap(struct ledger *l, const json_t *spec, const char *declare_overlap,
+			  const char *verb, cs_err *e)
+{
+	overlap_ctx c = {.spec = spec};
+	cs_err le = {0};
+	json_t *dev;
+	int rc;
+
+	if (ledger_foreach(l, "run", overlap_cb, &c, &le))
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s", le.msg);
+	if (!c.why[0])
+		return 0;
+	if (!declare_overlap)
+		return guard_refuse(l, "holdout-overlap", verb, "holdout run", e,
+				    "%s (declare it with --declare-overlap TEXT)", c.why);
+	dev = json_pack("{s:s, s:s, s:s}", "because", declare_overlap, "overlap", c.why,
+			"access_state", ledger_access_state(l));
+	if (!dev)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	rc = ledger_append(l, "deviation", dev, NULL, e);
+	json_decref(dev);
+	return rc;
+}
+
+/* ---- study ---- */
+
+typedef struct study_ctx {
+	json_t *doc;
+} study_ctx;
+
+static int study_cb(const ledger_record *r, void *ud)
+{
+	study_ctx *c = ud;
+	json_t *p = json_loads(r->payload, 0, NULL);
+	json_t *d = json_object_get(p, "doc");
+
+	if (d) {
+		json_decref(c->doc);
+		c->doc = json_incref(d);
+	}
+	json_decref(p);
+	return 0;
+}
+
+int guard_study(struct ledger *l, const char *verb, json_t **study, cs_err *e)
+{
+	study_ctx c = {NULL};
+	cs_err le = {0};
+
+	*study = NULL;
+	if (ledger_foreach(l, "study", study_cb, &c, &le))
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s", le.msg);
+	if (!c.doc)
+		return guard_refuse(l, "study", verb, ledger_dir(l), e,
+				    "no study spec registered (run 'coldstudy study register %s "
+				    "study.json')",
+				    ledger_dir(l));
+	*study = c.doc;
+	return 0;
+}

@@ -1,0 +1,121 @@
+/*
+ * harness.h - study execution: the study and run specs, clones, the
+ * validation checks, and one run (guards, evict, prove cold, load,
+ * measure, record). The public face of harness/ for the cli and for
+ * holdout (harness_spec_features).
+ *
+ * A study spec (study.json) names what must never be touched (production
+ * paths, block devices, database and host names), the datasets, the
+ * indexes (source, clone) and defaults for run specs. It is registered in
+ * the ledger as a `study` record; every later verb reads the latest one.
+ *
+ * A run spec (run.json) is one run: the index (a clone), the query set,
+ * k, the knobs, the access strategy, buffers, a device profile, clients
+ * and a query count or a duration, cold or warm, a partition subset,
+ * tags and the hypotheses it serves. Its identity is spec_sha256 = the
+ * SHA-256 of the canonical JSON (cs_json_canonical) of the file as
+ * written, before the study's defaults are merged in; predictions target
+ * a run by that hash.
+ *
+ * Both files are validated strictly, like hypothesis files: unknown keys
+ * are refused, and a failure is exit 5 with file, JSON path and why.
+ *
+ * Error convention: 0 or CS_EXIT_* with the caller's cs_err filled.
+ */
+#ifndef HARNESS_H
+#define HARNESS_H
+
+#include <stdint.h>
+#include "cs.h"
+
+#define HARNESS_SPEC_CAP (256u * 1024u) /* a study or run spec is at most 256 KiB */
+
+/* ---- specs (spec.c) ---- */
+
+/* Validate a study document (name: the file, for messages). */
+int harness_study_validate(const json_t *doc, const char *name, cs_err *e);
+
+/* Load and validate study.json; *doc is a new reference. */
+int harness_study_load(const char *path, json_t **doc, cs_err *e);
+
+/* Validate a run document; partial = 1 for a study's "defaults" (no required keys). */
+int harness_run_validate(const json_t *doc, const char *name, const char *where, int partial,
+			 cs_err *e);
+
+/* Load and validate run.json; *doc new, sha_out = spec_sha256 of the file's canonical form. */
+int harness_run_load(const char *path, json_t **doc, char sha_out[65], cs_err *e);
+
+/*
+ * The effective spec: study defaults (may be NULL) under the run document,
+ * every absent knob filled with the engine's default. New reference.
+ */
+int harness_run_effective(const json_t *run, const json_t *defaults, json_t **out, cs_err *e);
+
+/*
+ * The features a model may predict from (docs/records.md): clients,
+ * fanout, mode, device, strategy, ef_search, search_probe, rescore_limit,
+ * partitions (number searched), queries, cold, buffers_bytes, kind. kind
+ * is read from the index directory's KIND file, and the partition count
+ * of an index without a subset from the index itself (null when the index
+ * cannot be opened). spec may be the raw or effective run document.
+ */
+int harness_spec_features(const json_t *spec, json_t **features, cs_err *e);
+
+/* coldstudy study register DIR study.json: validate and append a `study` record. */
+int harness_study_register(const char *dir, const char *path, int64_t *seq, cs_err *e);
+
+/* The latest registered study document of DIR's ledger (new reference); exit 3 when none. */
+struct ledger;
+int harness_study_current(struct ledger *l, json_t **doc, cs_err *e);
+
+/* ---- clones (clone.c) ---- */
+
+#define HARNESS_CLONE_MARKER ".coldstudy-clone"
+
+typedef struct harness_clone_info {
+	char method[16];         /* "reflink" or "copy" */
+	char source_sha256[65];  /* over the index files */
+	uint64_t files, bytes, reflinked_files;
+} harness_clone_info;
+
+/*
+ * Clone index directory src into dst (must not exist): FICLONE per file
+ * where the file system can, a full copy otherwise (method "copy" if any
+ * file had to be copied). Writes dst/.coldstudy-clone last, bound to
+ * dst's own st_dev and st_ino and to src's content hash.
+ */
+int harness_clone(const char *src, const char *dst, harness_clone_info *info, cs_err *e);
+
+/* SHA-256 over a directory's index files (sorted names, each name + length + bytes). */
+int harness_dir_sha256(const char *dir, char out[65], cs_err *e);
+
+/* ---- host (host.c) ---- */
+
+/* BenchExec-style host capture; path selects the block device described. New reference. */
+json_t *harness_host_capture(const char *path);
+
+/* ---- validate (validate.c) ---- */
+
+typedef struct harness_validate_opts {
+	int allow_no_device_stats; /* waive the engine-vs-device check where no stats exist (a deviation) */
+	int quiet;
+} harness_validate_opts;
+
+/* Run every check, each a `validation` record; exit 4 if any failed. */
+int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e);
+
+/* ---- run (run.c) ---- */
+
+typedef struct harness_run_opts {
+	int holdout;
+	int enforce_clean;
+	const char *declare_overlap; /* text of a declared holdout overlap, or NULL */
+	const char *project_dir;     /* for --enforce-clean; NULL: $COLDSTUDY_SRC or "." */
+	int progress;                /* -1: when stderr is a terminal */
+	char run_id[32];             /* out: the run's id */
+} harness_run_opts;
+
+/* One run: guards, run_start, evict, prove cold, load, measure, one `run` record. */
+int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_err *e);
+
+#endif

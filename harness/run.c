@@ -1,0 +1,850 @@
+/*
+ * run.c - `coldstudy run S run.json`: one study run.
+ *
+ * Phases, in order, each refusing before anything is measured:
+ *   1. guards: the study is registered, the tree is clean (--enforce-clean),
+ *      validate has passed, the hypotheses served are registered, the
+ *      index is not production and is a clone with a valid marker, and a
+ *      holdout run has frozen predictions and no undeclared overlap with
+ *      design runs;
+ *   2. a `run_start` record (the first holdout one freezes predictions);
+ *   3. cold: the buffer pool is dropped, every index file evicted, and the
+ *      residency of every file must be 0 pages (guard_cold); warm: one
+ *      pass over the queries first, and the resident fraction measured;
+ *   4. the closed-loop load generator: C client threads, each with its own
+ *      cv_io, each sending its next query when the last returns (as
+ *      weaviate-benchmarking does), until N queries or T seconds;
+ *      samplers run beside it (sample.c);
+ *   5. the metrics of DESIGN.md's vocabulary, and ONE transaction holding
+ *      the raw per-query rows and the samplers' series (ledger_put_raw)
+ *      and the `run` record whose payload carries their hashes.
+ *
+ * SIGINT/SIGTERM stop the clients between queries; the run then records a
+ * deviation and no run record, so the ledger stays valid. A kill -9 at any
+ * moment leaves either the whole run transaction or none of it.
+ *
+ * Metrics the machine cannot supply (device counters on a loop or overlay
+ * device, recall without a base dataset) are null, never made up.
+ * mem_peak_bytes is the peak of this process's own memory cgroup when a
+ * cap was applied, else the process's peak RSS (the shared cgroup would
+ * count other processes).
+ */
+#include "harness.h"
+#include "harness_int.h"
+
+#include "coldvec.h"
+#include "guard.h"
+#include "ledger.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ROWS_MAX 1000000 /* per-query rows kept in the ledger; later ones are counted */
+
+static volatile sig_atomic_t got_signal;
+
+/* An engine -errno as an exit code: damage 4, bad input 5, else 1. */
+static int errno_exit(int rc)
+{
+	switch (-rc) {
+	case EBADMSG: return CS_EXIT_VERIFY;
+	case EINVAL:
+	case EOVERFLOW:
+	case ENOENT:
+	case ENOTDIR: return CS_EXIT_BADINPUT;
+	default: return CS_EXIT_INTERNAL;
+	}
+}
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+}
+
+typedef struct qrow {
+	uint32_t q, client;
+	double t_ms, lat_ms, read_ms;
+	uint64_t reads, bytes;
+	double recall; /* NaN: none */
+	uint32_t n;
+} qrow;
+
+typedef struct load {
+	cv_index *ix;
+	const cv_dataset *queries;
+	const cv_dataset *base;
+	const int32_t *gt;
+	size_t k;
+	cv_metric metric;
+	cv_query_opts qo;
+	cv_io_opts io;
+	uint64_t query_count;  /* 0: until the deadline */
+	uint64_t deadline_ns;  /* 0: none */
+	uint64_t t0;
+	uint64_t first_id;
+	atomic_uint_fast64_t next, done;
+	atomic_int failed;
+	char fail_msg[256];
+	pthread_mutex_t mu;
+	/* per client */
+	unsigned clients;
+	qrow **rows;
+	size_t *nrows, *caprows;
+	cv_io_stats *stats;
+} load;
+
+typedef struct client_arg {
+	load *L;
+	unsigned c;
+} client_arg;
+
+static void fail(load *L, const char *msg, int rc)
+{
+	pthread_mutex_lock(&L->mu);
+	if (!atomic_load(&L->failed))
+		snprintf(L->fail_msg, sizeof(L->fail_msg), "%s: %s", msg, strerror(-rc));
+	atomic_store(&L->failed, 1);
+	pthread_mutex_unlock(&L->mu);
+}
+
+/* One client: closed loop, the next query only when the last returned. */
+static void *client(void *p)
+{
+	client_arg *a = p;
+	load *L = a->L;
+	unsigned c = a->c;
+	cv_io_opts io = L->io;
+	cv_io *ctx = NULL;
+	uint32_t *ids = NULL;
+	float *dists = NULL;
+	int rc;
+
+	io.stream = c;
+	rc = cv_io_new(&io, &ctx);
+	ids = calloc(L->k ? L->k : 1, sizeof(*ids));
+	dists = calloc(L->k ? L->k : 1, sizeof(*dists));
+	if (rc || !ids || !dists) {
+		fail(L, "cannot start a client", rc ? rc : -ENOMEM);
+		goto out;
+	}
+	while (!got_signal && !atomic_load(&L->failed)) {
+		uint64_t i = atomic_fetch_add(&L->next, 1), t1, t2;
+		cv_query_stats qs = {0};
+		cv_io_stats before, after;
+		size_t nout = 0, q;
+		qrow *r;
+
+		if (L->query_count && i >= L->query_count)
+			break;
+		if (L->deadline_ns && cs_mono_ns() >= L->deadline_ns)
+			break;
+		q = (size_t) (i % L->queries->n);
+		cv_io_stats_get(ctx, &before);
+		t1 = cs_mono_ns();
+		rc = cv_index_query(L->ix, ctx, cv_row(L->queries, q), &L->qo, ids, dists, &nout, &qs);
+		t2 = cs_mono_ns();
+		if (rc) {
+			fail(L, "query failed", rc);
+			break;
+		}
+		cv_io_stats_get(ctx, &after);
+		if (L->nrows[c] == L->caprows[c]) {
+			size_t nc = L->caprows[c] ? L->caprows[c] * 2 : 256;
+			qrow *nr = realloc(L->rows[c], nc * sizeof(*nr));
+
+			if (!nr) {
+				fail(L, "out of memory for rows", -ENOMEM);
+				break;
+			}
+			L->rows[c] = nr;
+			L->caprows[c] = nc;
+		}
+		r = &L->rows[c][L->nrows[c]++];
+		r->q = (uint32_t) (L->first_id + q);
+		r->client = c;
+		r->t_ms = (double) (t1 - L->t0) / 1e6;
+		r->lat_ms = (double) (t2 - t1) / 1e6;
+		r->reads = after.reads - before.reads;
+		r->bytes = after.bytes - before.bytes;
+		r->read_ms = (double) (after.lat_ns.sum - before.lat_ns.sum) / 1e6;
+		r->n = (uint32_t) nout;
+		r->recall = NAN;
+		if (L->gt)
+			r->recall = cv_recall_at_k(L->base, cv_row(L->queries, q), L->metric,
+						   L->gt + q * L->k, L->k, ids, nout);
+		atomic_fetch_add(&L->done, 1);
+	}
+	cv_io_stats_get(ctx, &L->stats[c]);
+out:
+	cv_io_free(ctx);
+	free(ids);
+	free(dists);
+	return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *) a, y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The q-quantile of sorted v[0..n) by linear interpolation (numpy's default). */
+static double quantile(const double *v, size_t n, double q)
+{
+	double pos, frac;
+	size_t lo;
+
+	if (!n)
+		return NAN;
+	pos = q * (double) (n - 1);
+	lo = (size_t) pos;
+	frac = pos - (double) lo;
+	return lo + 1 < n ? v[lo] + frac * (v[lo + 1] - v[lo]) : v[lo];
+}
+
+static json_t *num_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Resolve a dataset name of study.datasets to its spec; else the string itself. */
+static const char *dataset_spec(const json_t *study, const char *s)
+{
+	const json_t *v = json_object_get(json_object_get(study, "datasets"), s);
+
+	return json_is_string(v) ? json_string_value(v) : s;
+}
+
+/* The base dataset for recall: run.base, else the study index whose clone is this index. */
+static const char *base_spec(const json_t *study, const json_t *eff, const char *index)
+{
+	const char *b = json_string_value(json_object_get(eff, "base"));
+	char rp[PATH_MAX], rq[PATH_MAX];
+	const char *k;
+	json_t *v;
+
+	if (b)
+		return dataset_spec(study, b);
+	if (!realpath(index, rp))
+		return NULL;
+	json_object_foreach(json_object_get(study, "indexes"), k, v) {
+		const char *c = json_string_value(json_object_get(v, "clone"));
+		const char *d = json_string_value(json_object_get(v, "dataset"));
+
+		if (c && d && realpath(c, rq) && !strcmp(rp, rq))
+			return dataset_spec(study, d);
+	}
+	return NULL;
+}
+
+typedef struct count_ctx {
+	int64_t n;
+} count_ctx;
+
+static int count_cb(const ledger_record *r, void *ud)
+{
+	(void) r;
+	((count_ctx *) ud)->n++;
+	return 0;
+}
+
+/* Map the effective spec onto the engine's query options. */
+static void query_opts(const json_t *eff, cv_query_opts *qo, uint32_t **parts)
+{
+	const json_t *p = json_object_get(eff, "partitions");
+
+	cv_query_opts_default(qo);
+	qo->k = (size_t) json_integer_value(json_object_get(eff, "k"));
+	qo->ef_search = (unsigned) json_integer_value(json_object_get(eff, "ef_search"));
+	qo->search_probe = (unsigned) json_integer_value(json_object_get(eff, "search_probe"));
+	qo->rescore_limit = (unsigned) json_integer_value(json_object_get(eff, "rescore_limit"));
+	qo->mode = strcmp(json_string_value(json_object_get(eff, "mode")), "fanout")
+			   ? CV_MODE_SERIAL
+			   : CV_MODE_FANOUT;
+	qo->fanout = (unsigned) json_integer_value(json_object_get(eff, "fanout"));
+	qo->merge = strcmp(json_string_value(json_object_get(eff, "merge")), "sort")
+			    ? CV_MERGE_STREAM
+			    : CV_MERGE_SORT;
+	qo->io_mode = strcmp(json_string_value(json_object_get(eff, "io")), "concurrent")
+			      ? CV_HIO_SERIAL
+			      : CV_HIO_CONCURRENT;
+	qo->io_depth = (unsigned) json_integer_value(json_object_get(eff, "io_depth"));
+	*parts = NULL;
+	if (json_is_array(p)) {
+		size_t i;
+		json_t *x;
+
+		*parts = calloc(json_array_size(p), sizeof(**parts));
+		if (*parts) {
+			json_array_foreach(p, i, x)
+				(*parts)[i] = (uint32_t) json_integer_value(x);
+			qo->partitions = *parts;
+			qo->npartitions = json_array_size(p);
+		}
+	}
+}
+
+/* Evict every file and measure the resident fraction (no refusal). */
+static int evict_all(char **files, size_t n, cs_err *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		int rc = cv_cache_evict(files[i]);
+
+		if (rc)
+			return cs_err_set(e, CS_EXIT_INTERNAL, "%s: eviction failed: %s", files[i],
+					  strerror(-rc));
+	}
+	return 0;
+}
+
+static double resident_fraction(char **files, size_t n)
+{
+	uint64_t pages = 0, res = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		cv_residency r;
+
+		if (cv_cache_residency(files[i], &r))
+			return NAN;
+		pages += r.pages;
+		res += r.resident;
+	}
+	return pages ? (double) res / (double) pages : 0.0;
+}
+
+/* Record that the run did not complete (a deviation), keeping the ledger valid. */
+static void record_abort(ledger *l, const char *run_id, const char *because)
+{
+	json_t *d = json_pack("{s:s, s:s, s:s}", "because", because, "run_id", run_id,
+			      "access_state", ledger_access_state(l));
+	cs_err le = {0};
+
+	if (!d || ledger_append(l, "deviation", d, NULL, &le))
+		fprintf(stderr, "coldstudy run: warning: deviation not recorded: %s\n", le.msg);
+	json_decref(d);
+}
+
+static void progress(const load *L, uint64_t total, int final)
+{
+	double el = (double) (cs_mono_ns() - L->t0) / 1e9;
+	uint64_t done = atomic_load(&L->done);
+	double qps = el > 0 ? (double) done / el : 0, left;
+
+	if (L->deadline_ns)
+		left = (double) (L->deadline_ns > cs_mono_ns() ? L->deadline_ns - cs_mono_ns() : 0) / 1e9;
+	else
+		left = qps > 0 ? (double) (total - (done < total ? done : total)) / qps : NAN;
+	fprintf(stderr, "\r  queries %llu%s%llu  %.2f qps  %.0f s elapsed  %s%.0f s left   %s",
+		(unsigned long long) done, total ? "/" : "", (unsigned long long) total, qps, el,
+		isfinite(left) ? "" : "?", isfinite(left) ? left : 0.0, final ? "\n" : "");
+	fflush(stderr);
+}
+
+int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_err *e)
+{
+	ledger *l = NULL;
+	json_t *raw = NULL, *study = NULL, *eff = NULL, *features = NULL, *marker = NULL;
+	json_t *host = NULL, *memcap = NULL, *ios = NULL, *mems = NULL, *proms = NULL, *rowsj = NULL;
+	json_t *rec = NULL, *metrics = NULL, *tmp;
+	cv_dataset *qall = NULL, *queries = NULL, *base = NULL;
+	int32_t *gt = NULL;
+	cv_index *ix = NULL;
+	cv_device *dev = NULL;
+	harness_samplers *smp = NULL;
+	char **files = NULL;
+	size_t nfiles = 0;
+	uint32_t *parts = NULL;
+	pthread_t *th = NULL;
+	client_arg *ca = NULL;
+	load L;
+	char sha[65], run_id[32], started[32], ended[32], cgdir[1024] = "";
+	const char *index, *bspec;
+	cv_err ce = {{0}};
+	cs_err le = {0};
+	cv_blkdev bd;
+	cv_blkstat bs0, bs1;
+	int have_dev = 0, rc, cold, started_load = 0, run_started = 0, tty;
+	double resident_before = 0.0, wall_s;
+	struct sigaction sa, old_int, old_term;
+	uint64_t t_end, mem_peak = 0;
+	count_ctx cc = {0};
+
+	memset(&L, 0, sizeof(L));
+	pthread_mutex_init(&L.mu, NULL);
+	got_signal = 0;
+	tty = o->progress < 0 ? isatty(2) : o->progress;
+
+	rc = ledger_open(dir, &l, e);
+	if (rc)
+		goto out;
+	rc = harness_run_load(spec_path, &raw, sha, e);
+	if (rc)
+		goto out;
+	rc = guard_study(l, "run", &study, e);
+	if (rc)
+		goto out;
+	rc = harness_run_effective(raw, json_object_get(study, "defaults"), &eff, e);
+	if (rc)
+		goto out;
+	rc = harness_run_validate(eff, spec_path, "$(with study defaults)", 0, e);
+	if (rc)
+		goto out;
+	index = json_string_value(json_object_get(eff, "index"));
+
+	/* 1. guards */
+	if (o->enforce_clean) {
+		const char *pd = o->project_dir ? o->project_dir : getenv("COLDSTUDY_SRC");
+
+		rc = guard_clean_tree(l, pd ? pd : ".", "run", e);
+		if (rc)
+			goto out;
+	}
+	if ((rc = guard_validated(l, "run", e)) ||
+	    (rc = guard_hypotheses(l, json_object_get(eff, "hypotheses"), "run", e)) ||
+	    (rc = guard_production(l, study, index, "run", e)) ||
+	    (rc = guard_clone(l, index, "run", 0, &marker, e)))
+		goto out;
+	if (o->holdout) {
+		if ((rc = guard_holdout_predictions(l, sha, "run", e)) ||
+		    (rc = guard_holdout_overlap(l, eff, o->declare_overlap, "run", e)))
+			goto out;
+	}
+
+	/* Inputs: queries, base and exact ground truth (cached), the index, the device. */
+	{
+		const json_t *q = json_object_get(eff, "queries");
+		const char *qspec = dataset_spec(study, json_string_value(json_object_get(q, "spec")));
+		uint64_t first = (uint64_t) json_integer_value(json_object_get(q, "first"));
+		uint64_t count;
+		int r;
+
+		r = cv_dataset_load(qspec, &qall, &ce);
+		if (r) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.queries.spec: %s", spec_path, ce.msg);
+			goto out;
+		}
+		count = json_is_integer(json_object_get(q, "count"))
+				? (uint64_t) json_integer_value(json_object_get(q, "count"))
+				: (first < qall->n ? qall->n - first : 0);
+		if (first >= qall->n || count > qall->n - first || !count) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT,
+					"%s: $.queries: rows [%llu, %llu) are outside the %zu queries of %s",
+					spec_path, (unsigned long long) first,
+					(unsigned long long) (first + count), qall->n, qspec);
+			goto out;
+		}
+		if (cv_dataset_slice(qall, first, count, &queries)) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory slicing queries");
+			goto out;
+		}
+		L.first_id = first;
+	}
+	{
+		cv_open_opts oo;
+		int r;
+
+		cv_open_opts_default(&oo);
+		oo.buffers_bytes = (uint64_t) json_integer_value(json_object_get(eff, "buffers_bytes"));
+		oo.flags = json_is_true(json_object_get(eff, "readahead")) ? CV_FILE_READAHEAD : 0;
+		r = cv_index_open(index, &oo, &ix, &ce);
+		if (r) {
+			rc = cs_err_set(e, errno_exit(r), "%s: %s", index, ce.msg);
+			goto out;
+		}
+		if (cv_index_dim(ix) != queries->d) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT,
+					"%s: $.queries: queries have %zu dimensions, the index %zu",
+					spec_path, queries->d, cv_index_dim(ix));
+			goto out;
+		}
+	}
+	L.k = (size_t) json_integer_value(json_object_get(eff, "k"));
+	L.metric = cv_index_metric(ix);
+	if (json_is_string(json_object_get(eff, "metric")))
+		cv_metric_parse(json_string_value(json_object_get(eff, "metric")), &L.metric);
+	bspec = base_spec(study, eff, index);
+	if (bspec) {
+		int r = cv_dataset_load(bspec, &base, &ce);
+
+		if (r) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.base: %s", spec_path, ce.msg);
+			goto out;
+		}
+		if (base->d != queries->d) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.base: %zu dimensions, queries %zu",
+					spec_path, base->d, queries->d);
+			goto out;
+		}
+		r = cv_groundtruth_cached(base, queries, L.k, L.metric, 0, NULL, &gt, &ce);
+		if (r) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "ground truth: %s", ce.msg);
+			goto out;
+		}
+	}
+	if (json_is_string(json_object_get(eff, "device"))) {
+		int r = cv_device_new(json_string_value(json_object_get(eff, "device")), 42, &dev, &ce);
+
+		if (r) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.device: %s", spec_path, ce.msg);
+			goto out;
+		}
+	}
+	query_opts(eff, &L.qo, &parts);
+	L.qo.k = L.k;
+	cv_io_opts_default(&L.io);
+	cv_io_strategy_parse(json_string_value(json_object_get(eff, "strategy")), &L.io.strategy);
+	if (json_is_integer(json_object_get(eff, "queue_depth")))
+		L.io.queue_depth = (unsigned) json_integer_value(json_object_get(eff, "queue_depth"));
+	L.io.device = dev;
+	L.ix = ix;
+	L.queries = queries;
+	L.base = base;
+	L.gt = gt;
+	L.clients = (unsigned) json_integer_value(json_object_get(eff, "clients"));
+	if (json_is_integer(json_object_get(eff, "query_count")))
+		L.query_count = (uint64_t) json_integer_value(json_object_get(eff, "query_count"));
+	else if (!json_is_number(json_object_get(eff, "duration_s")))
+		L.query_count = queries->n;
+	if (cv_index_files(index, &files, &nfiles) || !nfiles) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot list the index files", index);
+		goto out;
+	}
+	rc = harness_spec_features(eff, &features, e);
+	if (rc)
+		goto out;
+	if (json_is_null(json_object_get(features, "partitions")))
+		json_object_set_new(features, "partitions",
+				    json_integer((json_int_t) (parts ? json_array_size(json_object_get(eff, "partitions"))
+								     : cv_index_partitions(ix))));
+
+	/* 2. run_start */
+	if (ledger_foreach(l, "run_start", count_cb, &cc, e)) {
+		rc = e->code ? e->code : CS_EXIT_INTERNAL;
+		goto out;
+	}
+	snprintf(run_id, sizeof(run_id), "R%04lld", (long long) cc.n + 1);
+	snprintf(o->run_id, sizeof(o->run_id), "%s", run_id);
+	tmp = json_pack("{s:s, s:s, s:b}", "run_id", run_id, "spec_sha256", sha, "holdout",
+			o->holdout ? 1 : 0);
+	rc = ledger_append(l, "run_start", tmp, NULL, e);
+	json_decref(tmp);
+	if (rc)
+		goto out;
+	run_started = 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+
+	/* 3. cold or warm */
+	cold = json_is_true(json_object_get(eff, "cold"));
+	if (json_is_integer(json_object_get(eff, "mem_cap_bytes")))
+		memcap = harness_memcap_apply((uint64_t) json_integer_value(json_object_get(eff, "mem_cap_bytes")),
+					      cgdir, sizeof(cgdir));
+	else
+		memcap = json_pack("{s:n, s:b}", "requested_bytes", "applied", 0);
+	if (cold) {
+		cv_index_drop_buffers(ix);
+		rc = evict_all(files, nfiles, e);
+		if (rc)
+			goto out;
+		rc = guard_cold(l, files, nfiles, "run", &resident_before, e);
+		if (rc)
+			goto out;
+	} else {
+		/* One pass over the queries with one client warms cache and buffers. */
+		cv_io *w = NULL;
+		uint32_t *ids = calloc(L.k, sizeof(*ids));
+		float *d = calloc(L.k, sizeof(*d));
+		int r = cv_io_new(&L.io, &w);
+
+		for (size_t q = 0; !r && ids && d && q < queries->n && !got_signal; q++) {
+			size_t nout;
+
+			r = cv_index_query(ix, w, cv_row(queries, q), &L.qo, ids, d, &nout, NULL);
+		}
+		cv_io_free(w);
+		free(ids);
+		free(d);
+		if (r) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "warm-up query failed: %s", strerror(-r));
+			goto out;
+		}
+		resident_before = resident_fraction(files, nfiles);
+	}
+	host = harness_host_capture(index);
+
+	/* 4. the load */
+	have_dev = cv_blkdev_for_path(index, &bd, NULL) == 0 && cv_blkdev_stat(&bd, &bs0) == 0;
+	{
+		const json_t *s = json_object_get(eff, "samplers");
+		harness_sampler_opts so = {
+			.dev = have_dev ? &bd : NULL,
+			.iostat_s = json_number_value(json_object_get(s, "iostat_s")),
+			.memory_s = json_number_value(json_object_get(s, "memory_s")),
+			.prometheus_s = json_number_value(json_object_get(s, "prometheus_s")),
+			.prometheus_url = json_string_value(json_object_get(s, "prometheus_url")),
+		};
+
+		rc = harness_samplers_start(&so, &smp, e);
+		if (rc)
+			goto out;
+	}
+	L.rows = calloc(L.clients, sizeof(*L.rows));
+	L.nrows = calloc(L.clients, sizeof(*L.nrows));
+	L.caprows = calloc(L.clients, sizeof(*L.caprows));
+	L.stats = calloc(L.clients, sizeof(*L.stats));
+	th = calloc(L.clients, sizeof(*th));
+	ca = calloc(L.clients, sizeof(*ca));
+	if (!L.rows || !L.nrows || !L.caprows || !L.stats || !th || !ca) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		goto out;
+	}
+	cs_format_rfc3339(cs_now_us(), started);
+	L.t0 = cs_mono_ns();
+	if (json_is_number(json_object_get(eff, "duration_s")))
+		L.deadline_ns = L.t0 + (uint64_t) (json_number_value(json_object_get(eff, "duration_s")) * 1e9);
+	for (unsigned c = 0; c < L.clients; c++) {
+		ca[c].L = &L;
+		ca[c].c = c;
+		if (pthread_create(&th[c], NULL, client, &ca[c])) {
+			fail(&L, "cannot start client thread", -EAGAIN);
+			L.clients = c;
+			break;
+		}
+	}
+	started_load = 1;
+	for (;;) {
+		struct timespec ts = {0, 200 * 1000 * 1000};
+		uint64_t d = atomic_load(&L.done);
+		int finished = (L.query_count && d >= L.query_count) ||
+			       (L.deadline_ns && cs_mono_ns() >= L.deadline_ns) ||
+			       atomic_load(&L.failed) || got_signal;
+
+		if (finished)
+			break;
+		if (tty)
+			progress(&L, L.query_count, 0);
+		nanosleep(&ts, NULL);
+	}
+	for (unsigned c = 0; c < L.clients; c++)
+		pthread_join(th[c], NULL);
+	t_end = cs_mono_ns();
+	cs_format_rfc3339(cs_now_us(), ended);
+	if (tty)
+		progress(&L, L.query_count, 1);
+	if (have_dev && cv_blkdev_stat(&bd, &bs1))
+		have_dev = 0;
+	harness_samplers_stop(smp, &ios, &mems, &proms, &mem_peak);
+	smp = NULL;
+	if (got_signal) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "run %s interrupted by %s after %llu queries; no run record",
+			 run_id, got_signal == SIGINT ? "SIGINT" : "SIGTERM",
+			 (unsigned long long) atomic_load(&L.done));
+		record_abort(l, run_id, why);
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s", why);
+		goto out;
+	}
+	if (atomic_load(&L.failed)) {
+		char why[400];
+
+		snprintf(why, sizeof(why), "run %s failed: %s; no run record", run_id, L.fail_msg);
+		record_abort(l, run_id, why);
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s", why);
+		goto out;
+	}
+
+	/* 5. metrics */
+	{
+		cv_io_stats all;
+		size_t n = 0, k = 0, nrec = 0;
+		double *lat, sum_lat = 0, sum_rec = 0, eng_ms;
+		struct rusage ru;
+
+		memset(&all, 0, sizeof(all));
+		for (unsigned c = 0; c < L.clients; c++) {
+			cv_io_stats_merge(&all, &L.stats[c]);
+			n += L.nrows[c];
+		}
+		wall_s = (double) (t_end - L.t0) / 1e9;
+		lat = malloc((n ? n : 1) * sizeof(*lat));
+		rowsj = json_array();
+		if (!lat || !rowsj) {
+			free(lat);
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+			goto out;
+		}
+		for (unsigned c = 0; c < L.clients; c++) {
+			for (size_t i = 0; i < L.nrows[c]; i++) {
+				const qrow *r = &L.rows[c][i];
+
+				lat[k++] = r->lat_ms;
+				sum_lat += r->lat_ms;
+				if (isfinite(r->recall)) {
+					sum_rec += r->recall;
+					nrec++;
+				}
+				if (json_array_size(rowsj) < ROWS_MAX)
+					json_array_append_new(
+						rowsj,
+						json_pack("{s:I, s:I, s:f, s:f, s:I, s:I, s:f, s:o, s:I}", "q",
+							  (json_int_t) r->q, "client", (json_int_t) r->client,
+							  "t_ms", r->t_ms, "lat_ms", r->lat_ms, "reads",
+							  (json_int_t) r->reads, "bytes", (json_int_t) r->bytes,
+							  "read_ms", r->read_ms, "recall", num_or_null(r->recall),
+							  "n", (json_int_t) r->n));
+			}
+		}
+		qsort(lat, n, sizeof(*lat), cmp_double);
+		eng_ms = all.reads ? (double) all.lat_ns.sum / (double) all.reads / 1e6 : NAN;
+		metrics = json_object();
+		json_object_set_new(metrics, "wall_s", json_real(wall_s));
+		json_object_set_new(metrics, "queries", json_integer((json_int_t) n));
+		json_object_set_new(metrics, "qps", json_real(wall_s > 0 ? (double) n / wall_s : 0));
+		json_object_set_new(metrics, "lat_mean_ms", num_or_null(n ? sum_lat / (double) n : NAN));
+		json_object_set_new(metrics, "lat_p50_ms", num_or_null(quantile(lat, n, 0.5)));
+		json_object_set_new(metrics, "lat_p99_ms", num_or_null(quantile(lat, n, 0.99)));
+		json_object_set_new(metrics, "recall_at_k",
+				    num_or_null(nrec ? sum_rec / (double) nrec : NAN));
+		json_object_set_new(metrics, "engine_reads", json_integer((json_int_t) all.reads));
+		json_object_set_new(metrics, "engine_read_ms_mean", num_or_null(eng_ms));
+		json_object_set_new(metrics, "reads_per_query",
+				    num_or_null(n ? (double) all.reads / (double) n : NAN));
+		json_object_set_new(metrics, "bytes_per_read",
+				    num_or_null(all.reads ? (double) all.bytes / (double) all.reads : NAN));
+		if (have_dev) {
+			uint64_t dr = bs1.reads - bs0.reads;
+
+			json_object_set_new(metrics, "device_reads", json_integer((json_int_t) dr));
+			json_object_set_new(metrics, "device_read_ms_mean",
+					    num_or_null(dr ? (double) (bs1.read_ms - bs0.read_ms) / (double) dr : NAN));
+			json_object_set_new(metrics, "device_busy",
+					    num_or_null(wall_s > 0 ? (double) (bs1.io_ticks_ms - bs0.io_ticks_ms) /
+									     1000.0 / wall_s
+								   : NAN));
+		} else {
+			json_object_set_new(metrics, "device_reads", json_null());
+			json_object_set_new(metrics, "device_read_ms_mean", json_null());
+			json_object_set_new(metrics, "device_busy", json_null());
+		}
+		json_object_set_new(metrics, "io_over_wall",
+				    num_or_null(wall_s > 0 && all.reads
+							? (double) all.lat_ns.sum / 1e9 / wall_s
+							: (all.reads ? NAN : 0.0)));
+		json_object_set_new(metrics, "inflight_median",
+				    all.inflight.count ? json_real(cv_hist_quantile(&all.inflight, 0.5))
+						       : json_integer(0));
+		json_object_set_new(metrics, "resident_fraction_before", num_or_null(resident_before));
+		if (!json_is_true(json_object_get(memcap, "applied")) || !mem_peak) {
+			getrusage(RUSAGE_SELF, &ru);
+			mem_peak = (uint64_t) ru.ru_maxrss * 1024u;
+		}
+		json_object_set_new(metrics, "mem_peak_bytes", json_integer((json_int_t) mem_peak));
+		free(lat);
+	}
+
+	/* 6. one transaction: the raw series and the run record */
+	{
+		char qsha[65], isha[65], msha[65], psha[65];
+		json_t *ixj;
+
+		rc = ledger_begin(l, e);
+		if (rc)
+			goto out;
+		if ((rc = ledger_put_raw(l, "queries", rowsj, qsha, e)) ||
+		    (rc = ledger_put_raw(l, "iostat", ios, isha, e)) ||
+		    (rc = ledger_put_raw(l, "memory", mems, msha, e)) ||
+		    (rc = ledger_put_raw(l, "prometheus", proms, psha, e))) {
+			ledger_rollback(l);
+			goto out;
+		}
+		ixj = json_pack("{s:s, s:s, s:{s:O, s:O}}", "kind", cv_index_kind(ix), "dir", index,
+				"clone", "method", json_object_get(marker, "method"), "source_sha256",
+				json_object_get(marker, "source_sha256"));
+		rec = json_pack("{s:s, s:O, s:s, s:O, s:O, s:b, s:o, s:O, s:O, s:{s:s, s:s, s:s, s:s},"
+				" s:O, s:s, s:s, s:s, s:O, s:o}",
+				"run_id", run_id, "spec", eff, "spec_sha256", sha, "tags",
+				json_object_get(eff, "tags"), "hypotheses",
+				json_object_get(eff, "hypotheses"), "holdout", o->holdout ? 1 : 0,
+				"index", ixj, "features", features, "metrics", metrics, "raw",
+				"queries", qsha, "iostat", isha, "memory", msha, "prometheus", psha,
+				"host", host, "started", started, "ended", ended, "status", "complete",
+				"mem_cap", memcap, "device_stats",
+				have_dev ? json_pack("{s:b, s:s}", "available", 1, "device", bd.part)
+					 : json_pack("{s:b}", "available", 0));
+		if (!rec) {
+			ledger_rollback(l);
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "cannot build the run record");
+			goto out;
+		}
+		rc = ledger_append(l, "run", rec, NULL, e);
+		if (rc) {
+			ledger_rollback(l);
+			goto out;
+		}
+		rc = ledger_commit(l, e);
+		if (rc)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (rc && run_started && rc != CS_EXIT_REFUSED && !got_signal && !started_load) {
+		char why[CS_ERR_MAX + 64];
+
+		snprintf(why, sizeof(why), "run %s stopped before its load: %s", run_id, e->msg);
+		record_abort(l, run_id, why);
+	}
+	if (run_started) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+	}
+	harness_samplers_stop(smp, NULL, NULL, NULL, NULL);
+	harness_memcap_release(cgdir);
+	for (unsigned c = 0; L.rows && c < L.clients; c++)
+		free(L.rows[c]);
+	free(L.rows);
+	free(L.nrows);
+	free(L.caprows);
+	free(L.stats);
+	free(th);
+	free(ca);
+	free(parts);
+	pthread_mutex_destroy(&L.mu);
+	cv_index_files_free(files, nfiles);
+	cv_index_close(ix);
+	cv_device_free(dev);
+	free(gt);
+	cv_dataset_free(base);
+	cv_dataset_free(queries);
+	cv_dataset_free(qall);
+	json_decref(rec);
+	json_decref(rowsj);
+	json_decref(ios);
+	json_decref(mems);
+	json_decref(proms);
+	json_decref(metrics);
+	json_decref(memcap);
+	json_decref(host);
+	json_decref(features);
+	json_decref(marker);
+	json_decref(eff);
+	json_decref(study);
+	json_decref(raw);
+	ledger_close(l);
+	(void) le;
+	return rc;
+}
