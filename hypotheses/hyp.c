@@ -20,6 +20,7 @@
 #include "hyp.h"
 #include "jsonv.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,7 +57,7 @@ static const char *const kinds[] = { "confirmatory", "non-cause", "exploratory",
 static const char *const prediction_keys[] = { "value", "band95", NULL };
 
 #define TITLE_MAX 200
-#define UNIT_MAX 32
+#define UNIT_MAX 96
 
 int hyp_metric_known(const char *name)
 {
@@ -109,11 +110,22 @@ static int check_line(const json_t *doc, const char *key, size_t max, const char
 	return 0;
 }
 
+/* The shortest %g form of d that reads back as d, for messages. */
+static void fmt_num(double d, char out[32])
+{
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(out, 32, "%.*g", prec, d);
+		if (strtod(out, NULL) == d)
+			return;
+	}
+}
+
 /* Phase 3: prediction {value, band95: [low, high]}, low <= value <= high. */
 static int check_prediction(const json_t *doc, const char *name, cs_err *e)
 {
 	json_t *p, *value, *band, *lo, *hi;
 	double v, l, h;
+	char vs[32], ls[32], hs[32];
 
 	if (jv_get(doc, "prediction", JV_OBJECT, 1, name, "$", &p, e) ||
 	    jv_only_keys(p, prediction_keys, name, "$.prediction", e) ||
@@ -132,14 +144,17 @@ static int check_prediction(const json_t *doc, const char *name, cs_err *e)
 	v = json_number_value(value);
 	l = json_number_value(lo);
 	h = json_number_value(hi);
+	fmt_num(v, vs);
+	fmt_num(l, ls);
+	fmt_num(h, hs);
 	if (l > h)
 		return cs_err_set(e, CS_EXIT_BADINPUT,
-				  "%s: $.prediction.band95: expected low <= high, got [%.17g, %.17g]",
-				  name, l, h);
+				  "%s: $.prediction.band95: expected low <= high, got [%s, %s]", name,
+				  ls, hs);
 	if (v < l || v > h)
 		return cs_err_set(e, CS_EXIT_BADINPUT,
-				  "%s: $.prediction.value: %.17g is outside band95 [%.17g, %.17g]",
-				  name, v, l, h);
+				  "%s: $.prediction.value: %s is outside band95 [%s, %s]", name, vs,
+				  ls, hs);
 	return 0;
 }
 

@@ -414,10 +414,16 @@ static int e_agg(ectx *c, const json_t *x, double *val, json_t *tr)
 			if (mx ? v[i] > r : v[i] < r)
 				r = v[i];
 	} else if (strcmp(agg, "mean") == 0) {
-		/* A running mean cannot overflow where every input is finite and below DBL_MAX / 2. */
 		r = 0;
 		for (i = 0; i < n; i++)
-			r += (v[i] - r) / (double) (i + 1);
+			r += v[i];
+		r /= (double) n;
+		if (!isfinite(r)) {
+			/* the sum overflowed; a running mean stays in range */
+			r = 0;
+			for (i = 0; i < n; i++)
+				r += v[i] / (double) n;
+		}
 	} else { /* median */
 		qsort(v, n, sizeof(*v), dbl_cmp);
 		r = n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2;
