@@ -307,7 +307,8 @@ static void put_value(sbuf *b, const json_t *v, int depth)
 		}
 		json_object_foreach((json_t *) v, k, val)
 			keys[i++] = k;
-		qsort(keys, n, sizeof(*keys), key_cmp);
+		if (n) /* qsort(NULL, 0, ...) is undefined */
+			qsort(keys, n, sizeof(*keys), key_cmp);
 		sb_put(b, "{", 1);
 		for (i = 0; i < n; i++) {
 			if (i)
