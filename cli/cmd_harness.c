@@ -1,33 +1,200 @@
-/* Placeholder verbs until their part lands: they say so and exit 1. */
+/*
+ * cmd_harness.c - the harness's verbs: validate, clone, run, study.
+ * Argument parsing only; the work is in harness/ and guards/.
+ */
 #include "cmds.h"
 
+#include "guard.h"
+#include "harness.h"
+#include "ledger.h"
+
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int cmd_validate(int argc, char **argv)
 {
-	(void) argc;
-	fprintf(stderr, "coldstudy %s: not built yet\n", argv[0]);
-	return CS_EXIT_INTERNAL;
+	harness_validate_opts o = {0};
+	const char *dir = NULL;
+	cs_err e = {0};
+
+	if (cli_wants_help(argc, argv)) {
+		printf("usage: coldstudy validate DIR [--allow-no-device-stats] [--quiet]\n\n"
+		       "Run the checks that must pass before any study run, each a validation record:\n"
+		       "ledger verifies, clock monotonic, O_DIRECT, io_uring, eviction (residency 0.0\n"
+		       "on every index file), engine vs block-device read counts (ratio in [0.9, 1.1]),\n"
+		       "the guard refuses a planted production path, the clone marker validates, host.\n"
+		       "--allow-no-device-stats waives the device comparison where the device has no\n"
+		       "stats, recorded as a deviation. Exit 4 when a check failed.\n");
+		return CS_EXIT_OK;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--allow-no-device-stats"))
+			o.allow_no_device_stats = 1;
+		else if (!strcmp(argv[i], "--quiet"))
+			o.quiet = 1;
+		else if (argv[i][0] == '-')
+			return cli_usage(argv[0], "unknown option '%s'", argv[i]);
+		else if (!dir)
+			dir = argv[i];
+		else
+			return cli_usage(argv[0], "unexpected argument '%s'", argv[i]);
+	}
+	if (!dir)
+		return cli_usage(argv[0], "missing study directory");
+	if (harness_validate(dir, &o, &e))
+		return cli_fail(argv[0], &e);
+	return CS_EXIT_OK;
 }
 
 int cmd_clone(int argc, char **argv)
 {
-	(void) argc;
-	fprintf(stderr, "coldstudy %s: not built yet\n", argv[0]);
-	return CS_EXIT_INTERNAL;
+	const char *src = NULL, *dst = NULL, *study = NULL;
+	harness_clone_info info;
+	ledger *l = NULL;
+	json_t *sdoc = NULL, *note;
+	cs_err e = {0};
+	int rc;
+
+	if (cli_wants_help(argc, argv)) {
+		printf("usage: coldstudy clone SRC DST [--study DIR]\n\n"
+		       "Clone index directory SRC into DST (which must not exist): FICLONE reflinks\n"
+		       "where the file system can, a full copy otherwise, recorded as which in the\n"
+		       "clone marker DST/.coldstudy-clone (bound to DST's device and inode and to\n"
+		       "SRC's content hash). With --study, DST is refused if it is production, and\n"
+		       "the clone is noted in the study's ledger.\n");
+		return CS_EXIT_OK;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--study")) {
+			if (++i >= argc)
+				return cli_usage(argv[0], "--study needs a directory");
+			study = argv[i];
+		} else if (argv[i][0] == '-') {
+			return cli_usage(argv[0], "unknown option '%s'", argv[i]);
+		} else if (!src) {
+			src = argv[i];
+		} else if (!dst) {
+			dst = argv[i];
+		} else {
+			return cli_usage(argv[0], "unexpected argument '%s'", argv[i]);
+		}
+	}
+	if (!src || !dst)
+		return cli_usage(argv[0], "need SRC and DST");
+	if (study) {
+		if ((rc = ledger_open(study, &l, &e)) || (rc = guard_study(l, "clone", &sdoc, &e)) ||
+		    (rc = guard_production(l, sdoc, dst, "clone", &e)))
+			goto out;
+	}
+	rc = harness_clone(src, dst, &info, &e);
+	if (rc)
+		goto out;
+	printf("%s: %s of %llu files (%llu bytes, %llu reflinked), source sha256 %s\n", dst,
+	       info.method, (unsigned long long) info.files, (unsigned long long) info.bytes,
+	       (unsigned long long) info.reflinked_files, info.source_sha256);
+	if (l) {
+		note = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "text", "clone", "source", src,
+				 "clone", dst, "method", info.method, "source_sha256",
+				 info.source_sha256, "files", (json_int_t) info.files);
+		rc = ledger_append(l, "note", note, NULL, &e);
+		json_decref(note);
+	}
+out:
+	json_decref(sdoc);
+	ledger_close(l);
+	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }
 
 int cmd_run(int argc, char **argv)
 {
-	(void) argc;
-	fprintf(stderr, "coldstudy %s: not built yet\n", argv[0]);
-	return CS_EXIT_INTERNAL;
+	harness_run_opts o = {0};
+	const char *dir = NULL, *spec = NULL;
+	cs_err e = {0};
+
+	if (cli_wants_help(argc, argv)) {
+		printf("usage: coldstudy run DIR run.json [--holdout] [--enforce-clean]\n"
+		       "                    [--declare-overlap TEXT] [--progress|--no-progress]\n\n"
+		       "One study run: guards (production, clone marker, registered hypotheses,\n"
+		       "validation passed, holdout predictions frozen), a run_start record, evict and\n"
+		       "prove the cache cold (residency 0.0 on every index file), a closed-loop load\n"
+		       "of C clients for N queries or T seconds with samplers beside it, and one run\n"
+		       "record with the raw per-query rows and series. Exit 3 when a guard refused.\n");
+		return CS_EXIT_OK;
+	}
+	o.progress = -1;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--holdout")) {
+			o.holdout = 1;
+		} else if (!strcmp(argv[i], "--enforce-clean")) {
+			o.enforce_clean = 1;
+		} else if (!strcmp(argv[i], "--progress")) {
+			o.progress = 1;
+		} else if (!strcmp(argv[i], "--no-progress")) {
+			o.progress = 0;
+		} else if (!strcmp(argv[i], "--declare-overlap")) {
+			if (++i >= argc || !argv[i][0])
+				return cli_usage(argv[0], "--declare-overlap needs a text");
+			o.declare_overlap = argv[i];
+		} else if (argv[i][0] == '-') {
+			return cli_usage(argv[0], "unknown option '%s'", argv[i]);
+		} else if (!dir) {
+			dir = argv[i];
+		} else if (!spec) {
+			spec = argv[i];
+		} else {
+			return cli_usage(argv[0], "unexpected argument '%s'", argv[i]);
+		}
+	}
+	if (!dir || !spec)
+		return cli_usage(argv[0], "need DIR and run.json");
+	if (harness_run(dir, spec, &o, &e))
+		return cli_fail(argv[0], &e);
+	printf("%s\n", o.run_id);
+	return CS_EXIT_OK;
 }
 
 int cmd_study(int argc, char **argv)
 {
-	(void) argc;
-	fprintf(stderr, "coldstudy %s: not built yet\n", argv[0]);
-	return CS_EXIT_INTERNAL;
-}
+	cs_err e = {0};
 
+	if (cli_wants_help(argc, argv) || argc < 2) {
+		printf("usage: coldstudy study register DIR study.json\n"
+		       "       coldstudy study show DIR\n\n"
+		       "Register the study spec (production targets, datasets, indexes, defaults) as a\n"
+		       "study record, strictly validated (exit 5 with file, JSON path and why), or\n"
+		       "print the one registered last.\n");
+		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "register")) {
+		int64_t seq = 0;
+
+		if (argc != 4)
+			return cli_usage(argv[0], "register needs DIR and study.json");
+		if (harness_study_register(argv[2], argv[3], &seq, &e))
+			return cli_fail(argv[0], &e);
+		printf("study registered as record %lld\n", (long long) seq);
+		return CS_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "show")) {
+		ledger *l = NULL;
+		json_t *doc = NULL;
+		int rc;
+
+		if (argc != 3)
+			return cli_usage(argv[0], "show needs DIR");
+		rc = ledger_open(argv[2], &l, &e);
+		if (!rc)
+			rc = harness_study_current(l, &doc, &e);
+		if (!rc) {
+			char *s = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+
+			printf("%s\n", s ? s : "{}");
+			free(s);
+		}
+		json_decref(doc);
+		ledger_close(l);
+		return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
+	}
+	return cli_usage(argv[0], "unknown subcommand '%s' (register, show)", argv[1]);
+}

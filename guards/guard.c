@@ -158,12 +158,96 @@ static size_t prod_paths(const json_t *study, prod_item *items, size_t cap)
 	return n;
 }
 
-static const prod_item *match_inode(const prod_item *it, size_t n, dev_t dev, ino_t ino)
+/* Every inode of production: the items and, bounded, everything inside production directories. */
+typedef struct inode_ref {
+	dev_t dev;
+	ino_t ino;
+	const prod_item *item;
+} inode_ref;
+
+typedef struct inode_set {
+	inode_ref *v;
+	size_t n, cap;
+} inode_set;
+
+static int cmp_inode(const void *a, const void *b)
 {
-	for (size_t i = 0; i < n; i++)
-		if (it[i].exists && it[i].dev == dev && it[i].ino == ino)
-			return &it[i];
-	return NULL;
+	const inode_ref *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return 0;
+}
+
+static void set_add(inode_set *s, dev_t dev, ino_t ino, const prod_item *it)
+{
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 64;
+		inode_ref *nv;
+
+		if (nc > GUARD_WALK_MAX * 2)
+			return;
+		nv = realloc(s->v, nc * sizeof(*nv));
+		if (!nv)
+			return;
+		s->v = nv;
+		s->cap = nc;
+	}
+	s->v[s->n++] = (inode_ref){dev, ino, it};
+}
+
+/* Add everything under dir (no symlinks followed, bounded). */
+static void set_walk(inode_set *s, const char *dir, const prod_item *it, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+
+	if (depth > GUARD_WALK_DEPTH || !(d = opendir(dir)))
+		return;
+	while ((de = readdir(d)) && s->n < GUARD_WALK_MAX) {
+		char p[PATH_MAX];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if ((size_t) fmt(p, sizeof(p), "%s/%s", dir, de->d_name) >= sizeof(p))
+			continue;
+		if (lstat(p, &st) < 0)
+			continue;
+		set_add(s, st.st_dev, st.st_ino, it);
+		if (S_ISDIR(st.st_mode))
+			set_walk(s, p, it, depth + 1);
+	}
+	closedir(d);
+}
+
+static void set_build(inode_set *s, const prod_item *items, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+
+		if (!items[i].exists)
+			continue;
+		set_add(s, items[i].dev, items[i].ino, &items[i]);
+		if (stat(items[i].norm, &st) == 0 && S_ISDIR(st.st_mode))
+			set_walk(s, items[i].norm, &items[i], 0);
+	}
+	if (s->n)
+		qsort(s->v, s->n, sizeof(*s->v), cmp_inode);
+}
+
+/* The production item whose inode (or whose contents' inode) this is, or NULL. */
+static const prod_item *match_inode(const inode_set *s, dev_t dev, ino_t ino)
+{
+	inode_ref key = {dev, ino, NULL};
+	const inode_ref *r;
+
+	if (!s->n)
+		return NULL;
+	r = bsearch(&key, s->v, s->n, sizeof(*s->v), cmp_inode);
+	return r ? r->item : NULL;
 }
 
 /* Is path (normalised) equal to or below base (normalised)? */
@@ -177,8 +261,8 @@ static int path_under(const char *path, const char *base)
 }
 
 typedef struct walk_ctx {
-	const prod_item *items;
-	size_t n, seen;
+	const inode_set *set;
+	size_t seen;
 	const prod_item *hit;
 	char hit_path[PATH_MAX];
 } walk_ctx;
@@ -203,7 +287,7 @@ static void walk_dir(walk_ctx *w, const char *dir, int depth)
 		w->seen++;
 		if (stat(p, &st) < 0)
 			continue;
-		m = match_inode(w->items, w->n, st.st_dev, st.st_ino);
+		m = match_inode(w->set, st.st_dev, st.st_ino);
 		if (m) {
 			w->hit = m;
 			fmt(w->hit_path, sizeof(w->hit_path), "%s", p);
@@ -287,6 +371,7 @@ int guard_production(struct ledger *l, const json_t *study, const char *target, 
 		     cs_err *e)
 {
 	prod_item *items;
+	inode_set set = {0};
 	size_t n;
 	struct stat st;
 	char rp[PATH_MAX], norm[PATH_MAX], why[CS_ERR_MAX];
@@ -297,6 +382,7 @@ int guard_production(struct ledger *l, const json_t *study, const char *target, 
 	if (!items)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 	n = prod_paths(study, items, 64);
+	set_build(&set, items, n);
 	why[0] = '\0';
 
 	if (names_prod_service(study, target, why, sizeof(why)))
@@ -317,9 +403,9 @@ int guard_production(struct ledger *l, const json_t *study, const char *target, 
 		fmt(rp, sizeof(rp), "%s", norm);
 
 	/* The target itself, by inode (symlink, "..", trailing slash, /proc/self/fd, hard link). */
-	m = match_inode(items, n, st.st_dev, st.st_ino);
+	m = match_inode(&set, st.st_dev, st.st_ino);
 	if (m) {
-		fmt(why, sizeof(why), "target %s is production item %s (same device and inode %u:%u/%llu)",
+		fmt(why, sizeof(why), "target %s is, or is inside, production item %s (same device and inode %u:%u/%llu)",
 			 target, m->name, major(st.st_dev), minor(st.st_dev),
 			 (unsigned long long) st.st_ino);
 		goto refuse;
@@ -339,7 +425,7 @@ int guard_production(struct ledger *l, const json_t *study, const char *target, 
 				slash[1] = '\0';
 			else
 				*slash = '\0';
-			if (stat(up, &ast) == 0 && (m = match_inode(items, n, ast.st_dev, ast.st_ino))) {
+			if (stat(up, &ast) == 0 && (m = match_inode(&set, ast.st_dev, ast.st_ino))) {
 				fmt(why, sizeof(why), "target %s lies inside production item %s (via %s)",
 					 target, m->name, up);
 				goto refuse;
@@ -358,7 +444,7 @@ int guard_production(struct ledger *l, const json_t *study, const char *target, 
 	}
 	/* Production inside the target. */
 	if (S_ISDIR(st.st_mode)) {
-		walk_ctx w = {.items = items, .n = n};
+		walk_ctx w = {.set = &set};
 
 		for (size_t i = 0; i < n; i++) {
 			char up[PATH_MAX];
@@ -397,6 +483,7 @@ int guard_production(struct ledger *l, const json_t *study, const char *target, 
 refuse:
 	rc = guard_refuse(l, "production", verb, target, e, "%s", why);
 out:
+	free(set.v);
 	free(items);
 	return rc;
 }

@@ -1,0 +1,427 @@
+/*
+ * test_guard.c - every guard case refused (and recorded), and its
+ * control allowed: production through a symlink, "..", a trailing slash,
+ * a bind mount, a hard link, /proc/self/fd/N and the same inode; a target
+ * inside or containing production; a production block device and host; a
+ * missing or copied clone marker; an unregistered hypothesis; runs before
+ * validation passed; a warm cache; a dirty tree; holdout without
+ * predictions and with undeclared overlap.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wformat-truncation" /* test paths are short */
+#endif
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "coldvec.h"
+#include "guard.h"
+#include "harness.h"
+#include "ledger.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+static char root[PATH_MAX];
+
+static void pathf(char *out, const char *fmt, const char *a)
+{
+	snprintf(out, PATH_MAX, fmt, root, a);
+}
+
+static void touch(const char *p, size_t size)
+{
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	char buf[4096];
+
+	assert_true(fd >= 0);
+	memset(buf, 'x', sizeof(buf));
+	for (size_t i = 0; i < size; i += sizeof(buf))
+		assert_int_equal(write(fd, buf, sizeof(buf)), (ssize_t) sizeof(buf));
+	fsync(fd);
+	close(fd);
+}
+
+typedef struct cnt {
+	int n;
+	char last_guard[64];
+} cnt;
+
+static int count_cb(const ledger_record *r, void *ud)
+{
+	cnt *c = ud;
+	json_t *p = json_loads(r->payload, 0, NULL);
+
+	c->n++;
+	snprintf(c->last_guard, sizeof(c->last_guard), "%s",
+		 json_string_value(json_object_get(p, "guard")) ?: "");
+	json_decref(p);
+	return 0;
+}
+
+static int refusals(ledger *l, char *last)
+{
+	cnt c = {0};
+
+	assert_int_equal(ledger_foreach(l, "refusal", count_cb, &c, NULL), 0);
+	if (last)
+		snprintf(last, 64, "%s", c.last_guard);
+	return c.n;
+}
+
+static ledger *new_study(const char *name)
+{
+	char d[PATH_MAX];
+	ledger *l = NULL;
+	cs_err e = {0};
+
+	pathf(d, "%s/%s", name);
+	assert_int_equal(ledger_init(d, &e), 0);
+	assert_int_equal(ledger_open(d, &l, &e), 0);
+	return l;
+}
+
+static json_t *study_doc(void)
+{
+	char prod[PATH_MAX], missing[PATH_MAX];
+
+	pathf(prod, "%s/%s", "prod");
+	pathf(missing, "%s/%s", "not-yet-there");
+	return json_pack("{s:s, s:{s:[s, s], s:[s], s:[s]}}", "id", "t", "production", "paths", prod,
+			 missing, "block_devices", "loop7", "hosts", "pg-prod-1");
+}
+
+/* Expect a refusal that is recorded, with the guard named. */
+static void expect_refused(ledger *l, const json_t *st, const char *target)
+{
+	cs_err e = {0};
+	char last[64];
+	int before = refusals(l, NULL);
+
+	assert_int_equal(guard_production(l, st, target, "run", &e), CS_EXIT_REFUSED);
+	assert_non_null(strstr(e.msg, "refused (production)"));
+	assert_int_equal(refusals(l, last), before + 1);
+	assert_string_equal(last, "production");
+}
+
+static void test_production(void **state)
+{
+	ledger *l = new_study("s-prod");
+	json_t *st = study_doc();
+	char prod[PATH_MAX], data[PATH_MAX], t[PATH_MAX * 2], clone[PATH_MAX], hl[PATH_MAX],
+		lnk[PATH_MAX], mnt[PATH_MAX];
+	cs_err e = {0};
+	int fd;
+
+	(void) state;
+	pathf(prod, "%s/%s", "prod");
+	pathf(data, "%s/%s", "prod/index.dat");
+	pathf(clone, "%s/%s", "clone");
+	pathf(lnk, "%s/%s", "link");
+	pathf(mnt, "%s/%s", "mnt");
+	mkdir(prod, 0755);
+	mkdir(clone, 0755);
+	mkdir(mnt, 0755);
+	touch(data, 4096);
+
+	/* control: a directory that is not production is allowed */
+	assert_int_equal(guard_production(l, st, clone, "run", &e), 0);
+	assert_int_equal(refusals(l, NULL), 0);
+
+	expect_refused(l, st, prod);                      /* same path, same inode */
+	assert_int_equal(symlink(prod, lnk), 0);
+	expect_refused(l, st, lnk);                       /* symlink */
+	snprintf(t, sizeof(t), "%s/../prod", clone);
+	expect_refused(l, st, t);                         /* .. */
+	snprintf(t, sizeof(t), "%s/", prod);
+	expect_refused(l, st, t);                         /* trailing slash */
+	expect_refused(l, st, data);                      /* inside production */
+	snprintf(t, sizeof(t), "%s/link/index.dat", root);
+	expect_refused(l, st, t);                         /* inside, through a symlink */
+	fd = open(prod, O_RDONLY | O_DIRECTORY);
+	snprintf(t, sizeof(t), "/proc/self/fd/%d", fd);
+	expect_refused(l, st, t);                         /* /proc/self/fd/N */
+	close(fd);
+	fd = open(data, O_RDONLY);
+	snprintf(t, sizeof(t), "/proc/self/fd/%d", fd);
+	expect_refused(l, st, t);                         /* /proc/self/fd/N of a file inside */
+	close(fd);
+	snprintf(hl, sizeof(hl), "%s/hl.dat", clone);
+	assert_int_equal(link(data, hl), 0);
+	expect_refused(l, st, hl);                        /* hard link: same inode */
+	expect_refused(l, st, clone);                     /* hard link inside the target */
+	unlink(hl);
+	assert_int_equal(guard_production(l, st, clone, "run", &e), 0);
+	expect_refused(l, st, root);                      /* target contains production */
+	pathf(t, "%s/%s", "not-yet-there/x");
+	expect_refused(l, st, t);                         /* a production path not there yet */
+	expect_refused(l, st, "postgres://app@pg-prod-1/db"); /* production host */
+	if (mount(prod, mnt, NULL, MS_BIND, NULL) == 0) {
+		expect_refused(l, st, mnt);               /* bind mount */
+		umount2(mnt, MNT_DETACH);
+	} else {
+		print_message("bind mount not tested here (mount failed)\n");
+	}
+	/* production block device: the device the test files live on */
+	{
+		struct stat sb;
+		json_t *st2 = json_deep_copy(st);
+		char dev[64];
+
+		assert_int_equal(stat(clone, &sb), 0);
+		snprintf(dev, sizeof(dev), "/tmp/cs-fake-blk-%d", (int) getpid());
+		unlink(dev);
+		if (mknod(dev, S_IFBLK | 0600, sb.st_dev) == 0) {
+			json_array_append_new(json_object_get(json_object_get(st2, "production"),
+							      "block_devices"),
+					      json_string(dev));
+			expect_refused(l, st2, clone);
+			unlink(dev);
+		}
+		json_decref(st2);
+	}
+	unlink(lnk);
+	json_decref(st);
+	ledger_close(l);
+}
+
+static void test_clone_marker(void **state)
+{
+	ledger *l = new_study("s-clone");
+	char src[PATH_MAX], dst[PATH_MAX], cp[PATH_MAX], f[PATH_MAX * 2], m1[PATH_MAX * 2],
+		m2[PATH_MAX * 2], *buf;
+	harness_clone_info info;
+	json_t *marker = NULL;
+	cs_err e = {0};
+	size_t len;
+
+	(void) state;
+	pathf(src, "%s/%s", "csrc");
+	pathf(dst, "%s/%s", "cdst");
+	pathf(cp, "%s/%s", "ccopy");
+	mkdir(src, 0755);
+	snprintf(f, sizeof(f), "%s/KIND", src);
+	touch(f, 4096);
+	snprintf(f, sizeof(f), "%s/sub", src);
+	mkdir(f, 0755);
+	snprintf(f, sizeof(f), "%s/sub/part.dat", src);
+	touch(f, 3 * 4096);
+
+	/* no marker: refused */
+	assert_int_equal(guard_clone(l, src, "run", 0, NULL, &e), CS_EXIT_REFUSED);
+	assert_int_equal(refusals(l, NULL), 1);
+
+	assert_int_equal(harness_clone(src, dst, &info, &e), 0);
+	assert_int_equal(info.files, 2);
+	assert_true(!strcmp(info.method, "reflink") || !strcmp(info.method, "copy"));
+	assert_int_equal(guard_clone(l, dst, "run", 1, &marker, &e), 0);
+	assert_string_equal(json_string_value(json_object_get(marker, "source_sha256")),
+			    info.source_sha256);
+	json_decref(marker);
+	/* cloning onto an existing path is refused */
+	assert_int_equal(harness_clone(src, dst, &info, &e), CS_EXIT_REFUSED);
+
+	/* a marker copied elsewhere (with the files) is invalid */
+	mkdir(cp, 0755);
+	snprintf(f, sizeof(f), "%s/KIND", cp);
+	touch(f, 4096);
+	snprintf(f, sizeof(f), "%s/sub", cp);
+	mkdir(f, 0755);
+	snprintf(f, sizeof(f), "%s/sub/part.dat", cp);
+	touch(f, 3 * 4096);
+	snprintf(m1, sizeof(m1), "%s/.coldstudy-clone", dst);
+	snprintf(m2, sizeof(m2), "%s/.coldstudy-clone", cp);
+	assert_int_equal(cs_read_file(m1, 1 << 20, &buf, &len, &e), 0);
+	assert_int_equal(cs_write_file_atomic(m2, buf, len, 0444, &e), 0);
+	free(buf);
+	assert_int_equal(guard_clone(l, cp, "run", 0, NULL, &e), CS_EXIT_REFUSED);
+	assert_non_null(strstr(e.msg, "copied marker"));
+
+	/* a changed file fails the content hash */
+	snprintf(f, sizeof(f), "%s/sub/part.dat", dst);
+	{
+		int fd = open(f, O_WRONLY);
+
+		assert_int_equal(pwrite(fd, "y", 1, 10), 1);
+		close(fd);
+	}
+	assert_int_equal(guard_clone(l, dst, "run", 0, NULL, &e), 0);
+	assert_int_equal(guard_clone(l, dst, "run", 1, NULL, &e), CS_EXIT_REFUSED);
+	assert_int_equal(refusals(l, NULL), 3);
+	ledger_close(l);
+}
+
+static void test_registered_and_validated(void **state)
+{
+	ledger *l = new_study("s-reg");
+	json_t *ids = json_pack("[s]", "H1"), *p;
+	cs_err e = {0};
+
+	(void) state;
+	assert_int_equal(guard_hypotheses(l, ids, "run", &e), CS_EXIT_REFUSED);
+	assert_non_null(strstr(e.msg, "H1"));
+	p = json_pack("{s:s}", "id", "H1");
+	assert_int_equal(ledger_append(l, "hypothesis", p, NULL, &e), 0);
+	json_decref(p);
+	assert_int_equal(guard_hypotheses(l, ids, "run", &e), 0);
+	json_decref(ids);
+
+	/* no validation yet */
+	assert_int_equal(guard_validated(l, "run", &e), CS_EXIT_REFUSED);
+	p = json_pack("{s:s, s:b, s:i}", "check", "all", "passed", 1, "batch", 1);
+	ledger_append(l, "validation", p, NULL, &e);
+	json_decref(p);
+	assert_int_equal(guard_validated(l, "run", &e), 0);
+	/* a later batch that has not finished */
+	p = json_pack("{s:s, s:b, s:i}", "check", "eviction", "passed", 1, "batch", 2);
+	ledger_append(l, "validation", p, NULL, &e);
+	json_decref(p);
+	assert_int_equal(guard_validated(l, "run", &e), CS_EXIT_REFUSED);
+	/* which then failed */
+	p = json_pack("{s:s, s:b, s:i}", "check", "all", "passed", 0, "batch", 2);
+	ledger_append(l, "validation", p, NULL, &e);
+	json_decref(p);
+	assert_int_equal(guard_validated(l, "run", &e), CS_EXIT_REFUSED);
+	assert_non_null(strstr(e.msg, "failed"));
+	assert_int_equal(refusals(l, NULL), 4);
+	ledger_close(l);
+}
+
+static void test_cold(void **state)
+{
+	ledger *l = new_study("s-cold");
+	char f[PATH_MAX], *paths[1], buf[4096];
+	double frac = -1;
+	cs_err e = {0};
+	int fd;
+
+	(void) state;
+	pathf(f, "%s/%s", "cold.dat");
+	touch(f, 64 * 4096);
+	paths[0] = f;
+	assert_int_equal(cv_cache_evict(f), 0);
+	assert_int_equal(guard_cold(l, paths, 1, "run", &frac, &e), 0);
+	assert_true(frac == 0.0);
+	fd = open(f, O_RDONLY);
+	assert_int_equal(pread(fd, buf, sizeof(buf), 0), (ssize_t) sizeof(buf));
+	close(fd);
+	assert_int_equal(guard_cold(l, paths, 1, "run", &frac, &e), CS_EXIT_REFUSED);
+	assert_true(frac > 0.0);
+	assert_non_null(strstr(e.msg, "not cold"));
+	assert_int_equal(refusals(l, NULL), 1);
+	ledger_close(l);
+}
+
+static void test_clean_tree(void **state)
+{
+	ledger *l = new_study("s-git");
+	char repo[PATH_MAX], cmd[PATH_MAX * 2], f[PATH_MAX * 2];
+	cs_err e = {0};
+
+	(void) state;
+	pathf(repo, "%s/%s", "repo");
+	mkdir(repo, 0755);
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && git init -q . && git -c user.email=t@t -c user.name=t commit -q "
+		 "--allow-empty -m init",
+		 repo);
+	if (system(cmd) != 0)
+		skip();
+	assert_int_equal(guard_clean_tree(l, repo, "run", &e), 0);
+	snprintf(f, sizeof(f), "%s/dirty.txt", repo);
+	touch(f, 4096);
+	assert_int_equal(guard_clean_tree(l, repo, "run", &e), CS_EXIT_REFUSED);
+	assert_non_null(strstr(e.msg, "dirty"));
+	pathf(f, "%s/%s", "not-a-repo");
+	mkdir(f, 0755);
+	assert_int_equal(guard_clean_tree(l, f, "run", &e), CS_EXIT_REFUSED);
+	assert_int_equal(refusals(l, NULL), 2);
+	ledger_close(l);
+}
+
+typedef struct kcount {
+	int n;
+} kcount;
+
+static int kcb(const ledger_record *r, void *ud)
+{
+	(void) r;
+	((kcount *) ud)->n++;
+	return 0;
+}
+
+static void test_holdout(void **state)
+{
+	ledger *l = new_study("s-hold");
+	const char *sha = "ab12000000000000000000000000000000000000000000000000000000000000";
+	json_t *p, *spec;
+	kcount dv = {0};
+	cs_err e = {0};
+
+	(void) state;
+	assert_int_equal(guard_holdout_predictions(l, sha, "run", &e), CS_EXIT_REFUSED);
+	p = json_pack("{s:s, s:{s:s, s:s, s:s}, s:f}", "id", "P1", "target", "run_spec", "h.json",
+		      "spec_sha256", sha, "metric", "wall_s", "value", 1.0);
+	assert_int_equal(ledger_append(l, "prediction", p, NULL, &e), 0);
+	json_decref(p);
+	assert_int_equal(guard_holdout_predictions(l, sha, "run", &e), 0);
+
+	/* a design run on partitions 1, 2 and queries [0, 10) */
+	p = json_pack("{s:s, s:b, s:{s:[i, i], s:{s:s, s:i, s:i}}}", "run_id", "R0001", "holdout", 0,
+		      "spec", "partitions", 1, 2, "queries", "spec", "synth:q", "first", 0, "count",
+		      10);
+	assert_int_equal(ledger_append(l, "run", p, NULL, &e), 0);
+	json_decref(p);
+	spec = json_pack("{s:[i], s:{s:s, s:i, s:i}}", "partitions", 3, "queries", "spec", "synth:q",
+			 "first", 10, "count", 5);
+	assert_int_equal(guard_holdout_overlap(l, spec, NULL, "run", &e), 0);
+	json_decref(spec);
+	spec = json_pack("{s:[i], s:{s:s, s:i, s:i}}", "partitions", 2, "queries", "spec",
+			 "synth:q", "first", 10, "count", 5);
+	assert_int_equal(guard_holdout_overlap(l, spec, NULL, "run", &e), CS_EXIT_REFUSED);
+	assert_non_null(strstr(e.msg, "partitions"));
+	json_decref(spec);
+	spec = json_pack("{s:[i], s:{s:s, s:i, s:i}}", "partitions", 5, "queries", "spec", "synth:q",
+			 "first", 5, "count", 10);
+	assert_int_equal(guard_holdout_overlap(l, spec, NULL, "run", &e), CS_EXIT_REFUSED);
+	assert_non_null(strstr(e.msg, "queries"));
+	/* declared: allowed, and recorded as a deviation */
+	assert_int_equal(guard_holdout_overlap(l, spec, "query 5-9 reused by design", "run", &e), 0);
+	json_decref(spec);
+	ledger_foreach(l, "deviation", kcb, &dv, NULL);
+	assert_int_equal(dv.n, 1);
+	assert_int_equal(refusals(l, NULL), 3);
+	ledger_close(l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_production),
+		cmocka_unit_test(test_clone_marker),
+		cmocka_unit_test(test_registered_and_validated),
+		cmocka_unit_test(test_cold),
+		cmocka_unit_test(test_clean_tree),
+		cmocka_unit_test(test_holdout),
+	};
+	const char *tmp = getenv("TMPDIR");
+	char cmd[PATH_MAX + 16];
+	int rc;
+
+	snprintf(root, sizeof(root), "%s/cs-guard-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
+	if (!mkdtemp(root))
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cleanup of %s failed\n", root);
+	return rc;
+}

@@ -1,0 +1,123 @@
+/*
+ * test_sample.c - the samplers' arithmetic and threads: iostat -x from two
+ * stat readings, Prometheus text parsing (labels, comments, junk), the
+ * memory readers, and the sampler threads against a Prometheus URL when
+ * PROM_URL is set (prometheus.sh serves a metrics file on 127.0.0.1).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "harness_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void test_iostat(void **state)
+{
+	cv_blkstat a = {0}, b = {0};
+	json_t *r;
+
+	(void) state;
+	a.t_ns = 1000000000ull;
+	b.t_ns = 3000000000ull; /* 2 s */
+	a.reads = 100;
+	b.reads = 300;           /* 100 r/s */
+	b.read_sectors = 1600;   /* 800 KiB over 2 s: 400 kB/s */
+	b.read_ms = 1000;        /* 5 ms per read */
+	b.time_in_queue_ms = 3000; /* aqu-sz 1.5 */
+	b.io_ticks_ms = 1000;    /* 50 % */
+	r = harness_iostat_row(&a, &b, 2.0);
+	assert_float_equal(json_real_value(json_object_get(r, "r_s")), 100.0, 1e-9);
+	assert_float_equal(json_real_value(json_object_get(r, "rkB_s")), 400.0, 1e-9);
+	assert_float_equal(json_real_value(json_object_get(r, "r_await")), 5.0, 1e-9);
+	assert_float_equal(json_real_value(json_object_get(r, "aqu_sz")), 1.5, 1e-9);
+	assert_float_equal(json_real_value(json_object_get(r, "util")), 50.0, 1e-9);
+	json_decref(r);
+	b.reads = a.reads; /* no reads: r_await is null, not 0 */
+	r = harness_iostat_row(&a, &b, 2.0);
+	assert_true(json_is_null(json_object_get(r, "r_await")));
+	json_decref(r);
+}
+
+static void test_prom_parse(void **state)
+{
+	const char *t = "# HELP x y\n# TYPE go_goroutines gauge\ngo_goroutines 42\n"
+			"http_requests_total{code=\"200\",path=\"/a b\"} 1027 1395066363000\n"
+			"weird line without value\n\nnan_metric NaN\r\nlast 1.5e3";
+	json_t *o = json_object();
+	size_t skipped = 0, n;
+
+	(void) state;
+	n = harness_prom_parse(t, strlen(t), o, 100, &skipped);
+	assert_int_equal(n, 4);
+	assert_int_equal(skipped, 1);
+	assert_float_equal(json_real_value(json_object_get(o, "go_goroutines")), 42, 0);
+	assert_float_equal(json_real_value(json_object_get(
+				   o, "http_requests_total{code=\"200\",path=\"/a b\"}")),
+			   1027, 0);
+	assert_true(json_is_null(json_object_get(o, "nan_metric")));
+	assert_float_equal(json_real_value(json_object_get(o, "last")), 1500, 0);
+	json_decref(o);
+	o = json_object();
+	assert_int_equal(harness_prom_parse(t, strlen(t), o, 2, &skipped), 2); /* the cap holds */
+	json_decref(o);
+}
+
+static void test_memory(void **state)
+{
+	char which[64] = "";
+	int64_t cg = harness_cgroup_memory(which, sizeof(which));
+
+	(void) state;
+	assert_true(harness_rss() > 0);
+	if (cg >= 0)
+		assert_true(which[0] != '\0');
+}
+
+static void test_samplers(void **state)
+{
+	const char *url = getenv("PROM_URL");
+	harness_sampler_opts o = {.memory_s = 0.05, .prometheus_s = 0.05,
+				  .prometheus_url = url ? url : "http://127.0.0.1:9/metrics"};
+	harness_samplers *s = NULL;
+	json_t *io = NULL, *mem = NULL, *prom = NULL, *row;
+	struct timespec ts = {0, 300 * 1000 * 1000};
+	uint64_t peak = 0;
+	cs_err e = {0};
+
+	(void) state;
+	assert_int_equal(harness_samplers_start(&o, &s, &e), 0);
+	nanosleep(&ts, NULL);
+	harness_samplers_stop(s, &io, &mem, &prom, &peak);
+	assert_int_equal(json_array_size(io), 0); /* no device given */
+	assert_true(json_array_size(mem) >= 3);   /* first, periodic, last */
+	assert_true(json_array_size(prom) >= 2);
+	assert_true(peak > 0);
+	row = json_array_get(prom, 0);
+	if (url) {
+		assert_null(json_object_get(row, "error"));
+		assert_float_equal(json_real_value(json_object_get(json_object_get(row, "metrics"),
+								   "coldstudy_test_gauge")),
+				   7, 0);
+	} else {
+		assert_non_null(json_object_get(row, "error")); /* nothing listens on port 9 */
+	}
+	json_decref(io);
+	json_decref(mem);
+	json_decref(prom);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_iostat),
+		cmocka_unit_test(test_prom_parse),
+		cmocka_unit_test(test_memory),
+		cmocka_unit_test(test_samplers),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,157 @@
+/*
+ * test_spec.c - study.json and run.json validation: good files pass, and
+ * each bad one fails with exit 5 naming the file and JSON path; defaults
+ * merge under the run; features carry run.json's key names.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "harness.h"
+
+#include <string.h>
+
+static const char *good_study =
+	"{\"id\":\"cold-query\",\"production\":{\"paths\":[\"/srv/prod\"],\"hosts\":[\"db1\"]},"
+	"\"datasets\":{\"base\":\"synth:n=1000,d=8,clusters=4,seed=1\"},"
+	"\"indexes\":{\"p\":{\"kind\":\"phnsw\",\"dataset\":\"base\",\"clone\":\"/x/clone\"}},"
+	"\"defaults\":{\"k\":10,\"strategy\":\"pread\"}}";
+
+static const char *good_run =
+	"{\"index\":\"/x/clone\",\"queries\":{\"spec\":\"synth:n=10,d=8,clusters=4,seed=2\","
+	"\"count\":5},\"cold\":true,\"clients\":2,\"mode\":\"fanout\",\"fanout\":4,"
+	"\"partitions\":[0,3],\"tags\":[\"gate\"],\"hypotheses\":[\"H1\"]}";
+
+static int check(const char *text, int run, const char *want)
+{
+	json_t *doc = NULL;
+	cs_err e = {0};
+	int rc = cs_json_load_buf(text, strlen(text), "f.json", &doc, &e);
+
+	if (!rc)
+		rc = run ? harness_run_validate(doc, "f.json", "$", 0, &e)
+			 : harness_study_validate(doc, "f.json", &e);
+	json_decref(doc);
+	if (want) {
+		if (!strstr(e.msg, want))
+			print_message("message '%s' lacks '%s'\n", e.msg, want);
+		assert_non_null(strstr(e.msg, want));
+		assert_non_null(strstr(e.msg, "f.json"));
+	}
+	return rc;
+}
+
+static void test_study(void **state)
+{
+	(void) state;
+	assert_int_equal(check(good_study, 0, NULL), 0);
+	assert_int_equal(check("{\"id\":\"s\",\"production\":{\"paths\":[\"/p\"]},\"extra\":1}", 0,
+			       "$.extra: unknown key"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"id\":\"s\",\"production\":{}}", 0, "names no production item"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"id\":\"s\"}", 0, "$.production"), CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"id\":\"bad id\",\"production\":{\"paths\":[\"/p\"]}}", 0, "$.id"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"id\":\"s\",\"production\":{\"paths\":[3]}}", 0,
+			       "$.production.paths[0]"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"id\":\"s\",\"production\":{\"paths\":[\"/p\"]},"
+			       "\"indexes\":{\"a\":{\"kind\":\"btree\",\"clone\":\"/c\"}}}",
+			       0, "$.indexes.a.kind"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"id\":\"s\",\"production\":{\"paths\":[\"/p\"]},"
+			       "\"defaults\":{\"ef_serch\":4}}",
+			       0, "$.defaults.ef_serch: unknown key"),
+			 CS_EXIT_BADINPUT);
+}
+
+static void test_run(void **state)
+{
+	(void) state;
+	assert_int_equal(check(good_run, 1, NULL), 0);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+			       "\"ef_serch\":4}",
+			       1, "$.ef_serch: unknown key"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"queries\":{\"spec\":\"q\"},\"cold\":true}", 1, "$.index"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"}}", 1, "$.cold"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\",\"count\":0},"
+			       "\"cold\":true}",
+			       1, "$.queries.count"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+			       "\"mode\":\"parallel\"}",
+			       1, "$.mode"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+			       "\"clients\":0}",
+			       1, "$.clients"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+			       "\"query_count\":5,\"duration_s\":2}",
+			       1, "not both"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+			       "\"partitions\":[1,1]}",
+			       1, "$.partitions[1]"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+			       "\"hypotheses\":[\"H 1\"]}",
+			       1, "$.hypotheses[0]"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+			       "\"samplers\":{\"prometheus_url\":\"file:///etc/passwd\"}}",
+			       1, "$.samplers.prometheus_url"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":\"yes\"}", 1,
+			       "$.cold"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+			       "\"device\":\"floppy\"}",
+			       1, "$.device"),
+			 CS_EXIT_BADINPUT);
+}
+
+static void test_effective_and_features(void **state)
+{
+	json_t *run = NULL, *study = NULL, *eff = NULL, *f = NULL;
+	cs_err e = {0};
+
+	(void) state;
+	assert_int_equal(cs_json_load_buf(good_run, strlen(good_run), "r", &run, &e), 0);
+	assert_int_equal(cs_json_load_buf(good_study, strlen(good_study), "s", &study, &e), 0);
+	assert_int_equal(harness_run_effective(run, json_object_get(study, "defaults"), &eff, &e), 0);
+	assert_int_equal(json_integer_value(json_object_get(eff, "k")), 10);
+	assert_int_equal(json_integer_value(json_object_get(eff, "clients")), 2);
+	assert_string_equal(json_string_value(json_object_get(eff, "mode")), "fanout");
+	assert_int_equal(json_integer_value(json_object_get(eff, "ef_search")), 40);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(eff, "queries"), "first")),
+			 0);
+	assert_int_equal(harness_run_validate(eff, "eff", "$", 0, &e), 0);
+	assert_int_equal(harness_spec_features(run, &f, &e), 0);
+	assert_int_equal(json_integer_value(json_object_get(f, "partitions")), 2);
+	assert_int_equal(json_integer_value(json_object_get(f, "fanout")), 4);
+	assert_int_equal(json_integer_value(json_object_get(f, "queries")), 5);
+	assert_true(json_is_true(json_object_get(f, "cold")));
+	assert_non_null(json_object_get(f, "buffers_bytes"));
+	assert_true(json_is_null(json_object_get(f, "kind"))); /* no index there */
+	json_decref(f);
+	json_decref(eff);
+	json_decref(study);
+	json_decref(run);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_study),
+		cmocka_unit_test(test_run),
+		cmocka_unit_test(test_effective_and_features),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
