@@ -1,0 +1,966 @@
+/*
+ * phnsw.c - the partitioned comparator of the study seed, and the single
+ * paged HNSW as its one-partition case: kinds "phnsw" and "paged".
+ *
+ * A directory holds catalog, heap (every row, id order, PostgreSQL heap
+ * pages) and part-NNN (one paged HNSW per partition; rows go to partition
+ * hash(id) mod P, in id order, as INSERTs into a hash-partitioned table).
+ * "paged" is the same with P = 1: one index over one table.
+ *
+ * A query is the plan the seed's production ran, Limit -> Merge Append ->
+ * P Index Scans, or the fan-out that replaces it:
+ *
+ *   serial     Merge Append's first call pulls the first tuple of every
+ *              child, in order: each child runs its whole HNSW search
+ *              (pagedscan.c) and fetches the heap row of its first TID;
+ *              one read at a time on one stream, queue depth one.
+ *   fanout:C   the same P scans, C of them in flight at once from this
+ *              one thread: each is a resumable state machine whose reads
+ *              are submitted through cv_io_submit (stream = its slot, so a
+ *              trace replays C dependent chains) and resumed when
+ *              cv_io_reap returns them. Same pages, same results.
+ *   stream     k-way merge on the executor's distance (double, from the
+ *              heap row) trusting each child's order, as Merge Append:
+ *              after a row is returned its child is advanced (one more
+ *              heap fetch), except after the k-th row, where Limit stops.
+ *   sort       every partition's first k rows are fetched and the union
+ *              is sorted by the double distance: the true order of what
+ *              the partitions returned.
+ *
+ * Each partition scan returns at most ef_search elements, so a partition
+ * can contribute at most ef_search rows (pgvector issue #845).
+ * Heap reads are counted apart from index reads.
+ */
+#include "index_ops.h"
+#include "paged.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* ---- catalog ---- */
+
+int phnsw_catalog_write(const char *dir, const phnsw_catalog *c, cv_err *e)
+{
+	char path[4096], tmp[4200], buf[1024];
+	int n, fd, rc = 0;
+	uLong crc;
+
+	n = snprintf(buf, sizeof(buf),
+		     "coldstudy-catalog 1\nkind %s\nmetric %s\ndim %" PRIu32 "\ncount %" PRIu64
+		     "\npartitions %" PRIu32 "\nm %" PRIu32 "\nef_construction %" PRIu32
+		     "\nheap_rows_per_page %" PRIu32 "\nheap_pages %" PRIu64 "\n",
+		     c->kind, cv_metric_name(c->metric), c->dim, c->count, c->partitions, c->m,
+		     c->ef_construction, c->heap_rows_per_page, c->heap_pages);
+	crc = crc32(0L, (const Bytef *) buf, (uInt) n);
+	n += snprintf(buf + n, sizeof(buf) - (size_t) n, "crc32 %08lx\n", (unsigned long) crc);
+	snprintf(path, sizeof(path), "%s/catalog", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return cv_err_set(e, -errno, "%s: cannot create", tmp);
+	if (write(fd, buf, (size_t) n) != n || fsync(fd) < 0)
+		rc = -EIO;
+	close(fd);
+	if (!rc && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc)
+		return cv_err_set(e, rc, "%s: write failed", path);
+	return 0;
+}
+
+int phnsw_catalog_read(const char *dir, phnsw_catalog *c, cv_err *e)
+{
+	char path[4096], buf[2048], metric[32] = "", *crcline;
+	unsigned long crc_stored;
+	int fd, fields;
+	ssize_t n;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(path, sizeof(path), "%s/catalog", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return cv_err_set(e, -ENOENT, "%s: cannot open catalog", path);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return cv_err_set(e, -EBADMSG, "%s: empty catalog", path);
+	buf[n] = '\0';
+	crcline = strstr(buf, "crc32 ");
+	if (!crcline || sscanf(crcline, "crc32 %8lx", &crc_stored) != 1)
+		return cv_err_set(e, -EBADMSG, "%s: no crc32 line", path);
+	if (crc32(0L, (const Bytef *) buf, (uInt) (crcline - buf)) != crc_stored)
+		return cv_err_set(e, -EBADMSG, "%s: catalog checksum mismatch", path);
+	fields = sscanf(buf,
+			"coldstudy-catalog 1\nkind %15s\nmetric %31s\ndim %" SCNu32 "\ncount %" SCNu64
+			"\npartitions %" SCNu32 "\nm %" SCNu32 "\nef_construction %" SCNu32
+			"\nheap_rows_per_page %" SCNu32 "\nheap_pages %" SCNu64,
+			c->kind, metric, &c->dim, &c->count, &c->partitions, &c->m,
+			&c->ef_construction, &c->heap_rows_per_page, &c->heap_pages);
+	if (fields != 9 || cv_metric_parse(metric, &c->metric) || c->dim == 0 ||
+	    c->dim > HNSW_MAX_DIM || c->partitions == 0 || c->partitions > 4096 ||
+	    c->m < HNSW_MIN_M || c->m > HNSW_MAX_M || c->heap_rows_per_page == 0)
+		return cv_err_set(e, -EBADMSG, "%s: malformed catalog (field %d)", path, fields + 1);
+	return 0;
+}
+
+/* ---- heap ---- */
+
+uint32_t phnsw_heap_rows_per_page(size_t dim)
+{
+	size_t t = PHNSW_HEAP_TUPLE_SIZE(dim) + PG_ITEMID;
+	size_t r = (PG_BLCKSZ - PG_PAGE_HEADER) / t;
+
+	return r ? (uint32_t) r : 1;
+}
+
+pg_tid phnsw_heap_tid(uint32_t id, uint32_t rows_per_page)
+{
+	pg_tid t = {id / rows_per_page, (uint16_t) (id % rows_per_page + 1)};
+
+	return t;
+}
+
+uint32_t phnsw_partition_of(uint32_t id, uint32_t partitions)
+{
+	/* murmur3's finalizer: a hash of the key, as hash partitioning */
+	uint32_t h = id;
+
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return partitions ? h % partitions : 0;
+}
+
+int phnsw_heap_row(const uint8_t *page, uint32_t blk, unsigned off, size_t dim, uint32_t *id,
+		   float *out)
+{
+	size_t len;
+	const uint8_t *t = pg_page_item(page, off, &len);
+
+	(void) blk;
+	if (!t || len < PHNSW_HEAP_TUPLE_HDR + 12 + 4 * dim || t[22] != PHNSW_HEAP_TUPLE_HDR ||
+	    pg_get16(t + 32) != dim)
+		return -EBADMSG;
+	*id = pg_get32(t + 24);
+	memcpy(out, t + 36, 4 * dim);
+	return 0;
+}
+
+/* Write every row into the heap file in id order. */
+static int write_heap(const cv_dataset *data, const char *dir, uint32_t rpp, uint64_t *pages,
+		      cv_err *e)
+{
+	char path[4096];
+	size_t tsz = PHNSW_HEAP_TUPLE_SIZE(data->d);
+	uint8_t *page = NULL, *tup = NULL;
+	uint32_t blk = 0;
+	int fd, rc = -ENOMEM;
+
+	snprintf(path, sizeof(path), "%s/heap", dir);
+	page = malloc(PG_BLCKSZ);
+	tup = calloc(1, tsz);
+	if (!page || !tup)
+		goto out_free;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = cv_err_set(e, -errno, "%s: cannot create", path);
+		goto out_free;
+	}
+	rc = 0;
+	for (size_t i = 0; i < data->n || i == 0; i += rpp, blk++) {
+		pg_page_init(page, 0);
+		for (size_t j = i; j < i + rpp && j < data->n; j++) {
+			memset(tup, 0, tsz);
+			tup[22] = PHNSW_HEAP_TUPLE_HDR; /* t_hoff */
+			pg_put32(tup + 24, (uint32_t) j);
+			pg_put32(tup + 28, (uint32_t) ((8 + 4 * data->d) << 2));
+			pg_put16(tup + 32, (uint16_t) data->d);
+			memcpy(tup + 36, cv_row(data, j), 4 * data->d);
+			if (pg_page_add(page, tup, PHNSW_HEAP_TUPLE_HDR + 12 + 4 * data->d) !=
+			    j - i + 1) {
+				rc = -EFAULT;
+				break;
+			}
+		}
+		pg_page_set_checksum(page, blk);
+		if (rc || pwrite(fd, page, PG_BLCKSZ, (off_t) blk * PG_BLCKSZ) != PG_BLCKSZ) {
+			rc = rc ? rc : -EIO;
+			break;
+		}
+		if (data->n == 0) {
+			blk++;
+			break;
+		}
+	}
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	if (rc)
+		cv_err_set(e, rc, "%s: write failed", path);
+	*pages = blk;
+out_free:
+	free(page);
+	free(tup);
+	return rc;
+}
+
+/* ---- build ---- */
+
+typedef struct build_ctx {
+	const cv_dataset *data;
+	const float *ivecs;       /* index-form vectors */
+	const cv_build_opts *o;
+	const char *dir;
+	uint32_t P, rpp;
+	uint32_t **members;
+	size_t *nmembers;
+	atomic_uint next;
+	atomic_size_t done;
+	pthread_mutex_t mu;
+	int rc;
+	cv_err err;
+	int last_pct;
+} build_ctx;
+
+static void progress(build_ctx *b)
+{
+	size_t done = atomic_load(&b->done);
+	int pct = b->data->n ? (int) (100 * done / b->data->n) : 100;
+
+	if (!b->o->progress || pct == b->last_pct)
+		return;
+	pthread_mutex_lock(&b->mu);
+	if (pct != b->last_pct) {
+		char bar[41];
+		int fill = pct * 40 / 100;
+
+		for (int i = 0; i < 40; i++)
+			bar[i] = i < fill ? '#' : ' ';
+		bar[40] = '\0';
+		b->last_pct = pct;
+		fprintf(stderr, "\rbuilding [%s] %3d%% %zu/%zu", bar, pct, done, b->data->n);
+		if (pct == 100)
+			fputc('\n', stderr);
+		fflush(stderr);
+	}
+	pthread_mutex_unlock(&b->mu);
+}
+
+static void *build_worker(void *arg)
+{
+	build_ctx *b = arg;
+
+	for (;;) {
+		unsigned p = atomic_fetch_add(&b->next, 1);
+		pb_graph g;
+		char path[4096];
+		cv_err e = {{0}};
+		int rc;
+
+		if (p >= b->P)
+			break;
+		pthread_mutex_lock(&b->mu);
+		rc = b->rc;
+		pthread_mutex_unlock(&b->mu);
+		if (rc)
+			break;
+		rc = pb_graph_init(&g, b->data->d, b->o->m, b->o->ef_construction, b->o->metric,
+				   b->o->seed * 1000003u + p, b->nmembers[p] + 1);
+		for (size_t i = 0; !rc && i < b->nmembers[p]; i++) {
+			uint32_t id = b->members[p][i];
+
+			rc = pb_graph_insert(&g, b->ivecs + (size_t) id * b->data->d,
+					     phnsw_heap_tid(id, b->rpp));
+			if ((i & 63) == 63 || i + 1 == b->nmembers[p]) {
+				atomic_fetch_add(&b->done, (i & 63) + 1);
+				progress(b);
+			}
+		}
+		if (rc)
+			cv_err_set(&e, rc, "partition %u: graph build failed", p);
+		snprintf(path, sizeof(path), "%s/part-%03u", b->dir, p);
+		if (!rc)
+			rc = pb_write_pages(&g, path, NULL, &e);
+		pb_graph_free(&g);
+		if (rc) {
+			pthread_mutex_lock(&b->mu);
+			if (!b->rc) {
+				b->rc = rc;
+				b->err = e;
+			}
+			pthread_mutex_unlock(&b->mu);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int build_kind(const char *kind, uint32_t P, const cv_dataset *data,
+		      const cv_build_opts *o, const char *dir, cv_err *e)
+{
+	build_ctx b = {.data = data, .o = o, .dir = dir, .P = P, .last_pct = -1};
+	phnsw_catalog cat = {0};
+	float *norm = NULL;
+	pthread_t *tids = NULL;
+	unsigned nthreads, started = 0;
+	int rc;
+
+	if (data->d == 0 || data->d > HNSW_MAX_DIM)
+		return cv_err_set(e, -EINVAL, "%s: dimension %zu outside 1..%d", data->spec, data->d,
+				  HNSW_MAX_DIM);
+	if (HNSW_ELEMENT_TUPLE_SIZE(data->d) + HNSW_NEIGHBOR_TUPLE_SIZE(0, o->m) > HNSW_MAX_SIZE &&
+	    HNSW_ELEMENT_TUPLE_SIZE(data->d) > HNSW_MAX_SIZE)
+		return cv_err_set(e, -EINVAL, "dimension %zu: index tuple too large for 8 KB pages",
+				  data->d);
+	if (data->n > UINT32_MAX)
+		return cv_err_set(e, -EOVERFLOW, "%s: %zu rows, at most 2^32-1", data->spec, data->n);
+	if (o->m < HNSW_MIN_M || o->m > HNSW_MAX_M)
+		return cv_err_set(e, -EINVAL, "m %u outside %d..%d", o->m, HNSW_MIN_M, HNSW_MAX_M);
+	if (o->ef_construction < HNSW_MIN_EF_CONSTRUCTION ||
+	    o->ef_construction > HNSW_MAX_EF_CONSTRUCTION)
+		return cv_err_set(e, -EINVAL, "ef_construction %u outside %d..%d",
+				  o->ef_construction, HNSW_MIN_EF_CONSTRUCTION,
+				  HNSW_MAX_EF_CONSTRUCTION);
+	if (o->ef_construction < 2 * o->m)
+		return cv_err_set(e, -EINVAL, "ef_construction %u must be at least 2 * m (%u)",
+				  o->ef_construction, 2 * o->m);
+	if (P == 0 || P > 4096)
+		return cv_err_set(e, -EINVAL, "partitions %u outside 1..4096", P);
+	b.rpp = phnsw_heap_rows_per_page(data->d);
+	b.ivecs = data->data;
+	if (o->metric == CV_METRIC_COSINE) {
+		norm = malloc(data->n * data->d * sizeof(float) + 1);
+		if (!norm)
+			return -ENOMEM;
+		for (size_t i = 0; i < data->n; i++)
+			paged_normalize(cv_row(data, i), norm + i * data->d, data->d);
+		b.ivecs = norm;
+	}
+	rc = -ENOMEM;
+	b.members = calloc(P, sizeof(*b.members));
+	b.nmembers = calloc(P, sizeof(*b.nmembers));
+	if (!b.members || !b.nmembers)
+		goto out;
+	for (size_t i = 0; i < data->n; i++)
+		b.nmembers[phnsw_partition_of((uint32_t) i, P)]++;
+	for (uint32_t p = 0; p < P; p++) {
+		b.members[p] = malloc((b.nmembers[p] + 1) * sizeof(uint32_t));
+		if (!b.members[p])
+			goto out;
+		b.nmembers[p] = 0;
+	}
+	for (size_t i = 0; i < data->n; i++) {
+		uint32_t p = phnsw_partition_of((uint32_t) i, P);
+
+		b.members[p][b.nmembers[p]++] = (uint32_t) i;
+	}
+	rc = write_heap(data, dir, b.rpp, &cat.heap_pages, e);
+	if (rc)
+		goto out;
+	nthreads = o->threads ? o->threads : (unsigned) sysconf(_SC_NPROCESSORS_ONLN);
+	if (nthreads < 1)
+		nthreads = 1;
+	if (nthreads > P)
+		nthreads = P;
+	pthread_mutex_init(&b.mu, NULL);
+	tids = calloc(nthreads, sizeof(*tids));
+	if (!tids) {
+		rc = -ENOMEM;
+		pthread_mutex_destroy(&b.mu);
+		goto out;
+	}
+	for (unsigned t = 1; t < nthreads; t++)
+		if (!pthread_create(&tids[t], NULL, build_worker, &b))
+			started = t;
+		else
+			break;
+	build_worker(&b);
+	for (unsigned t = 1; t <= started; t++)
+		pthread_join(tids[t], NULL);
+	pthread_mutex_destroy(&b.mu);
+	if (b.rc) {
+		rc = b.rc;
+		if (e)
+			*e = b.err;
+		goto out;
+	}
+	snprintf(cat.kind, sizeof(cat.kind), "%s", kind);
+	cat.metric = o->metric;
+	cat.dim = (uint32_t) data->d;
+	cat.count = data->n;
+	cat.partitions = P;
+	cat.m = o->m;
+	cat.ef_construction = o->ef_construction;
+	cat.heap_rows_per_page = b.rpp;
+	rc = phnsw_catalog_write(dir, &cat, e);
+out:
+	if (b.members)
+		for (uint32_t p = 0; p < P; p++)
+			free(b.members[p]);
+	free(b.members);
+	free(b.nmembers);
+	free(tids);
+	free(norm);
+	return rc;
+}
+
+static int build_phnsw(const cv_dataset *data, const cv_build_opts *o, const char *dir, cv_err *e)
+{
+	return build_kind("phnsw", o->partitions ? o->partitions : 64, data, o, dir, e);
+}
+
+static int build_paged(const cv_dataset *data, const cv_build_opts *o, const char *dir, cv_err *e)
+{
+	return build_kind("paged", 1, data, o, dir, e);
+}
+
+/* ---- open ---- */
+
+typedef struct phnsw_state {
+	phnsw_catalog cat;
+	cv_file **files;     /* P partitions, then the heap */
+	uint32_t *listidx;   /* each file's index in cv_index_files(dir) */
+	bufpool *bp;
+} phnsw_state;
+
+static void phnsw_close(void *st)
+{
+	phnsw_state *s = st;
+
+	if (!s)
+		return;
+	if (s->files)
+		for (uint32_t i = 0; i <= s->cat.partitions; i++)
+			cv_file_close(s->files[i]);
+	free(s->files);
+	free(s->listidx);
+	bufpool_free(s->bp);
+	free(s);
+}
+
+static int phnsw_open_kind(const char *kind, const char *dir, const cv_open_opts *o, void **out,
+			   cv_err *e)
+{
+	phnsw_state *s = calloc(1, sizeof(*s));
+	char **list = NULL;
+	size_t nlist = 0;
+	int rc;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	rc = phnsw_catalog_read(dir, &s->cat, e);
+	if (rc)
+		goto fail;
+	if (strcmp(s->cat.kind, kind)) {
+		rc = cv_err_set(e, -EBADMSG, "%s/catalog: kind '%s', KIND says '%s'", dir,
+				s->cat.kind, kind);
+		goto fail;
+	}
+	rc = -ENOMEM;
+	s->files = calloc(s->cat.partitions + 1, sizeof(*s->files));
+	s->listidx = calloc(s->cat.partitions + 1, sizeof(*s->listidx));
+	if (!s->files || !s->listidx)
+		goto fail;
+	rc = cv_index_files(dir, &list, &nlist);
+	if (rc) {
+		cv_err_set(e, rc, "%s: cannot list", dir);
+		goto fail;
+	}
+	for (uint32_t i = 0; i <= s->cat.partitions; i++) {
+		char path[4096];
+
+		if (i < s->cat.partitions)
+			snprintf(path, sizeof(path), "%s/part-%03u", dir, i);
+		else
+			snprintf(path, sizeof(path), "%s/heap", dir);
+		rc = cv_file_open(path, o->flags, &s->files[i]);
+		if (rc) {
+			cv_err_set(e, rc, "%s: cannot open", path);
+			goto fail;
+		}
+		s->listidx[i] = UINT32_MAX;
+		for (size_t j = 0; j < nlist; j++)
+			if (!strcmp(list[j], path))
+				s->listidx[i] = (uint32_t) j;
+		if (cv_file_size(s->files[i]) % PG_BLCKSZ || cv_file_size(s->files[i]) == 0) {
+			rc = cv_err_set(e, -EBADMSG, "%s: size %" PRIu64 " is not a whole number of 8 KB pages",
+					path, cv_file_size(s->files[i]));
+			goto fail;
+		}
+	}
+	rc = bufpool_new((size_t) (o->buffers_bytes / PG_BLCKSZ), &s->bp);
+	if (rc) {
+		cv_err_set(e, rc, "buffer pool of %" PRIu64 " bytes", o->buffers_bytes);
+		goto fail;
+	}
+	cv_index_files_free(list, nlist);
+	*out = s;
+	return 0;
+fail:
+	cv_index_files_free(list, nlist);
+	phnsw_close(s);
+	return rc;
+}
+
+static int open_phnsw(const char *dir, const cv_open_opts *o, void **out, cv_err *e)
+{
+	return phnsw_open_kind("phnsw", dir, o, out, e);
+}
+
+static int open_paged(const char *dir, const cv_open_opts *o, void **out, cv_err *e)
+{
+	return phnsw_open_kind("paged", dir, o, out, e);
+}
+
+static size_t phnsw_dim(const void *st)
+{
+	return ((const phnsw_state *) st)->cat.dim;
+}
+
+static size_t phnsw_count(const void *st)
+{
+	return ((const phnsw_state *) st)->cat.count;
+}
+
+static cv_metric phnsw_metric(const void *st)
+{
+	return ((const phnsw_state *) st)->cat.metric;
+}
+
+static unsigned phnsw_parts(const void *st)
+{
+	return ((const phnsw_state *) st)->cat.partitions;
+}
+
+static void phnsw_drop(void *st)
+{
+	bufpool_drop(((phnsw_state *) st)->bp);
+}
+
+/* ---- query ---- */
+
+static int record_block(cv_block_list *bl, uint32_t file, uint64_t blk)
+{
+	if (!bl)
+		return 0;
+	if (bl->n == bl->cap) {
+		size_t nc = bl->cap ? bl->cap * 2 : 1024;
+		uint32_t *nf = realloc(bl->file, nc * sizeof(*nf));
+		uint64_t *nb;
+
+		if (!nf)
+			return -ENOMEM;
+		bl->file = nf;
+		nb = realloc(bl->block, nc * sizeof(*nb));
+		if (!nb)
+			return -ENOMEM;
+		bl->block = nb;
+		bl->cap = nc;
+	}
+	bl->file[bl->n] = file;
+	bl->block[bl->n++] = blk;
+	return 0;
+}
+
+/* Run one scan to completion, one synchronous read at a time. */
+static int run_sync(phnsw_state *st, ps_scan *s, cv_io *io, cv_block_list *bl)
+{
+	for (;;) {
+		int rc = ps_scan_run(s);
+		const ps_need *nd;
+
+		if (rc == PS_DONE || rc < 0)
+			return rc;
+		if (rc == PS_BLOCKED) {
+			sched_yield();
+			continue;
+		}
+		nd = ps_scan_need(s);
+		rc = cv_io_read(io, st->files[nd->file], (uint64_t) nd->blk * PG_BLCKSZ, PG_BLCKSZ,
+				nd->page);
+		if (!rc)
+			rc = record_block(bl, st->listidx[nd->file], nd->blk);
+		rc = ps_scan_io_done(s, rc);
+		if (rc)
+			return rc;
+	}
+}
+
+typedef struct slot {
+	ps_scan *scan;
+	cv_read_req req;
+	uint32_t batch;
+	bool busy;
+	bool resubmit; /* the ring was full: submit req again */
+	bool blocked;  /* another thread is reading the block: run again */
+} slot;
+
+/* Advance slot sl's scan until it needs a read (submitted) or finishes. */
+static int slot_step(phnsw_state *st, slot *sl, unsigned idx, cv_io *io, bool *finished)
+{
+	const ps_need *nd;
+	int rc = ps_scan_run(sl->scan);
+
+	*finished = false;
+	sl->blocked = sl->resubmit = false;
+	if (rc < 0)
+		return rc;
+	if (rc == PS_DONE) {
+		*finished = true;
+		return 0;
+	}
+	if (rc == PS_BLOCKED) {
+		sl->blocked = true;
+		return 0;
+	}
+	nd = ps_scan_need(sl->scan);
+	sl->req = (cv_read_req){.file = st->files[nd->file],
+				.off = (uint64_t) nd->blk * PG_BLCKSZ,
+				.len = PG_BLCKSZ,
+				.buf = nd->page,
+				.stream = idx,
+				.batch = sl->batch++,
+				.user = sl};
+	rc = cv_io_submit(io, &sl->req);
+	if (rc == -EBUSY) {
+		sl->resubmit = true;
+		return 0;
+	}
+	if (rc < 0) {
+		ps_scan_io_done(sl->scan, rc);
+		return rc;
+	}
+	return 0;
+}
+
+/*
+ * fanout:C from one thread: up to C scans, each with its one read in
+ * flight, over cv_io_submit / cv_io_reap. A finished scan's slot takes
+ * the next partition. Stream ids are slot numbers, so a trace holds C
+ * chains of dependent reads.
+ */
+static int run_fanout(phnsw_state *st, ps_scan **scans, size_t n, unsigned C, cv_io *io,
+		      cv_block_list *bl)
+{
+	slot *slots = calloc(C, sizeof(*slots));
+	cv_read_req *done[64];
+	size_t next = 0, active = 0;
+	bool finished;
+	int rc = 0;
+
+	if (!slots)
+		return -ENOMEM;
+	for (;;) {
+		/* fill free slots */
+		for (unsigned i = 0; i < C && next < n; i++) {
+			while (!slots[i].busy && next < n) {
+				slots[i] = (slot){.scan = scans[next++], .busy = true,
+						  .batch = slots[i].batch};
+				active++;
+				if ((rc = slot_step(st, &slots[i], i, io, &finished)))
+					goto drain;
+				if (finished) {
+					slots[i].busy = false;
+					active--;
+				}
+			}
+		}
+		if (active == 0)
+			break;
+		/* slots refused by a full ring, or blocked on another thread's read */
+		for (unsigned i = 0; i < C; i++) {
+			slot *sl = &slots[i];
+
+			if (!sl->busy)
+				continue;
+			if (sl->resubmit) {
+				int r = cv_io_submit(io, &sl->req);
+
+				if (r == 0) {
+					sl->resubmit = false;
+				} else if (r != -EBUSY) {
+					rc = r;
+					goto drain;
+				}
+			} else if (sl->blocked) {
+				if ((rc = slot_step(st, sl, i, io, &finished)))
+					goto drain;
+				if (finished) {
+					sl->busy = false;
+					active--;
+				}
+			}
+		}
+		if (cv_io_inflight(io) == 0) {
+			sched_yield();
+			continue;
+		}
+		rc = cv_io_reap(io, done, sizeof(done) / sizeof(done[0]), 1);
+		if (rc < 0)
+			goto drain;
+		for (int j = 0, nd = rc; j < nd; j++) {
+			slot *sl = done[j]->user;
+			const ps_need *need = ps_scan_need(sl->scan);
+			int r = done[j]->res;
+
+			if (!r)
+				r = record_block(bl, st->listidx[need->file], need->blk);
+			r = ps_scan_io_done(sl->scan, r);
+			if (!r)
+				r = slot_step(st, sl, (unsigned) (sl - slots), io, &finished);
+			if (r) {
+				rc = r;
+				goto drain;
+			}
+			if (finished) {
+				sl->busy = false;
+				active--;
+			}
+		}
+		rc = 0;
+	}
+	free(slots);
+	return 0;
+drain:
+	/* the kernel may still be writing into pool pages: wait for every read */
+	while (cv_io_inflight(io) > 0) {
+		int r = cv_io_reap(io, done, sizeof(done) / sizeof(done[0]), 1);
+
+		if (r <= 0)
+			break;
+		for (int j = 0; j < r; j++) {
+			slot *sl = done[j]->user;
+
+			ps_scan_io_done(sl->scan, done[j]->res ? done[j]->res : -ECANCELED);
+		}
+	}
+	free(slots);
+	return rc;
+}
+
+typedef struct mrow {
+	uint32_t id;
+	double xdist;
+	uint32_t part;
+} mrow;
+
+static int mrow_cmp(const void *a, const void *b)
+{
+	const mrow *x = a, *y = b;
+
+	if (x->xdist != y->xdist)
+		return x->xdist < y->xdist ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Merge Append's binary heap of children, keyed by their head row's distance. */
+typedef struct mhead {
+	double xdist;
+	uint32_t child;
+} mhead;
+
+static bool mh_less(const mhead *a, const mhead *b)
+{
+	return a->xdist != b->xdist ? a->xdist < b->xdist : a->child < b->child;
+}
+
+static void mh_push(mhead *h, size_t *n, mhead v)
+{
+	size_t i = (*n)++;
+
+	while (i > 0 && mh_less(&v, &h[(i - 1) / 2])) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = v;
+}
+
+static mhead mh_pop(mhead *h, size_t *n)
+{
+	mhead top = h[0], last = h[--*n];
+	size_t i = 0;
+
+	for (;;) {
+		size_t l = 2 * i + 1, b = l;
+
+		if (l >= *n)
+			break;
+		if (l + 1 < *n && mh_less(&h[l + 1], &h[l]))
+			b = l + 1;
+		if (!mh_less(&h[b], &last))
+			break;
+		h[i] = h[b];
+		i = b;
+	}
+	if (*n)
+		h[i] = last;
+	return top;
+}
+
+static int phnsw_query(void *state, cv_io *io, const float *q, const cv_query_opts *o,
+		       uint32_t *ids, float *dists, size_t *nout, cv_query_stats *stats)
+{
+	phnsw_state *st = state;
+	uint32_t P = st->cat.partitions, np;
+	uint32_t *parts = NULL;
+	ps_scan **scans = NULL;
+	mhead *heads = NULL;
+	mrow *all = NULL;
+	size_t k = o->k, out = 0, nheads = 0, *cur = NULL;
+	bool stream = o->merge == CV_MERGE_STREAM;
+	int rc = -ENOMEM;
+
+	*nout = 0;
+	if (k == 0)
+		return 0;
+	if (o->ef_search < HNSW_MIN_EF_SEARCH || o->ef_search > HNSW_MAX_EF_SEARCH)
+		return -EINVAL;
+	np = o->partitions ? (uint32_t) o->npartitions : P;
+	parts = malloc((np ? np : 1) * sizeof(*parts));
+	scans = calloc(np ? np : 1, sizeof(*scans));
+	cur = calloc(np ? np : 1, sizeof(*cur));
+	heads = malloc((np ? np : 1) * sizeof(*heads));
+	if (!parts || !scans || !cur || !heads)
+		goto out;
+	for (uint32_t i = 0; i < np; i++) {
+		parts[i] = o->partitions ? o->partitions[i] : i;
+		if (parts[i] >= P) {
+			rc = -EINVAL;
+			goto out;
+		}
+	}
+	for (uint32_t i = 0; i < np; i++) {
+		rc = ps_scan_new(st->bp, parts[i], st->cat.dim, st->cat.metric, q, o->ef_search,
+				 &scans[i]);
+		if (rc)
+			goto out;
+		/* Merge Append pulls one row per child; the sort merge k per partition */
+		ps_scan_set_heap(scans[i], P, stream ? 1 : k, st->cat.heap_rows_per_page);
+	}
+	if (o->mode == CV_MODE_FANOUT && o->fanout > 1) {
+		rc = run_fanout(st, scans, np, o->fanout, io, o->blocks);
+		if (rc)
+			goto out;
+	} else {
+		for (uint32_t i = 0; i < np; i++)
+			if ((rc = run_sync(st, scans[i], io, o->blocks)))
+				goto out;
+	}
+	if (stream) {
+		for (uint32_t i = 0; i < np; i++) {
+			size_t n;
+			const ps_row *r = ps_scan_rows(scans[i], &n);
+
+			if (n && r[0].fetched)
+				mh_push(heads, &nheads, (mhead){r[0].xdist, i});
+		}
+		while (out < k && nheads) {
+			mhead h = mh_pop(heads, &nheads);
+			size_t n;
+			const ps_row *r = ps_scan_rows(scans[h.child], &n);
+
+			ids[out] = r[cur[h.child]].id;
+			dists[out] = (float) r[cur[h.child]].xdist;
+			out++;
+			cur[h.child]++;
+			if (out < k && cur[h.child] < n) {
+				/* the child advances: one more heap fetch */
+				ps_scan_fetch_more(scans[h.child], cur[h.child] + 1);
+				if ((rc = run_sync(st, scans[h.child], io, o->blocks)))
+					goto out;
+				r = ps_scan_rows(scans[h.child], &n);
+				mh_push(heads, &nheads, (mhead){r[cur[h.child]].xdist, h.child});
+			}
+		}
+	} else {
+		size_t nall = 0;
+
+		all = malloc((size_t) np * k * sizeof(*all) + 1);
+		if (!all)
+			goto out;
+		for (uint32_t i = 0; i < np; i++) {
+			size_t n;
+			const ps_row *r = ps_scan_rows(scans[i], &n);
+
+			for (size_t j = 0; j < n && j < k; j++)
+				if (r[j].fetched)
+					all[nall++] = (mrow){r[j].id, r[j].xdist, i};
+		}
+		qsort(all, nall, sizeof(*all), mrow_cmp);
+		for (; out < k && out < nall; out++) {
+			ids[out] = all[out].id;
+			dists[out] = (float) all[out].xdist;
+		}
+	}
+	*nout = out;
+	rc = 0;
+out:
+	if (stats && scans) {
+		for (uint32_t i = 0; i < np; i++) {
+			const ps_counts *c;
+
+			if (!scans[i])
+				continue;
+			c = ps_scan_counts(scans[i]);
+			stats->reads += c->reads + c->heap_reads;
+			stats->bytes += (c->reads + c->heap_reads) * PG_BLCKSZ;
+			stats->buffer_hits += c->hits + c->heap_hits;
+			stats->heap_reads += c->heap_reads;
+			stats->distances += c->distances;
+		}
+	}
+	if (scans)
+		for (uint32_t i = 0; i < np; i++)
+			ps_scan_free(scans[i]);
+	free(scans);
+	free(parts);
+	free(cur);
+	free(heads);
+	free(all);
+	return rc;
+}
+
+static int verify_dir(const char *dir, cv_err *e)
+{
+	return paged_verify_dir(dir, e);
+}
+
+const cv_index_ops cv_paged_ops = {
+	.kind = "paged",
+	.build = build_paged,
+	.open = open_paged,
+	.close = phnsw_close,
+	.dim = phnsw_dim,
+	.count = phnsw_count,
+	.metric = phnsw_metric,
+	.partitions = phnsw_parts,
+	.drop_buffers = phnsw_drop,
+	.query = phnsw_query,
+	.verify = verify_dir,
+};
+
+const cv_index_ops cv_phnsw_ops = {
+	.kind = "phnsw",
+	.build = build_phnsw,
+	.open = open_phnsw,
+	.close = phnsw_close,
+	.dim = phnsw_dim,
+	.count = phnsw_count,
+	.metric = phnsw_metric,
+	.partitions = phnsw_parts,
+	.drop_buffers = phnsw_drop,
+	.query = phnsw_query,
+	.verify = verify_dir,
+};

@@ -1,0 +1,524 @@
+/*
+ * test_paged.c - the paged HNSW's page format, buffer pool, build, scan
+ * and the phnsw query modes, on small synthetic data (suite 'unit'):
+ *
+ *   page        add/item/free-space and checksum round trip; a flipped
+ *               byte or a page moved to another block fails the check
+ *   bufpool     hits, misses, clock sweep with pins, drop
+ *   layout      element and neighbour tuple sizes as pgvector 0.5.1's
+ *               formulas; meta page fields; neighbour tuple on the same
+ *               page when the pair fits
+ *   modes       serial and fanout:C with stream merge return identical
+ *               ids and read counts; sort returns ascending true distance
+ *   near-tie    a partition returning a slightly farther row first (float32
+ *               index order against double executor order): the stream
+ *               merge keeps that order, the sort merge fixes it
+ *   corrupt     a damaged page gives -EBADMSG on query and on verify
+ *   cap         one scan returns at most ef_search elements
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "paged/paged.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- helpers ---- */
+
+static void rm_index(const char *dir)
+{
+	char **paths = NULL;
+	size_t n = 0;
+
+	if (cv_index_files(dir, &paths, &n) == 0) {
+		for (size_t i = 0; i < n; i++)
+			unlink(paths[i]);
+		cv_index_files_free(paths, n);
+	}
+	rmdir(dir);
+}
+
+static char *tmpdir_new(void)
+{
+	char tmpl[] = "/tmp/cvpagedXXXXXX";
+	char *d = mkdtemp(tmpl);
+
+	assert_non_null(d);
+	return strdup(d);
+}
+
+static cv_io *new_io(cv_io_strategy s)
+{
+	cv_io_opts o;
+	cv_io *io = NULL;
+
+	cv_io_opts_default(&o);
+	o.strategy = s;
+	if (cv_io_new(&o, &io) != 0) {
+		cv_io_opts_default(&o);
+		assert_int_equal(cv_io_new(&o, &io), 0);
+	}
+	return io;
+}
+
+/* Build kind over synth data into a fresh directory (caller frees dir). */
+static char *build(const char *kind, const cv_dataset *d, unsigned parts, cv_metric m)
+{
+	cv_build_opts o;
+	cv_err e = {{0}};
+	char *dir = tmpdir_new();
+	char sub[512];
+
+	snprintf(sub, sizeof(sub), "%s/ix", dir);
+	free(dir);
+	cv_build_opts_default(&o);
+	o.metric = m;
+	o.m = 8;
+	o.ef_construction = 32;
+	o.partitions = parts;
+	o.threads = 2;
+	if (cv_index_build(kind, d, &o, sub, &e) != 0)
+		fail_msg("build: %s", e.msg);
+	return strdup(sub);
+}
+
+/* ---- page ---- */
+
+static void test_page(void **state)
+{
+	uint8_t page[PG_BLCKSZ], tup[100];
+	size_t len;
+	const uint8_t *t;
+
+	(void) state;
+	pg_page_init(page, HNSW_SPECIAL);
+	assert_int_equal(pg_page_free(page), PG_BLCKSZ - PG_PAGE_HEADER - HNSW_SPECIAL - PG_ITEMID);
+	memset(tup, 7, sizeof(tup));
+	assert_int_equal(pg_page_add(page, tup, 100), 1);
+	assert_int_equal(pg_page_add(page, tup, 13), 2);
+	assert_int_equal(pg_page_nitems(page), 2);
+	t = pg_page_item(page, 1, &len);
+	assert_non_null(t);
+	assert_int_equal(len, 100);
+	assert_memory_equal(t, tup, 100);
+	/* tuples are MAXALIGNed: the second starts 16 bytes below the first */
+	assert_int_equal(pg_page_item(page, 2, &len) - page, t - page - 16);
+	assert_null(pg_page_item(page, 3, &len));
+	pg_page_set_checksum(page, 5);
+	assert_int_equal(pg_page_check(page, 5), 0);
+	assert_int_equal(pg_page_check(page, 6), -EBADMSG);
+	page[4000] ^= 1;
+	assert_int_equal(pg_page_check(page, 5), -EBADMSG);
+	page[4000] ^= 1;
+	assert_int_equal(pg_page_check(page, 5), 0);
+	/* a full page refuses */
+	while (pg_page_add(page, tup, 100))
+		;
+	assert_true(pg_page_free(page) < 104);
+}
+
+static void test_sizes(void **state)
+{
+	(void) state;
+	/* pgvector 0.5.1: element MAXALIGN(80 + 4 dim), neighbours MAXALIGN(4 + (l+2) m 6) */
+	assert_int_equal(HNSW_ELEMENT_TUPLE_SIZE(128), 592);
+	assert_int_equal(HNSW_ELEMENT_TUPLE_SIZE(784), 3216);
+	assert_int_equal(HNSW_NEIGHBOR_TUPLE_SIZE(0, 16), 200);
+	assert_int_equal(HNSW_NEIGHBOR_TUPLE_SIZE(1, 16), 296);
+	assert_int_equal(HNSW_MAX_LEVEL(16), 82);
+	assert_int_equal(HNSW_MAX_SIZE, 8156);
+}
+
+/* ---- buffer pool ---- */
+
+static void test_bufpool(void **state)
+{
+	bufpool *bp;
+	uint8_t *p;
+	int b, b2;
+
+	(void) state;
+	assert_int_equal(bufpool_new(16, &bp), 0);
+	assert_int_equal(bufpool_size(bp), 16);
+	assert_int_equal(bufpool_lookup(bp, 0, 7, &b, &p), BUF_MISS);
+	/* a second reader of a block in flight is told to wait */
+	assert_int_equal(bufpool_lookup(bp, 0, 7, &b2, &p), -EBUSY);
+	memset(p, 0xAB, PG_BLCKSZ);
+	bufpool_io_done(bp, b, true);
+	bufpool_release(bp, b);
+	assert_int_equal(bufpool_lookup(bp, 0, 7, &b2, &p), BUF_HIT);
+	assert_int_equal(b2, b);
+	assert_int_equal(p[100], 0xAB);
+	/* keep block 7 pinned; cycle 40 other blocks through the other 15 buffers */
+	for (uint32_t i = 100; i < 140; i++) {
+		int bb;
+		uint8_t *pp;
+
+		assert_int_equal(bufpool_lookup(bp, 1, i, &bb, &pp), BUF_MISS);
+		assert_int_not_equal(bb, b);
+		bufpool_io_done(bp, bb, true);
+		bufpool_release(bp, bb);
+	}
+	bufpool_release(bp, b2);
+	/* pinned survived the sweep; the oldest of the others did not */
+	assert_int_equal(bufpool_lookup(bp, 0, 7, &b2, &p), BUF_HIT);
+	bufpool_release(bp, b2);
+	assert_int_equal(bufpool_lookup(bp, 1, 100, &b2, &p), BUF_MISS);
+	bufpool_io_done(bp, b2, false);
+	/* a failed read frees its buffer: the block is a miss again */
+	assert_int_equal(bufpool_lookup(bp, 1, 100, &b2, &p), BUF_MISS);
+	bufpool_io_done(bp, b2, true);
+	bufpool_release(bp, b2);
+	bufpool_drop(bp);
+	assert_int_equal(bufpool_lookup(bp, 0, 7, &b2, &p), BUF_MISS);
+	bufpool_io_done(bp, b2, true);
+	bufpool_release(bp, b2);
+	/* every buffer pinned: no victim */
+	{
+		int pins[16];
+
+		for (int i = 0; i < 16; i++) {
+			int rc = bufpool_lookup(bp, 2, (uint32_t) i, &pins[i], &p);
+
+			assert_true(rc == BUF_MISS);
+			bufpool_io_done(bp, pins[i], true);
+		}
+		assert_int_equal(bufpool_lookup(bp, 3, 0, &b, &p), -ENOSPC);
+		for (int i = 0; i < 16; i++)
+			bufpool_release(bp, pins[i]);
+	}
+	bufpool_free(bp);
+}
+
+/* ---- layout of a built file ---- */
+
+static void test_layout(void **state)
+{
+	cv_dataset *d = NULL;
+	cv_err e = {{0}};
+	char *dir, path[600];
+	uint8_t page[PG_BLCKSZ];
+	size_t len;
+	const uint8_t *t, *mp;
+	int fd;
+
+	(void) state;
+	assert_int_equal(cv_dataset_load("synth:n=300,d=100,clusters=4,seed=3", &d, &e), 0);
+	dir = build("paged", d, 1, CV_METRIC_L2);
+	snprintf(path, sizeof(path), "%s/part-000", dir);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, page, PG_BLCKSZ, 0), PG_BLCKSZ);
+	assert_int_equal(pg_page_check(page, 0), 0);
+	mp = page + PG_PAGE_HEADER;
+	assert_int_equal(pg_get32(mp), HNSW_MAGIC);
+	assert_int_equal(pg_get32(mp + 4), 1);
+	assert_int_equal(pg_get32(mp + 8), 100);
+	assert_int_equal(pg_get16(mp + 12), 8);
+	assert_int_equal(pg_get16(mp + 14), 32);
+	assert_int_equal(pg_get16(page + PG_BLCKSZ - 2), HNSW_PAGE_ID);
+	/* block 1: first element (id 0, heap (0,1)), its neighbour tuple next to it */
+	assert_int_equal(pread(fd, page, PG_BLCKSZ, PG_BLCKSZ), PG_BLCKSZ);
+	assert_int_equal(pg_page_check(page, 1), 0);
+	t = pg_page_item(page, 1, &len);
+	assert_non_null(t);
+	assert_int_equal(t[0], HNSW_ELEMENT_TYPE);
+	assert_int_equal(len, 80 + 400);
+	assert_int_equal(pg_get_tid(t + 4).blk, 0);
+	assert_int_equal(pg_get_tid(t + 4).off, 1);
+	assert_false(pg_tid_valid(pg_get_tid(t + 10)));
+	assert_int_equal(pg_get_tid(t + 64).blk, 1);
+	assert_int_equal(pg_get_tid(t + 64).off, 2);
+	assert_memory_equal(t + 80, cv_row(d, 0), 400);
+	t = pg_page_item(page, 2, &len);
+	assert_non_null(t);
+	assert_int_equal(t[0], HNSW_NEIGHBOR_TYPE);
+	assert_int_equal(pg_get16(t + 2), (size_t) (pg_page_item(page, 1, &len)[1] + 2) * 8);
+	/* element pages chain through nextblkno */
+	assert_int_equal(pg_get32(page + PG_BLCKSZ - 8), 2);
+	close(fd);
+	assert_int_equal(cv_index_verify(dir, &e), 0);
+	assert_non_null(strstr(e.msg, "300 rows"));
+	rm_index(dir);
+	free(dir);
+	cv_dataset_free(d);
+}
+
+/* ---- query modes ---- */
+
+typedef struct res {
+	uint32_t ids[10];
+	float d[10];
+	size_t n;
+	cv_query_stats st;
+} res;
+
+static void query(cv_index *ix, cv_io *io, const float *q, cv_query_mode mode, unsigned fan,
+		  cv_merge merge, unsigned ef, res *r)
+{
+	cv_query_opts qo;
+
+	cv_query_opts_default(&qo);
+	qo.k = 10;
+	qo.ef_search = ef;
+	qo.mode = mode;
+	qo.fanout = fan;
+	qo.merge = merge;
+	memset(r, 0, sizeof(*r));
+	cv_index_drop_buffers(ix);
+	assert_int_equal(cv_index_query(ix, io, q, &qo, r->ids, r->d, &r->n, &r->st), 0);
+}
+
+static void test_modes(void **state)
+{
+	cv_dataset *all = NULL, *base = NULL;
+	cv_err e = {{0}};
+	cv_index *ix = NULL;
+	cv_io *io = new_io(CV_IO_URING), *io2 = new_io(CV_IO_PREAD);
+	char *dir;
+
+	(void) state;
+	assert_int_equal(cv_dataset_load("synth:n=3020,d=24,clusters=16,seed=5", &all, &e), 0);
+	assert_int_equal(cv_dataset_slice(all, 0, 3000, &base), 0);
+	dir = build("phnsw", base, 8, CV_METRIC_L2);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	assert_int_equal(cv_index_partitions(ix), 8);
+	for (size_t qi = 3000; qi < 3020; qi++) {
+		const float *q = cv_row(all, qi);
+		res s, f, f2, so;
+
+		query(ix, io2, q, CV_MODE_SERIAL, 1, CV_MERGE_STREAM, 40, &s);
+		query(ix, io, q, CV_MODE_FANOUT, 4, CV_MERGE_STREAM, 40, &f);
+		query(ix, io2, q, CV_MODE_FANOUT, 8, CV_MERGE_STREAM, 40, &f2);
+		query(ix, io, q, CV_MODE_FANOUT, 4, CV_MERGE_SORT, 40, &so);
+		assert_int_equal(s.n, 10);
+		assert_int_equal(f.n, 10);
+		assert_memory_equal(s.ids, f.ids, sizeof(s.ids));
+		assert_memory_equal(s.ids, f2.ids, sizeof(s.ids));
+		/* the same pages, only overlapped */
+		assert_int_equal(s.st.reads, f.st.reads);
+		assert_int_equal(s.st.reads, f2.st.reads);
+		/* Merge Append: one heap row per partition, then one per further row */
+		assert_true(s.st.heap_reads <= 8 + 9);
+		assert_true(s.st.heap_reads >= 1);
+		assert_true(s.st.reads > 8 * 3);
+		/* sort returns ascending distance, and every id's true distance */
+		for (size_t j = 0; j < so.n; j++) {
+			double t = paged_exec_distance(CV_METRIC_L2, q, cv_row(base, so.ids[j]), 24);
+
+			assert_float_equal(so.d[j], (float) t, 1e-3 * (1 + t));
+			if (j)
+				assert_true(so.d[j - 1] <= so.d[j]);
+		}
+	}
+	cv_index_close(ix);
+	cv_io_free(io);
+	cv_io_free(io2);
+	rm_index(dir);
+	free(dir);
+	cv_dataset_free(base);
+	cv_dataset_free(all);
+}
+
+/* ---- at most ef_search elements per scan ---- */
+
+static void test_ef_cap(void **state)
+{
+	cv_dataset *d = NULL;
+	cv_err e = {{0}};
+	cv_index *ix = NULL;
+	cv_io *io = new_io(CV_IO_PREAD);
+	cv_query_opts qo;
+	uint32_t ids[100];
+	float dd[100];
+	size_t n = 0;
+	char *dir;
+
+	(void) state;
+	assert_int_equal(cv_dataset_load("synth:n=1000,d=8,clusters=4,seed=9", &d, &e), 0);
+	dir = build("paged", d, 1, CV_METRIC_L2);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	cv_query_opts_default(&qo);
+	qo.k = 100;
+	qo.ef_search = 20;
+	assert_int_equal(cv_index_query(ix, io, cv_row(d, 3), &qo, ids, dd, &n, NULL), 0);
+	assert_int_equal(n, 20);
+	assert_int_equal(ids[0], 3);
+	qo.ef_search = 0;
+	assert_int_equal(cv_index_query(ix, io, cv_row(d, 3), &qo, ids, dd, &n, NULL), -EINVAL);
+	cv_index_close(ix);
+	cv_io_free(io);
+	rm_index(dir);
+	free(dir);
+	cv_dataset_free(d);
+}
+
+/* ---- near-tie ---- */
+
+/*
+ * Find q, a, b (dim 64) where the index's float32 distance says a < b but
+ * the executor's double distance says b < a. Cosine makes it natural: the
+ * index ranks normalized float vectors by a float dot product.
+ */
+static void find_tie(float *q, float *a, float *b, size_t d)
+{
+	uint64_t s = 12345;
+
+	for (int tries = 0; tries < 200000; tries++) {
+		float qn[64], an[64], bn[64];
+
+		for (size_t i = 0; i < d; i++) {
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			q[i] = (float) ((s >> 33) % 1000) / 1000.0f;
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			a[i] = (float) ((s >> 33) % 1000) / 1000.0f;
+			b[i] = a[i];
+		}
+		/* b: a with two coordinates nudged so the distances nearly tie */
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		b[(s >> 33) % d] += 1e-6f;
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		b[(s >> 33) % d] -= 1e-6f;
+		paged_normalize(q, qn, d);
+		paged_normalize(a, an, d);
+		paged_normalize(b, bn, d);
+		if (paged_index_distance(CV_METRIC_COSINE, qn, an, d) <
+			    paged_index_distance(CV_METRIC_COSINE, qn, bn, d) &&
+		    paged_exec_distance(CV_METRIC_COSINE, q, b, d) <
+			    paged_exec_distance(CV_METRIC_COSINE, q, a, d))
+			return;
+	}
+	fail_msg("no near-tie found");
+}
+
+static void test_near_tie(void **state)
+{
+	enum { D = 64, N = 400, P = 4 };
+	cv_dataset *ds = NULL;
+	cv_err e = {{0}};
+	cv_index *ix = NULL;
+	cv_io *io = new_io(CV_IO_PREAD);
+	float q[D], a[D], b[D];
+	uint32_t ia = UINT32_MAX, ib = UINT32_MAX;
+	uint64_t s = 99;
+	res st, so;
+	char *dir;
+	size_t pa = SIZE_MAX, pb = SIZE_MAX;
+
+	(void) state;
+	find_tie(q, a, b, D);
+	/* a and b go to rows that hash to the same partition; the rest are far away */
+	for (uint32_t i = 0; i < N && ib == UINT32_MAX; i++)
+		for (uint32_t j = i + 1; j < N; j++)
+			if (phnsw_partition_of(i, P) == phnsw_partition_of(j, P)) {
+				ia = i;
+				ib = j;
+				break;
+			}
+	assert_int_equal(cv_dataset_load("synth:n=400,d=64,clusters=4,seed=3", &ds, &e), 0);
+	for (size_t i = 0; i < N; i++)
+		for (size_t k = 0; k < D; k++) {
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			ds->data[i * D + k] = (float) ((s >> 33) % 1000) / 1000.0f - (k % 2 ? 0.9f : 0.0f);
+		}
+	memcpy(ds->data + (size_t) ia * D, a, sizeof(a));
+	memcpy(ds->data + (size_t) ib * D, b, sizeof(b));
+	dir = build("phnsw", ds, P, CV_METRIC_COSINE);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	query(ix, io, q, CV_MODE_SERIAL, 1, CV_MERGE_STREAM, 40, &st);
+	query(ix, io, q, CV_MODE_SERIAL, 1, CV_MERGE_SORT, 40, &so);
+	for (size_t j = 0; j < st.n; j++) {
+		if (st.ids[j] == ia && pa == SIZE_MAX)
+			pa = j;
+		if (st.ids[j] == ib && pb == SIZE_MAX)
+			pb = j;
+	}
+	/* stream: the partition's order (a first, though b is nearer in double) */
+	assert_true(pa < st.n && pb < st.n);
+	assert_true(pa < pb);
+	assert_true(st.d[pa] >= st.d[pb]);
+	/* sort: the true order, b before a */
+	pa = pb = SIZE_MAX;
+	for (size_t j = 0; j < so.n; j++) {
+		if (so.ids[j] == ia)
+			pa = j;
+		if (so.ids[j] == ib)
+			pb = j;
+	}
+	assert_true(pa < so.n && pb < so.n);
+	assert_true(pb < pa);
+	cv_index_close(ix);
+	cv_io_free(io);
+	rm_index(dir);
+	free(dir);
+	cv_dataset_free(ds);
+}
+
+/* ---- corruption ---- */
+
+static void test_corrupt(void **state)
+{
+	cv_dataset *d = NULL;
+	cv_err e = {{0}};
+	cv_index *ix = NULL;
+	cv_io *io = new_io(CV_IO_PREAD);
+	char *dir, path[600];
+	uint32_t ids[10];
+	float dd[10];
+	size_t n;
+	uint8_t byte;
+	int fd;
+
+	(void) state;
+	assert_int_equal(cv_dataset_load("synth:n=500,d=16,clusters=4,seed=2", &d, &e), 0);
+	dir = build("paged", d, 1, CV_METRIC_L2);
+	assert_int_equal(cv_index_verify(dir, &e), 0);
+	/* damage the meta page, which every query reads */
+	snprintf(path, sizeof(path), "%s/part-000", dir);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &byte, 1, 100), 1);
+	byte ^= 0x40;
+	assert_int_equal(pwrite(fd, &byte, 1, 100), 1);
+	close(fd);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	assert_int_equal(cv_index_query(ix, io, cv_row(d, 0), NULL, ids, dd, &n, NULL), -EBADMSG);
+	cv_index_close(ix);
+	assert_int_equal(cv_index_verify(dir, &e), -EBADMSG);
+	assert_non_null(strstr(e.msg, "block 0"));
+	/* repair, then damage a heap page */
+	fd = open(path, O_RDWR);
+	byte ^= 0x40;
+	assert_int_equal(pwrite(fd, &byte, 1, 100), 1);
+	close(fd);
+	assert_int_equal(cv_index_verify(dir, &e), 0);
+	snprintf(path, sizeof(path), "%s/heap", dir);
+	fd = open(path, O_RDWR);
+	assert_int_equal(pwrite(fd, "X", 1, 5000), 1);
+	close(fd);
+	assert_int_equal(cv_index_verify(dir, &e), -EBADMSG);
+	assert_non_null(strstr(e.msg, "heap"));
+	cv_io_free(io);
+	rm_index(dir);
+	free(dir);
+	cv_dataset_free(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_page),      cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_bufpool),   cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_modes),     cmocka_unit_test(test_ef_cap),
+		cmocka_unit_test(test_near_tie),  cmocka_unit_test(test_corrupt),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
