@@ -103,7 +103,7 @@ static int data_gt(int argc, char **argv)
 	int rc, hit = 0, ex;
 	uint64_t t0;
 
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!v)
@@ -126,7 +126,6 @@ static int data_gt(int argc, char **argv)
 				return cli_usage("data", "--threads must be 0..256, not '%s'", v);
 		} else
 			return cli_usage("data", "unknown option '%s'", o);
-		i++;
 	}
 	if (!bspec || !qspec || !out || !metric || !k)
 		return cli_usage("data", "gt needs --base, --queries, --k, --metric and --out");
