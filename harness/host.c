@@ -96,10 +96,25 @@ json_t *harness_host_capture(const char *path)
 		json_object_set_new(h, "os", json_string(u.sysname));
 		json_object_set_new(h, "arch", json_string(u.machine));
 	}
-	if (proc_field("/etc/os-release", "PRETTY_NAME", buf, sizeof(buf)) == 0)
-		json_object_set_new(h, "distribution", json_string(buf));
-	else if (read_line("/etc/os-release", buf, sizeof(buf)) == 0)
-		json_object_set_new(h, "distribution", json_string(buf));
+	{
+		FILE *f = fopen("/etc/os-release", "re");
+		char line[512];
+
+		while (f && fgets(line, sizeof(line), f)) {
+			if (!strncmp(line, "PRETTY_NAME=", 12)) {
+				char *v = line + 12;
+
+				v[strcspn(v, "\n")] = '\0';
+				if (*v == '"') {
+					v++;
+					v[strcspn(v, "\"")] = '\0';
+				}
+				json_object_set_new(h, "distribution", json_string(v));
+			}
+		}
+		if (f)
+			fclose(f);
+	}
 
 	json_object_set_new(cpu, "model",
 			    str_or_null(proc_field("/proc/cpuinfo", "model name", buf, sizeof(buf)), buf));

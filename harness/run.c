@@ -93,6 +93,7 @@ typedef struct load {
 	uint64_t t0;
 	uint64_t first_id;
 	atomic_uint_fast64_t next, done;
+	atomic_uint_fast64_t end_ns;  /* the latest query completion: the end of the wall */
 	atomic_int failed;
 	char fail_msg[256];
 	pthread_mutex_t mu;
@@ -182,6 +183,12 @@ static void *client(void *p)
 		if (L->gt)
 			r->recall = cv_recall_at_k(L->base, cv_row(L->queries, q), L->metric,
 						   L->gt + q * L->k, L->k, ids, nout);
+		{
+			uint64_t prev = atomic_load(&L->end_ns);
+
+			while (t2 > prev && !atomic_compare_exchange_weak(&L->end_ns, &prev, t2))
+				;
+		}
 		atomic_fetch_add(&L->done, 1);
 	}
 	cv_io_stats_get(ctx, &L->stats[c]);
@@ -627,7 +634,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	}
 	started_load = 1;
 	for (;;) {
-		struct timespec ts = {0, 200 * 1000 * 1000};
+		struct timespec ts = {0, 50 * 1000 * 1000};
 		uint64_t d = atomic_load(&L.done);
 		int finished = (L.query_count && d >= L.query_count) ||
 			       (L.deadline_ns && cs_mono_ns() >= L.deadline_ns) ||
@@ -641,7 +648,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	}
 	for (unsigned c = 0; c < L.clients; c++)
 		pthread_join(th[c], NULL);
-	t_end = cs_mono_ns();
+	/* Wall ends when the last query returned, not when this thread noticed. */
+	t_end = atomic_load(&L.end_ns) ? atomic_load(&L.end_ns) : cs_mono_ns();
 	cs_format_rfc3339(cs_now_us(), ended);
 	if (tty)
 		progress(&L, L.query_count, 1);
