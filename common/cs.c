@@ -127,9 +127,13 @@ void cs_format_rfc3339(int64_t us, char out[32])
 	time_t sec = (time_t) (us / 1000000);
 	struct tm tm;
 
+	char buf[64];
+
 	gmtime_r(&sec, &tm);
-	snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int) (us % 1000000));
+	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int) (us % 1000000));
+	memcpy(out, buf, 31);
+	out[31] = '\0';
 }
 
 int cs_parse_rfc3339(const char *s, int64_t *us)

@@ -1,0 +1,239 @@
+/*
+ * verdict.c - verdicts from the registered accept and reject rules.
+ *
+ * Everything a verdict depends on comes from the ledger: the latest
+ * registered version of each hypothesis (hypothesis or amendment
+ * records), the run records that name it, the refutations and the
+ * deviations. A verdict record names the runs (seq and hash) and the
+ * as-of seq it was computed from, so evaluating again "as of" that seq
+ * reproduces it exactly; the rules never run as code (hypotheses/hyp.h).
+ */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hyp.h"
+#include "ledger.h"
+
+typedef struct {
+	int64_t as_of;
+	json_t *hyps;   /* id -> {"doc", "seq"} */
+	json_t *order;  /* ids in first-registration order */
+	json_t *runs;   /* array of {id, tags, hypotheses, metrics, seq, hash} */
+	json_t *refute; /* id -> [seq...] */
+	json_t *devs;   /* array of {seq, hypothesis|null} */
+	json_t *last;   /* id -> latest verdict payload */
+} gather;
+
+static int collect(const ledger_record *r, void *ud)
+{
+	gather *g = ud;
+	json_t *p;
+
+	if (g->as_of && r->seq > g->as_of)
+		return 1;
+	p = json_loads(r->payload, 0, NULL);
+	if (!p)
+		return 0;
+	if (!strcmp(r->kind, "hypothesis") || !strcmp(r->kind, "amendment")) {
+		const char *id = json_string_value(json_object_get(p, "id"));
+		json_t *doc = json_object_get(p, "doc");
+
+		if (id && doc) {
+			if (!json_object_get(g->hyps, id))
+				json_array_append_new(g->order, json_string(id));
+			json_object_set_new(g->hyps, id,
+					    json_pack("{s:O,s:I}", "doc", doc, "seq", (json_int_t) r->seq));
+		}
+	} else if (!strcmp(r->kind, "run")) {
+		const char *status = json_string_value(json_object_get(p, "status"));
+
+		if (!status || !strcmp(status, "complete"))
+			json_array_append_new(
+				g->runs,
+				json_pack("{s:O?,s:O?,s:O?,s:O?,s:I,s:s}", "id",
+					  json_object_get(p, "run_id"), "tags", json_object_get(p, "tags"),
+					  "hypotheses", json_object_get(p, "hypotheses"), "metrics",
+					  json_object_get(p, "metrics"), "seq", (json_int_t) r->seq,
+					  "hash", r->hash));
+	} else if (!strcmp(r->kind, "refutation")) {
+		const char *h = json_string_value(json_object_get(p, "hypothesis"));
+
+		if (h) {
+			json_t *a = json_object_get(g->refute, h);
+
+			if (!a) {
+				a = json_array();
+				json_object_set_new(g->refute, h, a);
+			}
+			json_array_append_new(a, json_integer((json_int_t) r->seq));
+		}
+	} else if (!strcmp(r->kind, "deviation")) {
+		json_array_append_new(g->devs,
+				      json_pack("{s:I,s:O?}", "seq", (json_int_t) r->seq, "hypothesis",
+						json_object_get(p, "hypothesis")));
+	} else if (!strcmp(r->kind, "verdict")) {
+		const char *h = json_string_value(json_object_get(p, "hypothesis"));
+
+		if (h)
+			json_object_set(g->last, h, p);
+	}
+	json_decref(p);
+	return 0;
+}
+
+const char *report_tri(int result)
+{
+	return result == 1 ? "true" : result == 0 ? "false" : "undetermined";
+}
+
+/* Does run r serve hypothesis id? */
+static int serves(const json_t *r, const char *id)
+{
+	const json_t *hs = json_object_get(r, "hypotheses");
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(hs, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), id))
+			return 1;
+	return 0;
+}
+
+/* The verdict payload for one hypothesis. */
+static int judge(gather *g, const char *id, json_t **out, cs_err *e)
+{
+	json_t *h = json_object_get(g->hyps, id), *doc = json_object_get(h, "doc");
+	json_t *runs = json_array(), *names = json_array(), *devs = json_array();
+	json_t *acc_trace = NULL, *rej_trace = NULL, *ref = json_object_get(g->refute, id);
+	int acc = -1, rej = -1, rc;
+	const char *verdict;
+	size_t i;
+	json_t *r;
+
+	json_array_foreach(g->runs, i, r) {
+		if (!serves(r, id))
+			continue;
+		json_array_append(runs, r);
+		json_array_append_new(names, json_pack("{s:O,s:O,s:O}", "run_id", json_object_get(r, "id"),
+						       "seq", json_object_get(r, "seq"), "hash",
+						       json_object_get(r, "hash")));
+	}
+	rc = rule_eval(json_object_get(doc, "accept"), runs, &acc, &acc_trace, e);
+	if (!rc)
+		rc = rule_eval(json_object_get(doc, "reject"), runs, &rej, &rej_trace, e);
+	if (rc) {
+		json_decref(runs);
+		json_decref(names);
+		json_decref(devs);
+		json_decref(acc_trace);
+		json_decref(rej_trace);
+		return rc;
+	}
+	if (rej == 1)
+		verdict = "rejected";
+	else if (acc == 1 && json_array_size(ref) > 0)
+		verdict = "refuted";
+	else if (acc == 1)
+		verdict = "accepted";
+	else
+		verdict = "unresolved";
+	json_array_foreach(g->devs, i, r) {
+		const json_t *dh = json_object_get(r, "hypothesis");
+
+		if (!json_is_string(dh) || !strcmp(json_string_value(dh), id))
+			json_array_append(devs, json_object_get(r, "seq"));
+	}
+	*out = json_pack("{s:s,s:O?,s:s,s:{s:s,s:o*},s:{s:s,s:o*},s:o,s:o,s:o,s:I}", "hypothesis",
+			 id, "kind", json_object_get(doc, "kind"), "verdict", verdict, "accept",
+			 "result", report_tri(acc), "trace", acc_trace, "reject", "result",
+			 report_tri(rej), "trace", rej_trace, "runs", names, "refutations",
+			 ref ? json_incref(ref) : json_array(), "deviations", devs, "as_of",
+			 (json_int_t) g->as_of);
+	json_decref(runs);
+	return 0;
+}
+
+/*
+ * Same verdict as last time, on the same runs? (as_of aside). Compared in
+ * canonical form: a payload read back from the ledger has 8 where the fresh
+ * one has 8.0, and both print as 8.
+ */
+static int same_as_last(const json_t *last, const json_t *v)
+{
+	json_t *a, *b;
+	char *ca = NULL, *cb = NULL;
+	int same = 0;
+
+	if (!last)
+		return 0;
+	a = json_deep_copy(last);
+	b = json_deep_copy(v);
+	json_object_del(a, "as_of");
+	json_object_del(b, "as_of");
+	if (!cs_json_canonical(a, &ca, NULL, NULL) && !cs_json_canonical(b, &cb, NULL, NULL))
+		same = strcmp(ca, cb) == 0;
+	free(ca);
+	free(cb);
+	json_decref(a);
+	json_decref(b);
+	return same;
+}
+
+int report_verdicts(struct ledger *l, int64_t as_of, int record, json_t **out, cs_err *e)
+{
+	gather g = {0};
+	json_t *all = json_array(), *id;
+	int rc;
+	size_t i;
+
+	*out = NULL;
+	g.as_of = as_of ? as_of : ledger_size(l);
+	g.hyps = json_object();
+	g.order = json_array();
+	g.runs = json_array();
+	g.refute = json_object();
+	g.devs = json_array();
+	g.last = json_object();
+	rc = ledger_foreach(l, NULL, collect, &g, e);
+	if (rc)
+		goto out;
+	if (json_array_size(g.order) == 0) {
+		rc = cs_err_set(e, CS_EXIT_REFUSED, "no hypothesis is registered in this study");
+		goto out;
+	}
+	if (record && (rc = ledger_begin(l, e)))
+		goto out;
+	json_array_foreach(g.order, i, id) {
+		json_t *v;
+
+		rc = judge(&g, json_string_value(id), &v, e);
+		if (rc)
+			break;
+		if (record && !same_as_last(json_object_get(g.last, json_string_value(id)), v))
+			rc = ledger_append(l, "verdict", v, NULL, e);
+		json_array_append_new(all, v);
+		if (rc)
+			break;
+	}
+	if (record) {
+		if (rc)
+			ledger_rollback(l);
+		else
+			rc = ledger_commit(l, e);
+	}
+	if (!rc) {
+		*out = all;
+		all = NULL;
+	}
+out:
+	json_decref(all);
+	json_decref(g.hyps);
+	json_decref(g.order);
+	json_decref(g.runs);
+	json_decref(g.refute);
+	json_decref(g.devs);
+	json_decref(g.last);
+	return rc;
+}
