@@ -1,12 +1,919 @@
-/* Placeholder verbs until their part lands: they say so and exit 1. */
+/*
+ * cmd_index.c - `coldstudy index`: build an index of any kind, query it
+ * (warm or cold, serial or fanned out, on any read strategy and device
+ * model) with recall and the read counters, verify it, and apply live
+ * inserts and deletes where the kind takes them.
+ *
+ *   index build --kind hnsw|paged|phnsw|hfresh --data SPEC --metric M --out DIR [...]
+ *   index query DIR --queries SPEC [...] [--json]
+ *   index verify DIR
+ *   index insert DIR --data SPEC [--first-id N]
+ *   index delete DIR --ids FILE | --data SPEC [--first-id N]
+ *
+ * A query run opens one cv_io (the strategy, the device model in real
+ * time) and runs the queries one after another; --cold evicts every file
+ * of the index from the page cache and empties the buffer pool before each
+ * query, as the seed's cold runs did. --simulate PROFILE also keeps a
+ * trace per query and replays it against that device in virtual time.
+ * The build writes DIR/DATA (the data spec), so recall can be computed
+ * later without naming the data again.
+ */
 #include "cmds.h"
+#include "coldvec.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"usage: coldstudy index build --kind hnsw|paged|phnsw|hfresh --data SPEC\n"
+	"                             --metric l2|cosine|ip --out DIR [--m N]\n"
+	"                             [--ef-construction N] [--partitions N] [--threads N]\n"
+	"                             [--seed N] [--max-posting-kb N] [--replicas N]\n"
+	"                             [--rng-factor X]\n"
+	"       coldstudy index query DIR --queries SPEC [--nq N] [--data SPEC] [--gt FILE]\n"
+	"                             [--k 10] [--ef-search N] [--mode serial|fanout:C]\n"
+	"                             [--merge stream|sort] [--strategy mmap|pread|direct|uring]\n"
+	"                             [--device PROFILE] [--simulate PROFILE] [--cold]\n"
+	"                             [--buffers SIZE] [--search-probe N] [--rescore-limit N]\n"
+	"                             [--io serial|concurrent:Q] [--partitions LIST]\n"
+	"                             [--record-blocks PREFIX] [--json]\n"
+	"       coldstudy index verify DIR\n"
+	"       coldstudy index insert DIR --data SPEC [--first-id N]\n"
+	"       coldstudy index delete DIR --ids FILE | --data SPEC [--first-id N]\n\n"
+	"build writes DIR (a progress bar on a terminal); query prints recall@k\n"
+	"(ann-benchmarks' definition), QPS, latency mean/p50/p99, reads per query,\n"
+	"bytes per read, mean read latency, buffer hits, heap/posting/rescore reads.\n"
+	"--cold evicts the index's files and empties the buffer pool before each query.\n"
+	"--simulate replays each query's reads against PROFILE in virtual time.\n"
+	"--record-blocks writes PREFIX.NAME per index file: the blocks read, for\n"
+	"`coldstudy cache prewarm DIR/NAME --blocks @PREFIX.NAME`.\n"
+	"SIZE: bytes with an optional K, M or G suffix. LIST: 0,3,8-15.\n"
+	"exit codes: 0 ok, 1 internal, 2 usage, 4 verification failed, 5 bad input\n";
+
+static int fail(int rc, const cv_err *e)
+{
+	fprintf(stderr, "coldstudy index: %s\n", e && e->msg[0] ? e->msg : strerror(-rc));
+	return cli_exit_from_errno(rc);
+}
+
+/* Parse an unsigned option into *out within [lo, hi]; 0 or a usage exit. */
+static int opt_uint(const char *name, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	if (cli_parse_u64(s, out) || *out < lo || *out > hi)
+		return cli_usage("index", "%s wants a whole number in %llu..%llu, got '%s'", name,
+				 (unsigned long long) lo, (unsigned long long) hi, s);
+	return 0;
+}
+
+/* SIZE: digits with an optional K/M/G suffix. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	if (*end == 'k' || *end == 'K')
+		mul = 1ull << 10;
+	else if (*end == 'm' || *end == 'M')
+		mul = 1ull << 20;
+	else if (*end == 'g' || *end == 'G')
+		mul = 1ull << 30;
+	else if (*end)
+		return -1;
+	if (*end && (end[1] && strcmp(end + 1, "B") && strcmp(end + 1, "iB")))
+		return -1;
+	if (v > UINT64_MAX / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+/* LIST: comma-separated numbers and ranges A-B. */
+static int parse_list(const char *s, uint32_t **out, size_t *n)
+{
+	uint32_t *v = NULL;
+	size_t len = 0, cap = 0;
+	const char *p = s;
+
+	while (*p) {
+		char *end;
+		unsigned long a, b;
+
+		if (*p < '0' || *p > '9')
+			goto bad;
+		a = strtoul(p, &end, 10);
+		b = a;
+		if (*end == '-') {
+			if (end[1] < '0' || end[1] > '9')
+				goto bad;
+			b = strtoul(end + 1, &end, 10);
+		}
+		if (b < a || b > 65535)
+			goto bad;
+		for (unsigned long x = a; x <= b; x++) {
+			if (len == cap) {
+				uint32_t *nv;
+
+				cap = cap ? cap * 2 : 16;
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv)
+					goto bad;
+				v = nv;
+			}
+			v[len++] = (uint32_t) x;
+		}
+		p = end;
+		if (*p == ',')
+			p++;
+		else if (*p)
+			goto bad;
+	}
+	if (!len)
+		goto bad;
+	*out = v;
+	*n = len;
+	return 0;
+bad:
+	free(v);
+	return -1;
+}
+
+/* ---- build ---- */
+
+static int write_data_spec(const char *dir, const char *spec)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/DATA", dir);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%s\n", spec);
+	return fclose(f) ? -EIO : 0;
+}
+
+static int index_build(int argc, char **argv)
+{
+	const char *kind = NULL, *data = NULL, *out = NULL, *metric = NULL;
+	cv_build_opts o;
+	cv_dataset *ds = NULL;
+	cv_err e = {{0}};
+	uint64_t v;
+	int rc;
+
+	cv_build_opts_default(&o);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (a[0] == '-' && !val)
+			return cli_usage("index", "%s needs a value", a);
+		if (!strcmp(a, "--kind"))
+			kind = argv[++i];
+		else if (!strcmp(a, "--data"))
+			data = argv[++i];
+		else if (!strcmp(a, "--out"))
+			out = argv[++i];
+		else if (!strcmp(a, "--metric"))
+			metric = argv[++i];
+		else if (!strcmp(a, "--m")) {
+			if ((rc = opt_uint(a, argv[++i], 2, 100, &v)))
+				return rc;
+			o.m = (unsigned) v;
+		} else if (!strcmp(a, "--ef-construction")) {
+			if ((rc = opt_uint(a, argv[++i], 4, 1000, &v)))
+				return rc;
+			o.ef_construction = (unsigned) v;
+		} else if (!strcmp(a, "--partitions")) {
+			if ((rc = opt_uint(a, argv[++i], 1, 4096, &v)))
+				return rc;
+			o.partitions = (unsigned) v;
+		} else if (!strcmp(a, "--threads")) {
+			if ((rc = opt_uint(a, argv[++i], 0, 1024, &v)))
+				return rc;
+			o.threads = (unsigned) v;
+		} else if (!strcmp(a, "--seed")) {
+			if ((rc = opt_uint(a, argv[++i], 0, UINT64_MAX, &v)))
+				return rc;
+			o.seed = v;
+		} else if (!strcmp(a, "--max-posting-kb")) {
+			if ((rc = opt_uint(a, argv[++i], 8, 1024, &v)))
+				return rc;
+			o.max_posting_kb = (unsigned) v;
+		} else if (!strcmp(a, "--replicas")) {
+			if ((rc = opt_uint(a, argv[++i], 1, 10, &v)))
+				return rc;
+			o.replicas = (unsigned) v;
+		} else if (!strcmp(a, "--rng-factor")) {
+			double d;
+
+			if (cli_parse_double(argv[++i], &d) || d <= 0 || d > 100)
+				return cli_usage("index", "--rng-factor wants a number in (0, 100]");
+			o.rng_factor = d;
+		} else {
+			return cli_usage("index", "build: unknown argument '%s'", a);
+		}
+	}
+	if (!kind || !data || !out || !metric)
+		return cli_usage("index", "build needs --kind, --data, --metric and --out");
+	if (strcmp(kind, "hnsw") && strcmp(kind, "paged") && strcmp(kind, "phnsw") &&
+	    strcmp(kind, "hfresh"))
+		return cli_usage("index", "--kind wants hnsw, paged, phnsw or hfresh, got '%s'", kind);
+	if (cv_metric_parse(metric, &o.metric))
+		return cli_usage("index", "--metric wants l2, cosine or ip, got '%s'", metric);
+	if (access(out, F_OK) == 0) {
+		char **files = NULL;
+		size_t n = 0;
+
+		if (cv_index_files(out, &files, &n) == 0 && n > 0) {
+			cv_index_files_free(files, n);
+			fprintf(stderr, "coldstudy index: %s: exists and is not empty (refusing to overwrite)\n", out);
+			return CS_EXIT_REFUSED;
+		}
+		cv_index_files_free(files, n);
+	}
+	rc = cv_dataset_load(data, &ds, &e);
+	if (rc)
+		return fail(rc, &e);
+	o.progress = isatty(2);
+	rc = cv_index_build(kind, ds, &o, out, &e);
+	if (!rc)
+		rc = write_data_spec(out, data);
+	if (rc) {
+		cv_dataset_free(ds);
+		return fail(rc, &e);
+	}
+	printf("built %s index of %zu rows x %zu dims in %s\n", kind, ds->n, ds->d, out);
+	cv_dataset_free(ds);
+	return CS_EXIT_OK;
+}
+
+/* ---- query ---- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *) a, y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const double *sorted, size_t n, double q)
+{
+	size_t i;
+
+	if (!n)
+		return 0;
+	i = (size_t) ceil(q * (double) n);
+	if (i > 0)
+		i--;
+	if (i >= n)
+		i = n - 1;
+	return sorted[i];
+}
+
+/* Read DIR/DATA (the spec the index was built from) into buf; 0 or -ENOENT. */
+static int read_data_spec(const char *dir, char *buf, size_t len)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/DATA", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return -ENOENT;
+	if (!fgets(buf, (int) len, f)) {
+		fclose(f);
+		return -ENOENT;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* Write the recorded blocks as PREFIX.NAME lists, one per index file. */
+static int write_blocks(const char *prefix, const cv_block_list *bl, char **files, size_t nfiles)
+{
+	for (size_t f = 0; f < nfiles; f++) {
+		const char *base = strrchr(files[f], '/');
+		char path[4096];
+		FILE *o = NULL;
+
+		base = base ? base + 1 : files[f];
+		for (size_t i = 0; i < bl->n; i++) {
+			if (bl->file[i] != f)
+				continue;
+			if (!o) {
+				snprintf(path, sizeof(path), "%s.%s", prefix, base);
+				o = fopen(path, "w");
+				if (!o)
+					return -errno;
+			}
+			fprintf(o, "%llu\n", (unsigned long long) bl->block[i]);
+		}
+		if (o && fclose(o))
+			return -EIO;
+	}
+	return 0;
+}
+
+typedef struct qargs {
+	const char *dir, *queries, *data, *gt, *device, *simulate, *record;
+	uint64_t nq, buffers;
+	int cold, json;
+	cv_io_strategy strategy;
+	cv_query_opts qo;
+	uint32_t *parts;
+	size_t nparts;
+} qargs;
+
+static int parse_query_args(int argc, char **argv, qargs *a)
+{
+	uint64_t v;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	cv_query_opts_default(&a->qo);
+	a->strategy = CV_IO_PREAD;
+	a->buffers = 128ull << 20;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(o, "--cold")) {
+			a->cold = 1;
+			continue;
+		}
+		if (!strcmp(o, "--json")) {
+			a->json = 1;
+			continue;
+		}
+		if (o[0] != '-') {
+			if (a->dir)
+				return cli_usage("index", "query takes one DIR");
+			a->dir = o;
+			continue;
+		}
+		if (!val)
+			return cli_usage("index", "%s needs a value", o);
+		i++;
+		if (!strcmp(o, "--queries"))
+			a->queries = val;
+		else if (!strcmp(o, "--data"))
+			a->data = val;
+		else if (!strcmp(o, "--gt"))
+			a->gt = val;
+		else if (!strcmp(o, "--device"))
+			a->device = val;
+		else if (!strcmp(o, "--simulate"))
+			a->simulate = val;
+		else if (!strcmp(o, "--record-blocks"))
+			a->record = val;
+		else if (!strcmp(o, "--nq")) {
+			if ((rc = opt_uint(o, val, 1, UINT32_MAX, &a->nq)))
+				return rc;
+		} else if (!strcmp(o, "--k")) {
+			if ((rc = opt_uint(o, val, 1, 10000, &v)))
+				return rc;
+			a->qo.k = v;
+		} else if (!strcmp(o, "--ef-search")) {
+			if ((rc = opt_uint(o, val, 1, 1000, &v)))
+				return rc;
+			a->qo.ef_search = (unsigned) v;
+		} else if (!strcmp(o, "--search-probe")) {
+			if ((rc = opt_uint(o, val, 1, 1u << 20, &v)))
+				return rc;
+			a->qo.search_probe = (unsigned) v;
+		} else if (!strcmp(o, "--rescore-limit")) {
+			if ((rc = opt_uint(o, val, 0, 1u << 24, &v)))
+				return rc;
+			a->qo.rescore_limit = (unsigned) v;
+		} else if (!strcmp(o, "--mode")) {
+			if (!strcmp(val, "serial")) {
+				a->qo.mode = CV_MODE_SERIAL;
+				a->qo.fanout = 1;
+			} else if (!strncmp(val, "fanout:", 7) && !cli_parse_u64(val + 7, &v) && v >= 1 &&
+				   v <= 4096) {
+				a->qo.mode = CV_MODE_FANOUT;
+				a->qo.fanout = (unsigned) v;
+			} else {
+				return cli_usage("index", "--mode wants serial or fanout:C, got '%s'", val);
+			}
+		} else if (!strcmp(o, "--merge")) {
+			if (!strcmp(val, "stream"))
+				a->qo.merge = CV_MERGE_STREAM;
+			else if (!strcmp(val, "sort"))
+				a->qo.merge = CV_MERGE_SORT;
+			else
+				return cli_usage("index", "--merge wants stream or sort, got '%s'", val);
+		} else if (!strcmp(o, "--io")) {
+			if (!strcmp(val, "serial")) {
+				a->qo.io_mode = CV_HIO_SERIAL;
+			} else if (!strncmp(val, "concurrent:", 11) && !cli_parse_u64(val + 11, &v) &&
+				   v >= 1 && v <= 4096) {
+				a->qo.io_mode = CV_HIO_CONCURRENT;
+				a->qo.io_depth = (unsigned) v;
+			} else {
+				return cli_usage("index", "--io wants serial or concurrent:Q, got '%s'", val);
+			}
+		} else if (!strcmp(o, "--strategy")) {
+			if (cv_io_strategy_parse(val, &a->strategy))
+				return cli_usage("index", "--strategy wants mmap, pread, direct or uring, got '%s'",
+						 val);
+		} else if (!strcmp(o, "--buffers")) {
+			if (parse_size(val, &a->buffers) || a->buffers < 8192)
+				return cli_usage("index", "--buffers wants a size of at least 8K, got '%s'", val);
+		} else if (!strcmp(o, "--partitions")) {
+			if (parse_list(val, &a->parts, &a->nparts))
+				return cli_usage("index", "--partitions wants a list like 0,3,8-15, got '%s'",
+						 val);
+		} else {
+			return cli_usage("index", "query: unknown option '%s'", o);
+		}
+	}
+	if (!a->dir || !a->queries)
+		return cli_usage("index", "query needs DIR and --queries SPEC");
+	return 0;
+}
+
+typedef struct qsum {
+	size_t nq;
+	double wall_s, recall;
+	int have_recall;
+	double *lat_ms;
+	cv_query_stats st;
+	cv_io_stats io;
+	double sim_ms, sim_read_ms, sim_inflight;
+	uint64_t sim_reads;
+} qsum;
+
+static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
+{
+	double nq = (double) (s->nq ? s->nq : 1);
+	double lat_mean = 0, p50, p99;
+	double *sorted = malloc((s->nq ? s->nq : 1) * sizeof(double));
+	double read_ms = cv_hist_mean(&s->io.lat_ns) / 1e6;
+	double bpr = s->st.reads ? (double) s->st.bytes / (double) s->st.reads : 0;
+
+	if (!sorted)
+		return;
+	for (size_t i = 0; i < s->nq; i++) {
+		lat_mean += s->lat_ms[i];
+		sorted[i] = s->lat_ms[i];
+	}
+	lat_mean /= nq;
+	qsort(sorted, s->nq, sizeof(double), cmp_double);
+	p50 = pct(sorted, s->nq, 0.5);
+	p99 = pct(sorted, s->nq, 0.99);
+	free(sorted);
+	if (a->json) {
+		printf("{\"kind\":\"%s\",\"queries\":%zu,\"k\":%zu,\"ef_search\":%u,"
+		       "\"mode\":\"%s\",\"fanout\":%u,\"merge\":\"%s\",\"strategy\":\"%s\","
+		       "\"cold\":%s,\"buffers_bytes\":%llu,\"partitions\":%u,",
+		       cv_index_kind(ix), s->nq, a->qo.k, a->qo.ef_search,
+		       a->qo.mode == CV_MODE_FANOUT ? "fanout" : "serial", a->qo.fanout,
+		       a->qo.merge == CV_MERGE_SORT ? "sort" : "stream", cv_io_strategy_name(a->strategy),
+		       a->cold ? "true" : "false", (unsigned long long) a->buffers,
+		       a->nparts ? (unsigned) a->nparts : cv_index_partitions(ix));
+		if (s->have_recall)
+			printf("\"recall_at_k\":%.6f,", s->recall);
+		else
+			printf("\"recall_at_k\":null,");
+		printf("\"wall_s\":%.6f,\"qps\":%.3f,\"lat_mean_ms\":%.4f,\"lat_p50_ms\":%.4f,"
+		       "\"lat_p99_ms\":%.4f,\"engine_reads\":%llu,\"reads_per_query\":%.2f,"
+		       "\"bytes_per_read\":%.1f,\"engine_read_ms_mean\":%.5f,\"buffer_hits_per_query\":%.2f,"
+		       "\"heap_reads_per_query\":%.2f,\"posting_reads_per_query\":%.2f,"
+		       "\"rescore_reads_per_query\":%.2f,\"distances_per_query\":%.1f,"
+		       "\"inflight_max\":%llu",
+		       s->wall_s, s->wall_s > 0 ? nq / s->wall_s : 0, lat_mean, p50, p99,
+		       (unsigned long long) s->st.reads, (double) s->st.reads / nq, bpr, read_ms,
+		       (double) s->st.buffer_hits / nq, (double) s->st.heap_reads / nq,
+		       (double) s->st.posting_reads / nq, (double) s->st.rescore_reads / nq,
+		       (double) s->st.distances / nq, (unsigned long long) s->io.inflight_max);
+		if (a->simulate)
+			printf(",\"simulate\":\"%s\",\"sim_lat_mean_ms\":%.3f,\"sim_read_ms_mean\":%.3f,"
+			       "\"sim_inflight_mean\":%.3f,\"sim_reads_per_query\":%.2f",
+			       a->simulate, s->sim_ms / nq, s->sim_read_ms, s->sim_inflight,
+			       (double) s->sim_reads / nq);
+		printf("}\n");
+		return;
+	}
+	printf("kind %s, %zu queries, k=%zu, ef_search=%u, mode %s", cv_index_kind(ix), s->nq,
+	       a->qo.k, a->qo.ef_search, a->qo.mode == CV_MODE_FANOUT ? "fanout" : "serial");
+	if (a->qo.mode == CV_MODE_FANOUT)
+		printf(":%u", a->qo.fanout);
+	printf(", merge %s, strategy %s%s\n", a->qo.merge == CV_MERGE_SORT ? "sort" : "stream",
+	       cv_io_strategy_name(a->strategy), a->cold ? ", cold" : "");
+	if (s->have_recall)
+		printf("recall@%zu        %.4f\n", a->qo.k, s->recall);
+	else
+		printf("recall@%zu        n/a (no --gt and no data spec)\n", a->qo.k);
+	printf("QPS              %.2f\n", s->wall_s > 0 ? nq / s->wall_s : 0);
+	printf("latency ms       mean %.3f  p50 %.3f  p99 %.3f\n", lat_mean, p50, p99);
+	printf("reads/query      %.1f (%.0f bytes per read, mean read %.4f ms, max in flight %llu)\n",
+	       (double) s->st.reads / nq, bpr, read_ms, (unsigned long long) s->io.inflight_max);
+	printf("buffer hits/q    %.1f\n", (double) s->st.buffer_hits / nq);
+	printf("heap reads/q     %.2f\n", (double) s->st.heap_reads / nq);
+	printf("posting reads/q  %.2f\n", (double) s->st.posting_reads / nq);
+	printf("rescore reads/q  %.2f\n", (double) s->st.rescore_reads / nq);
+	if (a->simulate)
+		printf("virtual time     %s: %.2f ms per query, read %.3f ms, %.2f in flight\n",
+		       a->simulate, s->sim_ms / nq, s->sim_read_ms, s->sim_inflight);
+}
+
+static int index_query(int argc, char **argv)
+{
+	qargs a;
+	qsum s = {0};
+	cv_open_opts oo;
+	cv_io_opts io_o;
+	cv_index *ix = NULL;
+	cv_io *io = NULL;
+	cv_device *dev = NULL, *simdev = NULL;
+	cv_trace *trace = NULL;
+	cv_dataset *qs = NULL, *base = NULL;
+	cv_block_list bl = {0};
+	cv_err e = {{0}};
+	char **files = NULL, spec[1024];
+	size_t nfiles = 0;
+	int32_t *gt = NULL;
+	uint32_t *ids = NULL;
+	float *dists = NULL;
+	double sim_read_sum = 0, sim_infl_sum = 0;
+	int rc, exitc = CS_EXIT_OK;
+
+	rc = parse_query_args(argc, argv, &a);
+	if (rc)
+		return rc;
+	cv_open_opts_default(&oo);
+	oo.buffers_bytes = a.buffers;
+	rc = cv_index_open(a.dir, &oo, &ix, &e);
+	if (rc) {
+		exitc = fail(rc, &e);
+		goto out;
+	}
+	rc = cv_dataset_load(a.queries, &qs, &e);
+	if (rc) {
+		exitc = fail(rc, &e);
+		goto out;
+	}
+	if (qs->d != cv_index_dim(ix)) {
+		fprintf(stderr, "coldstudy index: %s: %zu dimensions, the index has %zu\n", a.queries,
+			qs->d, cv_index_dim(ix));
+		exitc = CS_EXIT_BADINPUT;
+		goto out;
+	}
+	s.nq = a.nq && a.nq < qs->n ? a.nq : qs->n;
+	a.qo.partitions = a.parts;
+	a.qo.npartitions = a.nparts;
+	for (size_t i = 0; i < a.nparts; i++)
+		if (a.parts[i] >= cv_index_partitions(ix)) {
+			fprintf(stderr, "coldstudy index: --partitions: %u is past the last partition (%u)\n",
+				a.parts[i], cv_index_partitions(ix) - 1);
+			exitc = CS_EXIT_BADINPUT;
+			goto out;
+		}
+	/* ground truth: --gt, or computed (and cached) against the data spec */
+	if (!a.data && read_data_spec(a.dir, spec, sizeof(spec)) == 0)
+		a.data = spec;
+	if (a.data) {
+		rc = cv_dataset_load(a.data, &base, &e);
+		if (rc) {
+			exitc = fail(rc, &e);
+			goto out;
+		}
+	}
+	if (a.gt && base) {
+		size_t gnq, gk;
+
+		rc = cv_ivecs_read(a.gt, &gt, &gnq, &gk, &e);
+		if (rc) {
+			exitc = fail(rc, &e);
+			goto out;
+		}
+		if (gnq < s.nq || gk < a.qo.k) {
+			fprintf(stderr, "coldstudy index: %s: %zu rows of %zu ids, need %zu of %zu\n", a.gt,
+				gnq, gk, s.nq, a.qo.k);
+			exitc = CS_EXIT_BADINPUT;
+			goto out;
+		}
+		if (gk != a.qo.k) {
+			/* keep the first k of each row */
+			for (size_t i = 0; i < s.nq; i++)
+				memmove(gt + i * a.qo.k, gt + i * gk, a.qo.k * sizeof(*gt));
+		}
+	} else if (base) {
+		cv_dataset *sub = NULL;
+
+		rc = cv_dataset_slice(qs, 0, s.nq, &sub);
+		if (!rc)
+			rc = cv_groundtruth_cached(base, sub, a.qo.k, cv_index_metric(ix), 0, NULL, &gt, &e);
+		cv_dataset_free(sub);
+		if (rc) {
+			exitc = fail(rc, &e);
+			goto out;
+		}
+	}
+	if (a.device) {
+		rc = cv_device_new(a.device, 1, &dev, &e);
+		if (rc) {
+			exitc = fail(rc, &e);
+			goto out;
+		}
+	}
+	if (a.simulate) {
+		rc = cv_device_new(a.simulate, 1, &simdev, &e);
+		if (!rc)
+			rc = cv_trace_new(1u << 22, &trace);
+		if (rc) {
+			exitc = fail(rc, &e);
+			goto out;
+		}
+	}
+	cv_io_opts_default(&io_o);
+	io_o.strategy = a.strategy;
+	io_o.device = dev;
+	io_o.trace = trace;
+	if (a.qo.mode == CV_MODE_FANOUT && a.qo.fanout > io_o.queue_depth)
+		io_o.queue_depth = a.qo.fanout;
+	rc = cv_io_new(&io_o, &io);
+	if (rc) {
+		fprintf(stderr, "coldstudy index: cannot start the %s reader: %s\n",
+			cv_io_strategy_name(a.strategy), strerror(-rc));
+		exitc = rc == -ENOSYS || rc == -EPERM ? CS_EXIT_REFUSED : CS_EXIT_INTERNAL;
+		goto out;
+	}
+	if (a.cold || a.record) {
+		rc = cv_index_files(a.dir, &files, &nfiles);
+		if (rc) {
+			exitc = fail(rc, NULL);
+			goto out;
+		}
+	}
+	a.qo.blocks = a.record ? &bl : NULL;
+	ids = calloc(a.qo.k, sizeof(*ids));
+	dists = calloc(a.qo.k, sizeof(*dists));
+	s.lat_ms = calloc(s.nq ? s.nq : 1, sizeof(double));
+	if (!ids || !dists || !s.lat_ms) {
+		exitc = CS_EXIT_INTERNAL;
+		goto out;
+	}
+	for (size_t i = 0; i < s.nq; i++) {
+		size_t nout = 0;
+		uint64_t t0, t1;
+
+		if (a.cold) {
+			for (size_t f = 0; f < nfiles; f++)
+				if ((rc = cv_cache_evict(files[f]))) {
+					fprintf(stderr, "coldstudy index: %s: cannot evict: %s\n", files[f],
+						strerror(-rc));
+					exitc = CS_EXIT_INTERNAL;
+					goto out;
+				}
+			cv_index_drop_buffers(ix);
+		}
+		if (trace)
+			cv_trace_clear(trace);
+		t0 = now_ns();
+		rc = cv_index_query(ix, io, cv_row(qs, i), &a.qo, ids, dists, &nout, &s.st);
+		t1 = now_ns();
+		if (rc) {
+			fprintf(stderr, "coldstudy index: query %zu: %s\n", i, strerror(-rc));
+			exitc = cli_exit_from_errno(rc);
+			goto out;
+		}
+		s.lat_ms[i] = (double) (t1 - t0) / 1e6;
+		s.wall_s += (double) (t1 - t0) / 1e9;
+		if (gt && base) {
+			s.recall += cv_recall_at_k(base, cv_row(qs, i), cv_index_metric(ix),
+						   gt + i * a.qo.k, a.qo.k, ids, nout);
+			s.have_recall = 1;
+		}
+		if (trace) {
+			cv_sim_result r;
+
+			rc = cv_device_simulate(simdev, trace, i + 1, &r);
+			if (rc) {
+				fprintf(stderr, "coldstudy index: simulate: %s\n", strerror(-rc));
+				exitc = CS_EXIT_INTERNAL;
+				goto out;
+			}
+			s.sim_ms += r.wall_ms;
+			s.sim_reads += r.reads;
+			sim_read_sum += r.read_ms_mean * (double) r.reads;
+			sim_infl_sum += r.inflight_mean * r.wall_ms;
+		}
+	}
+	if (s.have_recall)
+		s.recall /= (double) s.nq;
+	if (s.sim_reads)
+		s.sim_read_ms = sim_read_sum / (double) s.sim_reads;
+	if (s.sim_ms > 0)
+		s.sim_inflight = sim_infl_sum / s.sim_ms;
+	cv_io_stats_get(io, &s.io);
+	print_summary(&a, ix, &s);
+	if (a.record && (rc = write_blocks(a.record, &bl, files, nfiles))) {
+		fprintf(stderr, "coldstudy index: %s: cannot write block lists: %s\n", a.record,
+			strerror(-rc));
+		exitc = CS_EXIT_INTERNAL;
+	}
+out:
+	free(bl.file);
+	free(bl.block);
+	free(ids);
+	free(dists);
+	free(s.lat_ms);
+	free(gt);
+	free(a.parts);
+	cv_index_files_free(files, nfiles);
+	cv_io_free(io);
+	cv_trace_free(trace);
+	cv_device_free(dev);
+	cv_device_free(simdev);
+	cv_dataset_free(qs);
+	cv_dataset_free(base);
+	cv_index_close(ix);
+	return exitc;
+}
+
+/* ---- verify, insert, delete ---- */
+
+static int index_verify(int argc, char **argv)
+{
+	cv_err e = {{0}};
+	int rc;
+
+	if (argc != 2 || argv[1][0] == '-')
+		return cli_usage("index", "verify takes one DIR");
+	rc = cv_index_verify(argv[1], &e);
+	if (rc)
+		return fail(rc, &e);
+	printf("%s: %s\n", argv[1], e.msg[0] ? e.msg : "ok");
+	return CS_EXIT_OK;
+}
+
+/* Read ids from FILE: ivecs (by extension) or numbers separated by white space. */
+static int read_ids(const char *path, uint32_t **out, size_t *n)
+{
+	size_t len = strlen(path), cap = 0, cnt = 0;
+	uint32_t *v = NULL;
+	FILE *f;
+	unsigned long long x;
+	int c;
+
+	if (len > 6 && !strcmp(path + len - 6, ".ivecs")) {
+		int32_t *ids = NULL;
+		size_t nq, k;
+		cv_err e = {{0}};
+		int rc = cv_ivecs_read(path, &ids, &nq, &k, &e);
+
+		if (rc)
+			return fail(rc, &e);
+		*out = (uint32_t *) ids;
+		*n = nq * k;
+		return 0;
+	}
+	f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "coldstudy index: %s: cannot open: %s\n", path, strerror(errno));
+		return CS_EXIT_BADINPUT;
+	}
+	while ((c = fscanf(f, "%llu", &x)) == 1) {
+		if (x > UINT32_MAX)
+			break;
+		if (cnt == cap) {
+			uint32_t *nv;
+
+			cap = cap ? cap * 2 : 1024;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				fclose(f);
+				free(v);
+				return CS_EXIT_INTERNAL;
+			}
+			v = nv;
+		}
+		v[cnt++] = (uint32_t) x;
+	}
+	if (!feof(f) || c == 1) {
+		fprintf(stderr, "coldstudy index: %s: byte %ld: expected an id (0..4294967295)\n", path,
+			ftell(f));
+		fclose(f);
+		free(v);
+		return CS_EXIT_BADINPUT;
+	}
+	fclose(f);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+static int index_update(int argc, char **argv, int insert)
+{
+	const char *dir = NULL, *data = NULL, *idfile = NULL;
+	uint64_t first = 0;
+	cv_dataset *ds = NULL;
+	cv_err e = {{0}};
+	uint32_t *ids = NULL;
+	size_t n = 0;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+
+		if (o[0] != '-') {
+			if (dir)
+				return cli_usage("index", "%s takes one DIR", argv[0]);
+			dir = o;
+		} else if (i + 1 >= argc) {
+			return cli_usage("index", "%s needs a value", o);
+		} else if (!strcmp(o, "--data")) {
+			data = argv[++i];
+		} else if (!strcmp(o, "--ids") && !insert) {
+			idfile = argv[++i];
+		} else if (!strcmp(o, "--first-id")) {
+			if ((rc = opt_uint(o, argv[++i], 0, UINT32_MAX, &first)))
+				return rc;
+		} else {
+			return cli_usage("index", "%s: unknown option '%s'", argv[0], o);
+		}
+	}
+	if (!dir || (insert && !data) || (!insert && !data == !idfile))
+		return cli_usage("index", insert ? "insert needs DIR and --data SPEC"
+						 : "delete needs DIR and one of --ids FILE or --data SPEC");
+	if (data) {
+		rc = cv_dataset_load(data, &ds, &e);
+		if (rc)
+			return fail(rc, &e);
+	}
+	if (insert) {
+		rc = cv_index_insert(dir, ds, (uint32_t) first, &e);
+		n = ds->n;
+	} else {
+		if (idfile) {
+			rc = read_ids(idfile, &ids, &n);
+			if (rc) {
+				cv_dataset_free(ds);
+				return rc;
+			}
+		} else {
+			n = ds->n;
+			ids = malloc((n ? n : 1) * sizeof(*ids));
+			if (!ids) {
+				cv_dataset_free(ds);
+				return CS_EXIT_INTERNAL;
+			}
+			for (size_t i = 0; i < n; i++)
+				ids[i] = (uint32_t) (first + i);
+		}
+		rc = cv_index_delete(dir, ids, n, &e);
+	}
+	free(ids);
+	cv_dataset_free(ds);
+	if (rc == -ENOTSUP) {
+		fprintf(stderr, "coldstudy index: %s\n", e.msg[0] ? e.msg : "not supported");
+		return CS_EXIT_REFUSED;
+	}
+	if (rc)
+		return fail(rc, &e);
+	printf("%s %zu rows %s %s\n", insert ? "inserted" : "deleted", n, insert ? "into" : "from",
+	       dir);
+	return CS_EXIT_OK;
+}
 
 int cmd_index(int argc, char **argv)
 {
-	(void) argc;
-	fprintf(stderr, "coldstudy %s: not built yet\n", argv[0]);
-	return CS_EXIT_INTERNAL;
+	if (argc < 2 || cli_wants_help(argc, argv)) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? CS_EXIT_USAGE : CS_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "build"))
+		return index_build(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "query"))
+		return index_query(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "verify"))
+		return index_verify(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "insert"))
+		return index_update(argc - 1, argv + 1, 1);
+	if (!strcmp(argv[1], "delete"))
+		return index_update(argc - 1, argv + 1, 0);
+	return cli_usage("index", "unknown subcommand '%s' (build, query, verify, insert, delete)",
+			 argv[1]);
 }
-
