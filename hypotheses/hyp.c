@@ -231,6 +231,7 @@ int hyp_parse_buf(const char *buf, size_t len, const char *name, hyp **out, cs_e
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: out of memory", name);
 		goto out;
 	}
+	cs_sha256_hex(buf, len, h->file_sha256);
 	rc = validate(doc, name, h, e);
 	if (rc)
 		goto out;

@@ -27,6 +27,7 @@ typedef struct hyp {
 	size_t canonical_len;
 	char sha256[65];   /* SHA-256 hex of canonical */
 	char *source;      /* the file name messages use (owned) */
+	char file_sha256[65]; /* SHA-256 hex of the bytes as read, before parsing */
 } hyp;
 
 /* Parse and validate a file (or buffer named name for messages). */
@@ -70,7 +71,8 @@ int rule_validate(const json_t *rule, const char *name, const char *where, cs_er
 
 /*
  * Evaluate a rule over runs: a JSON array of {"id": "...", "tags": [...],
- * "hypotheses": [...], "metrics": {name: number, ...}}. *result: 1 true,
+ * "hypotheses": [...], "metrics": {name: number, ...}} (tags, hypotheses
+ * and metrics may be absent or null; other members are ignored). *result: 1 true,
  * 0 false, -1 undetermined (a selection was empty or a metric missing).
  * *trace (new reference, may be NULL) records every number the rule saw
  * and the run ids each selection matched.

@@ -567,12 +567,17 @@ static int check_runs(const json_t *runs, cs_err *e)
 	json_array_foreach(runs, i, run) {
 		jv_path_index(path, sizeof(path), "$", i);
 		if (jv_expect(run, JV_OBJECT, "runs", path, e) ||
-		    jv_get(run, "id", JV_STRING, 1, "runs", path, &v, e) ||
+		    jv_get(run, "id", JV_STRING, 1, "runs", path, &v, e))
+			return CS_EXIT_BADINPUT;
+		/* null stands for absent (json_pack's "O?" writes it for a missing member) */
+		if (!json_is_null(json_object_get(run, "metrics")) &&
 		    jv_get(run, "metrics", JV_OBJECT, 0, "runs", path, &v, e))
 			return CS_EXIT_BADINPUT;
 		for (int f = 0; f < 2; f++) {
 			const char *key = f ? "hypotheses" : "tags";
 
+			if (json_is_null(json_object_get(run, key)))
+				continue;
 			if (jv_get(run, key, JV_ARRAY, 0, "runs", path, &v, e))
 				return CS_EXIT_BADINPUT;
 			jv_path_key(sub, sizeof(sub), path, key);

@@ -118,6 +118,10 @@ static void test_base_valid(void **state)
 	cs_sha256_hex(h->canonical, h->canonical_len, hex);
 	assert_string_equal(hex, h->sha256);
 	assert_int_equal(strlen(h->canonical), h->canonical_len);
+	/* the file's own hash is over the bytes as given, not the canonical form */
+	cs_sha256_hex(base_json, strlen(base_json), hex);
+	assert_string_equal(hex, h->file_sha256);
+	assert_string_not_equal(h->file_sha256, h->sha256);
 	hyp_free(h);
 	hyp_free(NULL);
 }

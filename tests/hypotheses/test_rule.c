@@ -266,6 +266,14 @@ static void test_bad_runs(void **state)
 	assert_int_equal(rule_eval(rule, bad, &res, NULL, &e), CS_EXIT_BADINPUT);
 	assert_non_null(strstr(e.msg, "$[0].metrics: expected an object"));
 	json_decref(bad);
+	/* null members stand for absent ones (json_pack "O?"); other members are ignored */
+	bad = json_loads("[{\"id\": \"R1\", \"tags\": null, \"hypotheses\": null, \"metrics\": null,"
+			 " \"seq\": 4}, {\"id\": \"R2\", \"tags\": [\"gate\", \"cold\", \"serial\", \"hdd\"],"
+			 " \"metrics\": {\"wall_s\": 3}}]", 0, NULL);
+	assert_non_null(bad);
+	assert_int_equal(rule_eval(rule, bad, &res, NULL, &e), 0);
+	assert_int_equal(res, 1);
+	json_decref(bad);
 	/* no runs at all: undetermined, not an error */
 	bad = json_array();
 	assert_int_equal(rule_eval(rule, bad, &res, NULL, &e), 0);
