@@ -35,6 +35,11 @@ int cmd_refute(int argc, char **argv);
 int cmd_verdicts(int argc, char **argv);
 int cmd_deviate(int argc, char **argv);
 
+/* cmd_report.c */
+int cmd_report(int argc, char **argv);
+/* `coldstudy log publish ...`, called by cmd_log with argv[0] = "publish" */
+int cmd_log_publish(int argc, char **argv);
+
 /* Shared helpers (cli/util.c). */
 
 /* Print "coldstudy VERB: msg" to stderr and return e->code. */

@@ -31,6 +31,7 @@ static const verb verbs[] = {
 	{"refute", cmd_refute, "record the sceptic's refutation of a hypothesis"},
 	{"verdicts", cmd_verdicts, "evaluate every hypothesis's registered rules"},
 	{"deviate", cmd_deviate, "record a departure from the plan"},
+	{"report", cmd_report, "publish tables, plots and verdicts from the log (Markdown, HTML, SVG)"},
 };
 
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
