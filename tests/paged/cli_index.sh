@@ -1,0 +1,47 @@
+#!/bin/sh
+# coldstudy index end to end: build paged and phnsw on synth data, query
+# --json (recall, reads), verify, a damaged page (exit 4), bad input (exit 5),
+# usage errors (exit 2), a refused overwrite (exit 3).
+set -u
+cs=${COLDSTUDY:?}
+T=$(mktemp -d /tmp/cvpcliXXXXXX)
+trap 'rm -rf "$T"' EXIT
+fail=0
+check() { # expected-exit description command...
+	exp=$1; what=$2; shift 2
+	"$@" >"$T/out" 2>"$T/err"; got=$?
+	if [ "$got" != "$exp" ]; then
+		echo "FAIL: $what: exit $got, expected $exp"; cat "$T/err"; fail=1
+	fi
+}
+D='synth:n=1500,d=16,clusters=8,seed=4'
+Q='synth:n=20,d=16,clusters=8,seed=5'
+check 0 "build paged" "$cs" index build --kind paged --data "$D" --metric l2 --m 8 --ef-construction 32 --out "$T/p"
+check 0 "build phnsw" "$cs" index build --kind phnsw --data "$D" --metric cosine --m 8 --ef-construction 32 --partitions 4 --threads 2 --out "$T/h"
+check 3 "build over an index" "$cs" index build --kind paged --data "$D" --metric l2 --out "$T/p"
+check 0 "query paged" "$cs" index query "$T/p" --queries "$Q" --k 10 --ef-search 40 --cold --json
+grep -q '"recall_at_k":[01]\.' "$T/out" || { echo "FAIL: no recall in $(cat "$T/out")"; fail=1; }
+reads=$(sed 's/.*"engine_reads":\([0-9]*\).*/\1/' "$T/out")
+[ "${reads:-0}" -gt 0 ] || { echo "FAIL: no reads in cold query"; fail=1; }
+check 0 "query phnsw fanout" "$cs" index query "$T/h" --queries "$Q" --mode fanout:4 --merge sort --strategy uring --cold --buffers 4M --json
+grep -q '"partitions":4' "$T/out" || { echo "FAIL: partitions in $(cat "$T/out")"; fail=1; }
+check 0 "query phnsw subset, blocks" "$cs" index query "$T/h" --queries "$Q" --nq 2 --partitions 0,2-3 --record-blocks "$T/bl"
+[ -s "$T/bl.part-000" ] || { echo "FAIL: no block list written"; fail=1; }
+check 0 "query text" "$cs" index query "$T/h" --queries "$Q" --nq 3 --simulate hdd-pool
+grep -q 'virtual time' "$T/out" || { echo "FAIL: no virtual time line"; fail=1; }
+check 0 "verify" "$cs" index verify "$T/h"
+grep -q 'ok: 4 partitions, 1500 rows' "$T/out" || { echo "FAIL: verify says $(cat "$T/out")"; fail=1; }
+check 5 "queries of the wrong dimension" "$cs" index query "$T/p" --queries 'synth:n=5,d=8,seed=1'
+check 5 "bad data spec" "$cs" index build --kind paged --data 'synth:n=x' --metric l2 --out "$T/bad"
+check 5 "partition past the end" "$cs" index query "$T/h" --queries "$Q" --partitions 9
+check 2 "bad mode" "$cs" index query "$T/p" --queries "$Q" --mode fanout:x
+check 2 "bad kind" "$cs" index build --kind btree --data "$D" --metric l2 --out "$T/x"
+check 2 "no subcommand" "$cs" index
+check 5 "not an index" "$cs" index verify "$T"
+check 3 "insert into paged" "$cs" index insert "$T/p" --data "$Q"
+# damage one byte of a partition's meta page: verify and query say so (exit 4)
+printf 'Z' | dd of="$T/h/part-001" bs=1 seek=200 conv=notrunc 2>/dev/null
+check 4 "verify damaged" "$cs" index verify "$T/h"
+grep -q 'part-001' "$T/err" || { echo "FAIL: damage not located: $(cat "$T/err")"; fail=1; }
+check 4 "query damaged" "$cs" index query "$T/h" --queries "$Q" --nq 1 --cold
+exit $fail
