@@ -1,8 +1,9 @@
 /*
  * verify.c - recomputing the ledger: one pass over every record that
  * checks seq continuity, strictly increasing ts, the prev link, the record
- * hash and builds the RFC 6962 root; then every raw blob against its hash;
- * then, given a saved checkpoint, that the log still extends it.
+ * hash and builds the RFC 6962 root; then every raw blob against its hash
+ * and every run record's "raw" references against the blobs present; then,
+ * given a saved checkpoint, that the log still extends it.
  *
  * The pass is one prepared SELECT in seq order, one reusable EVP context,
  * and a compact range of O(log n) subtree hashes for the root, so a
@@ -50,6 +51,36 @@ static int kind_ok(const unsigned char *k, int n)
 		if (!((k[i] >= 'a' && k[i] <= 'z') || k[i] == '_'))
 			return 0;
 	return 1;
+}
+
+/*
+ * Every raw blob a run record names in its "raw" object must be present
+ * (a deleted blob would otherwise go unnoticed: its hash is still in the
+ * record, which verifies). Returns 0 or CS_EXIT_VERIFY naming the seq.
+ */
+static int verify_raw_refs(ledger *l, cs_err *e)
+{
+	sqlite3_stmt *st = NULL;
+	int s, rc = 0;
+
+	if (sqlite3_prepare_v2(l->db,
+			       "SELECT r.seq, j.key, j.value FROM records r, json_each(r.payload, '$.raw') j"
+			       " WHERE r.kind = 'run' AND json_valid(r.payload) AND j.type = 'text'"
+			       " AND NOT EXISTS (SELECT 1 FROM raw WHERE raw.sha = j.value)"
+			       " ORDER BY r.seq LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return lg_sqlerr(l, e, "cannot check raw references");
+	s = sqlite3_step(st);
+	if (s == SQLITE_ROW)
+		rc = cs_err_set(e, CS_EXIT_VERIFY,
+				"%s/ledger.db: seq %lld: raw blob %s (%s) named by the run is missing",
+				l->dir, (long long) sqlite3_column_int64(st, 0),
+				(const char *) sqlite3_column_text(st, 2),
+				(const char *) sqlite3_column_text(st, 1));
+	else if (s != SQLITE_DONE)
+		rc = lg_sqlerr(l, e, "cannot check raw references");
+	sqlite3_finalize(st);
+	return rc;
 }
 
 /* Check every raw blob's body against its SHA-256 name. */
@@ -184,6 +215,8 @@ int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info 
 		goto out;
 	}
 	rc = verify_raw(l, &raw_count, e);
+	if (!rc)
+		rc = verify_raw_refs(l, e);
 	if (rc)
 		goto out;
 	if (have_cp) {

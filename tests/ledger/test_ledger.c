@@ -233,6 +233,28 @@ static void test_raw_blobs(void **state)
 	json_decref(rows);
 }
 
+static void test_raw_reference_missing(void **state)
+{
+	ledger *l = fresh(state);
+	json_t *rows = json_pack("[{s:i}]", "q", 1), *run;
+	char sha[65];
+	cs_err e = {0};
+
+	note(l, "note", NULL, 0);
+	assert_int_equal(ledger_put_raw(l, "queries", rows, sha, &e), 0);
+	run = json_pack("{s:s, s:{s:s}}", "run_id", "R1", "raw", "queries", sha);
+	assert_int_equal(ledger_append(l, "run", run, NULL, &e), 0);
+	assert_int_equal(ledger_verify(l, NULL, &e), 0);
+	ledger_close(l);
+	assert_int_equal(raw_sql(*state, "DROP TRIGGER raw_no_delete; DELETE FROM raw"), SQLITE_OK);
+	assert_int_equal(ledger_open(*state, &l, &e), 0);
+	assert_int_equal(ledger_verify(l, NULL, &e), CS_EXIT_VERIFY);
+	assert_non_null(strstr(e.msg, "seq 2: raw blob"));
+	ledger_close(l);
+	json_decref(rows);
+	json_decref(run);
+}
+
 static int count_cb(const ledger_record *r, void *ud)
 {
 	(*(int *) ud)++;
@@ -468,6 +490,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_append_chain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_transactions_and_triggers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_raw_blobs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_raw_reference_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_find_foreach_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checkpoint_codec, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_verify_with_checkpoints, setup, teardown),
