@@ -8,6 +8,20 @@
  *
  * Concurrency: hnsw_search may run concurrently with other searches and
  * with hnsw_add / hnsw_mark_deleted (per-node locks, as hnswlib).
+ * hnsw_save, hnsw_quant8_train and the hnsw_node_* accessors need a
+ * quiescent graph (no add in flight).
+ *
+ * Distances: L2 is squared Euclidean; IP is -<q,x>; cosine normalises
+ * vectors at insert and query and returns 1 - <q,x>.
+ *
+ * quant8: every dimension j is stored as an 8-bit code c with
+ * x ~ lo[j] + scale[j] * c, lo/scale from the per-dimension min/max of
+ * training data: hnsw_build trains on its input when the graph is empty
+ * and untrained, hnsw_quant8_train on a caller's sample. A graph that
+ * receives hnsw_add before any training uses the global range
+ * [q8_min, q8_max] from the params, or, when those are equal, the first
+ * vector's range widened by its own span on both sides. Values outside
+ * the range are clamped. Queries stay float32 (asymmetric distances).
  */
 #ifndef CV_HNSW_H
 #define CV_HNSW_H
@@ -22,20 +36,24 @@ typedef struct hnsw_params {
 	cv_metric metric;
 	int quant8;               /* store 8-bit quantized vectors */
 	uint64_t seed;
+	float q8_min, q8_max;     /* quant8 global range before training (see above) */
 } hnsw_params;
 
 /* An empty graph for vectors of dim, room for capacity nodes (grows). */
 int hnsw_new(size_t dim, const hnsw_params *p, size_t capacity, hnsw **out);
 void hnsw_free(hnsw *h);
 
-/* Insert one vector under label (thread-safe against other adds and searches). */
+/* Insert one vector under label (thread-safe against other adds and searches); -EEXIST if taken. */
 int hnsw_add(hnsw *h, const float *vec, uint32_t label);
 
-/* Insert n vectors, labels 0..n-1, with threads workers; progress may be NULL. */
+/*
+ * Insert n vectors, labels 0..n-1, with threads workers (0: all cores);
+ * progress may be NULL and is called from the calling thread only.
+ */
 int hnsw_build(hnsw *h, const float *data, size_t n, unsigned threads,
 	       void (*progress)(size_t done, size_t total, void *ud), void *ud);
 
-/* Hide label from search results (its node still routes). */
+/* Hide label from search results (its node still routes). -ENOENT if unknown. */
 int hnsw_mark_deleted(hnsw *h, uint32_t label);
 
 /* The k nearest labels to q with search width ef (>= k), nearest first. */
@@ -62,5 +80,26 @@ size_t hnsw_dim(const hnsw *h);
 /* Versioned, checksummed file format. -EBADMSG on damage. */
 int hnsw_save(const hnsw *h, const char *path);
 int hnsw_load(const char *path, hnsw **out, cv_err *e);
+
+/* ---- additions ---- */
+
+/* As hnsw_search; *ndist (may be NULL) is increased by the distances computed. */
+int hnsw_search_n(const hnsw *h, const float *q, size_t k, unsigned ef, uint32_t *labels,
+		  float *dists, size_t *nout, uint64_t *ndist);
+
+/* Set quant8's per-dimension ranges from n sample rows; -EBUSY once nodes exist, -EINVAL if not quant8. */
+int hnsw_quant8_train(hnsw *h, const float *data, size_t n);
+
+/* The graph's parameters (m, ef_construction, metric, quant8, seed). */
+const hnsw_params *hnsw_get_params(const hnsw *h);
+
+/* How many threads inserted nodes in the last hnsw_build (tests assert the path ran). */
+unsigned hnsw_build_threads(const hnsw *h);
+
+/* Whether node is marked deleted. */
+int hnsw_node_deleted(const hnsw *h, uint32_t node);
+
+/* The distance kernel set in use: "scalar", "avx2" or "avx512". */
+const char *hnsw_kernels(void);
 
 #endif

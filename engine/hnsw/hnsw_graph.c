@@ -1,0 +1,363 @@
+/*
+ * hnsw_graph.c - the graph's memory: creation and teardown, the segmented
+ * record storage, the label map, quant8 training, and the read-only
+ * accessors other layouts (the paged HNSW) walk the graph with.
+ *
+ * Records are 64-byte aligned and sized to a multiple of 64, so a vector
+ * starts on a cache line (aligned loads, one prefetch per line). Segment
+ * 0 holds max(capacity, 64) records rounded up to a power of two;
+ * segment s holds base << s, so growth never moves a record (searches run
+ * while HFresh adds centroids) and segments stay O(log n) in number.
+ */
+#include "hnsw_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LM_EMPTY UINT32_MAX
+
+static size_t round_up(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+int hnsw_new(size_t dim, const hnsw_params *p, size_t capacity, hnsw **out)
+{
+	hnsw *h;
+	unsigned shift = 6;
+	int rc = -ENOMEM;
+
+	*out = NULL;
+	if (!p || dim == 0 || dim > HNSW_MAX_DIM || p->m < HNSW_MIN_M || p->m > HNSW_MAX_M ||
+	    p->ef_construction > HNSW_MAX_EFC || (unsigned) p->metric > CV_METRIC_COSINE)
+		return -EINVAL;
+	if (capacity > HNSW_MAX_NODES)
+		capacity = HNSW_MAX_NODES;
+	while ((1ull << shift) < capacity)
+		shift++;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->dim = dim;
+	h->p = *p;
+	h->p.quant8 = p->quant8 ? 1 : 0;
+	if (h->p.ef_construction < h->p.m)
+		h->p.ef_construction = h->p.m;
+	h->m = p->m;
+	h->m0 = 2 * p->m;
+	h->ml = 1.0 / log((double) p->m);
+	h->vec_bytes = round_up(h->p.quant8 ? dim : dim * sizeof(float), 4);
+	h->off_hdr = h->vec_bytes;
+	h->off_links0 = h->off_hdr + sizeof(hnsw_hdr);
+	h->off_upper = round_up(h->off_links0 + h->m0 * sizeof(uint32_t), 8);
+	h->rec_size = round_up(h->off_upper + sizeof(uint32_t *), 64);
+	h->upper_stride = 1 + h->m;
+	h->seg_shift = shift;
+	h->entry = UINT64_MAX;
+	pthread_mutex_init(&h->alloc_lock, NULL);
+	pthread_mutex_init(&h->top_lock, NULL);
+	pthread_mutex_init(&h->pool_lock, NULL);
+	if (h->p.quant8) {
+		h->q_lo = calloc(dim, sizeof(float));
+		h->q_scale = calloc(dim, sizeof(float));
+		h->q_w = calloc(dim + 16, sizeof(float));
+		if (!h->q_lo || !h->q_scale || !h->q_w)
+			goto fail;
+	}
+	hnsw_kernels_select(h);
+	rc = hnsw_reserve(h, capacity ? capacity : 1);
+	if (rc)
+		goto fail;
+	*out = h;
+	return 0;
+fail:
+	hnsw_free(h);
+	return rc;
+}
+
+void hnsw_free(hnsw *h)
+{
+	hnsw_ctx *c;
+
+	if (!h)
+		return;
+	for (uint32_t i = 0; i < h->count; i++) {
+		uint32_t *up;
+
+		memcpy(&up, hnsw_rec(h, i) + h->off_upper, sizeof(up));
+		free(up);
+	}
+	for (unsigned s = 0; s < HNSW_MAX_SEGS; s++)
+		free(h->seg[s]);
+	while ((c = h->pool)) {
+		h->pool = c->next;
+		hnsw_ctx_free(c);
+	}
+	free(h->lm_key);
+	free(h->lm_val);
+	free(h->q_lo);
+	free(h->q_scale);
+	free(h->q_w);
+	pthread_mutex_destroy(&h->alloc_lock);
+	pthread_mutex_destroy(&h->top_lock);
+	pthread_mutex_destroy(&h->pool_lock);
+	free(h);
+}
+
+int hnsw_reserve(struct hnsw *h, size_t n)
+{
+	const uint64_t base = 1ull << h->seg_shift;
+
+	if (n > HNSW_MAX_NODES)
+		return -EOVERFLOW;
+	while (h->cap < n) {
+		/* segments fill in order; after s of them, cap == base * (2^s - 1) */
+		unsigned s = 0;
+		uint64_t cap;
+		char *mem;
+
+		while (s < HNSW_MAX_SEGS && h->seg[s])
+			s++;
+		if (s >= HNSW_MAX_SEGS)
+			return -EOVERFLOW;
+		mem = aligned_alloc(64, (size_t) (base << s) * h->rec_size);
+		if (!mem)
+			return -ENOMEM;
+		h->seg[s] = mem;
+		cap = base * ((1ull << (s + 1)) - 1);
+		if (cap > HNSW_MAX_NODES)
+			cap = HNSW_MAX_NODES;
+		__atomic_store_n(&h->cap, (uint32_t) cap, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+static size_t lm_slot(uint32_t label, size_t cap)
+{
+	return (size_t) ((label * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+}
+
+int hnsw_lm_get(const struct hnsw *h, uint32_t label, uint32_t *node)
+{
+	if (!h->lm_cap)
+		return -ENOENT;
+	for (size_t i = lm_slot(label, h->lm_cap);; i = (i + 1) & (h->lm_cap - 1)) {
+		if (h->lm_val[i] == LM_EMPTY)
+			return -ENOENT;
+		if (h->lm_key[i] == label) {
+			*node = h->lm_val[i];
+			return 0;
+		}
+	}
+}
+
+int hnsw_lm_put(struct hnsw *h, uint32_t label, uint32_t node)
+{
+	size_t i;
+
+	if ((h->lm_n + 1) * 2 > h->lm_cap) {
+		size_t nc = h->lm_cap ? h->lm_cap * 2 : 1024;
+		uint32_t *k = malloc(nc * sizeof(*k)), *v = malloc(nc * sizeof(*v));
+
+		if (!k || !v) {
+			free(k);
+			free(v);
+			return -ENOMEM;
+		}
+		memset(v, 0xff, nc * sizeof(*v));
+		for (size_t j = 0; j < h->lm_cap; j++) {
+			if (h->lm_val[j] == LM_EMPTY)
+				continue;
+			for (i = lm_slot(h->lm_key[j], nc); v[i] != LM_EMPTY; i = (i + 1) & (nc - 1))
+				;
+			k[i] = h->lm_key[j];
+			v[i] = h->lm_val[j];
+		}
+		free(h->lm_key);
+		free(h->lm_val);
+		h->lm_key = k;
+		h->lm_val = v;
+		h->lm_cap = nc;
+	}
+	for (i = lm_slot(label, h->lm_cap); h->lm_val[i] != LM_EMPTY; i = (i + 1) & (h->lm_cap - 1))
+		if (h->lm_key[i] == label)
+			return -EEXIST;
+	h->lm_key[i] = label;
+	h->lm_val[i] = node;
+	h->lm_n++;
+	return 0;
+}
+
+/* Set quant8's derived arrays from lo/hi per dimension. */
+static void q8_set(struct hnsw *h, const float *lo, const float *hi)
+{
+	for (size_t j = 0; j < h->dim; j++) {
+		float s = hi[j] > lo[j] ? (hi[j] - lo[j]) / 255.0f : 0.0f;
+
+		h->q_lo[j] = lo[j];
+		h->q_scale[j] = s;
+		h->q_w[j] = s * s;
+	}
+	h->q_trained = 1;
+}
+
+int hnsw_quant8_train(hnsw *h, const float *data, size_t n)
+{
+	float *lo = NULL, *hi = NULL, *row = NULL;
+	int rc = -EINVAL;
+
+	if (!h->p.quant8 || n == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&h->alloc_lock);
+	if (h->count) {
+		rc = -EBUSY;
+		goto out;
+	}
+	rc = -ENOMEM;
+	lo = malloc(h->dim * sizeof(float));
+	hi = malloc(h->dim * sizeof(float));
+	row = malloc(h->dim * sizeof(float));
+	if (!lo || !hi || !row)
+		goto out;
+	for (size_t j = 0; j < h->dim; j++) {
+		lo[j] = INFINITY;
+		hi[j] = -INFINITY;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const float *x = data + i * h->dim;
+
+		if (h->p.metric == CV_METRIC_COSINE) {
+			hnsw_normalise(x, row, h->dim);
+			x = row;
+		}
+		for (size_t j = 0; j < h->dim; j++) {
+			if (x[j] < lo[j])
+				lo[j] = x[j];
+			if (x[j] > hi[j])
+				hi[j] = x[j];
+		}
+	}
+	q8_set(h, lo, hi);
+	rc = 0;
+out:
+	pthread_mutex_unlock(&h->alloc_lock);
+	free(lo);
+	free(hi);
+	free(row);
+	return rc;
+}
+
+/* quant8 without training: the params' global range, else the first vector's widened (alloc_lock held). */
+int hnsw_q8_fallback(struct hnsw *h, const float *vec)
+{
+	float *lo = malloc(h->dim * sizeof(float)), *hi = malloc(h->dim * sizeof(float));
+	float mn = h->p.q8_min, mx = h->p.q8_max;
+
+	if (!lo || !hi) {
+		free(lo);
+		free(hi);
+		return -ENOMEM;
+	}
+	if (!(mx > mn)) {
+		float span;
+
+		mn = INFINITY;
+		mx = -INFINITY;
+		for (size_t j = 0; j < h->dim; j++) {
+			mn = vec[j] < mn ? vec[j] : mn;
+			mx = vec[j] > mx ? vec[j] : mx;
+		}
+		span = mx - mn > 0 ? mx - mn : 1.0f;
+		mn -= span;
+		mx += span;
+	}
+	for (size_t j = 0; j < h->dim; j++) {
+		lo[j] = mn;
+		hi[j] = mx;
+	}
+	q8_set(h, lo, hi);
+	free(lo);
+	free(hi);
+	return 0;
+}
+
+size_t hnsw_count(const hnsw *h)
+{
+	return __atomic_load_n(&h->count, __ATOMIC_ACQUIRE);
+}
+
+size_t hnsw_dim(const hnsw *h)
+{
+	return h->dim;
+}
+
+const hnsw_params *hnsw_get_params(const hnsw *h)
+{
+	return &h->p;
+}
+
+unsigned hnsw_build_threads(const hnsw *h)
+{
+	return h->build_threads;
+}
+
+uint32_t hnsw_node_label(const hnsw *h, uint32_t node)
+{
+	return hnsw_hdr_of(h, node)->label;
+}
+
+int hnsw_node_level(const hnsw *h, uint32_t node)
+{
+	return hnsw_hdr_of(h, node)->level;
+}
+
+int hnsw_node_deleted(const hnsw *h, uint32_t node)
+{
+	return __atomic_load_n(&hnsw_hdr_of(h, node)->deleted, __ATOMIC_RELAXED);
+}
+
+size_t hnsw_node_neighbors(const hnsw *h, uint32_t node, int level, uint32_t *out, size_t max)
+{
+	const hnsw_hdr *hd = hnsw_hdr_of(h, node);
+	const uint32_t *ids;
+	size_t n;
+
+	if (level < 0 || level > hd->level)
+		return 0;
+	if (level == 0) {
+		n = hd->nlink0;
+		ids = (const uint32_t *) (hnsw_rec(h, node) + h->off_links0);
+	} else {
+		const uint32_t *ul = hnsw_upper(h, node, level);
+
+		n = ul[0];
+		ids = ul + 1;
+	}
+	if (n > max)
+		n = max;
+	memcpy(out, ids, n * sizeof(*out));
+	return n;
+}
+
+int hnsw_entry(const hnsw *h, uint32_t *node, int *level)
+{
+	uint64_t e = __atomic_load_n(&h->entry, __ATOMIC_ACQUIRE);
+
+	if (e == UINT64_MAX)
+		return -ENOENT;
+	*node = (uint32_t) e;
+	*level = (int) (e >> 32);
+	return 0;
+}
+
+const float *hnsw_node_vector(const hnsw *h, uint32_t node, float *buf)
+{
+	const char *v = hnsw_rec(h, node);
+
+	if (!h->p.quant8)
+		return (const float *) v;
+	hnsw_decode_vec(h, v, buf);
+	return buf;
+}

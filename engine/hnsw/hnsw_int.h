@@ -1,0 +1,199 @@
+/*
+ * hnsw_int.h - private to engine/hnsw/ (and its tests): the graph's memory
+ * layout, the search context, the distance kernels and the file decoder.
+ *
+ * Layout. Every node owns one fixed-size record, 64-byte aligned, as
+ * hnswlib's data_level0_memory_: its vector first (float32 or uint8 codes),
+ * then a small header (label, level, deleted flag, a spinlock), the
+ * layer-0 link count and 2m link slots, and a pointer to its upper-layer
+ * links (level * (1 + m) uint32: a count and m slots per layer, allocated
+ * once at insertion). Records live in segments that never move: segment s
+ * holds base << s records, so the graph grows under concurrent searches
+ * without a realloc, and node -> record is one compare in the common case
+ * (everything in segment 0 when the capacity was known up front).
+ *
+ * Invariants. A node's record is fully written before its id is stored in
+ * any link list or published as the entry point (a release fence orders
+ * it), so a search that finds an id may read that record without a lock.
+ * A link at layer l always names a node whose level is >= l (the loader
+ * checks this for files). Link lists are written under the owning node's
+ * spinlock; lock-free readers may see a list half rewritten, which only
+ * ever mixes valid ids, and the count is stored with release order.
+ */
+#ifndef CV_HNSW_INT_H
+#define CV_HNSW_INT_H
+
+#include "hnsw.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+
+#define HNSW_MAGIC       0x57534e48u /* "HNSW" little-endian */
+#define HNSW_FILE_MAGIC2 0x31564331u /* "1CV1" */
+#define HNSW_VERSION     1u
+#define HNSW_MIN_M       2u
+#define HNSW_MAX_M       100u
+#define HNSW_MIN_EFC     1u
+#define HNSW_MAX_EFC     4096u
+#define HNSW_MAX_DIM     65536u
+#define HNSW_MAX_LEVEL   31
+#define HNSW_MAX_SEGS    40
+#define HNSW_MAX_NODES   0x7fffffffu
+
+/* The header in front of each node's layer-0 links. */
+typedef struct hnsw_hdr {
+	uint32_t label;
+	uint8_t level;
+	uint8_t deleted;
+	uint16_t pad;
+	uint32_t lock;   /* spinlock over this node's link lists */
+	uint32_t nlink0; /* layer-0 link count (release-stored) */
+} hnsw_hdr;
+
+/* A (distance, node) pair in a heap. */
+typedef struct hnsw_pair {
+	float d;
+	uint32_t id;
+} hnsw_pair;
+
+/* A prepared query: what the kernels compare stored vectors against. */
+typedef struct hnsw_query {
+	const float *a; /* float32: the (normalised) query; quant8: transformed */
+	const float *w; /* quant8 L2: per-dimension weights (scale^2) */
+	float cst;      /* quant8: the constant part of the distance */
+} hnsw_query;
+
+struct hnsw;
+typedef float (*hnsw_qdist_fn)(const hnsw_query *q, const void *v, size_t d);
+typedef float (*hnsw_ndist_fn)(const struct hnsw *h, const void *a, const void *b);
+
+/*
+ * One searcher's scratch: visited tags, the two heaps, the prepared query.
+ * Taken from the graph's pool for one search and given back, so a search
+ * allocates nothing once the pool is warm.
+ */
+typedef struct hnsw_ctx {
+	struct hnsw_ctx *next;
+	uint16_t *visited;
+	size_t nvisited;
+	uint16_t tag;
+	hnsw_pair *cand; /* min-heap */
+	size_t ncand, capcand;
+	hnsw_pair *top;  /* max-heap, at most ef + 1 */
+	size_t ntop, captop;
+	float *qbuf;     /* the prepared query (dim floats) */
+	uint32_t *links; /* a copied link list (2m) */
+	hnsw_pair *sel;  /* heuristic scratch */
+	size_t capsel;
+	hnsw_pair *lsel; /* an insertion's selected neighbours, m per layer */
+	uint8_t nlsel[HNSW_MAX_LEVEL + 1];
+	uint64_t ndist;  /* distance computations */
+} hnsw_ctx;
+
+struct hnsw {
+	size_t dim;
+	hnsw_params p;
+	unsigned m, m0;
+	double ml;
+	size_t vec_bytes;   /* stored vector bytes, rounded to 4 */
+	size_t rec_size;    /* bytes per record, multiple of 64 */
+	size_t off_hdr;     /* the hnsw_hdr within a record */
+	size_t off_links0;  /* the layer-0 links */
+	size_t off_upper;   /* the upper-links pointer */
+	size_t upper_stride; /* uint32 words per upper layer: 1 + m */
+
+	unsigned seg_shift;
+	char *seg[HNSW_MAX_SEGS];
+	uint32_t cap;       /* records allocated */
+	uint32_t count;     /* node ids handed out (atomic) */
+	uint64_t entry;     /* (level << 32) | node, UINT64_MAX when empty (atomic) */
+	uint32_t ndeleted;  /* (atomic) */
+
+	pthread_mutex_t alloc_lock; /* node ids, segments, label map */
+	pthread_mutex_t top_lock;   /* held by an insert raising the top level */
+	pthread_mutex_t pool_lock;
+	hnsw_ctx *pool;
+
+	uint32_t *lm_key, *lm_val; /* label -> node, open addressing */
+	size_t lm_cap, lm_n;
+
+	/* quant8: x ~ lo + scale * code, per dimension */
+	float *q_lo, *q_scale, *q_w;
+	int q_trained;
+
+	hnsw_qdist_fn qdist;
+	hnsw_ndist_fn ndist;
+	unsigned build_threads; /* threads that inserted in the last hnsw_build */
+};
+
+/* The record of node id (no bounds check). */
+static inline char *hnsw_rec(const struct hnsw *h, uint32_t id)
+{
+	uint64_t b;
+	unsigned s;
+
+	if (id < (1u << h->seg_shift))
+		return h->seg[0] + (size_t) id * h->rec_size;
+	b = (uint64_t) id + (1ull << h->seg_shift);
+	s = 63u - (unsigned) __builtin_clzll(b) - h->seg_shift;
+	return h->seg[s] + (size_t) (b - ((1ull << h->seg_shift) << s)) * h->rec_size;
+}
+
+static inline hnsw_hdr *hnsw_hdr_of(const struct hnsw *h, uint32_t id)
+{
+	return (hnsw_hdr *) (hnsw_rec(h, id) + h->off_hdr);
+}
+
+/* Layer l's list of node id: [count, slots...] for l > 0, slots only for l == 0. */
+static inline uint32_t *hnsw_upper(const struct hnsw *h, uint32_t id, int l)
+{
+	uint32_t *up;
+
+	memcpy(&up, hnsw_rec(h, id) + h->off_upper, sizeof(up));
+	return up + (size_t) (l - 1) * h->upper_stride;
+}
+
+/* Kernels (hnsw_dist.c): pick the best set for this CPU and the graph's vectors. */
+void hnsw_kernels_select(struct hnsw *h);
+/* Prepare query q (dim floats) into c->qbuf and *out. */
+void hnsw_prepare_query(const struct hnsw *h, hnsw_ctx *c, const float *q, hnsw_query *out);
+/* Encode vec (already normalised for cosine) into a record's vector area. */
+void hnsw_encode(const struct hnsw *h, const float *vec, void *dst);
+/* Decode a stored vector into buf (dim floats). */
+void hnsw_decode_vec(const struct hnsw *h, const void *src, float *buf);
+/* Normalise src into dst (cosine); a zero vector stays zero. */
+void hnsw_normalise(const float *src, float *dst, size_t d);
+/* Which kernel set the graph uses: "scalar", "avx2", "avx512". */
+const char *hnsw_kernel_name(void);
+
+/* Search context pool (hnsw_search.c). */
+int hnsw_ctx_get(const struct hnsw *h, hnsw_ctx **out);
+void hnsw_ctx_put(const struct hnsw *h, hnsw_ctx *c);
+void hnsw_ctx_free(hnsw_ctx *c);
+
+/*
+ * Search one layer from ep (distance epd) with width ef, into c->top
+ * (a max-heap). locked: copy link lists under node locks (construction).
+ */
+int hnsw_search_layer(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, uint32_t ep,
+		      float epd, int level, unsigned ef, bool locked);
+
+/* Spinlock over one node's link lists. */
+void hnsw_lock(hnsw_hdr *hd);
+void hnsw_unlock(hnsw_hdr *hd);
+
+/* Allocate record storage for at least n nodes (alloc_lock held or single-threaded). */
+int hnsw_reserve(struct hnsw *h, size_t n);
+/* Label map (alloc_lock held). */
+int hnsw_lm_put(struct hnsw *h, uint32_t label, uint32_t node);
+int hnsw_lm_get(const struct hnsw *h, uint32_t label, uint32_t *node);
+
+/* quant8 without training: params' global range, else the first vector's, widened (alloc_lock held). */
+int hnsw_q8_fallback(struct hnsw *h, const float *vec);
+
+/* Decode a whole file image; check_sum 0 skips the SHA-256 (fuzzing). */
+int hnsw_decode(const unsigned char *buf, size_t len, int check_sum, hnsw **out, cv_err *e,
+		const char *name);
+
+#endif

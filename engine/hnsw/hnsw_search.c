@@ -1,0 +1,422 @@
+/*
+ * hnsw_search.c - searching the graph: the greedy descent through the
+ * upper layers and the beam search of one layer (Algorithm 2 of Malkov &
+ * Yashunin; hnswlib's searchBaseLayer / searchBaseLayerST).
+ *
+ * Speed comes from what is not done per search: the scratch (visited
+ * tags, both heaps, the prepared query) is a context taken from a pool and
+ * given back, so a warm search allocates nothing. "Visited" is a uint16
+ * tag per node compared against the context's epoch; a new search bumps
+ * the epoch and clears the array only when the tag wraps. While scoring
+ * neighbour j the loop prefetches neighbour j+1's tag and the head of its
+ * vector, and the head of the best candidate's link list.
+ *
+ * The candidate set C is a binary min-heap, the result set W a binary
+ * max-heap holding at most ef entries; both are arrays in the context.
+ * Deleted nodes route (they enter C) but never enter W; while there are
+ * deletions the search does not stop before W holds ef entries, as hnswlib.
+ */
+#include "hnsw_int.h"
+
+#include <errno.h>
+#include <immintrin.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- heaps ---- */
+
+static inline void maxheap_push(hnsw_pair *a, size_t *n, hnsw_pair v)
+{
+	size_t i = (*n)++;
+
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+
+		if (a[p].d >= v.d)
+			break;
+		a[i] = a[p];
+		i = p;
+	}
+	a[i] = v;
+}
+
+static inline void maxheap_pop(hnsw_pair *a, size_t *n)
+{
+	size_t m = --(*n), i = 0;
+	hnsw_pair v = a[m];
+
+	for (;;) {
+		size_t l = 2 * i + 1, b;
+
+		if (l >= m)
+			break;
+		b = l + 1 < m && a[l + 1].d > a[l].d ? l + 1 : l;
+		if (a[b].d <= v.d)
+			break;
+		a[i] = a[b];
+		i = b;
+	}
+	if (m)
+		a[i] = v;
+}
+
+static inline void minheap_push(hnsw_pair *a, size_t *n, hnsw_pair v)
+{
+	size_t i = (*n)++;
+
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+
+		if (a[p].d <= v.d)
+			break;
+		a[i] = a[p];
+		i = p;
+	}
+	a[i] = v;
+}
+
+static inline void minheap_pop(hnsw_pair *a, size_t *n)
+{
+	size_t m = --(*n), i = 0;
+	hnsw_pair v = a[m];
+
+	for (;;) {
+		size_t l = 2 * i + 1, b;
+
+		if (l >= m)
+			break;
+		b = l + 1 < m && a[l + 1].d < a[l].d ? l + 1 : l;
+		if (a[b].d >= v.d)
+			break;
+		a[i] = a[b];
+		i = b;
+	}
+	if (m)
+		a[i] = v;
+}
+
+/* ---- contexts ---- */
+
+void hnsw_ctx_free(hnsw_ctx *c)
+{
+	if (!c)
+		return;
+	free(c->visited);
+	free(c->cand);
+	free(c->top);
+	free(c->qbuf);
+	free(c->links);
+	free(c->sel);
+	free(c->lsel);
+	free(c);
+}
+
+/* Grow c's visited array to cover cap nodes (new tags start at 0). */
+static int ctx_fit(hnsw_ctx *c, size_t cap)
+{
+	uint16_t *v;
+
+	if (c->nvisited >= cap)
+		return 0;
+	v = calloc(cap, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	free(c->visited);
+	c->visited = v;
+	c->nvisited = cap;
+	c->tag = 0;
+	return 0;
+}
+
+int hnsw_ctx_get(const struct hnsw *h, hnsw_ctx **out)
+{
+	struct hnsw *hm = (struct hnsw *) h; /* the pool is mutable scratch */
+	size_t cap = __atomic_load_n(&h->cap, __ATOMIC_ACQUIRE);
+	hnsw_ctx *c;
+	int rc = -ENOMEM;
+
+	pthread_mutex_lock(&hm->pool_lock);
+	c = hm->pool;
+	if (c)
+		hm->pool = c->next;
+	pthread_mutex_unlock(&hm->pool_lock);
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		c->capcand = 256;
+		c->captop = 256;
+		c->capsel = 256;
+		c->cand = malloc(c->capcand * sizeof(*c->cand));
+		c->top = malloc(c->captop * sizeof(*c->top));
+		c->sel = malloc(c->capsel * sizeof(*c->sel));
+		c->qbuf = malloc((h->dim + 16) * sizeof(float));
+		c->links = malloc((h->m0 + 1) * sizeof(uint32_t));
+		c->lsel = malloc((HNSW_MAX_LEVEL + 1) * (size_t) h->m * sizeof(*c->lsel));
+		if (!c->cand || !c->top || !c->sel || !c->qbuf || !c->links || !c->lsel)
+			goto fail;
+	}
+	rc = ctx_fit(c, cap);
+	if (rc)
+		goto fail;
+	c->next = NULL;
+	*out = c;
+	return 0;
+fail:
+	hnsw_ctx_free(c);
+	return rc;
+}
+
+void hnsw_ctx_put(const struct hnsw *h, hnsw_ctx *c)
+{
+	struct hnsw *hm = (struct hnsw *) h;
+
+	pthread_mutex_lock(&hm->pool_lock);
+	c->next = hm->pool;
+	hm->pool = c;
+	pthread_mutex_unlock(&hm->pool_lock);
+}
+
+/* Make room for n pairs in *a (capacity *cap). */
+static int grow(hnsw_pair **a, size_t *cap, size_t n)
+{
+	hnsw_pair *p;
+	size_t nc = *cap;
+
+	if (n <= nc)
+		return 0;
+	while (nc < n)
+		nc *= 2;
+	p = realloc(*a, nc * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	*a = p;
+	*cap = nc;
+	return 0;
+}
+
+/* A new epoch for c's visited tags. */
+static inline void ctx_epoch(hnsw_ctx *c)
+{
+	if (++c->tag == 0) {
+		memset(c->visited, 0, c->nvisited * sizeof(*c->visited));
+		c->tag = 1;
+	}
+}
+
+/* ---- search ---- */
+
+void hnsw_lock(hnsw_hdr *hd)
+{
+	unsigned spins = 0;
+
+	while (__atomic_exchange_n(&hd->lock, 1u, __ATOMIC_ACQUIRE)) {
+		while (__atomic_load_n(&hd->lock, __ATOMIC_RELAXED)) {
+			if (++spins < 1024)
+				_mm_pause();
+			else
+				sched_yield();
+		}
+	}
+}
+
+void hnsw_unlock(hnsw_hdr *hd)
+{
+	__atomic_store_n(&hd->lock, 0u, __ATOMIC_RELEASE);
+}
+
+/* Prefetch the head of node id's vector. */
+static inline void prefetch_vec(const struct hnsw *h, uint32_t id)
+{
+	const char *r = hnsw_rec(h, id);
+
+	_mm_prefetch(r, _MM_HINT_T0);
+	_mm_prefetch(r + 64, _MM_HINT_T0);
+}
+
+int hnsw_search_layer(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, uint32_t ep,
+		      float epd, int level, unsigned ef, bool locked)
+{
+	const bool hasdel = __atomic_load_n(&h->ndeleted, __ATOMIC_RELAXED) != 0;
+	const hnsw_qdist_fn qdist = h->qdist;
+	const size_t dim = h->dim, nvis = c->nvisited;
+	uint16_t *const vis = c->visited;
+	const unsigned maxn = level ? h->m : h->m0;
+	uint64_t ndist = 0;
+	float lb;
+	int rc;
+
+	rc = grow(&c->top, &c->captop, (size_t) ef + 2);
+	if (rc)
+		return rc;
+	ctx_epoch(c);
+	const uint16_t tag = c->tag;
+	c->ntop = 0;
+	c->ncand = 0;
+	vis[ep] = tag;
+	if (hasdel && __atomic_load_n(&hnsw_hdr_of(h, ep)->deleted, __ATOMIC_RELAXED)) {
+		lb = INFINITY;
+	} else {
+		maxheap_push(c->top, &c->ntop, (hnsw_pair){epd, ep});
+		lb = epd;
+	}
+	minheap_push(c->cand, &c->ncand, (hnsw_pair){epd, ep});
+
+	while (c->ncand) {
+		hnsw_pair cur = c->cand[0];
+		const uint32_t *ids;
+		uint32_t n;
+
+		if (cur.d > lb && (c->ntop == ef || !hasdel))
+			break;
+		minheap_pop(c->cand, &c->ncand);
+		if (level == 0) {
+			hnsw_hdr *hd = hnsw_hdr_of(h, cur.id);
+			const uint32_t *l0 = (const uint32_t *) (hnsw_rec(h, cur.id) + h->off_links0);
+
+			if (locked) {
+				hnsw_lock(hd);
+				n = hd->nlink0;
+				memcpy(c->links, l0, n * sizeof(uint32_t));
+				hnsw_unlock(hd);
+				ids = c->links;
+			} else {
+				n = __atomic_load_n(&hd->nlink0, __ATOMIC_ACQUIRE);
+				ids = l0;
+			}
+		} else {
+			hnsw_hdr *hd = hnsw_hdr_of(h, cur.id);
+			const uint32_t *ul = hnsw_upper(h, cur.id, level);
+
+			if (locked)
+				hnsw_lock(hd);
+			n = __atomic_load_n(&ul[0], __ATOMIC_ACQUIRE);
+			memcpy(c->links, ul + 1, n * sizeof(uint32_t));
+			if (locked)
+				hnsw_unlock(hd);
+			ids = c->links;
+		}
+		if (n > maxn)
+			n = maxn;
+		rc = grow(&c->cand, &c->capcand, c->ncand + n + 1);
+		if (rc)
+			return rc;
+		if (n) {
+			_mm_prefetch((const char *) (vis + ids[0]), _MM_HINT_T0);
+			prefetch_vec(h, ids[0]);
+		}
+		for (uint32_t j = 0; j < n; j++) {
+			uint32_t id = ids[j];
+			float d;
+
+			if (j + 1 < n) {
+				_mm_prefetch((const char *) (vis + ids[j + 1]), _MM_HINT_T0);
+				prefetch_vec(h, ids[j + 1]);
+			}
+			if (id >= nvis || vis[id] == tag)
+				continue;
+			vis[id] = tag;
+			d = qdist(q, hnsw_rec(h, id), dim);
+			ndist++;
+			if (c->ntop < ef || d < lb) {
+				minheap_push(c->cand, &c->ncand, (hnsw_pair){d, id});
+				_mm_prefetch(hnsw_rec(h, c->cand[0].id) + h->off_hdr, _MM_HINT_T0);
+				if (!hasdel ||
+				    !__atomic_load_n(&hnsw_hdr_of(h, id)->deleted, __ATOMIC_RELAXED))
+					maxheap_push(c->top, &c->ntop, (hnsw_pair){d, id});
+				if (c->ntop > ef)
+					maxheap_pop(c->top, &c->ntop);
+				if (c->ntop)
+					lb = c->top[0].d;
+			}
+		}
+	}
+	c->ndist += ndist;
+	return 0;
+}
+
+/* Greedy descent from (ep, *epd) through layers top..1 (Algorithm 2 with ef = 1). */
+static uint32_t descend(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, uint32_t ep,
+			float *epd, int top)
+{
+	float best = *epd;
+
+	for (int l = top; l > 0; l--) {
+		bool changed = true;
+
+		while (changed) {
+			const uint32_t *ul = hnsw_upper(h, ep, l);
+			uint32_t n = __atomic_load_n(&ul[0], __ATOMIC_ACQUIRE);
+
+			changed = false;
+			if (n > h->m)
+				n = h->m;
+			for (uint32_t j = 0; j < n; j++) {
+				uint32_t id = ul[1 + j];
+				float d;
+
+				d = h->qdist(q, hnsw_rec(h, id), h->dim);
+				c->ndist++;
+				if (d < best) {
+					best = d;
+					ep = id;
+					changed = true;
+				}
+			}
+		}
+	}
+	*epd = best;
+	return ep;
+}
+
+int hnsw_search_n(const hnsw *h, const float *qv, size_t k, unsigned ef, uint32_t *labels,
+		  float *dists, size_t *nout, uint64_t *ndist)
+{
+	uint64_t e = __atomic_load_n(&h->entry, __ATOMIC_ACQUIRE);
+	hnsw_query q;
+	hnsw_ctx *c;
+	uint32_t ep;
+	float epd;
+	size_t n;
+	int rc;
+
+	*nout = 0;
+	if (k == 0 || e == UINT64_MAX)
+		return 0;
+	if (ef < k)
+		ef = (unsigned) k;
+	rc = hnsw_ctx_get(h, &c);
+	if (rc)
+		return rc;
+	c->ndist = 0;
+	hnsw_prepare_query(h, c, qv, &q);
+	ep = (uint32_t) e;
+	epd = h->qdist(&q, hnsw_rec(h, ep), h->dim);
+	c->ndist++;
+	ep = descend(h, c, &q, ep, &epd, (int) (e >> 32));
+	rc = hnsw_search_layer(h, c, &q, ep, epd, 0, ef, false);
+	if (rc)
+		goto out;
+	while (c->ntop > k)
+		maxheap_pop(c->top, &c->ntop);
+	n = c->ntop;
+	for (size_t i = n; i-- > 0;) {
+		labels[i] = hnsw_hdr_of(h, c->top[0].id)->label;
+		if (dists)
+			dists[i] = c->top[0].d;
+		maxheap_pop(c->top, &c->ntop);
+	}
+	*nout = n;
+	if (ndist)
+		*ndist += c->ndist;
+out:
+	hnsw_ctx_put(h, c);
+	return rc;
+}
+
+int hnsw_search(const hnsw *h, const float *q, size_t k, unsigned ef, uint32_t *labels,
+		float *dists, size_t *nout)
+{
+	return hnsw_search_n(h, q, k, ef, labels, dists, nout, NULL);
+}

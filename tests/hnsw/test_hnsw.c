@@ -1,0 +1,430 @@
+/*
+ * test_hnsw.c - the in-memory HNSW's contract: parameters refused, the
+ * graph's invariants (levels, link counts, links only to high enough
+ * levels, the entry on the top level), labels and -EEXIST, mark_deleted
+ * hiding labels, save/load giving identical answers (float32 and quant8),
+ * a damaged file (bit flips, truncation, padding) giving -EBADMSG and
+ * never a crash, search while another thread adds, and the "hnsw" kind
+ * through cv_index (build, open, query, verify, a corrupt file refused).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "hnsw/hnsw.h"
+#include "hnsw/hnsw_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[] = "/tmp/cv-hnsw-test-XXXXXX";
+
+/* n rows of synth data, d dimensions (new; free with cv_dataset_free). */
+static cv_dataset *synth(size_t n, size_t d, unsigned seed)
+{
+	cv_dataset *ds = NULL;
+	cv_err e = {{0}};
+	char spec[128];
+
+	snprintf(spec, sizeof(spec), "synth:n=%zu,d=%zu,clusters=16,seed=%u", n, d, seed);
+	assert_int_equal(cv_dataset_load(spec, &ds, &e), 0);
+	return ds;
+}
+
+static hnsw *build(const cv_dataset *ds, cv_metric m, int q8, unsigned threads)
+{
+	hnsw_params p = {.m = 8, .ef_construction = 64, .metric = m, .quant8 = q8, .seed = 1};
+	hnsw *h = NULL;
+
+	assert_int_equal(hnsw_new(ds->d, &p, ds->n, &h), 0);
+	assert_int_equal(hnsw_build(h, ds->data, ds->n, threads, NULL, NULL), 0);
+	return h;
+}
+
+static void test_params(void **state)
+{
+	hnsw_params p = {.m = 16, .ef_construction = 100};
+	hnsw *h = NULL;
+	uint32_t lab[4];
+	size_t n = 9;
+	uint32_t node;
+	int level;
+
+	(void) state;
+	assert_int_equal(hnsw_new(0, &p, 10, &h), -EINVAL);
+	p.m = 1;
+	assert_int_equal(hnsw_new(4, &p, 10, &h), -EINVAL);
+	p.m = 101;
+	assert_int_equal(hnsw_new(4, &p, 10, &h), -EINVAL);
+	p.m = 4;
+	p.metric = (cv_metric) 7;
+	assert_int_equal(hnsw_new(4, &p, 10, &h), -EINVAL);
+	p.metric = CV_METRIC_L2;
+	assert_int_equal(hnsw_new(4, &p, 0, &h), 0);
+	/* empty: nothing found, no entry */
+	assert_int_equal(hnsw_search(h, (float[4]){0}, 4, 10, lab, NULL, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(hnsw_entry(h, &node, &level), -ENOENT);
+	assert_int_equal(hnsw_add(h, (float[4]){1, 2, 3, 4}, 77), 0);
+	assert_int_equal(hnsw_add(h, (float[4]){1, 2, 3, 5}, 77), -EEXIST);
+	assert_int_equal(hnsw_add(h, (float[4]){9, 9, 9, 9}, 78), 0);
+	assert_int_equal(hnsw_search(h, (float[4]){1, 2, 3, 4}, 4, 10, lab, NULL, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(lab[0], 77);
+	assert_int_equal(lab[1], 78);
+	assert_int_equal(hnsw_mark_deleted(h, 5), -ENOENT);
+	assert_int_equal(hnsw_quant8_train(h, (float[4]){0}, 1), -EINVAL);
+	hnsw_free(h);
+	hnsw_free(NULL);
+}
+
+/* Levels, link counts, link targets and the entry point are as the paper and the paged writer need. */
+static void check_invariants(const hnsw *h)
+{
+	uint32_t node, out[64];
+	int top, maxl = 0;
+	size_t n = hnsw_count(h);
+	unsigned m = hnsw_get_params(h)->m;
+
+	assert_int_equal(hnsw_entry(h, &node, &top), 0);
+	assert_int_equal(hnsw_node_level(h, node), top);
+	for (uint32_t i = 0; i < n; i++) {
+		int lv = hnsw_node_level(h, i);
+
+		if (lv > maxl)
+			maxl = lv;
+		for (int l = 0; l <= lv; l++) {
+			size_t k = hnsw_node_neighbors(h, i, l, out, 64);
+
+			assert_true(k <= (l ? m : 2 * m));
+			if (n > 1 && l == 0)
+				assert_true(k >= 1);
+			for (size_t j = 0; j < k; j++) {
+				assert_true(out[j] < n);
+				assert_true(out[j] != i);
+				assert_true(hnsw_node_level(h, out[j]) >= l);
+			}
+		}
+		assert_int_equal(hnsw_node_neighbors(h, i, lv + 1, out, 64), 0);
+	}
+	assert_int_equal(maxl, top);
+}
+
+static void test_invariants(void **state)
+{
+	cv_dataset *ds = synth(3000, 16, 3);
+	hnsw *h1 = build(ds, CV_METRIC_L2, 0, 1), *h2 = build(ds, CV_METRIC_COSINE, 0, 2);
+	float buf[16];
+
+	(void) state;
+	check_invariants(h1);
+	check_invariants(h2);
+	assert_int_equal(hnsw_build_threads(h1), 1);
+	assert_int_equal(hnsw_build_threads(h2), 2);
+	/* one thread inserts in row order: node i is label i, its vector row i */
+	for (uint32_t i = 0; i < 3000; i += 97) {
+		assert_int_equal(hnsw_node_label(h1, i), i);
+		assert_memory_equal(hnsw_node_vector(h1, i, buf), cv_row(ds, i), 16 * sizeof(float));
+	}
+	hnsw_free(h1);
+	hnsw_free(h2);
+	cv_dataset_free(ds);
+}
+
+static void test_delete(void **state)
+{
+	cv_dataset *ds = synth(2000, 16, 4);
+	hnsw *h = build(ds, CV_METRIC_L2, 0, 2);
+
+	(void) state;
+	/* delete every even label: no even label comes back, and k are still found */
+	for (uint32_t i = 0; i < 2000; i += 2)
+		assert_int_equal(hnsw_mark_deleted(h, i), 0);
+	assert_int_equal(hnsw_mark_deleted(h, 0), 0); /* twice is fine */
+	for (size_t qi = 0; qi < 200; qi++) {
+		uint32_t lab[10];
+		size_t n;
+
+		assert_int_equal(hnsw_search(h, cv_row(ds, qi * 10), 10, 40, lab, NULL, &n), 0);
+		assert_int_equal(n, 10);
+		for (size_t j = 0; j < n; j++)
+			assert_true(lab[j] % 2 == 1);
+		/* an odd query row finds itself first */
+		if ((qi * 10) % 2 == 1)
+			assert_int_equal(lab[0], qi * 10);
+	}
+	hnsw_free(h);
+	cv_dataset_free(ds);
+}
+
+/* Search every 7th row with both graphs; results must be identical. */
+static void same_answers(const hnsw *a, const hnsw *b, const cv_dataset *ds)
+{
+	for (size_t i = 0; i < ds->n; i += 7) {
+		uint32_t la[10], lb[10];
+		float da[10], db[10];
+		size_t na, nb;
+
+		assert_int_equal(hnsw_search(a, cv_row(ds, i), 10, 30, la, da, &na), 0);
+		assert_int_equal(hnsw_search(b, cv_row(ds, i), 10, 30, lb, db, &nb), 0);
+		assert_int_equal(na, nb);
+		assert_memory_equal(la, lb, na * sizeof(*la));
+		assert_memory_equal(da, db, na * sizeof(*da));
+	}
+}
+
+static void test_roundtrip(void **state)
+{
+	cv_dataset *ds = synth(1500, 24, 5);
+	char path[256];
+	cv_err e = {{0}};
+
+	(void) state;
+	snprintf(path, sizeof(path), "%s/rt.bin", tmpdir);
+	for (int q8 = 0; q8 <= 1; q8++) {
+		for (int m = 0; m <= 2; m++) {
+			hnsw *h = build(ds, (cv_metric) m, q8, 2), *g = NULL;
+
+			assert_int_equal(hnsw_mark_deleted(h, 3), 0);
+			assert_int_equal(hnsw_save(h, path), 0);
+			assert_int_equal(hnsw_load(path, &g, &e), 0);
+			assert_int_equal(hnsw_count(g), hnsw_count(h));
+			assert_int_equal(hnsw_get_params(g)->metric, m);
+			assert_int_equal(hnsw_get_params(g)->quant8, q8);
+			assert_true(hnsw_node_deleted(g, 0) == hnsw_node_deleted(h, 0));
+			same_answers(h, g, ds);
+			check_invariants(g);
+			/* adding after load works */
+			assert_int_equal(hnsw_add(g, cv_row(ds, 0), 5000), 0);
+			hnsw_free(h);
+			hnsw_free(g);
+		}
+	}
+	cv_dataset_free(ds);
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+	struct stat st;
+	unsigned char *b;
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	b = malloc((size_t) st.st_size);
+	assert_non_null(b);
+	assert_int_equal(read(fd, b, (size_t) st.st_size), st.st_size);
+	close(fd);
+	*len = (size_t) st.st_size;
+	return b;
+}
+
+static void spit(const char *path, const unsigned char *b, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, b, len), (ssize_t) len);
+	close(fd);
+}
+
+static void test_corrupt(void **state)
+{
+	cv_dataset *ds = synth(300, 8, 6);
+	hnsw *h = build(ds, CV_METRIC_L2, 1, 1), *g = NULL;
+	char path[256], bad[256];
+	unsigned char *img, *cp;
+	size_t len;
+	cv_err e = {{0}};
+	unsigned seed = 12345;
+
+	(void) state;
+	snprintf(path, sizeof(path), "%s/c.bin", tmpdir);
+	snprintf(bad, sizeof(bad), "%s/bad.bin", tmpdir);
+	assert_int_equal(hnsw_save(h, path), 0);
+	img = slurp(path, &len);
+	cp = malloc(len + 16);
+	assert_non_null(cp);
+	/* a flipped bit anywhere: every header byte, then random positions */
+	for (size_t t = 0; t < 400; t++) {
+		size_t pos = t < 96 ? t : (seed = seed * 1103515245u + 12345u) % len;
+
+		memcpy(cp, img, len);
+		cp[pos] ^= (unsigned char) (1u << (t % 8));
+		spit(bad, cp, len);
+		assert_int_equal(hnsw_load(bad, &g, &e), -EBADMSG);
+		assert_null(g);
+		assert_non_null(strstr(e.msg, bad));
+	}
+	/* truncated at every length class, and padded */
+	for (size_t cut = 0; cut < len; cut += len / 50 + 1) {
+		spit(bad, img, cut);
+		assert_int_equal(hnsw_load(bad, &g, &e), -EBADMSG);
+	}
+	spit(bad, img, len - 1);
+	assert_int_equal(hnsw_load(bad, &g, &e), -EBADMSG);
+	memcpy(cp, img, len);
+	memset(cp + len, 0, 16);
+	spit(bad, cp, len + 16);
+	assert_int_equal(hnsw_load(bad, &g, &e), -EBADMSG);
+	/* the decoder with the checksum off still refuses mangled fields (a forged checksum) */
+	for (size_t t = 0; t < 2000; t++) {
+		size_t pos = (seed = seed * 1103515245u + 12345u) % (len - 32);
+
+		memcpy(cp, img, len);
+		cp[pos] = (unsigned char) (seed >> 16);
+		if (hnsw_decode(cp, len, 0, &g, &e, "mem") == 0) {
+			float q[8] = {0};
+			uint32_t lab[5];
+			size_t n;
+
+			assert_int_equal(hnsw_search(g, q, 5, 20, lab, NULL, &n), 0);
+			hnsw_free(g);
+			g = NULL;
+		}
+	}
+	assert_int_equal(hnsw_load("/nonexistent/x.bin", &g, &e), -ENOENT);
+	/* the intact file still loads */
+	assert_int_equal(hnsw_load(path, &g, &e), 0);
+	hnsw_free(g);
+	free(img);
+	free(cp);
+	hnsw_free(h);
+	cv_dataset_free(ds);
+}
+
+typedef struct adder {
+	hnsw *h;
+	const cv_dataset *ds;
+	size_t first, last;
+	int done;
+} adder;
+
+static void *add_run(void *arg)
+{
+	adder *a = arg;
+
+	for (size_t i = a->first; i < a->last; i++)
+		if (hnsw_add(a->h, cv_row(a->ds, i), (uint32_t) i))
+			break;
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+	cv_dataset *ds = synth(4000, 16, 7);
+	hnsw_params p = {.m = 8, .ef_construction = 64, .metric = CV_METRIC_L2, .quant8 = 1,
+			 .seed = 9};
+	hnsw *h = NULL;
+	adder a;
+	pthread_t t;
+	size_t searches = 0, self = 0;
+
+	(void) state;
+	/* small capacity, so the graph grows segments while being searched */
+	assert_int_equal(hnsw_new(ds->d, &p, 16, &h), 0);
+	assert_int_equal(hnsw_quant8_train(h, ds->data, ds->n), 0);
+	for (size_t i = 0; i < 500; i++)
+		assert_int_equal(hnsw_add(h, cv_row(ds, i), (uint32_t) i), 0);
+	a = (adder){.h = h, .ds = ds, .first = 500, .last = 4000};
+	assert_int_equal(pthread_create(&t, NULL, add_run, &a), 0);
+	while (!__atomic_load_n(&a.done, __ATOMIC_ACQUIRE) || searches < 200) {
+		size_t i = searches % 500, n;
+		uint32_t lab[5];
+
+		assert_int_equal(hnsw_search(h, cv_row(ds, i), 5, 32, lab, NULL, &n), 0);
+		assert_int_equal(n, 5);
+		for (size_t j = 0; j < n; j++)
+			assert_true(lab[j] < 4000);
+		searches++;
+	}
+	pthread_join(t, NULL);
+	assert_int_equal(hnsw_count(h), 4000);
+	for (size_t i = 0; i < 4000; i += 10) {
+		uint32_t lab[1];
+		size_t n;
+
+		assert_int_equal(hnsw_search(h, cv_row(ds, i), 1, 40, lab, NULL, &n), 0);
+		self += n == 1 && lab[0] == i;
+	}
+	/* synth rows are distinct: nearly every row finds itself */
+	assert_true(self >= 390);
+	check_invariants(h);
+	hnsw_free(h);
+	cv_dataset_free(ds);
+}
+
+static void test_index_kind(void **state)
+{
+	cv_dataset *ds = synth(1000, 12, 8);
+	cv_build_opts bo;
+	cv_query_opts qo;
+	cv_query_stats st = {0};
+	cv_index *ix = NULL;
+	cv_err e = {{0}};
+	char dir[256], file[300];
+	uint32_t ids[10];
+	float d[10];
+	size_t n;
+	int fd;
+
+	(void) state;
+	snprintf(dir, sizeof(dir), "%s/idx", tmpdir);
+	cv_build_opts_default(&bo);
+	bo.metric = CV_METRIC_COSINE;
+	bo.threads = 2;
+	assert_int_equal(cv_index_build("hnsw", ds, &bo, dir, &e), 0);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	assert_string_equal(cv_index_kind(ix), "hnsw");
+	assert_int_equal(cv_index_dim(ix), 12);
+	assert_int_equal(cv_index_count(ix), 1000);
+	assert_int_equal(cv_index_metric(ix), CV_METRIC_COSINE);
+	cv_query_opts_default(&qo);
+	assert_int_equal(cv_index_query(ix, NULL, cv_row(ds, 5), &qo, ids, d, &n, &st), 0);
+	assert_int_equal(n, 10);
+	assert_int_equal(ids[0], 5);
+	assert_true(st.distances > 10);
+	assert_int_equal(st.reads, 0);
+	cv_index_close(ix);
+	assert_int_equal(cv_index_verify(dir, &e), 0);
+	/* one flipped byte: verify and open both say damaged */
+	snprintf(file, sizeof(file), "%s/hnsw.bin", dir);
+	fd = open(file, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "\xff", 1, 200), 1);
+	close(fd);
+	assert_int_equal(cv_index_verify(dir, &e), -EBADMSG);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), -EBADMSG);
+	cv_dataset_free(ds);
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void) state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_params),    cmocka_unit_test(test_invariants),
+		cmocka_unit_test(test_delete),    cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_corrupt),   cmocka_unit_test(test_concurrent),
+		cmocka_unit_test(test_index_kind),
+	};
+
+	if (!mkdtemp(tmpdir))
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, teardown);
+}
