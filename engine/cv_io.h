@@ -258,4 +258,17 @@ CV_API const char *cv_device_describe(const cv_device *dev, char *buf, size_t n)
 /* Flush queued uring submissions to the kernel without waiting (no-op for others). */
 CV_API int cv_io_flush(cv_io *io);
 
+
+/* The change between two blkstat readings, with the derived figures. */
+typedef struct cv_blkdelta {
+	uint64_t reads, read_sectors, read_ms, io_ticks_ms;
+	uint64_t writes, write_sectors;
+	double wall_s;        /* between the two readings */
+	double read_ms_mean;  /* read_ms / reads (0 when no reads) */
+	double busy;          /* io_ticks / wall, 0..1 */
+	double read_bytes;    /* read_sectors * 512 */
+} cv_blkdelta;
+
+CV_API void cv_blkstat_delta(const cv_blkstat *before, const cv_blkstat *after, cv_blkdelta *out);
+
 #endif

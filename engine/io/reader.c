@@ -307,8 +307,15 @@ static int reap(cv_io *io, cv_read_req **done, size_t max, size_t min_wait)
 			deliver(io, best);
 			got++;
 		}
-		if (got >= min_wait || got >= max || io->inflight == 0)
+		if (got >= min_wait || got >= max || io->inflight == 0) {
+			/* reads prepared and not yet sent go now (one syscall), not at the next reap */
+			if (io->ring_ok && io->pending_sqes) {
+				rc = cvio_uring_flush(io);
+				if (rc < 0)
+					return rc;
+			}
 			return (int) got;
+		}
 		for (uint32_t i = 0; i < io->qd; i++) {
 			cvio_slot *s = &io->slots[i];
 

@@ -116,7 +116,7 @@ static void complete_cqe(cv_io *io, struct io_uring_cqe *cqe, uint64_t now)
 	}
 }
 
-/* Take every CQE that has arrived; count or -errno. */
+/* Take every CQE that has arrived (no syscall unless wait); count or -errno. */
 int cvio_uring_collect(cv_io *io, bool wait)
 {
 	struct io_uring_cqe *cqe;
@@ -124,10 +124,10 @@ int cvio_uring_collect(cv_io *io, bool wait)
 	uint64_t now;
 	int rc;
 
-	rc = cvio_uring_flush(io);
-	if (rc < 0)
-		return rc;
 	if (wait) {
+		rc = cvio_uring_flush(io);
+		if (rc < 0)
+			return rc;
 		rc = io_uring_wait_cqe(&io->ring, &cqe);
 		if (rc < 0)
 			return rc;

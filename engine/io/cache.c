@@ -1,0 +1,204 @@
+/*
+ * cache.c - the page cache: evict a file, prove how much of it is
+ * resident, prewarm a block list.
+ *
+ * Eviction is fdatasync (dirty pages cannot be dropped) then
+ * POSIX_FADV_DONTNEED over the whole file. Pages mapped by a running
+ * process stay; that is why residency is measured afterwards, never
+ * assumed.
+ *
+ * Residency comes from cachestat(2) (Linux 6.5, syscall 451) where the
+ * kernel has it, else from mincore(2) on a shared mapping. mincore on a
+ * file the caller may not write reports every page resident on newer
+ * kernels (a side-channel fix), so its answer then says nothing: the
+ * mincore path demands a descriptor opened for writing and returns
+ * -EACCES otherwise. An answer that cannot be trusted is an error, never
+ * a pass.
+ */
+#include "io_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+struct cvio_cachestat_range {
+	uint64_t off, len;
+};
+
+struct cvio_cachestat {
+	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+static uint64_t page_size(void)
+{
+	long p = sysconf(_SC_PAGESIZE);
+
+	return p > 0 ? (uint64_t) p : 4096;
+}
+
+/* fdatasync + POSIX_FADV_DONTNEED over the whole file. 0 or -errno. */
+CV_API int cv_cache_evict(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fdatasync(fd) < 0 && errno != EINVAL)
+		rc = -errno;
+	if (!rc) {
+		int r = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+
+		if (r)
+			rc = -r;
+	}
+	close(fd);
+	return rc;
+}
+
+/* Residency by cachestat(2); -ENOSYS where the kernel lacks it. */
+int cvio_cachestat_fd(int fd, cv_residency *out)
+{
+	struct cvio_cachestat_range range = { 0, 0 }; /* len 0: to the end of the file */
+	struct cvio_cachestat cs = { 0 };
+	struct stat sb;
+	uint64_t ps = page_size();
+
+	if (fstat(fd, &sb) < 0)
+		return -errno;
+	if (syscall(__NR_cachestat, fd, &range, &cs, 0) < 0)
+		return -errno;
+	out->pages = ((uint64_t) sb.st_size + ps - 1) / ps;
+	out->resident = cs.nr_cache;
+	if (out->resident > out->pages)
+		out->resident = out->pages;
+	out->method = "cachestat";
+	return 0;
+}
+
+/* Residency by mincore(2), refused with -EACCES unless fd was opened for writing. */
+int cvio_mincore_fd(int fd, cv_residency *out)
+{
+	struct stat sb;
+	uint64_t ps = page_size(), pages, resident = 0;
+	int fl = fcntl(fd, F_GETFL);
+	unsigned char *vec = NULL;
+	void *map;
+	int rc = 0;
+
+	if (fl < 0)
+		return -errno;
+	if ((fl & O_ACCMODE) != O_RDWR && (fl & O_ACCMODE) != O_WRONLY)
+		return -EACCES; /* mincore would report every page resident: no answer */
+	if (fstat(fd, &sb) < 0)
+		return -errno;
+	pages = ((uint64_t) sb.st_size + ps - 1) / ps;
+	out->pages = pages;
+	out->resident = 0;
+	out->method = "mincore";
+	if (!pages)
+		return 0;
+	map = mmap(NULL, (size_t) sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	vec = malloc(pages);
+	if (!vec) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (mincore(map, (size_t) sb.st_size, vec) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	for (uint64_t i = 0; i < pages; i++)
+		resident += vec[i] & 1;
+	out->resident = resident;
+out:
+	free(vec);
+	munmap(map, (size_t) sb.st_size);
+	return rc;
+}
+
+/*
+ * Pages of path in the page cache: cachestat(2), else mincore(2) on the
+ * file opened for writing; -EACCES when only an untrustworthy answer
+ * could be had.
+ */
+CV_API int cv_cache_residency(const char *path, cv_residency *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = cvio_cachestat_fd(fd, out);
+	close(fd);
+	if (rc != -ENOSYS && rc != -EPERM)
+		return rc;
+	/* no cachestat (or it wants write permission): mincore needs a writable descriptor */
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return (errno == EACCES || errno == EROFS || errno == EPERM || errno == ETXTBSY) ?
+			       -EACCES :
+			       -errno;
+	if (rc == -EPERM)
+		rc = cvio_cachestat_fd(fd, out);
+	if (rc)
+		rc = cvio_mincore_fd(fd, out);
+	close(fd);
+	return rc;
+}
+
+/* Read the listed blocks of path into the page cache (no read-ahead). 0 or -errno. */
+CV_API int cv_cache_prewarm(const char *path, const uint64_t *blocks, size_t n,
+			    uint32_t block_size)
+{
+	int fd;
+	uint8_t *buf;
+	struct stat sb;
+	int rc = 0;
+
+	if (!block_size)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(block_size);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (fstat(fd, &sb) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t off = blocks[i] * (uint64_t) block_size;
+		ssize_t r;
+
+		if (blocks[i] > UINT64_MAX / block_size || off >= (uint64_t) sb.st_size) {
+			rc = -ERANGE;
+			goto out;
+		}
+		do
+			r = pread(fd, buf, block_size, (off_t) off);
+		while (r < 0 && errno == EINTR);
+		if (r < 0) {
+			rc = -errno;
+			goto out;
+		}
+	}
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
