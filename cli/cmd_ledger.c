@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHECKPOINT_CAP (64u * 1024u)
 #define PROOF_CAP (64u * 1024u)
@@ -143,8 +144,8 @@ static int register_one(ledger *l, reg_item *it, const char *rationale, const ch
 	if (!path)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 	snprintf(path, n, "%s/%s", dir, rel);
-	rc = cs_write_file_atomic(path, it->bytes, it->len, 0444, e);
-	if (rc)
+	/* an existing copy has the same canonical content (its name says so): keep the first */
+	if (access(path, F_OK) != 0 && (rc = cs_write_file_atomic(path, it->bytes, it->len, 0444, e)))
 		goto out;
 	p = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O}", "id", it->h->id, "file",
 		      base_name(it->path), "file_sha256", it->file_sha, "sha256", it->h->sha256,

@@ -3,7 +3,9 @@
  * checks seq continuity, strictly increasing ts, the prev link, the record
  * hash and builds the RFC 6962 root; then every raw blob against its hash
  * and every run record's "raw" references against the blobs present; then,
- * given a saved checkpoint, that the log still extends it.
+ * given a saved checkpoint, that the log still extends it. Frozen copies
+ * of registered files (DIR/frozen/) are checked against the file_sha256
+ * their records hold.
  *
  * The pass is one prepared SELECT in seq order, one reusable EVP context,
  * and a compact range of O(log n) subtree hashes for the root, so a
@@ -79,6 +81,57 @@ static int verify_raw_refs(ledger *l, cs_err *e)
 				(const char *) sqlite3_column_text(st, 1));
 	else if (s != SQLITE_DONE)
 		rc = lg_sqlerr(l, e, "cannot check raw references");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/*
+ * Every frozen copy named by a hypothesis or amendment record must exist
+ * and hash to the file_sha256 of a record that names it (two files with
+ * the same canonical form share a frozen name; the first copy is kept).
+ */
+static int verify_frozen(ledger *l, cs_err *e)
+{
+	sqlite3_stmt *st = NULL;
+	int s, rc = 0;
+
+	if (sqlite3_prepare_v2(l->db,
+			       "SELECT json_extract(payload, '$.frozen'), min(seq),"
+			       " group_concat(json_extract(payload, '$.file_sha256'), ' ')"
+			       " FROM records WHERE kind IN ('hypothesis', 'amendment')"
+			       " AND json_valid(payload) AND json_type(payload, '$.frozen') = 'text'"
+			       " GROUP BY 1 ORDER BY 2",
+			       -1, &st, NULL) != SQLITE_OK)
+		return lg_sqlerr(l, e, "cannot list frozen copies");
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *rel = (const char *) sqlite3_column_text(st, 0);
+		const char *shas = (const char *) sqlite3_column_text(st, 2);
+		char path[4096], got[65], *buf = NULL;
+		size_t len = 0;
+		cs_err fe = {0};
+
+		if (!rel || strstr(rel, "..") || rel[0] == '/') {
+			rc = cs_err_set(e, CS_EXIT_VERIFY, "%s/ledger.db: seq %lld: bad frozen path",
+					l->dir, (long long) sqlite3_column_int64(st, 1));
+			break;
+		}
+		snprintf(path, sizeof(path), "%s/%s", l->dir, rel);
+		if (cs_read_file(path, LG_PAYLOAD_MAX, &buf, &len, &fe)) {
+			rc = cs_err_set(e, CS_EXIT_VERIFY, "%s: frozen copy of seq %lld is missing or "
+					"unreadable", path, (long long) sqlite3_column_int64(st, 1));
+			break;
+		}
+		cs_sha256_hex(buf, len, got);
+		free(buf);
+		if (!shas || !strstr(shas, got)) {
+			rc = cs_err_set(e, CS_EXIT_VERIFY,
+					"%s: frozen copy of seq %lld was changed (it hashes to %.12s...)",
+					path, (long long) sqlite3_column_int64(st, 1), got);
+			break;
+		}
+	}
+	if (!rc && s != SQLITE_DONE && s != SQLITE_ROW)
+		rc = lg_sqlerr(l, e, "cannot list frozen copies");
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -217,6 +270,8 @@ int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info 
 	rc = verify_raw(l, &raw_count, e);
 	if (!rc)
 		rc = verify_raw_refs(l, e);
+	if (!rc)
+		rc = verify_frozen(l, e);
 	if (rc)
 		goto out;
 	if (have_cp) {

@@ -42,6 +42,15 @@ sha=$(sqlite3 "$d/s/ledger.db" "SELECT json_extract(payload, '\$.sha256') FROM r
 cmp -s "$d/s/frozen/H1-$(echo "$sha" | cut -c1-8).json" "$data/H1.json" || { echo "FAIL: frozen copy differs"; fail=1; }
 fsha=$(sqlite3 "$d/s/ledger.db" "SELECT json_extract(payload, '\$.file_sha256') FROM records WHERE seq = 1")
 [ "$fsha" = "$(sha256sum "$data/H1.json" | cut -d' ' -f1)" ] || { echo "FAIL: file_sha256"; fail=1; }
+# a changed or missing frozen copy fails verify
+f1=$(ls "$d"/s/frozen/H2-*.json)
+cp "$f1" "$d/keep"; chmod u+w "$f1"; sed -i 's/lat_p50_ms/lat_p99_ms/' "$f1"
+expect 4 "frozen copy changed" "$cs" log verify "$d/s"
+grep -q "frozen copy of seq 2 was changed" "$d/out" || { echo "FAIL: frozen message"; cat "$d/out"; fail=1; }
+rm -f "$f1"
+expect 4 "frozen copy missing" "$cs" log verify "$d/s"
+cp "$d/keep" "$f1"; chmod 444 "$f1"
+expect 0 "frozen copy restored" "$cs" log verify "$d/s"
 # listings
 expect 0 "hypotheses" "$cs" hypotheses "$d/s"
 grep -q "^H1 .*0.85" "$d/out" && grep -q "^H2 " "$d/out" || { echo "FAIL: hypotheses table"; cat "$d/out"; fail=1; }
