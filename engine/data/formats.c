@@ -122,16 +122,20 @@ out:
 	return rc;
 }
 
-/* Convert one big-endian IDX element of type t at p to float. */
-static float idx_value(unsigned t, const unsigned char *p)
+/* Element types of a fixed-size payload. */
+enum { EL_U8, EL_I8, EL_I16BE, EL_I32BE, EL_F32BE, EL_F64BE, EL_F32LE };
+
+/* Convert one element of type t at p to float. */
+static float el_value(int t, const unsigned char *p)
 {
 	switch (t) {
-	case 0x08: return (float) p[0];
-	case 0x09: return (float) (int8_t) p[0];
-	case 0x0B: return (float) (int16_t) (uint16_t) (p[0] << 8 | p[1]);
-	case 0x0C: return (float) (int32_t) be32(p);
-	case 0x0D: {
-		uint32_t u = be32(p);
+	case EL_U8: return (float) p[0];
+	case EL_I8: return (float) (int8_t) p[0];
+	case EL_I16BE: return (float) (int16_t) (uint16_t) (p[0] << 8 | p[1]);
+	case EL_I32BE: return (float) (int32_t) be32(p);
+	case EL_F32BE:
+	case EL_F32LE: {
+		uint32_t u = t == EL_F32BE ? be32(p) : le32(p);
 		float f;
 
 		memcpy(&f, &u, 4);
@@ -147,11 +151,57 @@ static float idx_value(unsigned t, const unsigned char *p)
 	}
 }
 
+/*
+ * Read total elements of type t (esz bytes each) into b, converting to
+ * float and, for float types, refusing NaN/Inf. A plain file shorter than
+ * the payload is refused before anything is allocated; otherwise the
+ * buffer grows as data arrives, so a small file that declares a huge
+ * payload costs no more memory than its real size.
+ */
+static int read_payload(rd *r, dsbuf *b, size_t total, size_t esz, int t, const char *what, cv_err *e)
+{
+	unsigned char *chunk = NULL;
+	size_t done = 0;
+	int rc;
+
+	if (!r->gzipped && r->off + (uint64_t) total * esz > r->size)
+		return cv_err_set(e, -EINVAL, "%s: %s %llu: truncated: %s needs %llu bytes, file ends after %llu",
+				  r->path, rd_where(r), (unsigned long long) r->off, what,
+				  (unsigned long long) total * esz, (unsigned long long) (r->size - r->off));
+	chunk = malloc(65536 * esz);
+	if (!chunk)
+		return -ENOMEM;
+	while (done < total) {
+		size_t m = total - done > 65536 ? 65536 : total - done;
+		uint64_t at = r->off;
+
+		rc = dsbuf_reserve(b, done + m);
+		if (rc)
+			goto out;
+		rc = rd_read(r, chunk, m * esz, what, e);
+		if (rc)
+			goto out;
+		for (size_t j = 0; j < m; j++)
+			b->data[done + j] = el_value(t, chunk + j * esz);
+		if (t == EL_F32BE || t == EL_F32LE || t == EL_F64BE) {
+			rc = data_check_finite(r, b->data + done, m, at, esz, e);
+			if (rc)
+				goto out;
+		}
+		done += m;
+		b->len = done;
+	}
+	rc = 0;
+out:
+	free(chunk);
+	return rc;
+}
+
 /* IDX (MNIST's format): 0, 0, type, ndims, ndims big-endian u32 sizes, data. */
 int data_load_idx(const char *path, dsbuf *b, size_t *n, size_t *d, cv_err *e)
 {
-	unsigned char h[4], dims[4 * 8], *chunk = NULL;
-	size_t esz, total, done = 0;
+	unsigned char h[4], dims[4 * 8];
+	size_t esz, total;
 	uint64_t nn, dd = 1;
 	rd r;
 	int rc = rd_open(&r, path, e);
@@ -195,30 +245,13 @@ int data_load_idx(const char *path, dsbuf *b, size_t *n, size_t *d, cv_err *e)
 	if (rc)
 		goto out;
 	total = (size_t) (nn * dd);
-	rc = dsbuf_reserve(b, total);
-	if (rc)
-		goto out;
-	chunk = malloc(65536 * esz);
-	rc = -ENOMEM;
-	if (!chunk)
-		goto out;
-	while (done < total) {
-		size_t m = total - done > 65536 ? 65536 : total - done;
-		uint64_t at = r.off;
-		char what[80];
+	{
+		static const int types[] = {[0x08] = EL_U8, [0x09] = EL_I8, [0x0B] = EL_I16BE,
+					    [0x0C] = EL_I32BE, [0x0D] = EL_F32BE, [0x0E] = EL_F64BE};
 
-		snprintf(what, sizeof(what), "values %zu..%zu of %zu", done, done + m - 1, total);
-		rc = rd_read(&r, chunk, m * esz, what, e);
+		rc = read_payload(&r, b, total, esz, types[h[2]], "the IDX data", e);
 		if (rc)
 			goto out;
-		for (size_t j = 0; j < m; j++)
-			b->data[done + j] = idx_value(h[2], chunk + j * esz);
-		if (h[2] == 0x0D || h[2] == 0x0E) {
-			rc = data_check_finite(&r, b->data + done, m, at, esz, e);
-			if (rc)
-				goto out;
-		}
-		done += m;
 	}
 	b->len = total;
 	rc = rd_expect_eof(&r, e);
@@ -227,7 +260,6 @@ int data_load_idx(const char *path, dsbuf *b, size_t *n, size_t *d, cv_err *e)
 	*n = (size_t) nn;
 	*d = (size_t) dd;
 out:
-	free(chunk);
 	rd_close(&r);
 	return rc;
 }
@@ -257,10 +289,10 @@ static const char *npy_value(const char *hdr, const char *key)
 /* NumPy .npy, versions 1-3: magic, version, header length, a dict, data. */
 int data_load_npy(const char *path, dsbuf *b, size_t *n, size_t *d, cv_err *e)
 {
-	unsigned char pre[10], *chunk = NULL;
+	unsigned char pre[10];
 	char *hdr = NULL, descr[16];
 	const char *v;
-	size_t hlen, hoff, total, done = 0, dims[8], nd = 0;
+	size_t hlen, hoff, total, dims[8], nd = 0;
 	uint64_t nn = 1, dd = 1;
 	int is_f4;
 	rd r;
@@ -384,33 +416,9 @@ int data_load_npy(const char *path, dsbuf *b, size_t *n, size_t *d, cv_err *e)
 	if (rc)
 		goto out;
 	total = (size_t) (nn * dd);
-	rc = dsbuf_reserve(b, total);
+	rc = read_payload(&r, b, total, is_f4 ? 4 : 1, is_f4 ? EL_F32LE : EL_U8, "the npy data", e);
 	if (rc)
 		goto out;
-	if (is_f4) {
-		uint64_t at = r.off;
-
-		rc = rd_read(&r, b->data, total * 4, "the npy data", e);
-		if (!rc)
-			rc = data_check_finite(&r, b->data, total, at, 4, e);
-		if (rc)
-			goto out;
-	} else {
-		chunk = malloc(1u << 16);
-		rc = -ENOMEM;
-		if (!chunk)
-			goto out;
-		while (done < total) {
-			size_t m = total - done > (1u << 16) ? (1u << 16) : total - done;
-
-			rc = rd_read(&r, chunk, m, "the npy data", e);
-			if (rc)
-				goto out;
-			for (size_t j = 0; j < m; j++)
-				b->data[done + j] = (float) chunk[j];
-			done += m;
-		}
-	}
 	b->len = total;
 	rc = rd_expect_eof(&r, e);
 	if (rc)
@@ -418,7 +426,6 @@ int data_load_npy(const char *path, dsbuf *b, size_t *n, size_t *d, cv_err *e)
 	*n = (size_t) nn;
 	*d = (size_t) dd;
 out:
-	free(chunk);
 	free(hdr);
 	rd_close(&r);
 	return rc;

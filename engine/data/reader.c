@@ -45,7 +45,7 @@ int rd_open(rd *r, const char *path, cv_err *e)
 		close(fd);
 		return cv_err_set(e, -ENOMEM, "%s: cannot open through zlib", path);
 	}
-	gzbuffer(r->gz, 1u << 20);
+	gzbuffer(r->gz, 256u << 10);
 	return 0;
 }
 

@@ -255,6 +255,12 @@ static void test_idx(void **state)
 	be32(buf + 8, 256);
 	be32(buf + 12, 256);
 	load("idx:", put("big.idx", buf, 28), -EOVERFLOW, "exceed", NULL);
+	/* within the caps but far beyond the file: refused before allocating, plain or gzip */
+	be32(buf + 4, 1000000);
+	be32(buf + 8, 28);
+	be32(buf + 12, 28);
+	load("idx:", put("long.idx", buf, 28), -EINVAL, "byte 16", "needs 784000000 bytes");
+	load("idx:", put_gz("long.idx.gz", buf, 28), -EINVAL, "decompressed byte 16", "truncated");
 	be32(buf + 8, 0);
 	load("idx:", put("z.idx", buf, 28), -EINVAL, "byte 8", "dimension 1 is 0");
 	/* f32, big-endian: 2 rows of 2, then a NaN in row 1 col 1 (byte 12 + 3*4 = 24) */
