@@ -391,6 +391,12 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	pthread_mutex_init(&L.mu, NULL);
 	got_signal = 0;
 	tty = o->progress < 0 ? isatty(2) : o->progress;
+	/* From here on SIGINT/SIGTERM stop the run cleanly instead of killing it mid-write. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
 
 	rc = ledger_open(dir, &l, e);
 	if (rc)
@@ -535,6 +541,11 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 				    json_integer((json_int_t) (parts ? json_array_size(json_object_get(eff, "partitions"))
 								     : cv_index_partitions(ix))));
 
+	if (got_signal) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "interrupted before the run started; nothing recorded");
+		goto out;
+	}
+
 	/* 2. run_start */
 	if (ledger_foreach(l, "run_start", count_cb, &cc, e)) {
 		rc = e->code ? e->code : CS_EXIT_INTERNAL;
@@ -549,11 +560,6 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	if (rc)
 		goto out;
 	run_started = 1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
 
 	/* 3. cold or warm */
 	cold = json_is_true(json_object_get(eff, "cold"));
@@ -810,16 +816,22 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	}
 	rc = 0;
 out:
-	if (rc && run_started && rc != CS_EXIT_REFUSED && !got_signal && !started_load) {
+	if (run_started && got_signal && !started_load) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "run %s interrupted by %s before its load; no run record",
+			 run_id, got_signal == SIGINT ? "SIGINT" : "SIGTERM");
+		record_abort(l, run_id, why);
+		if (!rc)
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s", why);
+	} else if (rc && run_started && rc != CS_EXIT_REFUSED && !started_load) {
 		char why[CS_ERR_MAX + 64];
 
 		snprintf(why, sizeof(why), "run %s stopped before its load: %s", run_id, e->msg);
 		record_abort(l, run_id, why);
 	}
-	if (run_started) {
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGTERM, &old_term, NULL);
-	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
 	harness_samplers_stop(smp, NULL, NULL, NULL, NULL);
 	harness_memcap_release(cgdir);
 	for (unsigned c = 0; L.rows && c < L.clients; c++)

@@ -1,0 +1,55 @@
+#!/bin/sh
+# Kill -9 of a run at random moments, and SIGTERM once: afterwards the
+# ledger verifies, every run record is whole (status complete, every
+# metric, raw blobs covered by verify), and the terminated run left a
+# deviation and no run record.
+set -u
+. "$(dirname "$0")/common.sh"
+setup_study "synth:n=6000,d=32,clusters=16,seed=1" 8
+printf '{"index":"%s","queries":{"spec":"synth:n=40,d=32,clusters=16,seed=7"},"cold":true,"device":"sata-ssd","query_count":120,"buffers_bytes":1048576,"samplers":{"iostat_s":0.05,"memory_s":0.05}}' "$T/clone" > "$T/r.json"
+fail=0
+for i in 1 2 3 4 5 6; do
+	"$cs" run "$S" "$T/r.json" --no-progress >/dev/null 2>&1 &
+	pid=$!
+	sleep "$(python3 -c "import random; print(round(random.uniform(0.2, 3.0), 3))")"
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	"$cs" log verify "$S" >/dev/null 2>&1 || { echo "FAIL: log verify after kill -9 #$i"; fail=1; }
+done
+printf '{"index":"%s","queries":{"spec":"synth:n=40,d=32,clusters=16,seed=7"},"cold":true,"device":"sata-ssd","query_count":400,"buffers_bytes":1048576}' "$T/clone" > "$T/long.json"
+before=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"select count(*) from records where kind='run_start'\").fetchone()[0])" "$S/ledger.db")
+"$cs" run "$S" "$T/long.json" --no-progress >/dev/null 2>"$T/term.err" &
+pid=$!
+sleep 1.5
+kill -TERM "$pid"
+wait "$pid"; rc=$?
+[ $rc != 0 ] || { echo "FAIL: the long run finished before SIGTERM"; fail=1; }
+"$cs" log verify "$S" >/dev/null 2>&1 || { echo "FAIL: log verify after SIGTERM"; fail=1; }
+python3 - "$S/ledger.db" "$before" <<'PY' || fail=1
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = [(k, json.loads(p)) for (k, p) in db.execute("select kind, payload from records order by seq")]
+starts = [p["run_id"] for k, p in rows if k == "run_start"]
+runs = [p for k, p in rows if k == "run"]
+devs = [p for k, p in rows if k == "deviation"]
+bad = 0
+for r in runs:
+    if r.get("status") != "complete" or len(r["metrics"]) < 18 or set(r["raw"]) != {"queries", "iostat", "memory", "prometheus"}:
+        print("FAIL: run %s is not whole" % r["run_id"]); bad = 1
+print("%d run_start, %d complete runs, %d deviations" % (len(starts), len(runs), len(devs)))
+done = {r["run_id"] for r in runs} | {d.get("run_id") for d in devs}
+mid = [s for s in starts if s not in done]
+print("kill -9 landed mid-run %d times: %s" % (len(mid), mid))
+if not mid:
+    print("FAIL: no kill -9 landed between run_start and the run record"); bad = 1
+if len(starts) != int(sys.argv[2]) + 1:
+    print("FAIL: the SIGTERM run did not start"); bad = 1
+else:
+    last = starts[-1]
+    if any(r["run_id"] == last for r in runs):
+        print("FAIL: the terminated run %s has a run record" % last); bad = 1
+    if not any(d.get("run_id") == last and "SIGTERM" in d["because"] for d in devs):
+        print("FAIL: no deviation for the terminated run %s" % last); bad = 1
+sys.exit(bad)
+PY
+exit $fail
