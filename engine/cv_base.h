@@ -34,9 +34,13 @@ CV_API int cv_metric_parse(const char *s, cv_metric *out);
 CV_API const char *cv_metric_name(cv_metric m);
 
 /*
- * Distance kernels for float32, dispatched once (cpuid) to scalar, AVX2
- * or AVX-512. No alignment is required. cv_distance returns the metric's
- * distance (smaller is nearer).
+ * Distance kernels for float32, dispatched once (cpuid, on first use) to
+ * scalar, AVX2+FMA or AVX-512F; $COLDSTUDY_SIMD=scalar|avx2|avx512 lowers
+ * the choice for a process. No alignment is required and no kernel reads
+ * past a + d or b + d. Levels agree to rounding, not bit for bit.
+ * cv_distance returns the metric's distance (smaller is nearer): l2 is
+ * squared, ip is -dot, cosine is 1 - cos (1 when a vector is zero).
+ * Per-level functions and batch helpers: engine/kernels/kernels.h.
  */
 CV_API float cv_l2sq(const float *a, const float *b, size_t d);
 CV_API float cv_dot(const float *a, const float *b, size_t d);

@@ -7,7 +7,9 @@
  *                    $COLDSTUDY_FASHION_MNIST): 60,000 x 784 train (the
  *                    default), 10,000 x 784 test
  *   fvecs:PATH, ivecs:PATH, bvecs:PATH   TEXMEX (per row: int32 d, then d
- *                    float32 / int32 / uint8), gzip or plain
+ *                    float32 / int32 / uint8), gzip or plain; ivecs values
+ *                    become floats (exact up to 2^24; read ids with
+ *                    cv_ivecs_read instead)
  *   idx:PATH         IDX (big-endian; u8, i8, i16, i32, f32, f64), gzip or
  *                    plain; n = dims[0], d = product of the others
  *   npy:PATH         NumPy .npy v1-3, '<f4' or '|u1', C order; n = shape[0]
@@ -76,8 +78,11 @@ CV_API int cv_groundtruth_cached(const cv_dataset *base, const cv_dataset *queri
 				 cv_err *e);
 
 /*
- * recall@k as ann-benchmarks computes it: a returned id counts if its true
- * distance to the query is <= the k-th true distance + 1e-3.
+ * recall@k as ann-benchmarks computes it: of the first k returned ids, one
+ * counts if its true distance to the query is <= the k-th true distance +
+ * 1e-3 (for l2 compared as Euclidean, not squared, distance, as
+ * ann-benchmarks does); repeated ids and ids past the base count once /
+ * not at all. Returns hits / k, or -1 on bad arguments.
  */
 CV_API double cv_recall_at_k(const cv_dataset *base, const float *query, cv_metric m,
 			     const int32_t *true_ids, size_t k, const uint32_t *got, size_t ngot);
