@@ -1,18 +1,108 @@
-/* Placeholder verbs until reports land: they say so and exit 1. */
+/*
+ * cmd_report.c - `coldstudy report DIR --out R [--title TEXT]` and
+ * `coldstudy log publish DIR --url URL [--origin NAME] [--timeout S]
+ * [--dry-run]`: argument parsing only; the work is in reports/.
+ */
 #include "cmds.h"
 
 #include <stdio.h>
+#include <string.h>
+
+#include "ledger.h"
+#include "report.h"
+
+#define PUBLISH_TIMEOUT_DEFAULT 60
+#define PUBLISH_TIMEOUT_MAX 3600
 
 int cmd_report(int argc, char **argv)
 {
-	(void) argc;
-	fprintf(stderr, "coldstudy %s: not built yet\n", argv[0]);
-	return CS_EXIT_INTERNAL;
+	const char *dir = NULL, *out = NULL, *title = NULL;
+	ledger *l = NULL;
+	cs_err e = {0};
+	int rc, i;
+
+	if (cli_wants_help(argc, argv)) {
+		printf("usage: coldstudy report DIR --out R [--title TEXT]\n\n"
+		       "Publish the study's report from its ledger alone: R/report.md,\n"
+		       "R/report.html (self-contained), R/*.svg, R/records.jsonl (the export)\n"
+		       "and R/checkpoint.txt. The log is verified first; a log that does not\n"
+		       "verify is not reported (exit 4) and nothing is written. R is written\n"
+		       "whole or not at all; an existing R is replaced only if it holds\n"
+		       "nothing but report files. The same ledger gives the same bytes.\n");
+		return CS_EXIT_OK;
+	}
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--out") && i + 1 < argc)
+			out = argv[++i];
+		else if (!strcmp(argv[i], "--title") && i + 1 < argc)
+			title = argv[++i];
+		else if (argv[i][0] == '-')
+			return cli_usage("report", "unknown or incomplete option '%s'", argv[i]);
+		else if (!dir)
+			dir = argv[i];
+		else
+			return cli_usage("report", "unexpected argument '%s'", argv[i]);
+	}
+	if (!dir || !out)
+		return cli_usage("report", "expected DIR --out R");
+	if (!out[0])
+		return cli_usage("report", "--out needs a directory");
+	rc = ledger_open(dir, &l, &e);
+	if (!rc)
+		rc = report_write(l, out, title, &e);
+	ledger_close(l);
+	if (rc)
+		return cli_fail("report", &e);
+	fprintf(stderr, "report written to %s/report.md and %s/report.html\n", out, out);
+	return CS_EXIT_OK;
 }
 
 int cmd_log_publish(int argc, char **argv)
 {
-	(void) argc;
-	fprintf(stderr, "coldstudy log %s: not built yet\n", argv[0]);
-	return CS_EXIT_INTERNAL;
+	const char *dir = NULL, *url = NULL, *origin = NULL;
+	uint64_t timeout = PUBLISH_TIMEOUT_DEFAULT;
+	ledger *l = NULL;
+	cs_err e = {0};
+	int rc, i, dry = 0;
+
+	if (cli_wants_help(argc, argv)) {
+		printf("usage: coldstudy log publish DIR --url URL [--origin NAME] [--timeout S] "
+		       "[--dry-run]\n\n"
+		       "POST the log's checkpoint (C2SP tlog-checkpoint) and its JSONL export to an\n"
+		       "http(s) endpoint as multipart/form-data (parts \"checkpoint\" and \"records\"),\n"
+		       "then record a note {published, checkpoint, status}. The log is verified\n"
+		       "first (exit 4). An HTTP status >= 400, a timeout (default %d s) or no\n"
+		       "connection is exit 1 and records nothing. --dry-run prints what would be\n"
+		       "sent and sends nothing.\n",
+		       PUBLISH_TIMEOUT_DEFAULT);
+		return CS_EXIT_OK;
+	}
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--url") && i + 1 < argc)
+			url = argv[++i];
+		else if (!strcmp(argv[i], "--origin") && i + 1 < argc)
+			origin = argv[++i];
+		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
+			if (cli_parse_u64(argv[++i], &timeout) || timeout < 1 ||
+			    timeout > PUBLISH_TIMEOUT_MAX)
+				return cli_usage("log publish", "--timeout: expected 1 to %d seconds, got '%s'",
+						 PUBLISH_TIMEOUT_MAX, argv[i]);
+		} else if (!strcmp(argv[i], "--dry-run"))
+			dry = 1;
+		else if (argv[i][0] == '-')
+			return cli_usage("log publish", "unknown or incomplete option '%s'", argv[i]);
+		else if (!dir)
+			dir = argv[i];
+		else
+			return cli_usage("log publish", "unexpected argument '%s'", argv[i]);
+	}
+	if (!dir || !url)
+		return cli_usage("log publish", "expected DIR --url URL");
+	if (origin && (!origin[0] || strchr(origin, '\n')))
+		return cli_usage("log publish", "--origin: expected a non-empty one-line name");
+	rc = ledger_open(dir, &l, &e);
+	if (!rc)
+		rc = report_publish(l, url, origin, dry, (long) timeout, stdout, &e);
+	ledger_close(l);
+	return rc ? cli_fail("log publish", &e) : CS_EXIT_OK;
 }

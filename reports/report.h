@@ -30,4 +30,32 @@ int report_verdicts(struct ledger *l, int64_t as_of, int record, json_t **out, c
 /* A string of a rule result: "true", "false", "undetermined". */
 const char *report_tri(int result);
 
+/* ---- the published report and the published log (reports/report.c, publish.c) ---- */
+
+#include <stdio.h>
+
+/*
+ * Write the study's report into the directory out: report.md,
+ * report.html (self-contained), records.jsonl (the export),
+ * checkpoint.txt and the plots as *.svg, from the ledger alone. The log
+ * is verified first (exit 4, nothing written, if it fails). Files are
+ * built in a temporary directory beside out and renamed into place, so
+ * out holds a whole report or none; an existing out is replaced only if
+ * it holds nothing but report files (else exit 3). title may be NULL.
+ * The same ledger gives byte-identical files.
+ */
+int report_write(struct ledger *l, const char *out, const char *title, cs_err *e);
+
+/*
+ * POST the checkpoint (under origin, NULL: the stored one) and the JSONL
+ * export to url (http or https) as multipart/form-data, with a timeout of
+ * timeout_s seconds; on a 2xx answer append a `note` record {"text",
+ * "published", "checkpoint", "status", "tree_size", "origin"} and print
+ * one line and the checkpoint to out. HTTP >= 400 or no answer: exit 1,
+ * nothing recorded. dry_run prints what would be sent to out instead.
+ * The log must verify first (exit 4).
+ */
+int report_publish(struct ledger *l, const char *url, const char *origin, int dry_run,
+		   long timeout_s, FILE *out, cs_err *e);
+
 #endif
