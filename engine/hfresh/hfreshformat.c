@@ -1,0 +1,557 @@
+/*
+ * hfreshformat.c - HFresh's bytes on disk: posting records, the manifest,
+ * the vector store, and the small I/O helpers they share.
+ *
+ * Every multi-byte field is little-endian (the host order of every target
+ * coldstudy builds for; the manifest's magic would read wrong otherwise).
+ * Checksums are CRC-32 (zlib): one per posting record, one per vector
+ * slot, one over the whole manifest. The layout is in ARCHITECTURE.md.
+ *
+ * Invariants the readers check (hfr_post_check, hfr_meta_read): magic and
+ * format version first; every length is derived from counts and checked
+ * against the bytes actually present before anything is indexed, so a
+ * truncated or bit-flipped file gives -EBADMSG and a message naming the
+ * file and byte offset, never an out-of-bounds read.
+ */
+#include "hfresh.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* ---- small I/O helpers ---- */
+
+int hfr_pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+	const char *p = buf;
+
+	while (n) {
+		ssize_t w = pwrite(fd, p, n, (off_t) off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t) w;
+		off += (uint64_t) w;
+	}
+	return 0;
+}
+
+int hfr_pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+	char *p = buf;
+
+	while (n) {
+		ssize_t r = pread(fd, p, n, (off_t) off);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO;
+		p += r;
+		n -= (size_t) r;
+		off += (uint64_t) r;
+	}
+	return 0;
+}
+
+int hfr_fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+unsigned hfr_threads(unsigned want)
+{
+	long n;
+
+	if (want)
+		return want;
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned) n : 1;
+}
+
+typedef struct par_ctx {
+	void (*fn)(void *, size_t);
+	void *ctx;
+	size_t n;
+	size_t next;
+	pthread_mutex_t mu;
+} par_ctx;
+
+/* Worker: take chunks of 64 indexes until none are left. */
+static void *par_worker(void *arg)
+{
+	par_ctx *p = arg;
+
+	for (;;) {
+		size_t lo, hi;
+
+		pthread_mutex_lock(&p->mu);
+		lo = p->next;
+		p->next = lo + 64 < p->n ? lo + 64 : p->n;
+		hi = p->next;
+		pthread_mutex_unlock(&p->mu);
+		if (lo >= hi)
+			break;
+		for (size_t i = lo; i < hi; i++)
+			p->fn(p->ctx, i);
+	}
+	return NULL;
+}
+
+int hfr_parallel(size_t n, unsigned threads, void (*fn)(void *ctx, size_t i), void *ctx)
+{
+	par_ctx p = {.fn = fn, .ctx = ctx, .n = n, .next = 0};
+	unsigned t = hfr_threads(threads), started = 0;
+	pthread_t tid[64];
+
+	if (t > 64)
+		t = 64;
+	if (t > 1 && n >= 128) {
+		pthread_mutex_init(&p.mu, NULL);
+		for (unsigned i = 1; i < t; i++)
+			if (!pthread_create(&tid[started], NULL, par_worker, &p))
+				started++;
+		par_worker(&p);
+		for (unsigned i = 0; i < started; i++)
+			pthread_join(tid[i], NULL);
+		pthread_mutex_destroy(&p.mu);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		fn(ctx, i);
+	return 0;
+}
+
+/* ---- posting records ---- */
+
+void hfr_entry_put(uint8_t *ent, uint32_t dp, uint32_t id, uint32_t ver, const hfr_fac *f,
+		   const uint64_t *code)
+{
+	uint16_t pad = 0;
+
+	memcpy(ent + 0, &id, 4);
+	memcpy(ent + 4, &ver, 4);
+	memcpy(ent + 8, &f->add, 4);
+	memcpy(ent + 12, &f->rescale, 4);
+	memcpy(ent + 16, &f->err, 4);
+	memcpy(ent + 20, &f->pop, 2);
+	memcpy(ent + 22, &pad, 2);
+	memcpy(ent + HFR_ENTRY_HDR, code, dp / 8);
+}
+
+void hfr_entry_get(const uint8_t *ent, uint32_t *id, uint32_t *ver, hfr_fac *f)
+{
+	memcpy(id, ent + 0, 4);
+	memcpy(ver, ent + 4, 4);
+	memcpy(&f->add, ent + 8, 4);
+	memcpy(&f->rescale, ent + 12, 4);
+	memcpy(&f->err, ent + 16, 4);
+	memcpy(&f->pop, ent + 20, 2);
+}
+
+void hfr_post_seal(void *post, uint32_t posting_id, uint32_t count, uint32_t dp)
+{
+	hfr_post_hdr h = {
+		.magic = HFR_POST_MAGIC,
+		.version = HFR_FORMAT_VERSION,
+		.entry_size = (uint16_t) hfr_entry_size(dp),
+		.posting_id = posting_id,
+		.count = count,
+		.dp = dp,
+		.crc = 0,
+		.reserved = 0,
+	};
+	size_t body = HFR_POST_HDR + (size_t) count * hfr_entry_size(dp);
+
+	memcpy(post, &h, sizeof(h));
+	h.crc = (uint32_t) crc32(0L, post, (uInt) body);
+	memcpy(post, &h, sizeof(h));
+}
+
+int hfr_post_check(const void *buf, size_t len, uint32_t dp, uint32_t expect_id,
+		   uint32_t expect_count, int check_crc, hfr_post_hdr *out, cv_err *e)
+{
+	hfr_post_hdr h;
+	size_t body;
+
+	if (len < HFR_POST_HDR)
+		return cv_err_set(e, -EBADMSG, "posting record truncated: %zu bytes, header needs %u",
+				  len, HFR_POST_HDR);
+	memcpy(&h, buf, sizeof(h));
+	if (h.magic != HFR_POST_MAGIC)
+		return cv_err_set(e, -EBADMSG, "bad posting magic 0x%08x at byte 0", h.magic);
+	if (h.version != HFR_FORMAT_VERSION)
+		return cv_err_set(e, -EBADMSG, "posting format version %u at byte 4, expected %u",
+				  h.version, HFR_FORMAT_VERSION);
+	if (h.dp != dp || dp == 0 || dp % 64 || h.entry_size != hfr_entry_size(dp))
+		return cv_err_set(e, -EBADMSG,
+				  "posting dims %u / entry size %u at byte 16, expected %u / %u", h.dp,
+				  h.entry_size, dp, hfr_entry_size(dp));
+	if (expect_id != UINT32_MAX && h.posting_id != expect_id)
+		return cv_err_set(e, -EBADMSG, "posting id %u at byte 8, expected %u", h.posting_id,
+				  expect_id);
+	if (expect_count != UINT32_MAX && h.count != expect_count)
+		return cv_err_set(e, -EBADMSG, "posting count %u at byte 12, manifest says %u",
+				  h.count, expect_count);
+	if (h.count > (len - HFR_POST_HDR) / h.entry_size)
+		return cv_err_set(e, -EBADMSG,
+				  "posting of %u entries does not fit in %zu bytes (truncated?)",
+				  h.count, len);
+	body = HFR_POST_HDR + (size_t) h.count * h.entry_size;
+	if (check_crc) {
+		hfr_post_hdr z = h;
+		uint32_t c;
+
+		z.crc = 0;
+		c = (uint32_t) crc32(0L, (const Bytef *) &z, sizeof(z));
+		c = (uint32_t) crc32(c, (const Bytef *) buf + HFR_POST_HDR,
+				     (uInt) (body - HFR_POST_HDR));
+		if (c != h.crc)
+			return cv_err_set(e, -EBADMSG,
+					  "posting checksum mismatch (stored 0x%08x, computed 0x%08x)",
+					  h.crc, c);
+	}
+	if (out)
+		*out = h;
+	return 0;
+}
+
+void hfr_postings_path(const char *dir, uint32_t gen, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/postings.%u.dat", dir, gen);
+}
+
+/* ---- manifest ---- */
+
+void hfr_meta_sizes(hfr_meta *m)
+{
+	uint32_t es, slot;
+
+	m->di = m->metric == CV_METRIC_IP ? m->d + 1 : m->d;
+	m->dp = hfr_dp(m->di);
+	es = hfr_entry_size(m->dp);
+	m->max_entries = (m->max_posting_kb * 1024u - HFR_POST_HDR) / es;
+	if (m->max_entries < 4)
+		m->max_entries = 4;
+	m->min_entries = m->max_entries / 4;
+	if (m->min_entries < 1)
+		m->min_entries = 1;
+	slot = (m->d * 4u + 4u + 15u) / 16u * 16u;
+	if (slot > HFR_BLOCK) {
+		m->vec_slot = (slot + HFR_BLOCK - 1) / HFR_BLOCK * HFR_BLOCK;
+		m->vec_per_block = 1;
+	} else {
+		m->vec_slot = slot;
+		m->vec_per_block = HFR_BLOCK / slot;
+	}
+}
+
+void hfr_meta_free(hfr_meta *m)
+{
+	if (!m)
+		return;
+	free(m->posts);
+	free(m->cent);
+	free(m->ver);
+	m->posts = NULL;
+	m->cent = NULL;
+	m->ver = NULL;
+}
+
+/* Bytes of a manifest with these counts (0 on overflow). */
+static uint64_t meta_len(uint64_t nposts, uint64_t di, uint64_t nids)
+{
+	if (nposts > (1ull << 31) || nids > (1ull << 32) || di > (1ull << 20))
+		return 0;
+	return HFR_META_HDR + nposts * sizeof(hfr_post) + nposts * di * 4 + nids * 4 + 8;
+}
+
+#define PUT(off, v) memcpy(buf + (off), &(v), sizeof(v))
+#define GET(off, v) memcpy(&(v), buf + (off), sizeof(v))
+
+int hfr_meta_write(const char *dir, const hfr_meta *m, cv_err *e)
+{
+	uint64_t total = meta_len(m->nposts, m->di, m->nids);
+	char tmp[4096], path[4096];
+	uint8_t *buf = NULL;
+	uint32_t fmt = HFR_FORMAT_VERSION, hs = HFR_META_HDR, met = (uint32_t) m->metric, crc,
+		 endm = 0x444e4548u; /* "HEND" */
+	size_t off;
+	int fd = -1, rc;
+
+	if (!total)
+		return cv_err_set(e, -EOVERFLOW, "%s: index too large for the manifest", dir);
+	buf = calloc(1, total);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, HFR_META_MAGIC, 8);
+	PUT(8, fmt);
+	PUT(12, hs);
+	PUT(16, m->d);
+	PUT(20, m->di);
+	PUT(24, m->dp);
+	PUT(28, met);
+	PUT(32, m->max_posting_kb);
+	PUT(36, m->replicas);
+	PUT(40, m->rng_factor);
+	PUT(48, m->max_entries);
+	PUT(52, m->min_entries);
+	PUT(56, m->rot_seed);
+	PUT(64, m->ip_m);
+	PUT(68, m->postings_gen);
+	PUT(72, m->generation);
+	PUT(80, m->nids);
+	PUT(84, m->live);
+	PUT(88, m->nposts);
+	PUT(92, m->vec_slot);
+	PUT(96, m->vec_per_block);
+	PUT(104, m->postings_end);
+	PUT(112, total);
+	off = HFR_META_HDR;
+	memcpy(buf + off, m->posts, (size_t) m->nposts * sizeof(hfr_post));
+	off += (size_t) m->nposts * sizeof(hfr_post);
+	memcpy(buf + off, m->cent, (size_t) m->nposts * m->di * 4);
+	off += (size_t) m->nposts * m->di * 4;
+	memcpy(buf + off, m->ver, (size_t) m->nids * 4);
+	off += (size_t) m->nids * 4;
+	crc = (uint32_t) crc32(0L, buf, (uInt) off);
+	PUT(off, crc);
+	PUT(off + 4, endm);
+
+	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, HFR_META_NAME);
+	snprintf(path, sizeof(path), "%s/%s", dir, HFR_META_NAME);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = cv_err_set(e, -errno, "%s: cannot create: %s", tmp, strerror(errno));
+		goto out;
+	}
+	rc = hfr_pwrite_all(fd, buf, total, 0);
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (rc) {
+		cv_err_set(e, rc, "%s: write failed: %s", tmp, strerror(-rc));
+		goto out;
+	}
+	close(fd);
+	fd = -1;
+	hfr_crash_point();
+	if (rename(tmp, path) < 0) {
+		rc = cv_err_set(e, -errno, "%s: rename failed: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = hfr_fsync_dir(dir);
+	if (rc)
+		cv_err_set(e, rc, "%s: fsync failed", dir);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+int hfr_meta_read(const char *dir, hfr_meta *m, cv_err *e)
+{
+	char path[4096], magic[8];
+	uint8_t *buf = NULL;
+	uint64_t total, want;
+	uint32_t fmt, hs, met, crc, c;
+	struct stat st;
+	size_t off;
+	int fd, rc;
+
+	memset(m, 0, sizeof(*m));
+	snprintf(path, sizeof(path), "%s/%s", dir, HFR_META_NAME);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return cv_err_set(e, errno == ENOENT ? -EBADMSG : -errno, "%s: cannot open: %s",
+				  path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		rc = cv_err_set(e, -errno, "%s: stat failed", path);
+		goto out;
+	}
+	if ((uint64_t) st.st_size < HFR_META_HDR + 8) {
+		rc = cv_err_set(e, -EBADMSG, "%s: truncated manifest (%lld bytes)", path,
+				(long long) st.st_size);
+		goto out;
+	}
+	buf = malloc((size_t) st.st_size);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = hfr_pread_all(fd, buf, (size_t) st.st_size, 0);
+	if (rc) {
+		cv_err_set(e, rc, "%s: read failed", path);
+		goto out;
+	}
+	rc = -EBADMSG;
+	memcpy(magic, buf, 8);
+	if (memcmp(magic, HFR_META_MAGIC, 8)) {
+		cv_err_set(e, rc, "%s: bad magic at byte 0 (not an hfresh manifest)", path);
+		goto out;
+	}
+	GET(8, fmt);
+	GET(12, hs);
+	if (fmt != HFR_FORMAT_VERSION || hs != HFR_META_HDR) {
+		cv_err_set(e, rc, "%s: format version %u at byte 8, expected %u", path, fmt,
+			   HFR_FORMAT_VERSION);
+		goto out;
+	}
+	GET(112, total);
+	if (total != (uint64_t) st.st_size) {
+		cv_err_set(e, rc, "%s: length %lld, header at byte 112 says %llu (truncated?)", path,
+			   (long long) st.st_size, (unsigned long long) total);
+		goto out;
+	}
+	GET(total - 8, crc);
+	c = (uint32_t) crc32(0L, buf, (uInt) (total - 8));
+	if (c != crc) {
+		cv_err_set(e, rc, "%s: manifest checksum mismatch at byte %llu", path,
+			   (unsigned long long) (total - 8));
+		goto out;
+	}
+	GET(16, m->d);
+	GET(20, m->di);
+	GET(24, m->dp);
+	GET(28, met);
+	GET(32, m->max_posting_kb);
+	GET(36, m->replicas);
+	GET(40, m->rng_factor);
+	GET(48, m->max_entries);
+	GET(52, m->min_entries);
+	GET(56, m->rot_seed);
+	GET(64, m->ip_m);
+	GET(68, m->postings_gen);
+	GET(72, m->generation);
+	GET(80, m->nids);
+	GET(84, m->live);
+	GET(88, m->nposts);
+	GET(92, m->vec_slot);
+	GET(96, m->vec_per_block);
+	GET(104, m->postings_end);
+	m->metric = (cv_metric) met;
+	{
+		hfr_meta chk = *m;
+
+		if (met > CV_METRIC_COSINE || m->d == 0 || m->d > 65536 ||
+		    m->max_posting_kb < HFR_MIN_MAX_POSTING_KB ||
+		    m->max_posting_kb > HFR_MAX_MAX_POSTING_KB || m->replicas < HFR_MIN_REPLICAS ||
+		    m->replicas > HFR_MAX_REPLICAS) {
+			cv_err_set(e, rc, "%s: parameters out of range in the header", path);
+			goto out;
+		}
+		hfr_meta_sizes(&chk);
+		if (chk.di != m->di || chk.dp != m->dp || chk.vec_slot != m->vec_slot ||
+		    chk.vec_per_block != m->vec_per_block || m->live > m->nids ||
+		    m->postings_end % HFR_BLOCK) {
+			cv_err_set(e, rc, "%s: inconsistent sizes in the header", path);
+			goto out;
+		}
+	}
+	want = meta_len(m->nposts, m->di, m->nids);
+	if (want != total) {
+		cv_err_set(e, rc, "%s: counts in the header need %llu bytes, file has %llu", path,
+			   (unsigned long long) want, (unsigned long long) total);
+		goto out;
+	}
+	m->posts = malloc((size_t) m->nposts * sizeof(hfr_post) + 1);
+	m->cent = malloc((size_t) m->nposts * m->di * 4 + 1);
+	m->ver = malloc((size_t) m->nids * 4 + 1);
+	if (!m->posts || !m->cent || !m->ver) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	off = HFR_META_HDR;
+	memcpy(m->posts, buf + off, (size_t) m->nposts * sizeof(hfr_post));
+	off += (size_t) m->nposts * sizeof(hfr_post);
+	memcpy(m->cent, buf + off, (size_t) m->nposts * m->di * 4);
+	off += (size_t) m->nposts * m->di * 4;
+	memcpy(m->ver, buf + off, (size_t) m->nids * 4);
+	for (uint32_t p = 0; p < m->nposts; p++) {
+		const hfr_post *ps = &m->posts[p];
+
+		if (!ps->alive)
+			continue;
+		if (ps->off % HFR_BLOCK || ps->len != hfr_post_disk_len(ps->count, m->dp) ||
+		    ps->off + ps->len > m->postings_end || ps->count > m->max_entries * 2u + 64u) {
+			cv_err_set(e, rc, "%s: posting %u table entry at byte %zu is inconsistent",
+				   path, p, (size_t) HFR_META_HDR + p * sizeof(hfr_post));
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	if (rc)
+		hfr_meta_free(m);
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+/* ---- vector store ---- */
+
+void hfr_vec_pack(const hfr_meta *m, const float *x, uint8_t *slot)
+{
+	uint32_t c = (uint32_t) crc32(0L, (const Bytef *) x, m->d * 4u);
+
+	memset(slot, 0, m->vec_slot);
+	memcpy(slot, x, (size_t) m->d * 4);
+	memcpy(slot + (size_t) m->d * 4, &c, 4);
+}
+
+int hfr_vec_check(const hfr_meta *m, const uint8_t *slot)
+{
+	uint32_t c, s;
+
+	c = (uint32_t) crc32(0L, slot, m->d * 4u);
+	memcpy(&s, slot + (size_t) m->d * 4, 4);
+	return c == s ? 0 : -EBADMSG;
+}
+
+void hfr_to_internal(const hfr_meta *m, const float *x, float *out)
+{
+	uint32_t d = m->d;
+
+	memcpy(out, x, sizeof(float) * d);
+	if (m->metric == CV_METRIC_COSINE) {
+		double n = 0;
+
+		for (uint32_t i = 0; i < d; i++)
+			n += (double) x[i] * x[i];
+		if (n > 0) {
+			float inv = (float) (1.0 / sqrt(n));
+
+			for (uint32_t i = 0; i < d; i++)
+				out[i] *= inv;
+		}
+	} else if (m->metric == CV_METRIC_IP) {
+		double n = 0, r;
+
+		for (uint32_t i = 0; i < d; i++)
+			n += (double) x[i] * x[i];
+		/* a vector longer than M (inserted later) is clamped to the sphere */
+		r = (double) m->ip_m * m->ip_m - n;
+		out[d] = r > 0 ? (float) sqrt(r) : 0.0f;
+	}
+}

@@ -1,0 +1,679 @@
+/*
+ * hfreshsearch.c - opening an HFresh index and answering queries.
+ *
+ * Open reads the manifest, rotates every live centroid once (so a query
+ * residual in rotated space is R q - R c, one rotation per query), and
+ * puts the centroids in the in-memory HNSW with 8-bit quantised vectors
+ * (engine/hnsw), labels = index into the live-posting list.
+ *
+ * A query:
+ *   1. maps q to the internal space and rotates it;
+ *   2. asks the centroid HNSW for the searchProbe nearest postings;
+ *   3. reads those postings through the caller's cv_io: with io_mode
+ *      serial one read after another, each scored before the next is
+ *      issued (Weaviate's order); with concurrent:Q all of them in
+ *      batches of Q via cv_io_read_batch;
+ *   4. scores every entry whose version is current with the RaBitQ
+ *      estimator against the 4-bit query residual, skipping ids already
+ *      seen (replicas), keeping the best max(rescoreLimit, k) estimates;
+ *   5. prunes with the error bound: a candidate whose lower bound exceeds
+ *      the k-th smallest upper bound cannot be in the top k;
+ *   6. reads the survivors' full vectors (one aligned 4 KiB read each) in
+ *      order of lower bound, serially (stopping once the next lower bound
+ *      exceeds the k-th exact distance) or in batches of Q, and returns
+ *      the k best exact distances in the index's metric.
+ *
+ * Thread safety: the index is read-only after open; each thread keeps
+ * its scratch (the seen-epoch array, buffers) under a pthread key.
+ * Postings are not checksummed on the query path (a CRC over 48 KB per
+ * posting would cost more than the scoring); the header is checked, and
+ * `index verify` checks every checksum.
+ */
+#include "hfresh.h"
+#include "hnsw/hnsw.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/*
+ * The centroid HNSW is referenced weakly: a build without engine/hnsw
+ * (or a test binary that does not pull it in) falls back to an exact
+ * scan of the centroids, which is what the HNSW approximates anyway.
+ */
+#pragma weak hnsw_new
+#pragma weak hnsw_build
+#pragma weak hnsw_free
+#pragma weak hnsw_search_n
+
+typedef struct hfr_scratch {
+	const void *owner;
+	uint16_t *seen;
+	uint16_t epoch;
+	size_t nseen;
+	float *qi, *qrot, *qr;
+	uint64_t *planes;
+	uint32_t *plist;
+	float *pdist;
+	size_t plist_cap;
+	uint8_t **pbuf;         /* posting buffers, maxlen each */
+	size_t npbuf;
+	uint8_t **vbuf;         /* vector-read buffers */
+	size_t nvbuf;
+	cv_read_req *reqs;
+	size_t nreqs;
+	struct cand *cand;
+	size_t ncand_cap;
+	uint32_t *pl2;
+} hfr_scratch;
+
+typedef struct cand {
+	float est, err;
+	uint32_t id;
+} cand;
+
+typedef struct hfr_index {
+	char dir[4096];
+	hfr_meta m;
+	hfr_rot rot;
+	uint32_t nalive;
+	uint32_t *alive;        /* live posting ids */
+	float *acent;           /* nalive * di */
+	float *crot;            /* nposts * dp (live ones filled) */
+	uint32_t maxlen;        /* largest posting record */
+	hnsw *h;
+	cv_file *fpost, *fvec;
+	int fdpost, fdvec;
+	pthread_key_t key;
+} hfr_index;
+
+/* Free a thread's scratch (the pthread key's destructor). */
+static void scratch_free(void *p)
+{
+	hfr_scratch *s = p;
+
+	if (!s)
+		return;
+	free(s->seen);
+	free(s->qi);
+	free(s->qrot);
+	free(s->qr);
+	free(s->planes);
+	free(s->plist);
+	free(s->pdist);
+	for (size_t i = 0; i < s->npbuf; i++)
+		free(s->pbuf[i]);
+	free(s->pbuf);
+	for (size_t i = 0; i < s->nvbuf; i++)
+		free(s->vbuf[i]);
+	free(s->vbuf);
+	free(s->reqs);
+	free(s->cand);
+	free(s->pl2);
+	free(s);
+}
+
+void hfr_close(void *state)
+{
+	hfr_index *ix = state;
+
+	if (!ix)
+		return;
+	scratch_free(pthread_getspecific(ix->key));
+	pthread_setspecific(ix->key, NULL);
+	pthread_key_delete(ix->key);
+	if (ix->h && hnsw_free)
+		hnsw_free(ix->h);
+	cv_file_close(ix->fpost);
+	cv_file_close(ix->fvec);
+	if (ix->fdpost >= 0)
+		close(ix->fdpost);
+	if (ix->fdvec >= 0)
+		close(ix->fdvec);
+	hfr_rot_free(&ix->rot);
+	hfr_meta_free(&ix->m);
+	free(ix->alive);
+	free(ix->acent);
+	free(ix->crot);
+	free(ix);
+}
+
+int hfr_open(const char *dir, const cv_open_opts *o, void **state, cv_err *e)
+{
+	hfr_index *ix = calloc(1, sizeof(*ix));
+	char path[4096];
+	int rc;
+
+	*state = NULL;
+	if (!ix)
+		return -ENOMEM;
+	ix->fdpost = ix->fdvec = -1;
+	if (pthread_key_create(&ix->key, scratch_free)) {
+		free(ix);
+		return -EAGAIN;
+	}
+	snprintf(ix->dir, sizeof(ix->dir), "%s", dir);
+	rc = hfr_meta_read(dir, &ix->m, e);
+	if (rc)
+		goto fail;
+	rc = hfr_rot_init(&ix->rot, ix->m.di, ix->m.rot_seed);
+	if (rc)
+		goto fail;
+	rc = -ENOMEM;
+	ix->alive = malloc(sizeof(uint32_t) * (ix->m.nposts + 1));
+	ix->crot = malloc(sizeof(float) * ((size_t) ix->m.nposts * ix->m.dp + 1));
+	ix->acent = malloc(sizeof(float) * ((size_t) ix->m.nposts * ix->m.di + 1));
+	if (!ix->alive || !ix->crot || !ix->acent)
+		goto fail;
+	for (uint32_t p = 0; p < ix->m.nposts; p++) {
+		if (!ix->m.posts[p].alive || !ix->m.posts[p].count)
+			continue;
+		memcpy(ix->acent + (size_t) ix->nalive * ix->m.di, ix->m.cent + (size_t) p * ix->m.di,
+		       sizeof(float) * ix->m.di);
+		ix->alive[ix->nalive++] = p;
+		hfr_rot_apply(&ix->rot, ix->m.cent + (size_t) p * ix->m.di,
+			      ix->crot + (size_t) p * ix->m.dp);
+		if (ix->m.posts[p].len > ix->maxlen)
+			ix->maxlen = ix->m.posts[p].len;
+	}
+	if (ix->nalive && hnsw_new && hnsw_build && hnsw_search_n) {
+		hnsw_params hp = {.m = 16, .ef_construction = 100, .metric = CV_METRIC_L2,
+				  .quant8 = 1, .seed = ix->m.rot_seed};
+
+		rc = hnsw_new(ix->m.di, &hp, ix->nalive, &ix->h);
+		if (!rc)
+			rc = hnsw_build(ix->h, ix->acent, ix->nalive, 1, NULL, NULL);
+		if (rc) {
+			cv_err_set(e, rc, "%s: centroid index build failed", dir);
+			goto fail;
+		}
+	}
+	hfr_postings_path(dir, ix->m.postings_gen, path, sizeof(path));
+	rc = cv_file_open(path, o ? o->flags : 0, &ix->fpost);
+	if (rc) {
+		cv_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc));
+		goto fail;
+	}
+	ix->fdpost = open(path, O_RDONLY | O_CLOEXEC);
+	if (cv_file_size(ix->fpost) < ix->m.postings_end) {
+		rc = cv_err_set(e, -EBADMSG, "%s: %llu bytes, the manifest needs %llu (truncated)",
+				path, (unsigned long long) cv_file_size(ix->fpost),
+				(unsigned long long) ix->m.postings_end);
+		goto fail;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, HFR_VEC_NAME);
+	rc = cv_file_open(path, o ? o->flags : 0, &ix->fvec);
+	if (rc) {
+		cv_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc));
+		goto fail;
+	}
+	ix->fdvec = open(path, O_RDONLY | O_CLOEXEC);
+	if (ix->m.nids && cv_file_size(ix->fvec) < hfr_vec_off(&ix->m, ix->m.nids - 1) +
+							 ix->m.vec_slot) {
+		rc = cv_err_set(e, -EBADMSG, "%s: shorter than %u vectors (truncated)", path,
+				ix->m.nids);
+		goto fail;
+	}
+	*state = ix;
+	return 0;
+fail:
+	hfr_close(ix);
+	return rc;
+}
+
+/* This thread's scratch for ix, grown to the query's needs. */
+static hfr_scratch *scratch_get(hfr_index *ix, size_t probe, size_t R, size_t depth)
+{
+	hfr_scratch *s = pthread_getspecific(ix->key);
+	const hfr_meta *m = &ix->m;
+
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		s->nseen = m->nids;
+		s->seen = calloc(m->nids + 1, sizeof(uint16_t));
+		s->qi = malloc(sizeof(float) * (m->di + 1));
+		s->qrot = malloc(sizeof(float) * m->dp);
+		s->qr = malloc(sizeof(float) * m->dp);
+		s->planes = malloc(sizeof(uint64_t) * HFR_QUERY_BITS * (m->dp / 64));
+		if (!s->seen || !s->qi || !s->qrot || !s->qr || !s->planes ||
+		    pthread_setspecific(ix->key, s)) {
+			scratch_free(s);
+			return NULL;
+		}
+	}
+	if (probe > s->plist_cap) {
+		uint32_t *a = realloc(s->plist, probe * sizeof(uint32_t));
+		float *b = a ? realloc(s->pdist, probe * sizeof(float)) : NULL;
+		uint32_t *c = b ? realloc(s->pl2, probe * sizeof(uint32_t)) : NULL;
+
+		if (a)
+			s->plist = a;
+		if (b)
+			s->pdist = b;
+		if (!c)
+			return NULL;
+		s->pl2 = c;
+		s->plist_cap = probe;
+	}
+	if (R > s->ncand_cap) {
+		cand *c = realloc(s->cand, R * sizeof(cand));
+
+		if (!c)
+			return NULL;
+		s->cand = c;
+		s->ncand_cap = R;
+	}
+	if (depth > s->nreqs) {
+		cv_read_req *r = realloc(s->reqs, depth * sizeof(*r));
+
+		if (!r)
+			return NULL;
+		s->reqs = r;
+		s->nreqs = depth;
+	}
+	if (depth > s->npbuf) {
+		uint8_t **b = realloc(s->pbuf, depth * sizeof(*b));
+
+		if (!b)
+			return NULL;
+		s->pbuf = b;
+		while (s->npbuf < depth) {
+			s->pbuf[s->npbuf] = cv_alloc_aligned(ix->maxlen ? ix->maxlen : HFR_BLOCK);
+			if (!s->pbuf[s->npbuf])
+				return NULL;
+			s->npbuf++;
+		}
+	}
+	if (depth > s->nvbuf) {
+		uint8_t **b = realloc(s->vbuf, depth * sizeof(*b));
+
+		if (!b)
+			return NULL;
+		s->vbuf = b;
+		while (s->nvbuf < depth) {
+			s->vbuf[s->nvbuf] = cv_alloc_aligned(hfr_vec_read_len(m));
+			if (!s->vbuf[s->nvbuf])
+				return NULL;
+			s->nvbuf++;
+		}
+	}
+	return s;
+}
+
+/* Max-heap on est of at most cap candidates: push, replacing the worst when full. */
+static void heap_push(cand *h, size_t *n, size_t cap, cand c)
+{
+	size_t i;
+
+	if (*n == cap) {
+		if (c.est >= h[0].est)
+			return;
+		i = 0;
+		for (;;) { /* sift down from the root with c */
+			size_t l = 2 * i + 1, r = l + 1, b = i;
+			float be = c.est;
+
+			if (l < *n && h[l].est > be) {
+				b = l;
+				be = h[l].est;
+			}
+			if (r < *n && h[r].est > be)
+				b = r;
+			if (b == i)
+				break;
+			h[i] = h[b];
+			i = b;
+		}
+		h[i] = c;
+		return;
+	}
+	i = (*n)++;
+	while (i > 0 && h[(i - 1) / 2].est < c.est) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = c;
+}
+
+typedef struct score_ctx {
+	hfr_index *ix;
+	hfr_scratch *s;
+	cand *heap;
+	size_t nheap, cap;
+	uint64_t scored;
+} score_ctx;
+
+/* Score every live entry of posting p (its record in buf). */
+static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
+{
+	hfr_index *ix = c->ix;
+	const hfr_meta *m = &ix->m;
+	hfr_scratch *s = c->s;
+	const float *cr = ix->crot + (size_t) p * m->dp;
+	hfr_post_hdr h;
+	hfr_qq qq = {.planes = s->planes};
+	int rc;
+
+	rc = hfr_post_check(buf, m->posts[p].len, m->dp, p, m->posts[p].count, 0, &h, NULL);
+	if (rc)
+		return rc;
+	for (uint32_t t = 0; t < m->dp; t++)
+		s->qr[t] = s->qrot[t] - cr[t];
+	hfr_query_quant(s->qr, m->dp, &qq);
+	for (uint32_t i = 0; i < h.count; i++) {
+		const uint8_t *ent = hfr_entry(buf, m->dp, i);
+		uint32_t id, ver;
+		hfr_fac f;
+		cand cd;
+
+		memcpy(&id, ent, 4);
+		memcpy(&ver, ent + 4, 4);
+		if (id >= m->nids || ver != m->ver[id] || s->seen[id] == s->epoch)
+			continue; /* stale copy, deleted, or a replica already scored */
+		s->seen[id] = s->epoch;
+		hfr_entry_get(ent, &id, &ver, &f);
+		cd.est = hfr_estimate(&qq, hfr_entry_code(ent), &f, &cd.err);
+		cd.id = id;
+		heap_push(c->heap, &c->nheap, c->cap, cd);
+		c->scored++;
+	}
+	return 0;
+}
+
+static int cand_lb_cmp(const void *a, const void *b)
+{
+	const cand *x = a, *y = b;
+	float lx = x->est - x->err, ly = y->est - y->err;
+
+	return lx < ly ? -1 : lx > ly;
+}
+
+static int float_cmp(const void *a, const void *b)
+{
+	float x = *(const float *) a, y = *(const float *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest probe live postings to qi (internal space): HNSW over quantised centroids. */
+static int centroid_search(hfr_index *ix, hfr_scratch *s, size_t probe, size_t *np,
+			   uint64_t *ndist)
+{
+	size_t got = 0;
+	unsigned ef = probe < 64 ? 64 : (unsigned) probe;
+	int rc;
+
+	if (!ix->h) { /* exact scan, bounded insertion into the probe best */
+		const hfr_meta *m = &ix->m;
+
+		for (uint32_t a = 0; a < ix->nalive; a++) {
+			float d = cv_l2sq(s->qi, ix->acent + (size_t) a * m->di, m->di);
+			size_t j;
+
+			if (got == probe && d >= s->pdist[got - 1])
+				continue;
+			j = got < probe ? got++ : got - 1;
+			while (j > 0 && s->pdist[j - 1] > d) {
+				s->pdist[j] = s->pdist[j - 1];
+				s->plist[j] = s->plist[j - 1];
+				j--;
+			}
+			s->pdist[j] = d;
+			s->plist[j] = ix->alive[a];
+		}
+		*ndist += ix->nalive;
+		*np = got;
+		return 0;
+	}
+	rc = hnsw_search_n(ix->h, s->qi, probe, ef, s->pl2, s->pdist, &got, ndist);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < got; i++)
+		s->plist[i] = ix->alive[s->pl2[i]];
+	*np = got;
+	return 0;
+}
+
+/* The metric's exact distance between the query and a stored vector. */
+static float exact_dist(const hfr_meta *m, const float *q, const float *x)
+{
+	return cv_distance(m->metric, q, x, m->d);
+}
+
+/* A metric distance mapped to the internal squared-L2 space (for the bound). */
+static float to_internal_dist(const hfr_meta *m, float d, float qn2)
+{
+	switch (m->metric) {
+	case CV_METRIC_COSINE: return 2.0f * d;
+	case CV_METRIC_IP: return m->ip_m * m->ip_m + qn2 + 2.0f * d;
+	default: return d;
+	}
+}
+
+/* Insert (d, id) into the sorted top-k arrays. */
+static void topk_add(float *td, uint32_t *ti, size_t *n, size_t k, float d, uint32_t id)
+{
+	size_t i;
+
+	if (*n == k && d >= td[k - 1])
+		return;
+	i = *n < k ? (*n)++ : k - 1;
+	while (i > 0 && td[i - 1] > d) {
+		td[i] = td[i - 1];
+		ti[i] = ti[i - 1];
+		i--;
+	}
+	td[i] = d;
+	ti[i] = id;
+}
+
+/* Read one posting or vector: through the cv_io, or pread when io is NULL. */
+static int read_one(hfr_index *ix, cv_io *io, int which, uint64_t off, uint32_t len, void *buf)
+{
+	if (io)
+		return cv_io_read(io, which ? ix->fvec : ix->fpost, off, len, buf);
+	return hfr_pread_all(which ? ix->fdvec : ix->fdpost, buf, len, off);
+}
+
+static int read_batch(hfr_index *ix, cv_io *io, cv_read_req *r, size_t n)
+{
+	if (io)
+		return cv_io_read_batch(io, r, n);
+	for (size_t i = 0; i < n; i++) {
+		int fd = r[i].file == ix->fvec ? ix->fdvec : ix->fdpost;
+
+		r[i].res = hfr_pread_all(fd, r[i].buf, r[i].len, r[i].off);
+		if (r[i].res)
+			return r[i].res;
+	}
+	return 0;
+}
+
+int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, uint32_t *ids,
+	      float *dists, size_t *nout, cv_query_stats *stats)
+{
+	hfr_index *ix = state;
+	const hfr_meta *m = &ix->m;
+	size_t k = o->k, probe = o->search_probe ? o->search_probe : 64, R, np = 0, nc,
+	       depth, nres = 0;
+	int concurrent = o->io_mode == CV_HIO_CONCURRENT;
+	uint64_t reads = 0, bytes = 0, preads = 0, rreads = 0, ndist = 0;
+	hfr_scratch *s;
+	score_ctx sc;
+	float qn2 = 0, ubk = INFINITY, *tmp = NULL;
+	int rc = 0;
+
+	*nout = 0;
+	if (k == 0 || ix->nalive == 0 || m->live == 0)
+		return 0;
+	if (probe > ix->nalive)
+		probe = ix->nalive;
+	R = o->rescore_limit > k ? o->rescore_limit : k;
+	depth = concurrent ? (o->io_depth ? o->io_depth : 64) : 1;
+	s = scratch_get(ix, probe, R, depth);
+	if (!s)
+		return -ENOMEM;
+	if (++s->epoch == 0) { /* the 16-bit epoch wrapped: forget every mark */
+		memset(s->seen, 0, sizeof(uint16_t) * s->nseen);
+		s->epoch = 1;
+	}
+
+	/* 1-2: internal query, rotation, centroid search */
+	memcpy(s->qi, q, sizeof(float) * m->d);
+	for (uint32_t i = 0; i < m->d; i++)
+		qn2 += q[i] * q[i];
+	if (m->metric == CV_METRIC_COSINE && qn2 > 0) {
+		float inv = 1.0f / sqrtf(qn2);
+
+		for (uint32_t i = 0; i < m->d; i++)
+			s->qi[i] *= inv;
+	} else if (m->metric == CV_METRIC_IP) {
+		s->qi[m->d] = 0.0f;
+	}
+	hfr_rot_apply(&ix->rot, s->qi, s->qrot);
+	rc = centroid_search(ix, s, probe, &np, &ndist);
+	if (rc)
+		return rc;
+
+	/* 3-4: read and score the postings */
+	sc = (score_ctx){.ix = ix, .s = s, .heap = s->cand, .nheap = 0, .cap = R};
+	if (!concurrent) {
+		for (size_t i = 0; i < np && !rc; i++) {
+			const hfr_post *ps = &m->posts[s->plist[i]];
+
+			rc = read_one(ix, io, 0, ps->off, ps->len, s->pbuf[0]);
+			if (!rc) {
+				reads++;
+				preads++;
+				bytes += ps->len;
+				rc = score_posting(&sc, s->plist[i], s->pbuf[0]);
+			}
+		}
+	} else {
+		for (size_t b0 = 0; b0 < np && !rc; b0 += depth) {
+			size_t nb = np - b0 < depth ? np - b0 : depth;
+
+			for (size_t j = 0; j < nb; j++) {
+				const hfr_post *ps = &m->posts[s->plist[b0 + j]];
+
+				s->reqs[j] = (cv_read_req){.file = ix->fpost, .off = ps->off,
+							   .len = ps->len, .buf = s->pbuf[j]};
+				bytes += ps->len;
+			}
+			rc = read_batch(ix, io, s->reqs, nb);
+			reads += nb;
+			preads += nb;
+			for (size_t j = 0; j < nb && !rc; j++)
+				rc = s->reqs[j].res ? s->reqs[j].res :
+				     score_posting(&sc, s->plist[b0 + j], s->pbuf[j]);
+		}
+	}
+	if (rc)
+		goto out;
+
+	/* 5: error-bound pruning against the k-th smallest upper bound */
+	nc = sc.nheap;
+	if (nc > k) {
+		tmp = malloc(sizeof(float) * nc);
+		if (!tmp) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < nc; i++)
+			tmp[i] = s->cand[i].est + s->cand[i].err;
+		qsort(tmp, nc, sizeof(float), float_cmp);
+		ubk = tmp[k - 1];
+		free(tmp);
+		tmp = NULL;
+	}
+	{
+		size_t w = 0;
+
+		for (size_t i = 0; i < nc; i++)
+			if (s->cand[i].est - s->cand[i].err <= ubk)
+				s->cand[w++] = s->cand[i];
+		nc = w;
+	}
+	qsort(s->cand, nc, sizeof(cand), cand_lb_cmp);
+
+	/* 6: exact distances from the vector store */
+	{
+		float *td = dists, kth;
+		uint32_t *ti = ids;
+		uint32_t vlen = hfr_vec_read_len(m);
+
+		for (size_t i0 = 0; i0 < nc && !rc;) {
+			size_t nb = 0;
+
+			kth = nres == k ? to_internal_dist(m, td[k - 1], qn2) : INFINITY;
+			if (s->cand[i0].est - s->cand[i0].err > kth)
+				break; /* no later candidate can enter the top k */
+			while (i0 + nb < nc && nb < depth) {
+				uint32_t id = s->cand[i0 + nb].id;
+				uint64_t off = hfr_vec_off(m, id);
+				uint64_t boff = off / HFR_BLOCK * HFR_BLOCK;
+
+				if (vlen > HFR_BLOCK)
+					boff = off;
+				s->reqs[nb] = (cv_read_req){.file = ix->fvec, .off = boff, .len = vlen,
+							    .buf = s->vbuf[nb], .user = NULL};
+				nb++;
+			}
+			if (nb == 1)
+				rc = read_one(ix, io, 1, s->reqs[0].off, vlen, s->vbuf[0]);
+			else
+				rc = read_batch(ix, io, s->reqs, nb);
+			reads += nb;
+			rreads += nb;
+			bytes += (uint64_t) nb * vlen;
+			for (size_t j = 0; j < nb && !rc; j++) {
+				uint32_t id = s->cand[i0 + j].id;
+				uint64_t off = hfr_vec_off(m, id);
+				const float *x;
+				float xv[m->d];
+
+				if (s->reqs[j].res) {
+					rc = s->reqs[j].res;
+					break;
+				}
+				memcpy(xv, s->vbuf[j] + (off - s->reqs[j].off), sizeof(float) * m->d);
+				x = xv;
+				topk_add(td, ti, &nres, k, exact_dist(m, q, x), id);
+				ndist++;
+			}
+			i0 += nb;
+		}
+	}
+	*nout = nres;
+out:
+	if (stats) {
+		stats->reads += reads;
+		stats->bytes += bytes;
+		stats->posting_reads += preads;
+		stats->rescore_reads += rreads;
+		stats->distances += ndist + sc.scored;
+	}
+	return rc;
+}
+
+size_t hfr_state_dim(const void *state)
+{
+	return ((const hfr_index *) state)->m.d;
+}
+
+size_t hfr_state_count(const void *state)
+{
+	return ((const hfr_index *) state)->m.live;
+}
+
+cv_metric hfr_state_metric(const void *state)
+{
+	return ((const hfr_index *) state)->m.metric;
+}

@@ -1,0 +1,177 @@
+/*
+ * test_hfresh_recall.c - recall@10 of HFresh against brute force, for
+ * every metric (inner product on vectors of norms 0.3..3), through the
+ * block reader in both I/O modes, asserting the path ran (posting and
+ * rescoring reads counted), and on a fashion-mnist subset when the
+ * Debian package is installed.
+ *
+ * Thresholds are what this implementation reaches with margin at these
+ * settings, not aspirations; each case prints its figure.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "hfr_test.h"
+
+#include <errno.h>
+
+typedef struct rcase {
+	cv_metric metric;
+	int vary;
+	unsigned probe, rescore;
+	double min_recall;
+} rcase;
+
+/* Mean recall@10 of nq queries through io with mode; reads checked. */
+static double run_queries(cv_index *ix, const cv_dataset *base, const float *qs, size_t nq,
+			  cv_metric metric, unsigned probe, unsigned rescore, cv_hio mode,
+			  cv_io *io, const uint8_t *skip)
+{
+	cv_query_opts qo;
+	cv_query_stats st = {0};
+	double sum = 0;
+
+	cv_query_opts_default(&qo);
+	qo.k = 10;
+	qo.search_probe = probe;
+	qo.rescore_limit = rescore;
+	qo.io_mode = mode;
+	qo.io_depth = 16;
+	for (size_t i = 0; i < nq; i++) {
+		uint32_t ids[10], truth[10];
+		float dd[10];
+		size_t n = 0;
+
+		assert_int_equal(cv_index_query(ix, io, qs + i * base->d, &qo, ids, dd, &n, &st), 0);
+		assert_int_equal(n, 10);
+		for (size_t j = 1; j < n; j++)
+			assert_true(dd[j - 1] <= dd[j]);
+		for (size_t j = 0; j < n; j++)
+			assert_false(skip && skip[ids[j]]);
+		t_exact(base, metric, qs + i * base->d, 10, truth, skip);
+		sum += t_recall(truth, ids, n, 10);
+	}
+	/* the path ran: every probed posting read, some rescoring reads, all counted */
+	assert_true(st.posting_reads >= nq * (probe < 8 ? probe : 8));
+	assert_true(st.rescore_reads >= nq * 10);
+	assert_true(st.rescore_reads <= nq * (size_t) rescore);
+	assert_int_equal(st.reads, st.posting_reads + st.rescore_reads);
+	return sum / nq;
+}
+
+static void recall_case(const rcase *c)
+{
+	cv_dataset *all = t_data(8100, 32, 40, 11 + c->metric, c->vary), base = *all;
+	const float *qs = all->data + 8000 * 32;
+	cv_build_opts o;
+	cv_index *ix;
+	cv_io *io;
+	cv_io_opts io_o;
+	char *dir = t_tmpdir();
+	cv_err e = {{0}};
+	double r1, r2;
+
+	base.n = 8000;
+	cv_build_opts_default(&o);
+	o.metric = c->metric;
+	o.max_posting_kb = 8;
+	o.threads = 2;
+	assert_int_equal(cv_index_build("hfresh", &base, &o, dir, &e), 0);
+	assert_int_equal(cv_index_verify(dir, &e), 0);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	assert_int_equal(cv_index_count(ix), 8000);
+	cv_io_opts_default(&io_o);
+	assert_int_equal(cv_io_new(&io_o, &io), 0);
+	r1 = run_queries(ix, &base, qs, 100, c->metric, c->probe, c->rescore, CV_HIO_SERIAL, io,
+			 NULL);
+	r2 = run_queries(ix, &base, qs, 100, c->metric, c->probe, c->rescore, CV_HIO_CONCURRENT,
+			 io, NULL);
+	printf("# %s%s probe %u rescore %u: recall@10 serial %.3f concurrent %.3f (min %.2f)\n",
+	       cv_metric_name(c->metric), c->vary ? " (norms 0.3..3)" : "", c->probe, c->rescore,
+	       r1, r2, c->min_recall);
+	assert_true(r1 >= c->min_recall);
+	assert_true(r2 >= c->min_recall);
+	/* serial stops rescoring on the bound; concurrent checks it per batch */
+	assert_true(fabs(r1 - r2) <= 0.02);
+	cv_io_free(io);
+	cv_index_close(ix);
+	t_rmdir(dir);
+	free(dir);
+	t_data_free(all);
+}
+
+static void test_recall_l2(void **st)
+{
+	rcase c = {CV_METRIC_L2, 0, 16, 100, 0.95};
+
+	(void) st;
+	recall_case(&c);
+}
+
+static void test_recall_cosine(void **st)
+{
+	rcase c = {CV_METRIC_COSINE, 0, 16, 100, 0.95};
+
+	(void) st;
+	recall_case(&c);
+}
+
+static void test_recall_ip_nonunit(void **st)
+{
+	rcase c = {CV_METRIC_IP, 1, 16, 350, 0.95};
+
+	(void) st;
+	recall_case(&c);
+}
+
+/* Real data: 10,000 fashion-mnist training images, 100 test images. */
+static void test_recall_fashion(void **st)
+{
+	cv_dataset *tr = NULL, *te = NULL, *base = NULL;
+	cv_build_opts o;
+	cv_index *ix;
+	cv_io *io;
+	cv_io_opts io_o;
+	char *dir;
+	cv_err e = {{0}};
+	double r;
+
+	(void) st;
+	if (cv_dataset_load("fashion-mnist:train", &tr, &e) ||
+	    cv_dataset_load("fashion-mnist:test", &te, &e)) {
+		cv_dataset_free(tr);
+		skip();
+	}
+	assert_int_equal(cv_dataset_slice(tr, 0, 10000, &base), 0);
+	dir = t_tmpdir();
+	cv_build_opts_default(&o);
+	o.threads = 2;
+	assert_int_equal(cv_index_build("hfresh", base, &o, dir, &e), 0);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	cv_io_opts_default(&io_o);
+	assert_int_equal(cv_io_new(&io_o, &io), 0);
+	r = run_queries(ix, base, te->data, 100, CV_METRIC_L2, 16, 350, CV_HIO_CONCURRENT, io, NULL);
+	printf("# fashion-mnist 10k probe 16 rescore 350: recall@10 %.3f (min 0.95)\n", r);
+	assert_true(r >= 0.95);
+	cv_io_free(io);
+	cv_index_close(ix);
+	t_rmdir(dir);
+	free(dir);
+	cv_dataset_free(base);
+	cv_dataset_free(tr);
+	cv_dataset_free(te);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_recall_l2),
+		cmocka_unit_test(test_recall_cosine),
+		cmocka_unit_test(test_recall_ip_nonunit),
+		cmocka_unit_test(test_recall_fashion),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

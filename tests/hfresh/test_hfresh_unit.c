@@ -1,0 +1,346 @@
+/*
+ * test_hfresh_unit.c - HFresh's pieces: rotation, RaBitQ estimator and
+ * its error bound, posting codec, RNG placement rule, balanced k-means,
+ * verify on corrupt indexes (bit flips, truncation, bad manifest).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "hfr_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+/* The rotation is orthogonal: norms and inner products survive it. */
+static void test_rotation(void **st)
+{
+	hfr_rot r;
+	float a[100], b[100], ra[128], rb[128];
+	uint64_t s = 7;
+
+	(void) st;
+	assert_int_equal(hfr_rot_init(&r, 100, 42), 0);
+	assert_int_equal(r.dp, 128);
+	for (int i = 0; i < 100; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		a[i] = (float) ((s >> 33) % 1000) / 500.0f - 1.0f;
+		b[i] = (float) ((s >> 13) % 1000) / 500.0f - 1.0f;
+	}
+	hfr_rot_apply(&r, a, ra);
+	hfr_rot_apply(&r, b, rb);
+	assert_float_equal(cv_dot(a, a, 100), cv_dot(ra, ra, 128), 1e-3);
+	assert_float_equal(cv_dot(a, b, 100), cv_dot(ra, rb, 128), 1e-3);
+	/* it mixes: a basis vector spreads over many coordinates */
+	memset(a, 0, sizeof(a));
+	a[3] = 1;
+	hfr_rot_apply(&r, a, ra);
+	{
+		int nz = 0;
+
+		for (int i = 0; i < 128; i++)
+			nz += fabsf(ra[i]) > 1e-4f;
+		assert_true(nz >= 64);
+	}
+	hfr_rot_free(&r);
+}
+
+/* The estimator tracks true distances and its bound holds nearly always. */
+static void test_estimator(void **st)
+{
+	const uint32_t d = 128;
+	cv_dataset *ds = t_data(2000, d, 4, 3, 0);
+	float c[128] = {0}, res[128], q[128], qr[128];
+	uint64_t code[2], planes[HFR_QUERY_BITS * 2];
+	hfr_qq qq = {.planes = planes};
+	double sq = 0, se = 0;
+	int inside = 0;
+	hfr_fac f;
+
+	(void) st;
+	for (size_t i = 0; i < ds->n; i++)
+		for (uint32_t j = 0; j < d; j++)
+			c[j] += ds->data[i * d + j] / (float) ds->n;
+	for (uint32_t j = 0; j < d; j++)
+		q[j] = ds->data[5 * d + j] + 0.5f;
+	for (uint32_t j = 0; j < d; j++)
+		qr[j] = q[j] - c[j];
+	hfr_query_quant(qr, d, &qq);
+	/* identity rotation is fine for the estimator's algebra; residuals are dense */
+	for (size_t i = 0; i < ds->n; i++) {
+		float err, est, tru;
+
+		for (uint32_t j = 0; j < d; j++)
+			res[j] = ds->data[i * d + j] - c[j];
+		hfr_encode(res, d, code, &f);
+		est = hfr_estimate(&qq, code, &f, &err);
+		tru = cv_l2sq(ds->data + i * d, q, d);
+		sq += (double) (est - tru) * (est - tru);
+		se += tru;
+		inside += fabsf(est - tru) <= err;
+	}
+	/* rms error under 20% of the mean distance; bound holds for >= 97% */
+	assert_true(sqrt(sq / ds->n) < 0.2 * se / ds->n);
+	assert_true(inside >= (int) (0.97 * ds->n));
+	t_data_free(ds);
+}
+
+/* A sealed posting round-trips; a flipped bit or a cut record is -EBADMSG. */
+static void test_posting_codec(void **st)
+{
+	const uint32_t dp = 64;
+	uint32_t n = 10, len = (uint32_t) hfr_post_disk_len(n, dp);
+	uint8_t *rec = calloc(1, len);
+	uint64_t code[1] = {0x0123456789abcdefull};
+	hfr_fac f = {.add = 1, .rescale = -2, .err = 0.5f, .pop = 32};
+	hfr_post_hdr h;
+	cv_err e;
+
+	(void) st;
+	for (uint32_t i = 0; i < n; i++)
+		hfr_entry_put(hfr_entry(rec, dp, i), dp, i * 3, 1, &f, code);
+	hfr_post_seal(rec, 7, n, dp);
+	assert_int_equal(hfr_post_check(rec, len, dp, 7, n, 1, &h, &e), 0);
+	assert_int_equal(h.count, n);
+	{
+		uint32_t id, ver;
+		hfr_fac g;
+
+		hfr_entry_get(hfr_entry(rec, dp, 4), &id, &ver, &g);
+		assert_int_equal(id, 12);
+		assert_int_equal(ver, 1);
+		assert_float_equal(g.rescale, -2, 0);
+		assert_memory_equal(hfr_entry_code(hfr_entry(rec, dp, 4)), code, 8);
+	}
+	assert_int_equal(hfr_post_check(rec, len, dp, 8, n, 1, NULL, &e), -EBADMSG);
+	assert_int_equal(hfr_post_check(rec, 100, dp, 7, n, 1, NULL, &e), -EBADMSG);
+	assert_non_null(strstr(e.msg, "truncated"));
+	rec[HFR_POST_HDR + 50] ^= 0x10;
+	assert_int_equal(hfr_post_check(rec, len, dp, 7, n, 1, NULL, &e), -EBADMSG);
+	assert_non_null(strstr(e.msg, "checksum"));
+	rec[HFR_POST_HDR + 50] ^= 0x10;
+	rec[0] ^= 1;
+	assert_int_equal(hfr_post_check(rec, len, dp, 7, n, 1, NULL, &e), -EBADMSG);
+	assert_non_null(strstr(e.msg, "magic"));
+	free(rec);
+}
+
+/*
+ * SPFresh's RNG rule: with centroids on a line at 0, 1, 10 and x at 0.4,
+ * candidate 1 (d(x,c)=0.36) is skipped because d(c1, c0)=1 > 0.36 is
+ * false... we construct the cases explicitly below.
+ */
+static void test_rng_rule(void **st)
+{
+	/* centroids in 1-D: c0 = 0, c1 = 0.5, c2 = -3 */
+	float cent[3] = {0.0f, 0.5f, -3.0f};
+	uint32_t cand[3] = {0, 1, 2}, out[3];
+	/* x = 0.2: d(x,c0)=0.04, d(x,c1)=0.09, d(x,c2)=10.24 */
+	float dist[3] = {0.04f, 0.09f, 10.24f};
+	size_t got;
+
+	(void) st;
+	/* strict (factor 1): c1 skipped since d(c1,c0)=0.25 > 0.09 -> kept! */
+	got = hfr_rng_select(cent, 1, NULL, 3, cand, dist, 3, 1.0, 3, out);
+	assert_int_equal(got, 2);
+	assert_int_equal(out[0], 0);
+	assert_int_equal(out[1], 1);
+	/* c2: d(c2,c0)=9 <= 10.24, so the strict rule skips it */
+	/* factor 0.1: c1 skipped because 0.1 * 0.25 <= 0.09 */
+	got = hfr_rng_select(cent, 1, NULL, 3, cand, dist, 3, 0.1, 3, out);
+	assert_int_equal(got, 1);
+	/* Weaviate's relaxed 10: d(c2,c0)*10 = 90 > 10.24, kept */
+	got = hfr_rng_select(cent, 1, NULL, 3, cand, dist, 3, 10.0, 3, out);
+	assert_int_equal(got, 3);
+	/* want caps the picks */
+	got = hfr_rng_select(cent, 1, NULL, 3, cand, dist, 3, 10.0, 2, out);
+	assert_int_equal(got, 2);
+}
+
+/* Balanced k-means: every cluster non-empty, none above twice the mean. */
+static void test_kmeans_balance(void **st)
+{
+	cv_dataset *ds = t_data(4000, 16, 3, 9, 0); /* 3 blobs into 8 clusters */
+	uint32_t *rows = malloc(sizeof(uint32_t) * ds->n), *as = malloc(sizeof(uint32_t) * ds->n);
+	float cent[8 * 16];
+	size_t cnt[8] = {0};
+
+	(void) st;
+	for (size_t i = 0; i < ds->n; i++)
+		rows[i] = (uint32_t) i;
+	assert_int_equal(hfr_kmeans(ds->data, rows, ds->n, 16, 8, 2, 1, cent, as), 0);
+	for (size_t i = 0; i < ds->n; i++)
+		cnt[as[i]]++;
+	for (int j = 0; j < 8; j++) {
+		assert_true(cnt[j] > 0);
+		assert_true(cnt[j] <= 2 * ds->n / 8);
+	}
+	free(rows);
+	free(as);
+	t_data_free(ds);
+}
+
+/* Build a small index into a new directory. */
+static char *small_index(cv_dataset **dsp, cv_metric m, unsigned replicas)
+{
+	cv_dataset *ds = t_data(3000, 24, 10, 5, m == CV_METRIC_IP);
+	cv_build_opts o;
+	char *dir = t_tmpdir();
+	cv_err e = {{0}};
+
+	cv_build_opts_default(&o);
+	o.metric = m;
+	o.max_posting_kb = 8;
+	o.replicas = replicas;
+	o.threads = 2;
+	assert_int_equal(cv_index_build("hfresh", ds, &o, dir, &e), 0);
+	*dsp = ds;
+	return dir;
+}
+
+/* Placement: every posting within maxPostingSizeKB, replicas within the cap, RNG spread. */
+static void test_build_placement(void **st)
+{
+	cv_dataset *ds;
+	char *dir = small_index(&ds, CV_METRIC_L2, 4);
+	hfr_meta m;
+	cv_err e;
+	uint64_t entries = 0;
+
+	(void) st;
+	assert_int_equal(hfr_meta_read(dir, &m, &e), 0);
+	assert_true(m.nposts > 10);
+	for (uint32_t p = 0; p < m.nposts; p++) {
+		assert_true(m.posts[p].count <= m.max_entries);
+		assert_true(HFR_POST_HDR + (uint64_t) m.posts[p].count * hfr_entry_size(m.dp) <=
+			    8 * 1024);
+		entries += m.posts[p].count;
+	}
+	/* each vector at least once, at most 4 times; some replication happened */
+	assert_true(entries >= ds->n);
+	assert_true(entries <= 4 * ds->n);
+	assert_true(entries > ds->n + ds->n / 10);
+	assert_int_equal(cv_index_verify(dir, &e), 0);
+	hfr_meta_free(&m);
+	t_rmdir(dir);
+	free(dir);
+	t_data_free(ds);
+}
+
+/* Flip one byte at off of DIR/name. */
+static void flip(const char *dir, const char *name, off_t off)
+{
+	char p[4200];
+	unsigned char b;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	fd = open(p, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &b, 1, off), 1);
+	b ^= 0x40;
+	assert_int_equal(pwrite(fd, &b, 1, off), 1);
+	close(fd);
+}
+
+/* Corrupt postings, vectors, manifest: verify says -EBADMSG with a reason; queries never crash. */
+static void test_corruption(void **st)
+{
+	cv_dataset *ds;
+	char *dir = small_index(&ds, CV_METRIC_L2, 2);
+	char p[4200];
+	cv_err e;
+	hfr_meta m;
+	cv_index *ix;
+	cv_query_opts qo;
+	uint32_t ids[10];
+	float dd[10];
+	size_t n;
+	int rc;
+
+	(void) st;
+	assert_int_equal(cv_index_verify(dir, &e), 0);
+	assert_int_equal(hfr_meta_read(dir, &m, &e), 0);
+	/* a bit flip inside posting 1's entries */
+	flip(dir, "postings.0.dat", (off_t) m.posts[1].off + HFR_POST_HDR + 40);
+	rc = cv_index_verify(dir, &e);
+	assert_int_equal(rc, -EBADMSG);
+	assert_non_null(strstr(e.msg, "checksum"));
+	flip(dir, "postings.0.dat", (off_t) m.posts[1].off + HFR_POST_HDR + 40);
+	assert_int_equal(cv_index_verify(dir, &e), 0);
+	/* a flip in a posting header: the query path refuses it too */
+	flip(dir, "postings.0.dat", (off_t) m.posts[0].off);
+	assert_int_equal(cv_index_verify(dir, &e), -EBADMSG);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	cv_query_opts_default(&qo);
+	qo.search_probe = m.nposts;
+	rc = cv_index_query(ix, NULL, ds->data, &qo, ids, dd, &n, NULL);
+	assert_int_equal(rc, -EBADMSG);
+	cv_index_close(ix);
+	flip(dir, "postings.0.dat", (off_t) m.posts[0].off);
+	/* a vector slot */
+	flip(dir, "vectors.dat", 8);
+	assert_int_equal(cv_index_verify(dir, &e), -EBADMSG);
+	assert_non_null(strstr(e.msg, "vectors.dat"));
+	flip(dir, "vectors.dat", 8);
+	/* the manifest */
+	flip(dir, "hfresh.meta", 200);
+	assert_int_equal(cv_index_verify(dir, &e), -EBADMSG);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), -EBADMSG);
+	flip(dir, "hfresh.meta", 200);
+	assert_int_equal(cv_index_verify(dir, &e), 0);
+	/* truncation of the postings file */
+	snprintf(p, sizeof(p), "%s/postings.0.dat", dir);
+	assert_int_equal(truncate(p, (off_t) m.postings_end - 4096), 0);
+	rc = cv_index_verify(dir, &e);
+	assert_int_equal(rc, -EBADMSG);
+	assert_non_null(strstr(e.msg, "truncated"));
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), -EBADMSG);
+	/* truncated manifest */
+	snprintf(p, sizeof(p), "%s/hfresh.meta", dir);
+	assert_int_equal(truncate(p, 100), 0);
+	assert_int_equal(cv_index_verify(dir, &e), -EBADMSG);
+	hfr_meta_free(&m);
+	t_rmdir(dir);
+	free(dir);
+	t_data_free(ds);
+}
+
+/* Bad build options are refused with a message. */
+static void test_bad_opts(void **st)
+{
+	cv_dataset *ds = t_data(100, 8, 2, 1, 0);
+	cv_build_opts o;
+	char *dir = t_tmpdir();
+	cv_err e;
+
+	(void) st;
+	cv_build_opts_default(&o);
+	o.max_posting_kb = 4;
+	assert_int_equal(cv_index_build("hfresh", ds, &o, dir, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "max-posting-kb"));
+	cv_build_opts_default(&o);
+	o.replicas = 11;
+	assert_int_equal(cv_index_build("hfresh", ds, &o, dir, &e), -EINVAL);
+	t_rmdir(dir);
+	free(dir);
+	t_data_free(ds);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rotation),
+		cmocka_unit_test(test_estimator),
+		cmocka_unit_test(test_posting_codec),
+		cmocka_unit_test(test_rng_rule),
+		cmocka_unit_test(test_kmeans_balance),
+		cmocka_unit_test(test_build_placement),
+		cmocka_unit_test(test_corruption),
+		cmocka_unit_test(test_bad_opts),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
