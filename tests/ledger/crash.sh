@@ -12,14 +12,21 @@ d=$(mktemp -d /tmp/cs-crash-XXXXXX); trap 'rm -rf "$d"' EXIT
 : > "$d/report"
 i=0
 while [ $i -lt $KILLS ]; do
-	"$w" "$d/s" "r$i" 100000 >> "$d/report" &
+	"$w" "$d/s" "r$i" 100000 > "$d/cur" &
 	pid=$!
-	# 20..299 ms, spread: lands before the first append, inside transactions,
-	# between a commit and its report, and after several commits
+	# Odd runs: wait for the first commit (slow starts under sanitizers would
+	# otherwise eat the delay), so the kill lands inside the stream.
+	if [ $((i % 2)) -eq 1 ]; then
+		t=0
+		while [ ! -s "$d/cur" ] && [ $t -lt 200 ]; do sleep 0.02; t=$((t + 1)); done
+	fi
+	# then 20..299 ms, spread: lands before the first append, inside
+	# transactions, between a commit and its report, after several commits
 	ms=$(( 20 + (i * 97 + $$) % 280 ))
 	sleep "0.$(printf '%03d' $ms)"
 	kill -9 $pid 2>/dev/null
 	wait $pid 2>/dev/null
+	cat "$d/cur" >> "$d/report"
 	i=$((i + 1))
 	if [ $((i % 10)) -eq 0 ] || [ $i -eq $KILLS ]; then
 		"$w" --check "$d/s" "$d/report" >/dev/null || { echo "FAIL after kill $i"; exit 1; }
