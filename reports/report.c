@@ -933,7 +933,7 @@ static void sec_holdout(doc *d, const model *m)
 {
 	json_t *t, *r, *rec, *first_hold = NULL, *score;
 	size_t i, np = json_array_size(m->predictions);
-	char a[REPORT_NUM_MAX], b[REPORT_NUM_MAX], c[REPORT_NUM_MAX];
+	char a[REPORT_NUM_MAX], b[REPORT_NUM_MAX];
 
 	add_h(d, 2, "5. The holdout");
 	json_array_foreach(m->run_starts, i, rec)
@@ -994,23 +994,26 @@ static void sec_holdout(doc *d, const model *m)
 	{
 		const json_t *s = pl(score);
 
+		char f[9][REPORT_NUM_MAX];
+
 		add_p(d,
 		      "Latest score (seq %lld, %s): median relative error %s against the threshold %s: "
-		      "%s. %s of %s predictions inside their 95%% bands; P(X <= %s | n, p = 0.95) = %s%s. "
-		      "Mean interval score %s; mean band width %s.",
+		      "%s. %s of %s predictions inside their 95%% bands; P(X <= %s | n = %s, p = 0.95) = "
+		      "%s%s. Mean interval score %s; mean band width %s.",
 		      (long long) json_integer_value(json_object_get(score, "seq")), str_of(score, "ts"),
-		      report_fmt_json(json_object_get(s, "mdape"), a),
-		      report_fmt_json(json_object_get(s, "threshold"), b),
+		      report_fmt_json(json_object_get(s, "mdape"), f[0]),
+		      report_fmt_json(json_object_get(s, "threshold"), f[1]),
 		      json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL",
-		      report_fmt_json(json_object_get(s, "inside"), c),
-		      report_fmt_json(json_object_get(s, "n"), a),
-		      report_fmt_json(json_object_get(s, "inside"), b),
-		      report_fmt_json(json_object_get(s, "coverage_p"), c),
+		      report_fmt_json(json_object_get(s, "inside"), f[2]),
+		      report_fmt_json(json_object_get(s, "n"), f[3]),
+		      report_fmt_json(json_object_get(s, "inside"), f[4]),
+		      report_fmt_json(json_object_get(s, "n"), f[5]),
+		      report_fmt_json(json_object_get(s, "coverage_p"), f[6]),
 		      json_is_true(json_object_get(s, "calibration_rejected"))
 			      ? " (calibration rejected at 0.05)"
 			      : "",
-		      report_fmt_json(json_object_get(s, "mean_interval_score"), a),
-		      report_fmt_json(json_object_get(s, "mean_band_width"), b));
+		      report_fmt_json(json_object_get(s, "mean_interval_score"), f[7]),
+		      report_fmt_json(json_object_get(s, "mean_band_width"), f[8]));
 		t = add_table(d, "Table 10. The latest score, row by row.", "Prediction", "Metric",
 			      "Predicted", "95% band", "Observed", "Relative error", "Inside",
 			      "Interval score", "Runs", NULL);

@@ -1,0 +1,125 @@
+#!/bin/sh
+# coldstudy report, end to end: a small study built through the CLI (init,
+# register the cold-query hypotheses plus a hostile one whose title is a
+# script tag, deviate, refute, holdout score, verdicts) with runs and
+# predictions from report_fixture; then
+#  - two reports of the same ledger are byte-identical, and replacing a
+#    previous report gives the same bytes again;
+#  - every file is there, records.jsonl is `log export`, checkpoint.txt is
+#    `log checkpoint`, every SVG parses as XML;
+#  - the tables show what the records say (runs, n/a for missing device
+#    metrics, the score, the verdicts and the numbers their rules saw,
+#    the deviation and the refutation);
+#  - the HTML carries no script, no remote reference, and the hostile title
+#    only escaped;
+#  - a tampered ledger (trigger dropped, one payload byte changed) is exit 4
+#    and leaves no report directory and no temporary one;
+#  - an --out that holds other files is refused (exit 3) and left alone.
+set -u
+cs=${COLDSTUDY:?}; fx=${REPORT_FIXTURE:?}; src=${COLDSTUDY_SRC:?}
+command -v python3 >/dev/null 2>&1 || { echo "no python3"; exit 77; }
+T=$(mktemp -d /tmp/cs-report-XXXXXX); trap 'rm -rf "$T"' EXIT INT TERM
+fail=0
+die() { echo "FAIL: $*"; fail=1; }
+ok() { # description command...
+	what=$1; shift
+	"$@" >"$T/out" 2>"$T/err" || { die "$what: exit $?: $(cat "$T/err")"; return 1; }
+}
+
+ok init "$cs" init "$T/S" || exit 1
+mkdir "$T/hyp"
+python3 - "$src/studies/cold-query/hypotheses/H9.json" "$T/hyp/H11.json" <<'PY' || exit 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["id"] = "H11"
+d["title"] = "<script>alert(1)</script> & a 'quoted' | pipe"
+d["statement"] = "A statement with <img src=x onerror=alert(2)> in it."
+json.dump(d, open(sys.argv[2], "w"))
+PY
+ok register "$cs" register "$T/S" "$src"/studies/cold-query/hypotheses/H*.json "$T/hyp/H11.json" || exit 1
+ok fixture "$fx" "$T/S" || exit 1
+ok "holdout score" "$cs" holdout score "$T/S"
+ok verdicts "$cs" verdicts "$T/S"
+ok deviate "$cs" deviate "$T/S" --because "the first cold gate attempt was lost <b>without a record</b> and rerun" --hypothesis H1
+ok refute "$cs" refute "$T/S" H3 --because "ef_search changes recall too"
+ok "log verify" "$cs" log verify "$T/S"
+
+ok "report 1" "$cs" report "$T/S" --out "$T/R1" || exit 1
+ok "report 2" "$cs" report "$T/S" --out "$T/R2" || exit 1
+for f in report.md report.html records.jsonl checkpoint.txt wall.svg read-latency.svg fanout.svg holdout.svg; do
+	[ -s "$T/R1/$f" ] || die "R1/$f missing or empty"
+done
+diff -r "$T/R1" "$T/R2" >/dev/null || die "two reports of one ledger differ: $(diff -r "$T/R1" "$T/R2" | head -5)"
+ok "report over a previous one" "$cs" report "$T/S" --out "$T/R1"
+diff -r "$T/R1" "$T/R2" >/dev/null || die "a replaced report differs from a fresh one"
+ls -d "$T"/R1.* 2>/dev/null && die "temporary or old directories left beside R1"
+
+"$cs" log export "$T/S" > "$T/export" && cmp -s "$T/export" "$T/R1/records.jsonl" || die "records.jsonl is not log export"
+"$cs" log checkpoint "$T/S" > "$T/cp" && cmp -s "$T/cp" "$T/R1/checkpoint.txt" || die "checkpoint.txt is not log checkpoint"
+"$cs" log verify "$T/S" --checkpoint "$T/R1/checkpoint.txt" >/dev/null || die "the report's checkpoint does not verify"
+
+python3 - "$T/R1" <<'PY' || fail=1
+import glob, re, sys, xml.etree.ElementTree as ET
+R = sys.argv[1]
+bad = 0
+def no(cond, msg):
+    global bad
+    if cond:
+        print("FAIL:", msg); bad = 1
+for f in glob.glob(R + "/*.svg"):
+    try:
+        root = ET.parse(f).getroot()
+        no(not root.tag.endswith("svg"), f + ": root is not svg")
+    except ET.ParseError as e:
+        no(True, f"{f}: not XML: {e}")
+html = open(R + "/report.html", encoding="utf-8").read()
+md = open(R + "/report.md", encoding="utf-8").read()
+no(re.search(r"<script", html, re.I), "report.html contains <script")
+no(re.search(r"<img", html, re.I), "report.html contains <img")
+no(re.search(r"""<[^>]*\b(src|href)\s*=""", html, re.I), "report.html references an external asset")
+no("&lt;script&gt;alert(1)&lt;/script&gt; &amp; a &#39;quoted&#39; | pipe" not in html,
+   "the hostile title is not shown escaped in the HTML")
+no(re.search(r"<script|<img|<b>", md, re.I), "report.md carries raw HTML from record text")
+no("&lt;script&gt;alert(1)&lt;/script&gt;" not in md, "the hostile title is not in report.md")
+no("\\| pipe" not in md, "a | in a title is not escaped in Markdown")
+# section content
+need = [
+    "## 8. Deviations", "the first cold gate attempt was lost &lt;b&gt;without a record&lt;/b&gt; and rerun",
+    "## 7. Refutations", "ef\\_search changes recall too",
+    "| R0005 |", "| H1 | confirmatory | accepted |",
+    "1 of 2 predictions inside their 95% bands", "Latest score",
+    "median(io_over_wall over runs tagged gate+cold+serial+hdd+baseline) = 0.9988",
+    "Table 7. Serial against fan-out", "Table 8. Per-read latency and cold query time by device",
+    "| hdd-pool |", "| sata-ssd |", "| host device |",
+    "cold-query-fixture", "frozen before any holdout result existed",
+]
+for s in need:
+    no(s not in md, "report.md lacks: " + s)
+# R0005 had no device counters: its device cells read n/a, never 0
+row = [l for l in md.splitlines() if l.startswith("| R0005 | 0.081 |")]
+no(len(row) != 1 or row[0].split("|")[5].strip() != "n/a", "R0005 device reads are not n/a: %r" % row)
+no("<figure>\n<svg" not in html, "the HTML does not inline its figures")
+sys.exit(bad)
+PY
+
+# tampering: no report, no leftovers
+cp -r "$T/S" "$T/X"
+sqlite3 "$T/X/ledger.db" "DROP TRIGGER records_no_update; UPDATE records SET payload = replace(payload, 'lost', 'lust') WHERE kind = 'deviation'" \
+	|| die "sqlite3 tamper failed"
+"$cs" report "$T/X" --out "$T/R3" >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 4 ] || die "tampered ledger: exit $rc, expected 4: $(cat "$T/err")"
+grep -q "hash mismatch" "$T/err" || die "tampered ledger: message: $(cat "$T/err")"
+ls -d "$T"/R3* 2>/dev/null && die "a report directory was written for a tampered ledger"
+
+# an --out that is not a report directory is refused and left alone
+mkdir "$T/mine" && echo keep > "$T/mine/notes.txt"
+"$cs" report "$T/S" --out "$T/mine" >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 3 ] || die "foreign --out: exit $rc, expected 3"
+[ "$(cat "$T/mine/notes.txt")" = keep ] && [ ! -e "$T/mine/report.md" ] || die "foreign --out was changed"
+ls -d "$T"/mine.* 2>/dev/null && die "leftovers beside a refused --out"
+
+# usage
+"$cs" report "$T/S" >/dev/null 2>&1; [ $? = 2 ] || die "report without --out: expected exit 2"
+"$cs" report "$T/nothere" --out "$T/R4" >/dev/null 2>&1; [ $? = 5 ] || die "report of a non-study: expected exit 5"
+[ $fail = 0 ] && echo "ok: report"
+exit $fail
