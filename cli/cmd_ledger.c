@@ -220,8 +220,9 @@ int cmd_register(int argc, char **argv)
 	for (int i = 0; i < nfiles; i++) {
 		reg_item *it = &items[i];
 
-		if ((rc = hyp_parse_file(it->path, &it->h, &e)) ||
-		    (rc = cs_read_file(it->path, HYP_FILE_CAP, &it->bytes, &it->len, &e))) {
+		/* One read: the bytes validated are the bytes hashed and frozen. */
+		if ((rc = cs_read_file(it->path, HYP_FILE_CAP, &it->bytes, &it->len, &e)) ||
+		    (rc = hyp_parse_buf(it->bytes, it->len, it->path, &it->h, &e))) {
 			rc = cli_fail("register", &e);
 			goto out;
 		}
@@ -470,7 +471,9 @@ static void log_help(FILE *f)
 		"  log verify-proof FILE|- [--checkpoint FILE] [--old-checkpoint FILE]\n"
 		"      check a proof offline, optionally against saved checkpoints\n"
 		"  log export DIR\n"
-		"      JSONL, one record a line, byte-identical for the same ledger\n");
+		"      JSONL, one record a line, byte-identical for the same ledger\n"
+		"  log publish DIR --url URL [--origin NAME] [--dry-run]\n"
+		"      POST the checkpoint and the export to a transparency endpoint\n");
 }
 
 /* Read a checkpoint file into *text (caller frees). */
@@ -744,7 +747,7 @@ int cmd_log(int argc, char **argv)
 	} subs[] = {
 		{"verify", log_verify},         {"checkpoint", log_checkpoint},
 		{"prove", log_prove},           {"verify-proof", log_verify_proof},
-		{"export", log_export},
+		{"export", log_export},         {"publish", cmd_log_publish},
 	};
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
