@@ -7,7 +7,7 @@
  *
  * Usage: test_paged_recall [N NQ]. Data: the first N rows of fashion-mnist
  * train (queries: the first NQ of test), synth when the package is missing.
- * Suite 'recall' runs N=3000, NQ=30 (< 60 s under ASan); 'slow' runs the
+ * Suite 'recall' runs N=3000, NQ=20 (< 60 s under ASan); 'slow' runs the
  * full 60,000 with the issue's fidelity setting (64 partitions, m=16,
  * ef_construction=64, ef_search=40) and prints the pages read per cold
  * query beside pgvector's 10,177.
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static size_t arg_n = 3000, arg_nq = 30;
+static size_t arg_n = 3000, arg_nq = 20;
 
 static void load(cv_dataset **base, cv_dataset **queries)
 {
