@@ -925,14 +925,12 @@ int guard_holdout_predictions(struct ledger *l, const char *spec_sha256, const c
 	return 0;
 }
 
-/* Do two partition sets intersect? NULL means every partition. */
+/* Do two partition sets intersect? Absent means every partition. */
 static int parts_overlap(const json_t *a, const json_t *b)
 {
 	size_t i, j;
 	json_t *x, *y;
 
-	if (!json_is_array(a) && !json_is_array(b))
-		return 0; /* neither names partitions: not a partitioned comparison */
 	if (!json_is_array(a) || !json_is_array(b))
 		return 1;
 	json_array_foreach(a, i, x)
@@ -977,10 +975,14 @@ static int overlap_cb(const ledger_record *r, void *ud)
 	ds = json_object_get(p, "spec");
 	po = parts_overlap(json_object_get(c->spec, "partitions"), json_object_get(ds, "partitions"));
 	qo = queries_overlap(json_object_get(c->spec, "queries"), json_object_get(ds, "queries"));
-	if (po || qo)
-		fmt(c->why, sizeof(c->why), "design run %s used the same %s%s%s",
-			 json_string_value(json_object_get(p, "run_id")) ?: "?",
-			 po ? "partitions" : "", po && qo ? " and " : "", qo ? "queries" : "");
+	/*
+	 * A holdout run is new evidence when no design run measured the same
+	 * queries on the same partitions: the seed's holdout gate (all
+	 * partitions, a query no design run used) is allowed.
+	 */
+	if (po && qo)
+		fmt(c->why, sizeof(c->why), "design run %s used the same partitions and queries",
+		    json_string_value(json_object_get(p, "run_id")) ?: "?");
 	json_decref(p);
 	return c->why[0] != '\0';
 }

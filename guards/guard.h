@@ -84,8 +84,9 @@ int guard_holdout_predictions(struct ledger *l, const char *spec_sha256, const c
 			      cs_err *e);
 
 /*
- * Refuse a holdout run whose partitions or query ids (spec: the effective
- * run document) intersect those of any design (non-holdout) run, unless
+ * Refuse a holdout run that measures queries a design (non-holdout) run
+ * measured on partitions it also searched (an absent partition list is
+ * every partition; spec: the effective run document), unless
  * declare_overlap is given: then the overlap is recorded as a deviation.
  */
 int guard_holdout_overlap(struct ledger *l, const json_t *spec, const char *declare_overlap,

@@ -10,6 +10,10 @@
 
 #include "harness.h"
 
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *good_study =
@@ -145,12 +149,54 @@ static void test_effective_and_features(void **state)
 	json_decref(run);
 }
 
+/* Every committed spec of the demo study validates (and the holdout ones too). */
+static void test_committed_specs(void **state)
+{
+	const char *src = getenv("COLDSTUDY_SRC");
+	const char *subs[] = {"", "/holdout"};
+	char dir[PATH_MAX], path[PATH_MAX * 2], sha[65];
+	json_t *doc = NULL;
+	cs_err e = {0};
+	int n = 0;
+
+	(void) state;
+	if (!src)
+		skip();
+	snprintf(path, sizeof(path), "%s/studies/cold-query/runs/study.json", src);
+	if (harness_study_load(path, &doc, &e))
+		fail_msg("%s", e.msg);
+	json_decref(doc);
+	for (int s = 0; s < 2; s++) {
+		DIR *d;
+		struct dirent *de;
+
+		snprintf(dir, sizeof(dir), "%s/studies/cold-query/runs%s", src, subs[s]);
+		d = opendir(dir);
+		assert_non_null(d);
+		while ((de = readdir(d))) {
+			size_t len = strlen(de->d_name);
+
+			if (len < 6 || strcmp(de->d_name + len - 5, ".json") || !strcmp(de->d_name, "study.json"))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			if (harness_run_load(path, &doc, sha, &e))
+				fail_msg("%s", e.msg);
+			assert_true(json_array_size(json_object_get(doc, "tags")) > 0);
+			json_decref(doc);
+			n++;
+		}
+		closedir(d);
+	}
+	assert_true(n >= 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_study),
 		cmocka_unit_test(test_run),
 		cmocka_unit_test(test_effective_and_features),
+		cmocka_unit_test(test_committed_specs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
