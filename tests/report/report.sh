@@ -37,6 +37,13 @@ d["statement"] = "A statement with <img src=x onerror=alert(2)> in it."
 json.dump(d, open(sys.argv[2], "w"))
 PY
 ok register "$cs" register "$T/S" "$src"/studies/cold-query/hypotheses/H*.json "$T/hyp/H11.json" || exit 1
+python3 - "$src/studies/cold-query/hypotheses/H7.json" "$T/hyp/H7.json" <<'PY' || exit 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["prediction"]["band95"] = [1.0, 2.0]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+ok amend "$cs" register "$T/S" "$T/hyp/H7.json" --amend --rationale "widen H7's band: the seed's pooled interval was 1.04 to 1.61"
 ok fixture "$fx" "$T/S" || exit 1
 ok "holdout score" "$cs" holdout score "$T/S"
 ok verdicts "$cs" verdicts "$T/S"
@@ -92,6 +99,8 @@ need = [
     "Table 7. Serial against fan-out", "Table 8. Per-read latency and cold query time by device",
     "| hdd-pool |", "| sata-ssd |", "| host device |",
     "cold-query-fixture", "frozen before any holdout result existed",
+    "widen H7's band: the seed's pooled interval was 1.04 to 1.61 | 1.3 \\[1, 2\\] |",
+    "| nothing run | widen H7",
 ]
 for s in need:
     no(s not in md, "report.md lacks: " + s)
