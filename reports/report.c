@@ -698,7 +698,7 @@ static int sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 		return 0;
 	}
 	add_p(d,
-	      "%zu complete or incomplete run records. Metrics a device could not supply are shown as "
+	      "%zu run records. Metrics a device could not supply are shown as "
 	      "n/a, never as zero. Names follow the measurement vocabulary: engine reads are counted by "
 	      "the block-I/O layer, device reads by the block device's counters; I/O / wall is engine "
 	      "reads times engine per-read latency over wall time; busy is the device's io_ticks over "

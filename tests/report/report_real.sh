@@ -1,0 +1,65 @@
+#!/bin/sh
+# The report over real harness records: a small phnsw index, a serial cold
+# run on the hdd-pool device model and a fan-out run, then `coldstudy
+# report`; the tables carry each run's recorded metrics (formatted as the
+# report formats them), the per-device table and the latency strips count
+# the raw per-query rows, and the report is byte-identical twice.
+# Skips (77) while the phnsw kind is not built.
+set -u
+cs=${COLDSTUDY:?}; bi=${BUILD_INDEX:?}
+command -v python3 >/dev/null 2>&1 || exit 77
+T=$(mktemp -d /var/tmp/cs-report-real-XXXXXX); trap 'rm -rf "$T"' EXIT INT TERM
+base="synth:n=3000,d=32,clusters=16,seed=1"
+queries="synth:n=20,d=32,clusters=16,seed=7"
+"$bi" phnsw "$base" "$T/src" 4; rc=$?
+[ $rc = 77 ] && { echo "phnsw not built yet"; exit 77; }
+[ $rc = 0 ] || { echo "FAIL: build exit $rc"; exit 1; }
+cat > "$T/study.json" <<J
+{"id":"report-real","production":{"paths":["$T/src"],"hosts":["pg-prod-1"]},
+ "datasets":{"base":"$base","queries":"$queries"},
+ "indexes":{"p":{"kind":"phnsw","dataset":"base","source":"$T/src","clone":"$T/clone"}},
+ "scratch_dir":"$T/scratch","defaults":{"k":10,"strategy":"pread","samplers":{"iostat_s":0.2,"memory_s":0.2}}}
+J
+printf '{"index":"%s","queries":{"spec":"queries","first":0,"count":8},"cold":true,"device":"hdd-pool","tags":["cold","serial"]}' "$T/clone" > "$T/serial.json"
+printf '{"index":"%s","queries":{"spec":"queries","first":0,"count":8},"cold":true,"mode":"fanout","fanout":4,"tags":["cold","fanout"]}' "$T/clone" > "$T/fan.json"
+{ "$cs" init "$T/S" && "$cs" study register "$T/S" "$T/study.json" && "$cs" clone "$T/src" "$T/clone" --study "$T/S" &&
+  "$cs" validate "$T/S" --allow-no-device-stats && "$cs" run "$T/S" "$T/serial.json" --no-progress &&
+  "$cs" run "$T/S" "$T/fan.json" --no-progress && "$cs" report "$T/S" --out "$T/R1" &&
+  "$cs" report "$T/S" --out "$T/R2"; } >"$T/log" 2>&1 || { echo "FAIL: study: $(tail -5 "$T/log")"; exit 1; }
+diff -r "$T/R1" "$T/R2" >/dev/null || { echo "FAIL: two reports differ"; exit 1; }
+"$cs" log export "$T/S" > "$T/export"
+python3 - "$T/R1" "$T/export" <<'PY'
+import json, math, sys
+R, ex = sys.argv[1:]
+md = open(R + "/report.md").read()
+svg = open(R + "/read-latency.svg").read()
+runs = [r["payload"] for r in map(json.loads, open(ex)) if r["kind"] == "run"]
+def fmt(x):  # what report_fmt_num prints, for the cases used here
+    if x is None: return "n/a"
+    if float(x).is_integer(): return "{:,}".format(int(x))
+    mag = math.floor(math.log10(abs(x))); dec = max(0, 3 - mag)
+    s = "%.*f" % (dec, x)
+    if "." in s: s = s.rstrip("0").rstrip(".")
+    i, _, f = s.partition(".")
+    return "{:,}".format(int(i)) + ("." + f if f else "")
+bad = 0
+if len(runs) != 2:
+    print("FAIL: %d runs" % len(runs)); sys.exit(1)
+for r in runs:
+    m = r["metrics"]
+    row = "| %s | %s | %s | %s | %s |" % (r["run_id"], fmt(m["wall_s"]), fmt(m["queries"]),
+                                         fmt(m["engine_reads"]), fmt(m["device_reads"]))
+    if row not in md:
+        print("FAIL: Table 5 lacks %r" % row); bad = 1
+    if m["engine_reads"] == 0:
+        print("FAIL: run %s read nothing" % r["run_id"]); bad = 1
+for dev in ("hdd-pool (n=8)", "host device (n=8)"):
+    if dev not in svg:
+        print("FAIL: read-latency.svg lacks %r" % dev); bad = 1
+if "| hdd-pool | 1 |" not in md or "Table 7. Serial against fan-out" not in md:
+    print("FAIL: device or fan-out table missing"); bad = 1
+sys.exit(bad)
+PY
+rc=$?
+[ $rc = 0 ] && echo "ok: report over real runs"
+exit $rc
