@@ -43,7 +43,7 @@ run() { # name json-body
 	printf '{"index":"%s","queries":{"spec":"queries","first":0,"count":8},%s}' "$T/clone" "$2" > "$T/$1.json"
 }
 run serial '"cold":true,"tags":["cold","serial"]'
-run fanout '"cold":true,"mode":"fanout","fanout":4,"clients":2,"query_count":16,"tags":["cold","fanout"]'
+run fanout '"cold":true,"mode":"fanout","fanout":4,"clients":2,"query_count":16,"mem_cap_bytes":2147483648,"tags":["cold","fanout"]'
 run warm '"cold":false,"tags":["warm"]'
 expect 3 "run before validate" "$cs" run "$T/S" "$T/serial.json" --no-progress
 grep -q "refused (validated)" "$T/err" || { echo "FAIL: before-validate message: $(cat "$T/err")"; fail=1; }
@@ -88,12 +88,16 @@ for r in runs:
     missing = [k for k in want if k not in m]
     if missing:
         print("FAIL: run %s lacks %s" % (r["run_id"], missing)); bad = 1
+    if "applied" not in r.get("mem_cap", {}):
+        print("FAIL: run %s does not record its memory cap" % r["run_id"]); bad = 1
     for k in ("raw", "host", "features", "spec_sha256", "index"):
         if k not in r:
             print("FAIL: run %s lacks %s" % (r["run_id"], k)); bad = 1
     print("%s %-14s wall %.3f s  qps %.1f  reads/q %.1f  io/wall %.3f  recall %.3f  resident %.3f  dev reads %s" % (
         r["run_id"], ",".join(r["tags"]), m["wall_s"], m["qps"], m["reads_per_query"],
         m["io_over_wall"], m["recall_at_k"] or -1, m["resident_fraction_before"], m["device_reads"]))
+if len(runs) > 1 and runs[1]["mem_cap"].get("requested_bytes") != 2147483648:
+    print("FAIL: the fan-out run's memory cap was not recorded"); bad = 1
 cold = [r for r in runs if r["spec"]["cold"]]
 if any(r["metrics"]["resident_fraction_before"] != 0 for r in cold):
     print("FAIL: a cold run started warm"); bad = 1
