@@ -553,3 +553,15 @@ void hnsw_normalise(const float *src, float *dst, size_t d)
 {
 	normalise(src, dst, d);
 }
+
+/* How this file was compiled (the bench checks it got its -O3 -march=native copy). */
+const char *hnsw_build_info(void)
+{
+#if defined(__AVX512F__)
+	return "with -march AVX-512 (bench copy)";
+#elif defined(__AVX2__)
+	return "with -march AVX2";
+#else
+	return "for the baseline ISA (kernels dispatched at run time)";
+#endif
+}

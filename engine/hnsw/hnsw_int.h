@@ -167,6 +167,9 @@ void hnsw_normalise(const float *src, float *dst, size_t d);
 /* Which kernel set the graph uses: "scalar", "avx2", "avx512". */
 const char *hnsw_kernel_name(void);
 
+/* How hnsw_dist.c was compiled (-march), for the bench. */
+const char *hnsw_build_info(void);
+
 /* Search context pool (hnsw_search.c). */
 int hnsw_ctx_get(const struct hnsw *h, hnsw_ctx **out);
 void hnsw_ctx_put(const struct hnsw *h, hnsw_ctx *c);
