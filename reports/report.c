@@ -1300,6 +1300,51 @@ static void sec_notes(doc *d, const model *m)
 	}
 }
 
+/* The few lines a reader wants first: verdicts, the holdout, what went off plan. */
+static void sec_summary(doc *d, const model *m)
+{
+	size_t acc = 0, rej = 0, ref = 0, unres = 0, i;
+	json_t *v;
+	char f[4][REPORT_NUM_MAX];
+
+	json_array_foreach(m->verdicts, i, v) {
+		const char *x = str_of(v, "verdict");
+
+		if (!x)
+			continue;
+		acc += !strcmp(x, "accepted");
+		rej += !strcmp(x, "rejected");
+		ref += !strcmp(x, "refuted");
+		unres += !strcmp(x, "unresolved");
+	}
+	add_h(d, 2, "Summary");
+	add_p(d,
+	      "%zu hypotheses registered (amendments: %zu); verdicts from the registered rules: %zu "
+	      "accepted, %zu rejected, %zu refuted, %zu unresolved. %zu runs, %zu validation checks, "
+	      "%zu refusals, %zu refutations and %zu deviations are on record.",
+	      json_array_size(m->verdicts),
+	      json_array_size(m->hyps) >= json_array_size(m->verdicts)
+		      ? json_array_size(m->hyps) - json_array_size(m->verdicts)
+		      : 0,
+	      acc, rej, ref, unres, json_array_size(m->runs), json_array_size(m->validations),
+	      json_array_size(m->refusals), json_array_size(m->refutations),
+	      json_array_size(m->deviations));
+	if (json_array_size(m->scores)) {
+		const json_t *s = pl(json_array_get(m->scores, json_array_size(m->scores) - 1));
+
+		add_p(d,
+		      "Holdout: median relative error %s against the threshold %s (%s), %s of %s "
+		      "predictions inside their 95%% bands.",
+		      report_fmt_json(json_object_get(s, "mdape"), f[0]),
+		      report_fmt_json(json_object_get(s, "threshold"), f[1]),
+		      json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL",
+		      report_fmt_json(json_object_get(s, "inside"), f[2]),
+		      report_fmt_json(json_object_get(s, "n"), f[3]));
+	} else {
+		add_p(d, "Holdout: %zu predictions, not scored.", json_array_size(m->predictions));
+	}
+}
+
 /* ---- 4. render ---- */
 
 static const char *const css =
@@ -1675,8 +1720,10 @@ int report_write(struct ledger *l, const char *out, const char *title, cs_err *e
 		json_array_foreach(d.fig_order, i, fname)
 			if (nf < OUT_MAX_FILES)
 				names[nf++] = json_string_value(fname);
-		if (!rc)
+		if (!rc) {
+			sec_summary(&d, &m);
 			sec_log(&d, &m, names, nf);
+		}
 		json_array_extend(d.blocks, body.blocks);
 		json_decref(body.blocks);
 		d.failed |= body.failed;

@@ -101,6 +101,8 @@ need = [
     "cold-query-fixture", "frozen before any holdout result existed",
     "widen H7's band: the seed's pooled interval was 1.04 to 1.61 | 1.3 \\[1, 2\\] |",
     "| nothing run | widen H7",
+    "11 hypotheses registered (amendments: 1); verdicts from the registered rules: 1 accepted,",
+    "Holdout: median relative error 0.05276 against the threshold 0.35 (PASS), 1 of 2 predictions",
 ]
 for s in need:
     no(s not in md, "report.md lacks: " + s)
