@@ -1,0 +1,40 @@
+/*
+ * fuzz_spec.c - libFuzzer target over the run.json and study.json
+ * decoders: strict loading, validation, defaults merged and the canonical
+ * form. Any input must give 0 or an exit code with a message, never a
+ * crash, a leak or an invalid effective spec.
+ */
+#include "harness.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	json_t *doc = NULL, *eff = NULL;
+	cs_err e = {0};
+	char *canon = NULL;
+	size_t len;
+
+	if (cs_json_load_buf((const char *) data, size, "fuzz.json", &doc, &e))
+		return 0;
+	if (harness_study_validate(doc, "fuzz.json", &e) && !e.msg[0])
+		abort(); /* a refusal always explains itself */
+	memset(&e, 0, sizeof(e));
+	if (harness_run_validate(doc, "fuzz.json", "$", 0, &e) == 0) {
+		if (harness_run_effective(doc, NULL, &eff, &e) ||
+		    harness_run_validate(eff, "eff", "$", 0, &e))
+			abort(); /* a valid run stays valid with the defaults filled in */
+		if (cs_json_canonical(eff, &canon, &len, &e))
+			abort();
+		free(canon);
+		json_decref(eff);
+	} else if (!e.msg[0]) {
+		abort();
+	}
+	json_decref(doc);
+	return 0;
+}
