@@ -52,6 +52,15 @@ int harness_run_load(const char *path, json_t **doc, char sha_out[65], cs_err *e
 int harness_run_effective(const json_t *run, const json_t *defaults, json_t **out, cs_err *e);
 
 /*
+ * harness_run_effective with the defaults of the study registered last in
+ * l's ledger (none registered: engine defaults only). What `run` records
+ * as "spec" and takes its features from; holdout should predict from the
+ * same. New reference.
+ */
+struct ledger;
+int harness_run_effective_study(struct ledger *l, const json_t *run, json_t **out, cs_err *e);
+
+/*
  * The features a model may predict from (docs/records.md): clients,
  * fanout, mode, device, strategy, ef_search, search_probe, rescore_limit,
  * partitions (number searched), queries, cold, buffers_bytes, kind. kind

@@ -504,6 +504,33 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 	return 0;
 }
 
+static int last_study_cb(const ledger_record *r, void *ud)
+{
+	json_t **study = ud;
+	json_t *p = json_loads(r->payload, 0, NULL);
+
+	if (json_object_get(p, "doc")) {
+		json_decref(*study);
+		*study = json_incref(json_object_get(p, "doc"));
+	}
+	json_decref(p);
+	return 0;
+}
+
+int harness_run_effective_study(struct ledger *l, const json_t *run, json_t **out, cs_err *e)
+{
+	json_t *study = NULL;
+	int rc;
+
+	if (ledger_foreach(l, "study", last_study_cb, &study, e)) {
+		json_decref(study);
+		return e && e->code ? e->code : CS_EXIT_INTERNAL;
+	}
+	rc = harness_run_effective(run, json_object_get(study, "defaults"), out, e);
+	json_decref(study);
+	return rc;
+}
+
 /* ---- the study record ---- */
 
 int harness_study_current(struct ledger *l, json_t **doc, cs_err *e)
