@@ -94,6 +94,7 @@ typedef struct load {
 	uint64_t first_id;
 	atomic_uint_fast64_t next, done;
 	atomic_uint_fast64_t end_ns;  /* the latest query completion: the end of the wall */
+	atomic_uint_fast64_t start_ns; /* the first query's submission: the start of the wall */
 	atomic_int failed;
 	char fail_msg[256];
 	pthread_mutex_t mu;
@@ -183,6 +184,13 @@ static void *client(void *p)
 		if (L->gt)
 			r->recall = cv_recall_at_k(L->base, cv_row(L->queries, q), L->metric,
 						   L->gt + q * L->k, L->k, ids, nout);
+		{
+			uint64_t first = atomic_load(&L->start_ns);
+
+			while ((first == 0 || t1 < first) &&
+			       !atomic_compare_exchange_weak(&L->start_ns, &first, t1))
+				;
+		}
 		{
 			uint64_t prev = atomic_load(&L->end_ns);
 
@@ -694,7 +702,9 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			cv_io_stats_merge(&all, &L.stats[c]);
 			n += L.nrows[c];
 		}
-		wall_s = (double) (t_end - L.t0) / 1e9;
+		/* The wall runs from the first query's submission to the last one's completion
+		 * (client threads' start-up is not part of the load). */
+		wall_s = (double) (t_end - (atomic_load(&L.start_ns) ? atomic_load(&L.start_ns) : L.t0)) / 1e9;
 		lat = malloc((n ? n : 1) * sizeof(*lat));
 		rowsj = json_array();
 		if (!lat || !rowsj) {
