@@ -188,7 +188,9 @@ void hfr_query_quant(const float *qr, uint32_t dp, hfr_qq *q)
 	}
 }
 
-float hfr_estimate(const hfr_qq *q, const uint64_t *code, const hfr_fac *f, float *err)
+/* The estimator's body; inlined into a generic and a POPCNT build of it. */
+static inline __attribute__((always_inline)) float est_body(const hfr_qq *q, const uint64_t *code,
+							    const hfr_fac *f, float *err)
 {
 	uint64_t s = 0;
 	uint32_t w = q->words;
@@ -210,4 +212,31 @@ float hfr_estimate(const hfr_qq *q, const uint64_t *code, const hfr_fac *f, floa
 
 	*err = f->err * q->qn + qerr;
 	return f->add + q->qn2 + f->rescale * ipb;
+}
+
+static float est_generic(const hfr_qq *q, const uint64_t *code, const hfr_fac *f, float *err)
+{
+	return est_body(q, code, f, err);
+}
+
+__attribute__((target("popcnt"))) static float est_popcnt(const hfr_qq *q, const uint64_t *code,
+							   const hfr_fac *f, float *err)
+{
+	return est_body(q, code, f, err);
+}
+
+/* Chosen once (cpuid): the POPCNT build where the CPU has the instruction. */
+static float (*est_fn)(const hfr_qq *, const uint64_t *, const hfr_fac *, float *);
+
+float hfr_estimate(const hfr_qq *q, const uint64_t *code, const hfr_fac *f, float *err)
+{
+	float (*fn)(const hfr_qq *, const uint64_t *, const hfr_fac *, float *) =
+		__atomic_load_n(&est_fn, __ATOMIC_RELAXED);
+
+	if (!fn) {
+		__builtin_cpu_init();
+		fn = __builtin_cpu_supports("popcnt") ? est_popcnt : est_generic;
+		__atomic_store_n(&est_fn, fn, __ATOMIC_RELAXED);
+	}
+	return fn(q, code, f, err);
 }

@@ -1,0 +1,88 @@
+// bench_faiss: Debian's faiss IndexIVFFlat on the same data as bench_hfresh:
+// train + add time, then recall@10 and warm single-thread QPS per nprobe.
+// Output: one JSON object per line.
+extern "C" {
+#include "coldvec.h"
+}
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexIVFFlat.h>
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+static double now()
+{
+	return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+		.count();
+}
+
+int main(int argc, char **argv)
+{
+	const char *base_spec = argc > 1 ? argv[1] : "fashion-mnist:train";
+	const char *q_spec = argc > 2 ? argv[2] : "fashion-mnist:test";
+	size_t nq = argc > 3 ? strtoul(argv[3], nullptr, 10) : 1000;
+	size_t nlist = argc > 4 ? strtoul(argv[4], nullptr, 10) : 245;
+	cv_dataset *base = nullptr, *qs = nullptr;
+	cv_err e;
+	int32_t *gt = nullptr;
+
+	if (cv_dataset_load(base_spec, &base, &e) || cv_dataset_load(q_spec, &qs, &e)) {
+		fprintf(stderr, "bench_faiss: %s\n", e.msg);
+		return 5;
+	}
+	if (nq > qs->n)
+		nq = qs->n;
+	{
+		cv_dataset *s = nullptr;
+		cv_dataset_slice(qs, 0, nq, &s);
+		cv_dataset_free(qs);
+		qs = s;
+	}
+	if (cv_groundtruth_cached(base, qs, 10, CV_METRIC_L2, 0, nullptr, &gt, &e)) {
+		fprintf(stderr, "bench_faiss: %s\n", e.msg);
+		return 1;
+	}
+	omp_set_num_threads(2);
+	faiss::IndexFlatL2 quant(base->d);
+	faiss::IndexIVFFlat ix(&quant, base->d, nlist, faiss::METRIC_L2);
+	double t0 = now();
+	ix.train(base->n, base->data);
+	ix.add(base->n, base->data);
+	double tb = now() - t0;
+	printf("{\"peer\":\"faiss IndexIVFFlat\",\"nlist\":%zu,\"train_add_s\":%.2f,\"threads\":2}\n",
+	       nlist, tb);
+	omp_set_num_threads(1);
+	std::vector<faiss::Index::idx_t> lab(10);
+	std::vector<float> dist(10);
+	for (size_t np : {1, 2, 3, 4, 5, 6, 8, 12, 16, 32}) {
+		ix.nprobe = np;
+		double sum = 0;
+		for (size_t i = 0; i < nq; i++) { // warm-up pass, also recall
+			ix.search(1, cv_row(qs, i), 10, dist.data(), lab.data());
+			uint32_t got[10];
+			for (int j = 0; j < 10; j++)
+				got[j] = (uint32_t) lab[j];
+			sum += cv_recall_at_k(base, cv_row(qs, i), CV_METRIC_L2, gt + i * 10, 10, got, 10);
+		}
+		double best = 0;
+		for (int rep = 0; rep < 3; rep++) {
+			double t1 = now();
+			for (size_t i = 0; i < nq; i++)
+				ix.search(1, cv_row(qs, i), 10, dist.data(), lab.data());
+			double q = nq / (now() - t1);
+			if (q > best)
+				best = q;
+		}
+		printf("{\"peer\":\"faiss\",\"nprobe\":%zu,\"recall_at_10\":%.4f,\"qps\":%.1f}\n", np,
+		       sum / nq, best);
+		fflush(stdout);
+	}
+	free(gt);
+	cv_dataset_free(base);
+	cv_dataset_free(qs);
+	return 0;
+}

@@ -1,0 +1,287 @@
+/*
+ * bench_hfresh.c - HFresh measured for the side-by-side table (run.sh).
+ *
+ *   bench_hfresh warm BASE QUERIES NQ DIR
+ *     builds DIR (timed, 2 threads), then recall@10 and warm single-thread
+ *     QPS (pread, io serial, page cache warm, best of 3 passes) for
+ *     searchProbe x rescoreLimit, reads per query, and the index's
+ *     resident memory during search (VmRSS after the queries minus VmRSS
+ *     before open; the base vectors kept for recall are outside it).
+ *   bench_hfresh cold DIR QUERIES NQ STRATEGY IO CLIENTS PROBE RESCORE
+ *     evicts the index's files, then CLIENTS threads each with its own
+ *     cv_io (STRATEGY, IO serial|concurrent:Q) run NQ queries in all;
+ *     prints QPS, engine reads and IOPS, device reads and IOPS when the
+ *     block device is visible, and the median read size.
+ * Output: one JSON object per line.
+ */
+#include "coldvec.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static long rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmRSS:", 6))
+			v = strtol(line + 6, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static int warm(int argc, char **argv)
+{
+	cv_dataset *base = NULL, *qs = NULL, *qsl = NULL;
+	cv_build_opts bo;
+	cv_index *ix = NULL;
+	cv_io *io = NULL;
+	cv_io_opts ioo;
+	cv_err e;
+	int32_t *gt = NULL;
+	size_t nq;
+	double t0, tb;
+	long rss0, rss1 = 0;
+	const unsigned probes[] = {2, 3, 4, 6, 8, 16, 32, 64, 128};
+	const unsigned rescores[] = {20, 50, 100, 350};
+
+	if (argc < 6)
+		return 2;
+	nq = strtoul(argv[4], NULL, 10);
+	if (cv_dataset_load(argv[2], &base, &e) || cv_dataset_load(argv[3], &qs, &e)) {
+		fprintf(stderr, "bench_hfresh: %s\n", e.msg);
+		return 5;
+	}
+	if (nq > qs->n)
+		nq = qs->n;
+	cv_dataset_slice(qs, 0, nq, &qsl);
+	if (cv_groundtruth_cached(base, qsl, 10, CV_METRIC_L2, 0, NULL, &gt, &e)) {
+		fprintf(stderr, "bench_hfresh: %s\n", e.msg);
+		return 1;
+	}
+	cv_build_opts_default(&bo);
+	bo.threads = 2;
+	t0 = now();
+	if (cv_index_build("hfresh", base, &bo, argv[5], &e)) {
+		fprintf(stderr, "bench_hfresh: build: %s\n", e.msg);
+		return 1;
+	}
+	tb = now() - t0;
+	printf("{\"peer\":\"hfresh\",\"build_s\":%.2f,\"threads\":2,\"max_posting_kb\":%u,"
+	       "\"replicas\":%u,\"raw_bytes\":%zu}\n", tb, bo.max_posting_kb, bo.replicas,
+	       base->n * base->d * sizeof(float));
+	rss0 = rss_kb();
+	if (cv_index_open(argv[5], NULL, &ix, &e)) {
+		fprintf(stderr, "bench_hfresh: open: %s\n", e.msg);
+		return 1;
+	}
+	cv_io_opts_default(&ioo);
+	cv_io_new(&ioo, &io);
+	for (size_t a = 0; a < sizeof(probes) / sizeof(probes[0]); a++)
+		for (size_t b = 0; b < sizeof(rescores) / sizeof(rescores[0]); b++) {
+			cv_query_opts qo;
+			cv_query_stats st = {0};
+			double sum = 0, best = 0;
+
+			cv_query_opts_default(&qo);
+			qo.search_probe = probes[a];
+			qo.rescore_limit = rescores[b];
+			for (size_t i = 0; i < nq; i++) {
+				uint32_t ids[10];
+				float d[10];
+				size_t n = 0;
+
+				cv_index_query(ix, io, cv_row(qsl, i), &qo, ids, d, &n, &st);
+				sum += cv_recall_at_k(base, cv_row(qsl, i), CV_METRIC_L2, gt + i * 10, 10,
+						      ids, n);
+			}
+			for (int rep = 0; rep < 3; rep++) {
+				double t1 = now(), q;
+
+				for (size_t i = 0; i < nq; i++) {
+					uint32_t ids[10];
+					float d[10];
+					size_t n = 0;
+
+					cv_index_query(ix, io, cv_row(qsl, i), &qo, ids, d, &n, NULL);
+				}
+				q = nq / (now() - t1);
+				if (q > best)
+					best = q;
+			}
+			printf("{\"peer\":\"hfresh\",\"search_probe\":%u,\"rescore_limit\":%u,"
+			       "\"recall_at_10\":%.4f,\"qps\":%.1f,\"posting_reads_per_query\":%.2f,"
+			       "\"rescore_reads_per_query\":%.2f,\"bytes_per_query\":%.0f}\n",
+			       probes[a], rescores[b], sum / nq, best, (double) st.posting_reads / nq,
+			       (double) st.rescore_reads / nq, (double) st.bytes / nq);
+			fflush(stdout);
+			if (rss_kb() > rss1)
+				rss1 = rss_kb();
+		}
+	printf("{\"peer\":\"hfresh\",\"resident_kb_during_search\":%ld,\"raw_kb\":%zu,"
+	       "\"fraction_of_raw\":%.4f}\n", rss1 - rss0, base->n * base->d * 4 / 1024,
+	       (double) (rss1 - rss0) / (base->n * base->d * 4.0 / 1024));
+	cv_io_free(io);
+	cv_index_close(ix);
+	free(gt);
+	cv_dataset_free(base);
+	cv_dataset_free(qs);
+	cv_dataset_free(qsl);
+	return 0;
+}
+
+typedef struct client {
+	cv_index *ix;
+	const cv_dataset *qs;
+	size_t first, n;
+	cv_io_opts ioo;
+	cv_query_opts qo;
+	cv_query_stats st;
+	cv_io_stats ios;
+	int rc;
+} client;
+
+static void *client_run(void *arg)
+{
+	client *c = arg;
+	cv_io *io = NULL;
+
+	c->rc = cv_io_new(&c->ioo, &io);
+	if (c->rc)
+		return NULL;
+	for (size_t i = c->first; i < c->first + c->n && !c->rc; i++) {
+		uint32_t ids[10];
+		float d[10];
+		size_t n;
+
+		c->rc = cv_index_query(c->ix, io, cv_row(c->qs, i % c->qs->n), &c->qo, ids, d, &n,
+				       &c->st);
+	}
+	cv_io_stats_get(io, &c->ios);
+	cv_io_free(io);
+	return NULL;
+}
+
+static int cold(int argc, char **argv)
+{
+	const char *dir;
+	cv_dataset *qs = NULL;
+	cv_index *ix = NULL;
+	cv_err e;
+	char **files = NULL;
+	size_t nf = 0, nq, nc;
+	cv_io_strategy strat;
+	cv_query_opts qo;
+	client *cl;
+	pthread_t *th;
+	cv_blkdev bd;
+	cv_blkstat b0 = {0}, b1 = {0};
+	int have_dev;
+	double t0, wall;
+	cv_query_stats tot = {0};
+	cv_io_stats ios = {0};
+	unsigned q = 1;
+
+	if (argc < 10)
+		return 2;
+	dir = argv[2];
+	nq = strtoul(argv[4], NULL, 10);
+	if (cv_io_strategy_parse(argv[5], &strat))
+		return 2;
+	cv_query_opts_default(&qo);
+	if (!strncmp(argv[6], "concurrent:", 11)) {
+		qo.io_mode = CV_HIO_CONCURRENT;
+		q = (unsigned) strtoul(argv[6] + 11, NULL, 10);
+		qo.io_depth = q;
+	}
+	nc = strtoul(argv[7], NULL, 10);
+	qo.search_probe = (unsigned) strtoul(argv[8], NULL, 10);
+	qo.rescore_limit = (unsigned) strtoul(argv[9], NULL, 10);
+	if (cv_dataset_load(argv[3], &qs, &e) || cv_index_open(dir, NULL, &ix, &e)) {
+		fprintf(stderr, "bench_hfresh: %s\n", e.msg);
+		return 5;
+	}
+	cv_index_files(dir, &files, &nf);
+	for (size_t i = 0; i < nf; i++)
+		cv_cache_evict(files[i]);
+	have_dev = cv_blkdev_for_path(files[nf - 1], &bd, &e) == 0;
+	cl = calloc(nc, sizeof(*cl));
+	th = calloc(nc, sizeof(*th));
+	if (have_dev)
+		cv_blkdev_stat(&bd, &b0);
+	t0 = now();
+	for (size_t i = 0; i < nc; i++) {
+		cl[i] = (client){.ix = ix, .qs = qs, .first = i * nq / nc,
+				 .n = (i + 1) * nq / nc - i * nq / nc, .qo = qo};
+		cv_io_opts_default(&cl[i].ioo);
+		cl[i].ioo.strategy = strat;
+		cl[i].ioo.queue_depth = q;
+		pthread_create(&th[i], NULL, client_run, &cl[i]);
+	}
+	for (size_t i = 0; i < nc; i++) {
+		pthread_join(th[i], NULL);
+		tot.reads += cl[i].st.reads;
+		tot.bytes += cl[i].st.bytes;
+		tot.posting_reads += cl[i].st.posting_reads;
+		tot.rescore_reads += cl[i].st.rescore_reads;
+		cv_io_stats_merge(&ios, &cl[i].ios);
+		if (cl[i].rc)
+			fprintf(stderr, "bench_hfresh: client %zu: %s\n", i, strerror(-cl[i].rc));
+	}
+	wall = now() - t0;
+	if (have_dev)
+		cv_blkdev_stat(&bd, &b1);
+	{
+		/* median read size: rescoring reads are one 4 KiB block each, postings larger */
+		double post_mean = tot.posting_reads ?
+			(double) (tot.bytes - tot.rescore_reads * 4096ull) / tot.posting_reads : 0;
+		double median = tot.rescore_reads >= tot.posting_reads ? 4096 : post_mean;
+
+		printf("{\"peer\":\"hfresh-cold\",\"strategy\":\"%s\",\"io\":\"%s\",\"clients\":%zu,"
+		       "\"search_probe\":%u,\"rescore_limit\":%u,\"queries\":%zu,\"wall_s\":%.3f,"
+		       "\"qps\":%.1f,\"reads_per_query\":%.2f,\"engine_iops\":%.0f,"
+		       "\"median_read_bytes\":%.0f,\"mean_posting_bytes\":%.0f,"
+		       "\"read_ms_mean\":%.3f,\"inflight_max\":%llu,\"device\":\"%s\","
+		       "\"device_reads\":%llu,\"device_iops\":%.0f}\n",
+		       argv[5], argv[6], nc, qo.search_probe, qo.rescore_limit, nq, wall, nq / wall,
+		       (double) tot.reads / nq, tot.reads / wall, median, post_mean,
+		       cv_hist_mean(&ios.lat_ns) / 1e6, (unsigned long long) ios.inflight_max,
+		       have_dev ? bd.disk : "n/a",
+		       (unsigned long long) (b1.reads - b0.reads),
+		       have_dev ? (b1.reads - b0.reads) / wall : 0.0);
+	}
+	free(cl);
+	free(th);
+	cv_index_files_free(files, nf);
+	cv_index_close(ix);
+	cv_dataset_free(qs);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "warm"))
+		return warm(argc, argv);
+	if (argc > 1 && !strcmp(argv[1], "cold"))
+		return cold(argc, argv);
+	fprintf(stderr, "usage: bench_hfresh warm BASE QUERIES NQ DIR\n"
+			"       bench_hfresh cold DIR QUERIES NQ STRATEGY IO CLIENTS PROBE RESCORE\n");
+	return 2;
+}
