@@ -109,6 +109,7 @@ static int gather_cb(const ledger_record *r, void *ud)
 	return 0;
 }
 
+/* Release what model_load gathered; accepts a partly loaded model. */
 static void model_free(model *m)
 {
 	free(m->checkpoint);
@@ -180,6 +181,7 @@ static json_t *pl(const json_t *rec)
 	return json_object_get(rec, "p");
 }
 
+/* o[k] as a double, NAN when absent or not a number. */
 static double num_of(const json_t *o, const char *k)
 {
 	const json_t *v = json_object_get(o, k);
@@ -215,12 +217,14 @@ typedef struct doc {
 	int failed;
 } doc;
 
+/* Append a block (stolen); a NULL block marks the document failed. */
 static void add_block(doc *d, json_t *blk)
 {
 	if (!blk || json_array_append_new(d->blocks, blk))
 		d->failed = 1;
 }
 
+/* A heading of level 2 or 3 (the title is level 1). */
 static void add_h(doc *d, int level, const char *text)
 {
 	add_block(d, json_pack("{s:s,s:i,s:s}", "t", "h", "level", level, "text", text));
@@ -253,6 +257,7 @@ static void add_p(doc *d, const char *fmt, ...)
 	d->failed = 1;
 }
 
+/* Preformatted text, shown as is (escaped for HTML). */
 static void add_pre(doc *d, const char *text)
 {
 	add_block(d, json_pack("{s:s,s:s}", "t", "pre", "text", text));
@@ -274,6 +279,7 @@ static json_t *add_table(doc *d, const char *caption, ...)
 	return t; /* borrowed: owned by d->blocks */
 }
 
+/* A new row at the end of table (borrowed). */
 static json_t *row_new(json_t *table)
 {
 	json_t *r = json_array();
@@ -282,11 +288,13 @@ static json_t *row_new(json_t *table)
 	return r; /* borrowed */
 }
 
+/* A text cell (NULL: empty). */
 static void cell_s(json_t *row, const char *s)
 {
 	json_array_append_new(row, json_string(s ? s : ""));
 }
 
+/* A number cell as report_fmt_num prints it. */
 static void cell_n(json_t *row, double x)
 {
 	char n[REPORT_NUM_MAX];
@@ -294,6 +302,7 @@ static void cell_n(json_t *row, double x)
 	cell_s(row, report_fmt_num(x, n));
 }
 
+/* A cell for any JSON value: lists joined, objects as canonical JSON, null as n/a. */
 static void cell_j(json_t *row, const json_t *v)
 {
 	char n[REPORT_NUM_MAX];
@@ -318,6 +327,7 @@ static void cell_j(json_t *row, const json_t *v)
 	}
 }
 
+/* An integer cell with thousands separators. */
 static void cell_i(json_t *row, int64_t v)
 {
 	char n[REPORT_NUM_MAX];
@@ -453,6 +463,7 @@ static void fmt_pred(rbuf *b, const json_t *pred)
 		  report_fmt_json(json_array_get(band, 1), hi));
 }
 
+/* Section 2: the registered hypotheses, their statements and amendments. */
 static void sec_hypotheses(doc *d, const model *m)
 {
 	json_t *hs = latest_hyps(m), *h, *t, *r;
@@ -527,6 +538,7 @@ static void sec_hypotheses(doc *d, const model *m)
 	json_decref(hs);
 }
 
+/* Section 3: every validation batch and every refusal. */
 static void sec_validation(doc *d, const model *m)
 {
 	json_t *t, *r, *rec;
@@ -583,11 +595,13 @@ static double concurrency_of(const json_t *run)
 	return (isfinite(fo) && fo > 0 ? fo : 1) * (isfinite(cl) && cl > 0 ? cl : 1);
 }
 
+/* A run's metric k (borrowed; NULL when absent). */
 static const json_t *metric(const json_t *run, const char *k)
 {
 	return json_object_get(json_object_get(pl(run), "metrics"), k);
 }
 
+/* A run's metric k as a double, NAN when null or absent. */
 static double metric_num(const json_t *run, const char *k)
 {
 	const json_t *v = metric(run, k);
@@ -631,6 +645,7 @@ static int query_read_ms(ledger *l, const json_t *run, double **v, size_t *n, si
 	return 0;
 }
 
+/* qsort order for doubles. */
 static int dbl_cmp(const void *x, const void *y)
 {
 	double a = *(const double *) x, c = *(const double *) y;
@@ -682,6 +697,7 @@ typedef struct devgroup {
 
 #define MAX_DEVICES 32
 
+/* Section 4: the runs, where the time goes, serial against fan-out, by device, and the figures. */
 static int sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 {
 	devgroup g[MAX_DEVICES];
@@ -929,6 +945,7 @@ out:
 	return rc;
 }
 
+/* Section 5: predictions, when they were frozen, and the latest score. */
 static void sec_holdout(doc *d, const model *m)
 {
 	json_t *t, *r, *rec, *first_hold = NULL, *score;
@@ -1118,6 +1135,7 @@ static void expr_text(rbuf *b, const json_t *t)
 	}
 }
 
+/* A traced rule result as text. */
 static const char *tri_text(const json_t *r)
 {
 	return json_is_true(r) ? "true" : json_is_false(r) ? "false" : "undetermined";
@@ -1154,6 +1172,7 @@ static void trace_text(rbuf *b, const json_t *t, int depth)
 	}
 }
 
+/* Section 6: verdicts evaluated now, and the numbers each rule saw. */
 static void sec_verdicts(doc *d, const model *m)
 {
 	json_t *t, *r, *v, *rec;
@@ -1225,6 +1244,7 @@ static void sec_verdicts(doc *d, const model *m)
 	}
 }
 
+/* Section 7: the sceptics' records. */
 static void sec_refutations(doc *d, const model *m)
 {
 	json_t *t, *r, *rec;
@@ -1247,6 +1267,7 @@ static void sec_refutations(doc *d, const model *m)
 	}
 }
 
+/* Section 8: every deviation, always shown (none is said too). */
 static void sec_deviations(doc *d, const model *m)
 {
 	json_t *t, *r, *rec;
@@ -1273,6 +1294,7 @@ static void sec_deviations(doc *d, const model *m)
 	}
 }
 
+/* Section 9: notes, including where the log was published. */
 static void sec_notes(doc *d, const model *m)
 {
 	json_t *t, *r, *rec;
@@ -1359,6 +1381,7 @@ static const char *const css =
 	"figure{margin:1rem 0}figcaption{font-style:italic;font-size:0.9rem}"
 	"svg{max-width:100%;height:auto}";
 
+/* The document as self-contained HTML: inline CSS and SVG, no script, every text escaped. */
 static void render_html(rbuf *b, const doc *d, const char *title)
 {
 	size_t i, j, k;
@@ -1445,6 +1468,7 @@ static void md_pre(rbuf *b, const char *s)
 	rb_put(b, "\n");
 }
 
+/* The document as Markdown (tables as pipes, figures as links to the SVG files). */
 static void render_md(rbuf *b, const doc *d, const char *title)
 {
 	size_t i, j, k;
@@ -1582,6 +1606,7 @@ typedef struct outfile {
 	size_t len;
 } outfile;
 
+/* Write files into a temporary directory beside out and move it into place whole. */
 static int publish_dir(const char *out, const outfile *files, size_t n, cs_err *e)
 {
 	char tmp[4096], path[4096];

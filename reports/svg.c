@@ -84,6 +84,7 @@ static int axis_ok(const axis *a, double v)
 	return isfinite(v) && (!a->log || v > 0);
 }
 
+/* Open an SVG document of height h with a white background and a title. */
 static void svg_open(rbuf *b, double h, const char *title)
 {
 	rb_printf(b,
@@ -209,6 +210,7 @@ void svg_hbars(rbuf *b, const char *title, const char *xlabel, const svg_bar *ba
 	rb_put(b, "</svg>\n");
 }
 
+/* qsort order for doubles. */
 static int dbl_cmp(const void *x, const void *y)
 {
 	double a = *(const double *) x, c = *(const double *) y;
