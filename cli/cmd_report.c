@@ -12,7 +12,7 @@
 #include "report.h"
 
 #define PUBLISH_TIMEOUT_DEFAULT 60
-#define PUBLISH_TIMEOUT_MAX 3600
+#define PUBLISH_TIMEOUT_MAX     3600
 
 int cmd_report(int argc, char **argv)
 {
@@ -66,15 +66,17 @@ int cmd_log_publish(int argc, char **argv)
 	int rc, i, dry = 0;
 
 	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy log publish DIR --url URL [--origin NAME] [--timeout S] "
-		       "[--dry-run]\n\n"
-		       "POST the log's checkpoint (C2SP tlog-checkpoint) and its JSONL export to an\n"
-		       "http(s) endpoint as multipart/form-data (parts \"checkpoint\" and \"records\"),\n"
-		       "then record a note {published, checkpoint, status}. The log is verified\n"
-		       "first (exit 4). An HTTP status >= 400, a timeout (default %d s) or no\n"
-		       "connection is exit 1 and records nothing. --dry-run prints what would be\n"
-		       "sent and sends nothing.\n",
-		       PUBLISH_TIMEOUT_DEFAULT);
+		printf(
+		    "usage: coldstudy log publish DIR --url URL [--origin NAME] [--timeout S] "
+		    "[--dry-run]\n\n"
+		    "POST the log's checkpoint (C2SP tlog-checkpoint) and its JSONL export to an\n"
+		    "http(s) endpoint as multipart/form-data (parts \"checkpoint\" and "
+		    "\"records\"),\n"
+		    "then record a note {published, checkpoint, status}. The log is verified\n"
+		    "first (exit 4). An HTTP status >= 400, a timeout (default %d s) or no\n"
+		    "connection is exit 1 and records nothing. --dry-run prints what would be\n"
+		    "sent and sends nothing.\n",
+		    PUBLISH_TIMEOUT_DEFAULT);
 		return CS_EXIT_OK;
 	}
 	for (i = 1; i < argc; i++) {
@@ -85,12 +87,14 @@ int cmd_log_publish(int argc, char **argv)
 		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
 			if (cli_parse_u64(argv[++i], &timeout) || timeout < 1 ||
 			    timeout > PUBLISH_TIMEOUT_MAX)
-				return cli_usage("log publish", "--timeout: expected 1 to %d seconds, got '%s'",
-						 PUBLISH_TIMEOUT_MAX, argv[i]);
+				return cli_usage("log publish",
+				                 "--timeout: expected 1 to %d seconds, got '%s'",
+				                 PUBLISH_TIMEOUT_MAX, argv[i]);
 		} else if (!strcmp(argv[i], "--dry-run"))
 			dry = 1;
 		else if (argv[i][0] == '-')
-			return cli_usage("log publish", "unknown or incomplete option '%s'", argv[i]);
+			return cli_usage("log publish", "unknown or incomplete option '%s'",
+			                 argv[i]);
 		else if (!dir)
 			dir = argv[i];
 		else

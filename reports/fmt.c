@@ -113,12 +113,23 @@ void rb_html(rbuf *b, const char *s)
 		const char *rep = NULL;
 
 		switch (*s) {
-		case '&': rep = "&amp;"; break;
-		case '<': rep = "&lt;"; break;
-		case '>': rep = "&gt;"; break;
-		case '"': rep = "&quot;"; break;
-		case '\'': rep = "&#39;"; break;
-		default: break;
+		case '&':
+			rep = "&amp;";
+			break;
+		case '<':
+			rep = "&lt;";
+			break;
+		case '>':
+			rep = "&gt;";
+			break;
+		case '"':
+			rep = "&quot;";
+			break;
+		case '\'':
+			rep = "&#39;";
+			break;
+		default:
+			break;
 		}
 		if (rep) {
 			rb_putn(b, run, (size_t) (s - run));
@@ -135,16 +146,36 @@ void rb_md(rbuf *b, const char *s)
 		return;
 	for (; *s; s++) {
 		switch (*s) {
-		case '&': rb_put(b, "&amp;"); break;
-		case '<': rb_put(b, "&lt;"); break;
-		case '>': rb_put(b, "&gt;"); break;
-		case '\n': case '\r': case '\t': rb_putn(b, " ", 1); break;
-		case '\\': case '`': case '*': case '_': case '[': case ']': case '|':
-		case '#': case '!': case '~':
+		case '&':
+			rb_put(b, "&amp;");
+			break;
+		case '<':
+			rb_put(b, "&lt;");
+			break;
+		case '>':
+			rb_put(b, "&gt;");
+			break;
+		case '\n':
+		case '\r':
+		case '\t':
+			rb_putn(b, " ", 1);
+			break;
+		case '\\':
+		case '`':
+		case '*':
+		case '_':
+		case '[':
+		case ']':
+		case '|':
+		case '#':
+		case '!':
+		case '~':
 			rb_putn(b, "\\", 1);
 			rb_putn(b, s, 1);
 			break;
-		default: rb_putn(b, s, 1); break;
+		default:
+			rb_putn(b, s, 1);
+			break;
 		}
 	}
 }
@@ -280,7 +311,10 @@ size_t report_lin_ticks(double lo, double hi, size_t want, double *ticks, size_t
 	span = hi - lo;
 	raw = span / (double) want;
 	mag = pow(10.0, floor(log10(raw)));
-	step = raw / mag <= 1 ? mag : raw / mag <= 2 ? 2 * mag : raw / mag <= 5 ? 5 * mag : 10 * mag;
+	step = raw / mag <= 1   ? mag
+	       : raw / mag <= 2 ? 2 * mag
+	       : raw / mag <= 5 ? 5 * mag
+	                        : 10 * mag;
 	start = floor(lo / step + 1e-9) * step;
 	for (t = start; n < max; t = start + step * (double) n) {
 		ticks[n++] = fabs(t) < step * 1e-9 ? 0 : t;

@@ -105,7 +105,7 @@ static size_t first_lines(const char *buf, size_t len, int64_t n)
 }
 
 int report_publish(struct ledger *l, const char *url, const char *origin, int dry_run,
-		   long timeout_s, FILE *out, cs_err *e)
+                   long timeout_s, FILE *out, cs_err *e)
 {
 	ledger_verify_info vi;
 	ledger_tree_head th;
@@ -150,11 +150,12 @@ int report_publish(struct ledger *l, const char *url, const char *origin, int dr
 	snprintf(hdr_size, sizeof(hdr_size), "X-Coldstudy-Tree-Size: %lld", (long long) th.size);
 	snprintf(hdr_origin, sizeof(hdr_origin), "X-Coldstudy-Origin: %s", th.origin);
 	if (dry_run) {
-		fprintf(out,
-			"POST %s\nContent-Type: multipart/form-data\n%s\n%s\n\n"
-			"--- part \"checkpoint\" (text/plain; charset=utf-8, %zu bytes) ---\n%s"
-			"--- part \"records\" (application/x-ndjson, %zu bytes, %lld records) ---\n",
-			rec_url, hdr_size, hdr_origin, strlen(cp), cp, jsonl_len, (long long) th.size);
+		fprintf(
+		    out,
+		    "POST %s\nContent-Type: multipart/form-data\n%s\n%s\n\n"
+		    "--- part \"checkpoint\" (text/plain; charset=utf-8, %zu bytes) ---\n%s"
+		    "--- part \"records\" (application/x-ndjson, %zu bytes, %lld records) ---\n",
+		    rec_url, hdr_size, hdr_origin, strlen(cp), cp, jsonl_len, (long long) th.size);
 		if (jsonl_len)
 			fwrite(jsonl, 1, jsonl_len, out);
 		fprintf(out, "--- end (dry run: nothing sent, nothing recorded) ---\n");
@@ -203,19 +204,20 @@ int report_publish(struct ledger *l, const char *url, const char *origin, int dr
 	cc = curl_easy_perform(c);
 	if (cc != CURLE_OK) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", rec_url,
-				errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		                errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		goto out;
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (status >= 400 || status < 200) {
 		first_line(rep->buf, line, sizeof(line));
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s answered HTTP %ld%s%s; nothing recorded",
-				rec_url, status, line[0] ? ": " : "", line);
+		                rec_url, status, line[0] ? ": " : "", line);
 		goto out;
 	}
-	note = json_pack("{s:s,s:s,s:s,s:i,s:I,s:s}", "text", "published the log's checkpoint and export",
-			 "published", rec_url, "checkpoint", cp, "status", (int) status, "tree_size",
-			 (json_int_t) th.size, "origin", th.origin);
+	note = json_pack("{s:s,s:s,s:s,s:i,s:I,s:s}", "text",
+	                 "published the log's checkpoint and export", "published", rec_url,
+	                 "checkpoint", cp, "status", (int) status, "tree_size",
+	                 (json_int_t) th.size, "origin", th.origin);
 	if (!note) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
@@ -224,7 +226,7 @@ int report_publish(struct ledger *l, const char *url, const char *origin, int dr
 	if (rc)
 		goto out;
 	fprintf(out, "published %lld records to %s (HTTP %ld)\n%s", (long long) th.size, rec_url,
-		status, cp);
+	        status, cp);
 out:
 	json_decref(note);
 	curl_slist_free_all(hdrs);

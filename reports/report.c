@@ -50,12 +50,12 @@ typedef struct model {
 	ledger_verify_info vi;
 	char *checkpoint;
 	char first_ts[32], last_ts[32];
-	json_t *kinds;       /* kind -> count, in first-seen order */
-	json_t *study;       /* latest study record or NULL */
-	json_t *hyps;        /* hypothesis and amendment records */
+	json_t *kinds; /* kind -> count, in first-seen order */
+	json_t *study; /* latest study record or NULL */
+	json_t *hyps;  /* hypothesis and amendment records */
 	json_t *validations, *refusals, *runs, *run_starts, *predictions, *scores;
 	json_t *refutations, *deviations, *notes, *verdict_recs;
-	json_t *verdicts;    /* evaluated now */
+	json_t *verdicts; /* evaluated now */
 	const char *access_state;
 } model;
 
@@ -73,9 +73,9 @@ static int gather_cb(const ledger_record *r, void *ud)
 	snprintf(m->last_ts, sizeof(m->last_ts), "%s", r->ts);
 	count = json_object_get(m->kinds, r->kind);
 	json_object_set_new(m->kinds, r->kind,
-			    json_integer(count ? json_integer_value(count) + 1 : 1));
+	                    json_integer(count ? json_integer_value(count) + 1 : 1));
 	rec = json_pack("{s:I,s:s,s:s,s:o}", "seq", (json_int_t) r->seq, "ts", r->ts, "kind",
-			r->kind, "p", p);
+	                r->kind, "p", p);
 	if (!rec)
 		return 0;
 	if (!strcmp(r->kind, "study")) {
@@ -195,7 +195,8 @@ static void join_strings(rbuf *b, const json_t *a, const char *sep)
 	size_t i;
 	json_t *v;
 
-	json_array_foreach(a, i, v) {
+	json_array_foreach(a, i, v)
+	{
 		if (i)
 			rb_put(b, sep);
 		if (json_is_string(v))
@@ -212,7 +213,7 @@ static void join_strings(rbuf *b, const json_t *a, const char *sep)
 
 typedef struct doc {
 	json_t *blocks;
-	json_t *figs;     /* file name -> svg text */
+	json_t *figs; /* file name -> svg text */
 	json_t *fig_order;
 	int failed;
 } doc;
@@ -274,7 +275,8 @@ static json_t *add_table(doc *d, const char *caption, ...)
 	while ((c = va_arg(ap, const char *)))
 		json_array_append_new(head, json_string(c));
 	va_end(ap);
-	t = json_pack("{s:s,s:o,s:[],s:s?}", "t", "table", "head", head, "rows", "caption", caption);
+	t = json_pack("{s:s,s:o,s:[],s:s?}", "t", "table", "head", head, "rows", "caption",
+	              caption);
 	add_block(d, t);
 	return t; /* borrowed: owned by d->blocks */
 }
@@ -371,7 +373,7 @@ static void sec_log(doc *d, const model *m, const char *const *files, size_t nfi
 		r = row_new(t);
 		cell_s(r, "Study");
 		cell_s(r, str_of(json_object_get(pl(m->study), "doc"), "id")
-				  ?: str_of(pl(m->study), "id"));
+		              ?: str_of(pl(m->study), "id"));
 		r = row_new(t);
 		cell_s(r, "Study spec SHA-256");
 		cell_s(r, str_of(pl(m->study), "sha256"));
@@ -396,7 +398,8 @@ static void sec_log(doc *d, const model *m, const char *const *files, size_t nfi
 	cell_s(r, "Access state");
 	cell_s(r, m->access_state);
 	rb_init(&kinds, 0);
-	json_object_foreach((json_t *) m->kinds, key, v) {
+	json_object_foreach((json_t *) m->kinds, key, v)
+	{
 		if (kinds.len)
 			rb_put(&kinds, ", ");
 		rb_printf(&kinds, "%s %lld", key, (long long) json_integer_value(v));
@@ -407,11 +410,13 @@ static void sec_log(doc *d, const model *m, const char *const *files, size_t nfi
 	rb_free(&kinds);
 	add_p(d, "Checkpoint (C2SP tlog-checkpoint body; also checkpoint.txt):");
 	add_pre(d, m->checkpoint);
-	add_p(d,
-	      "Anyone holding this checkpoint can check that the log they are given still extends it "
-	      "with 'coldstudy log verify STUDY --checkpoint checkpoint.txt', and that a record is in "
-	      "it with 'coldstudy log prove'. records.jsonl is the export: one canonical record per "
-	      "line, with its hash and the previous hash.");
+	add_p(
+	    d,
+	    "Anyone holding this checkpoint can check that the log they are given still extends it "
+	    "with 'coldstudy log verify STUDY --checkpoint checkpoint.txt', and that a record is "
+	    "in "
+	    "it with 'coldstudy log prove'. records.jsonl is the export: one canonical record per "
+	    "line, with its hash and the previous hash.");
 	rb_init(&kinds, 0);
 	for (i = 0; i < nfiles; i++) {
 		if (i)
@@ -428,7 +433,8 @@ static json_t *latest_hyps(const model *m)
 	json_t *byid = json_object(), *order = json_array(), *out = json_array(), *rec, *id;
 	size_t i;
 
-	json_array_foreach(m->hyps, i, rec) {
+	json_array_foreach(m->hyps, i, rec)
+	{
 		const char *hid = str_of(pl(rec), "id");
 		json_t *cur;
 
@@ -437,7 +443,8 @@ static json_t *latest_hyps(const model *m)
 		cur = json_object_get(byid, hid);
 		if (!cur) {
 			json_array_append_new(order, json_string(hid));
-			cur = json_pack("{s:O,s:O,s:[]}", "first", rec, "latest", rec, "amendments");
+			cur =
+			    json_pack("{s:O,s:O,s:[]}", "first", rec, "latest", rec, "amendments");
 			json_object_set_new(byid, hid, cur);
 		} else {
 			json_object_set(cur, "latest", rec);
@@ -446,7 +453,7 @@ static json_t *latest_hyps(const model *m)
 			json_array_append(json_object_get(cur, "amendments"), rec);
 	}
 	json_array_foreach(order, i, id)
-		json_array_append(out, json_object_get(byid, json_string_value(id)));
+	    json_array_append(out, json_object_get(byid, json_string_value(id)));
 	json_decref(byid);
 	json_decref(order);
 	return out;
@@ -459,8 +466,8 @@ static void fmt_pred(rbuf *b, const json_t *pred)
 	const json_t *band = json_object_get(pred, "band95");
 
 	rb_printf(b, "%s [%s, %s]", report_fmt_json(json_object_get(pred, "value"), x),
-		  report_fmt_json(json_array_get(band, 0), lo),
-		  report_fmt_json(json_array_get(band, 1), hi));
+	          report_fmt_json(json_array_get(band, 0), lo),
+	          report_fmt_json(json_array_get(band, 1), hi));
 }
 
 /* Section 2: the registered hypotheses, their statements and amendments. */
@@ -480,9 +487,10 @@ static void sec_hypotheses(doc *d, const model *m)
 	      "access state at the moment they were made). The SHA-256 is over the canonical "
 	      "hypothesis document and the frozen copy lies in the study's frozen/ folder.");
 	t = add_table(d, "Table 1. Registered hypotheses.", "ID", "Kind", "Metric",
-		      "Prediction [95% band]", "Unit", "Registered (UTC)", "Seq", "SHA-256",
-		      "Amendments", NULL);
-	json_array_foreach(hs, i, h) {
+	              "Prediction [95% band]", "Unit", "Registered (UTC)", "Seq", "SHA-256",
+	              "Amendments", NULL);
+	json_array_foreach(hs, i, h)
+	{
 		json_t *first = json_object_get(h, "first"), *latest = json_object_get(h, "latest");
 		json_t *ldoc = json_object_get(pl(latest), "doc");
 		rbuf b;
@@ -501,18 +509,21 @@ static void sec_hypotheses(doc *d, const model *m)
 		cell_s(r, str_of(pl(latest), "sha256"));
 		cell_i(r, (int64_t) json_array_size(json_object_get(h, "amendments")));
 	}
-	json_array_foreach(hs, i, h) {
+	json_array_foreach(hs, i, h)
+	{
 		json_t *first = json_object_get(h, "first"), *latest = json_object_get(h, "latest");
 		json_t *ldoc = json_object_get(pl(latest), "doc"), *am;
 		rbuf b;
 
 		rb_init(&b, 0);
-		rb_printf(&b, "%s: %s", str_of(pl(latest), "id") ?: "?", str_of(ldoc, "title") ?: "");
+		rb_printf(&b, "%s: %s", str_of(pl(latest), "id") ?: "?",
+		          str_of(ldoc, "title") ?: "");
 		add_h(d, 3, b.p ? b.p : "");
 		rb_free(&b);
 		add_p(d, "%s", str_of(ldoc, "statement") ?: "");
 		add_p(d, "Registered at %s (seq %lld) from %s (file SHA-256 %s), frozen as %s.",
-		      str_of(first, "ts") ?: "", (long long) json_integer_value(json_object_get(first, "seq")),
+		      str_of(first, "ts") ?: "",
+		      (long long) json_integer_value(json_object_get(first, "seq")),
 		      str_of(pl(first), "file") ?: "?", str_of(pl(first), "file_sha256") ?: "n/a",
 		      str_of(pl(first), "frozen") ?: "n/a");
 		if (str_of(ldoc, "notes"))
@@ -520,8 +531,9 @@ static void sec_hypotheses(doc *d, const model *m)
 		if (!json_array_size(json_object_get(h, "amendments")))
 			continue;
 		t = add_table(d, NULL, "Amended (UTC)", "Seq", "Access state", "Rationale",
-			      "Prediction [95% band]", "Replaces", "New SHA-256", NULL);
-		json_array_foreach(json_object_get(h, "amendments"), j, am) {
+		              "Prediction [95% band]", "Replaces", "New SHA-256", NULL);
+		json_array_foreach(json_object_get(h, "amendments"), j, am)
+		{
 			r = row_new(t);
 			cell_s(r, str_of(am, "ts"));
 			cell_j(r, json_object_get(am, "seq"));
@@ -548,9 +560,10 @@ static void sec_validation(doc *d, const model *m)
 	if (!json_array_size(m->validations)) {
 		add_p(d, "No validation check is on record.");
 	} else {
-		t = add_table(d, "Table 2. Validation checks, every batch.", "Batch", "Seq", "Time (UTC)",
-			      "Check", "Passed", "Detail", NULL);
-		json_array_foreach(m->validations, i, rec) {
+		t = add_table(d, "Table 2. Validation checks, every batch.", "Batch", "Seq",
+		              "Time (UTC)", "Check", "Passed", "Detail", NULL);
+		json_array_foreach(m->validations, i, rec)
+		{
 			r = row_new(t);
 			cell_j(r, json_object_get(pl(rec), "batch"));
 			cell_j(r, json_object_get(rec, "seq"));
@@ -565,9 +578,10 @@ static void sec_validation(doc *d, const model *m)
 		return;
 	}
 	add_p(d, "Every refusal by a guard or a pre-registration rule is itself a record:");
-	t = add_table(d, "Table 3. Refusals.", "Seq", "Time (UTC)", "Guard", "Verb", "Target", "Why",
-		      NULL);
-	json_array_foreach(m->refusals, i, rec) {
+	t = add_table(d, "Table 3. Refusals.", "Seq", "Time (UTC)", "Guard", "Verb", "Target",
+	              "Why", NULL);
+	json_array_foreach(m->refusals, i, rec)
+	{
 		r = row_new(t);
 		cell_j(r, json_object_get(rec, "seq"));
 		cell_s(r, str_of(rec, "ts"));
@@ -611,7 +625,7 @@ static double metric_num(const json_t *run, const char *k)
 
 /* Per-query mean read latency (read_ms / reads) of a run's raw rows, appended to *v. */
 static int query_read_ms(ledger *l, const json_t *run, double **v, size_t *n, size_t *cap,
-			 cs_err *e)
+                         cs_err *e)
 {
 	const char *sha = str_of(json_object_get(pl(run), "raw"), "queries");
 	json_t *rows = NULL, *row;
@@ -623,7 +637,8 @@ static int query_read_ms(ledger *l, const json_t *run, double **v, size_t *n, si
 	rc = ledger_get_raw(l, sha, &rows, e);
 	if (rc)
 		return rc;
-	json_array_foreach(rows, i, row) {
+	json_array_foreach(rows, i, row)
+	{
 		double reads = num_of(row, "reads"), ms = num_of(row, "read_ms");
 
 		if (!(reads > 0) || !isfinite(ms))
@@ -686,7 +701,7 @@ static void range_text(rbuf *b, double *v, size_t n)
 		rb_put(b, report_fmt_num(v[0], lo));
 	else
 		rb_printf(b, "%s to %s (median %s)", report_fmt_num(v[0], lo),
-			  report_fmt_num(v[k - 1], hi), md);
+		          report_fmt_num(v[k - 1], hi), md);
 }
 
 typedef struct devgroup {
@@ -715,14 +730,18 @@ static int sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 	}
 	add_p(d,
 	      "%zu run records. Metrics a device could not supply are shown as "
-	      "n/a, never as zero. Names follow the measurement vocabulary: engine reads are counted by "
-	      "the block-I/O layer, device reads by the block device's counters; I/O / wall is engine "
-	      "reads times engine per-read latency over wall time; busy is the device's io_ticks over "
+	      "n/a, never as zero. Names follow the measurement vocabulary: engine reads are "
+	      "counted by "
+	      "the block-I/O layer, device reads by the block device's counters; I/O / wall is "
+	      "engine "
+	      "reads times engine per-read latency over wall time; busy is the device's io_ticks "
+	      "over "
 	      "wall.",
 	      nruns);
-	t = add_table(d, "Table 4. The runs.", "Run", "Seq", "Tags", "Hypotheses", "Index",
-		      "Mode", "Fan-out x clients", "Device", "Cold", "Holdout", "Status", NULL);
-	json_array_foreach(m->runs, i, run) {
+	t = add_table(d, "Table 4. The runs.", "Run", "Seq", "Tags", "Hypotheses", "Index", "Mode",
+	              "Fan-out x clients", "Device", "Cold", "Holdout", "Status", NULL);
+	json_array_foreach(m->runs, i, run)
+	{
 		const json_t *p = pl(run), *f = json_object_get(p, "features");
 		char fc[64], a[REPORT_NUM_MAX], b2[REPORT_NUM_MAX];
 
@@ -733,8 +752,9 @@ static int sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 		cell_j(r, json_object_get(p, "hypotheses"));
 		cell_s(r, str_of(f, "kind") ?: str_of(json_object_get(p, "index"), "kind") ?: "n/a");
 		cell_s(r, str_of(f, "mode") ?: "n/a");
-		snprintf(fc, sizeof(fc), "%s x %s", report_fmt_json(json_object_get(f, "fanout"), a),
-			 report_fmt_json(json_object_get(f, "clients"), b2));
+		snprintf(fc, sizeof(fc), "%s x %s",
+		         report_fmt_json(json_object_get(f, "fanout"), a),
+		         report_fmt_json(json_object_get(f, "clients"), b2));
 		cell_s(r, fc);
 		cell_s(r, device_of(run));
 		cell_j(r, json_object_get(f, "cold"));
@@ -743,9 +763,10 @@ static int sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 	}
 
 	t = add_table(d, "Table 5. Where the time goes.", "Run", "Wall (s)", "Queries",
-		      "Engine reads", "Device reads", "Device per read (ms)", "Engine per read (ms)",
-		      "I/O / wall", "Busy", "Resident before", NULL);
-	json_array_foreach(m->runs, i, run) {
+	              "Engine reads", "Device reads", "Device per read (ms)",
+	              "Engine per read (ms)", "I/O / wall", "Busy", "Resident before", NULL);
+	json_array_foreach(m->runs, i, run)
+	{
 		r = row_new(t);
 		cell_s(r, str_of(pl(run), "run_id"));
 		cell_j(r, metric(run, "wall_s"));
@@ -759,10 +780,11 @@ static int sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 		cell_j(r, metric(run, "resident_fraction_before"));
 	}
 
-	t = add_table(d, "Table 6. Query latency, recall and memory.", "Run", "QPS",
-		      "Mean (ms)", "p50 (ms)", "p99 (ms)", "Recall@k", "Reads / query", "Bytes / read",
-		      "In flight (median)", "Peak memory (bytes)", NULL);
-	json_array_foreach(m->runs, i, run) {
+	t = add_table(d, "Table 6. Query latency, recall and memory.", "Run", "QPS", "Mean (ms)",
+	              "p50 (ms)", "p99 (ms)", "Recall@k", "Reads / query", "Bytes / read",
+	              "In flight (median)", "Peak memory (bytes)", NULL);
+	json_array_foreach(m->runs, i, run)
+	{
 		r = row_new(t);
 		cell_s(r, str_of(pl(run), "run_id"));
 		cell_j(r, metric(run, "qps"));
@@ -776,20 +798,22 @@ static int sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 		cell_j(r, metric(run, "mem_peak_bytes"));
 	}
 
-	json_array_foreach(m->runs, i, run) {
+	json_array_foreach(m->runs, i, run)
+	{
 		const char *mode = str_of(json_object_get(pl(run), "features"), "mode");
 
 		if (mode && strcmp(mode, "serial"))
 			any_fan = 1;
 	}
 	if (any_fan) {
-		add_p(d,
-		      "Serial against fan-out: reads per second (engine reads over wall) compare runs "
-		      "better than wall time when the query vectors or the hour differ.");
+		add_p(d, "Serial against fan-out: reads per second (engine reads over wall) "
+		         "compare runs "
+		         "better than wall time when the query vectors or the hour differ.");
 		t = add_table(d, "Table 7. Serial against fan-out.", "Run", "Mode", "Concurrency",
-			      "Partitions", "Engine reads", "Wall (s)", "Reads/s", "Mean read (ms)",
-			      NULL);
-		json_array_foreach(m->runs, i, run) {
+		              "Partitions", "Engine reads", "Wall (s)", "Reads/s", "Mean read (ms)",
+		              NULL);
+		json_array_foreach(m->runs, i, run)
+		{
 			const json_t *f = json_object_get(pl(run), "features");
 
 			r = row_new(t);
@@ -805,7 +829,8 @@ static int sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 	}
 
 	/* by device: run-level per-read latency, cold query time, per-query read latency */
-	json_array_foreach(m->runs, i, run) {
+	json_array_foreach(m->runs, i, run)
+	{
 		const char *dev = device_of(run);
 		devgroup *x = NULL;
 
@@ -832,8 +857,8 @@ static int sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 			goto out;
 	}
 	t = add_table(d, "Table 8. Per-read latency and cold query time by device.", "Device",
-		      "Runs", "Per-read latency, run means (ms)", "Per-query read latency p50 (ms)",
-		      "p99 (ms)", "Queries", "Cold query, mean per run (s)", NULL);
+	              "Runs", "Per-read latency, run means (ms)", "Per-query read latency p50 (ms)",
+	              "p99 (ms)", "Queries", "Cold query, mean per run (s)", NULL);
 	for (k = 0; k < ng; k++) {
 		rbuf b;
 		double *tmp = malloc((g[k].nq ? g[k].nq : 1) * sizeof(double));
@@ -879,14 +904,18 @@ static int sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 
 			bars[i].label = str_of(pl(rn), "run_id") ?: "?";
 			bars[i].value = metric_num(rn, "wall_s");
-			bars[i].group = !mode ? 2 : !strcmp(mode, "serial") ? 0 : !strcmp(mode, "fanout") ? 1 : 2;
+			bars[i].group = !mode                     ? 2
+			                : !strcmp(mode, "serial") ? 0
+			                : !strcmp(mode, "fanout") ? 1
+			                                          : 2;
 		}
 		rb_init(&svg, 0);
-		svg_hbars(&svg, "Wall time by run", "wall time (s), log scale", bars, nb, 1, modes, 3);
+		svg_hbars(&svg, "Wall time by run", "wall time (s), log scale", bars, nb, 1, modes,
+		          3);
 		add_fig(d, "wall.svg",
-			nb < nruns ? "Figure 1. Wall time of the first 200 runs (log axis)."
-				   : "Figure 1. Wall time by run, coloured by mode (log axis).",
-			&svg);
+		        nb < nruns ? "Figure 1. Wall time of the first 200 runs (log axis)."
+		                   : "Figure 1. Wall time by run, coloured by mode (log axis).",
+		        &svg);
 		{
 			svg_strip *rows = calloc(ng ? ng : 1, sizeof(*rows));
 
@@ -898,12 +927,13 @@ static int sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 				rows[k] = (svg_strip){g[k].name, g[k].q_ms, g[k].nq};
 			rb_init(&svg, 0);
 			svg_strips(&svg, "Per-read latency by device (each query's mean)",
-				   "read latency per query (ms), log scale", rows, ng);
+			           "read latency per query (ms), log scale", rows, ng);
 			free(rows);
 			add_fig(d, "read-latency.svg",
-				"Figure 2. Per-read latency by device: each dot is one query's read time "
-				"over its reads, from the raw per-query rows.",
-				&svg);
+			        "Figure 2. Per-read latency by device: each dot is one query's "
+			        "read time "
+			        "over its reads, from the raw per-query rows.",
+			        &svg);
 		}
 		if (any_fan) {
 			const char **names = calloc(ng ? ng : 1, sizeof(*names));
@@ -915,23 +945,30 @@ static int sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 			}
 			for (k = 0; k < ng; k++)
 				names[k] = g[k].name;
-			json_array_foreach(m->runs, i, run) {
+			json_array_foreach(m->runs, i, run)
+			{
 				const char *dev = device_of(run);
 
 				for (k = 0; k < ng && strcmp(g[k].name, dev); k++)
 					;
 				pts[np++] = (svg_point){concurrency_of(run),
-							metric_num(run, "engine_reads") / metric_num(run, "wall_s"),
-							NAN, NAN, (int) k, str_of(pl(run), "run_id")};
+				                        metric_num(run, "engine_reads") /
+				                            metric_num(run, "wall_s"),
+				                        NAN,
+				                        NAN,
+				                        (int) k,
+				                        str_of(pl(run), "run_id")};
 			}
 			rb_init(&svg, 0);
-			svg_scatter(&svg, "Reads per second against concurrency", "concurrency (fan-out x clients)",
-				    "engine reads / s", pts, np, 1, 0, 0, 0, names, ng);
+			svg_scatter(&svg, "Reads per second against concurrency",
+			            "concurrency (fan-out x clients)", "engine reads / s", pts, np,
+			            1, 0, 0, 0, names, ng);
 			free(names);
 			add_fig(d, "fanout.svg",
-				"Figure 3. Serial against fan-out: engine reads per second by concurrency, "
-				"coloured by device.",
-				&svg);
+			        "Figure 3. Serial against fan-out: engine reads per second by "
+			        "concurrency, "
+			        "coloured by device.",
+			        &svg);
 		}
 	}
 out:
@@ -953,21 +990,23 @@ static void sec_holdout(doc *d, const model *m)
 	char a[REPORT_NUM_MAX], b[REPORT_NUM_MAX];
 
 	add_h(d, 2, "5. The holdout");
-	json_array_foreach(m->run_starts, i, rec)
-		if (json_is_true(json_object_get(pl(rec), "holdout"))) {
-			first_hold = rec;
-			break;
-		}
+	json_array_foreach(m->run_starts, i,
+	                   rec) if (json_is_true(json_object_get(pl(rec), "holdout")))
+	{
+		first_hold = rec;
+		break;
+	}
 	if (!np) {
 		add_p(d, "No prediction is on record.%s",
 		      first_hold ? " A holdout run started without predictions." : "");
 	} else {
 		const json_t *p0 = json_array_get(m->predictions, 0),
-			     *pl_ = json_array_get(m->predictions, np - 1);
+		             *pl_ = json_array_get(m->predictions, np - 1);
 
 		if (first_hold)
 			add_p(d,
-			      "%zu predictions (value and 95%% band) were written from %s to %s (seq %lld "
+			      "%zu predictions (value and 95%% band) were written from %s to %s "
+			      "(seq %lld "
 			      "to %lld); the first holdout run started at %s (seq %lld), %s.",
 			      np, str_of(p0, "ts"), str_of(pl_, "ts"),
 			      (long long) json_integer_value(json_object_get(p0, "seq")),
@@ -975,18 +1014,22 @@ static void sec_holdout(doc *d, const model *m)
 			      str_of(first_hold, "ts"),
 			      (long long) json_integer_value(json_object_get(first_hold, "seq")),
 			      json_integer_value(json_object_get(first_hold, "seq")) >
-					      json_integer_value(json_object_get(pl_, "seq"))
-				      ? "after the last prediction: the predictions were frozen before any "
-					"holdout result existed"
-				      : "BEFORE the last prediction: some predictions postdate a holdout run");
+			              json_integer_value(json_object_get(pl_, "seq"))
+			          ? "after the last prediction: the predictions were frozen before "
+			            "any "
+			            "holdout result existed"
+			          : "BEFORE the last prediction: some predictions postdate a "
+			            "holdout run");
 		else
-			add_p(d,
-			      "%zu predictions (value and 95%% band) were written from %s to %s; no "
-			      "holdout run has started, so they are not yet frozen.",
-			      np, str_of(p0, "ts"), str_of(pl_, "ts"));
+			add_p(
+			    d,
+			    "%zu predictions (value and 95%% band) were written from %s to %s; no "
+			    "holdout run has started, so they are not yet frozen.",
+			    np, str_of(p0, "ts"), str_of(pl_, "ts"));
 		t = add_table(d, "Table 9. Predictions.", "ID", "Seq", "Run spec", "Metric",
-			      "Predicted", "95% band", "Model", "Fitted on (runs)", NULL);
-		json_array_foreach(m->predictions, i, rec) {
+		              "Predicted", "95% band", "Model", "Fitted on (runs)", NULL);
+		json_array_foreach(m->predictions, i, rec)
+		{
 			const json_t *p = pl(rec), *band = json_object_get(p, "band95");
 			char bt[2 * REPORT_NUM_MAX + 8];
 
@@ -996,8 +1039,9 @@ static void sec_holdout(doc *d, const model *m)
 			cell_s(r, str_of(json_object_get(p, "target"), "run_spec"));
 			cell_s(r, str_of(json_object_get(p, "target"), "metric"));
 			cell_j(r, json_object_get(p, "value"));
-			snprintf(bt, sizeof(bt), "%s to %s", report_fmt_json(json_array_get(band, 0), a),
-				 report_fmt_json(json_array_get(band, 1), b));
+			snprintf(bt, sizeof(bt), "%s to %s",
+			         report_fmt_json(json_array_get(band, 0), a),
+			         report_fmt_json(json_array_get(band, 1), b));
 			cell_s(r, bt);
 			cell_s(r, str_of(json_object_get(p, "model"), "name"));
 			cell_i(r, (int64_t) json_array_size(json_object_get(p, "fitted_on")));
@@ -1014,11 +1058,13 @@ static void sec_holdout(doc *d, const model *m)
 		char f[9][REPORT_NUM_MAX];
 
 		add_p(d,
-		      "Latest score (seq %lld, %s): median relative error %s against the threshold %s: "
-		      "%s. %s of %s predictions inside their 95%% bands; P(X <= %s | n = %s, p = 0.95) = "
+		      "Latest score (seq %lld, %s): median relative error %s against the threshold "
+		      "%s: "
+		      "%s. %s of %s predictions inside their 95%% bands; P(X <= %s | n = %s, p = "
+		      "0.95) = "
 		      "%s%s. Mean interval score %s; mean band width %s.",
-		      (long long) json_integer_value(json_object_get(score, "seq")), str_of(score, "ts"),
-		      report_fmt_json(json_object_get(s, "mdape"), f[0]),
+		      (long long) json_integer_value(json_object_get(score, "seq")),
+		      str_of(score, "ts"), report_fmt_json(json_object_get(s, "mdape"), f[0]),
 		      report_fmt_json(json_object_get(s, "threshold"), f[1]),
 		      json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL",
 		      report_fmt_json(json_object_get(s, "inside"), f[2]),
@@ -1027,22 +1073,24 @@ static void sec_holdout(doc *d, const model *m)
 		      report_fmt_json(json_object_get(s, "n"), f[5]),
 		      report_fmt_json(json_object_get(s, "coverage_p"), f[6]),
 		      json_is_true(json_object_get(s, "calibration_rejected"))
-			      ? " (calibration rejected at 0.05)"
-			      : "",
+		          ? " (calibration rejected at 0.05)"
+		          : "",
 		      report_fmt_json(json_object_get(s, "mean_interval_score"), f[7]),
 		      report_fmt_json(json_object_get(s, "mean_band_width"), f[8]));
 		t = add_table(d, "Table 10. The latest score, row by row.", "Prediction", "Metric",
-			      "Predicted", "95% band", "Observed", "Relative error", "Inside",
-			      "Interval score", "Runs", NULL);
-		json_array_foreach(json_object_get(s, "rows"), i, rec) {
+		              "Predicted", "95% band", "Observed", "Relative error", "Inside",
+		              "Interval score", "Runs", NULL);
+		json_array_foreach(json_object_get(s, "rows"), i, rec)
+		{
 			char bt[2 * REPORT_NUM_MAX + 8];
 
 			r = row_new(t);
 			cell_s(r, str_of(rec, "prediction"));
 			cell_s(r, str_of(rec, "metric"));
 			cell_j(r, json_object_get(rec, "predicted"));
-			snprintf(bt, sizeof(bt), "%s to %s", report_fmt_json(json_object_get(rec, "lo"), a),
-				 report_fmt_json(json_object_get(rec, "hi"), b));
+			snprintf(bt, sizeof(bt), "%s to %s",
+			         report_fmt_json(json_object_get(rec, "lo"), a),
+			         report_fmt_json(json_object_get(rec, "hi"), b));
 			cell_s(r, bt);
 			cell_j(r, json_object_get(rec, "observed"));
 			cell_j(r, json_object_get(rec, "relative_error"));
@@ -1066,13 +1114,15 @@ static void sec_holdout(doc *d, const model *m)
 				d->failed = 1;
 				return;
 			}
-			json_array_foreach(json_object_get(s, "rows"), i, rec)
-				pts[i] = (svg_point){num_of(rec, "predicted"), num_of(rec, "observed"),
-						     num_of(rec, "lo"), num_of(rec, "hi"),
-						     json_is_true(json_object_get(rec, "inside")) ? 0 : 1,
-						     str_of(rec, "prediction")};
-			/* the band is around the prediction; drawn on the predicted axis it would be
-			 * horizontal, so show observed on x and the predicted band vertically */
+			json_array_foreach(json_object_get(s, "rows"), i, rec) pts[i] =
+			    (svg_point){num_of(rec, "predicted"),
+			                num_of(rec, "observed"),
+			                num_of(rec, "lo"),
+			                num_of(rec, "hi"),
+			                json_is_true(json_object_get(rec, "inside")) ? 0 : 1,
+			                str_of(rec, "prediction")};
+			/* the band is around the prediction; drawn on the predicted axis it would
+			 * be horizontal, so show observed on x and the predicted band vertically */
 			for (i = 0; i < n; i++) {
 				double x = pts[i].x;
 
@@ -1081,12 +1131,13 @@ static void sec_holdout(doc *d, const model *m)
 			}
 			rb_init(&svg, 0);
 			svg_scatter(&svg, "Holdout: predicted against observed", "observed",
-				    "predicted, with its 95% band", pts, n, 1, 1, 1, 0, gn, 2);
+			            "predicted, with its 95% band", pts, n, 1, 1, 1, 0, gn, 2);
 			free(pts);
 			add_fig(d, "holdout.svg",
-				"Figure 4. Holdout predictions (with 95% bands) against what was observed, "
-				"log axes; the dashed line is exact agreement.",
-				&svg);
+			        "Figure 4. Holdout predictions (with 95% bands) against what was "
+			        "observed, "
+			        "log axes; the dashed line is exact agreement.",
+			        &svg);
 		}
 	}
 }
@@ -1109,7 +1160,8 @@ static void expr_text(rbuf *b, const json_t *t)
 	} else if (json_object_get(t, "agg")) {
 		const json_t *sel = json_object_get(t, "select");
 
-		rb_printf(b, "%s(%s over runs", str_of(t, "agg") ?: "?", str_of(t, "metric") ?: "runs");
+		rb_printf(b, "%s(%s over runs", str_of(t, "agg") ?: "?",
+		          str_of(t, "metric") ?: "runs");
 		if (json_array_size(json_object_get(sel, "tags"))) {
 			rb_put(b, " tagged ");
 			join_strings(b, json_object_get(sel, "tags"), "+");
@@ -1155,9 +1207,8 @@ static void trace_text(rbuf *b, const json_t *t, int depth)
 	}
 	if ((kids = json_object_get(t, "all")) || (kids = json_object_get(t, "any"))) {
 		rb_printf(b, "%s of: %s\n", json_object_get(t, "all") ? "all" : "any",
-			  tri_text(json_object_get(t, "result")));
-		json_array_foreach(kids, i, k)
-			trace_text(b, k, depth + 1);
+		          tri_text(json_object_get(t, "result")));
+		json_array_foreach(kids, i, k) trace_text(b, k, depth + 1);
 	} else if ((kids = json_object_get(t, "not"))) {
 		rb_printf(b, "not: %s\n", tri_text(json_object_get(t, "result")));
 		trace_text(b, kids, depth + 1);
@@ -1183,23 +1234,25 @@ static void sec_verdicts(doc *d, const model *m)
 		add_p(d, "No verdict: no hypothesis is registered.");
 		return;
 	}
-	add_p(d,
-	      "Evaluated from the registered accept and reject rules over every record (as of seq "
-	      "%lld), as 'coldstudy verdicts' does, without recording anything. A hypothesis is "
-	      "accepted only if its accept rule holds and no refutation is on record; a reject rule "
-	      "that holds wins.",
-	      (long long) m->size);
+	add_p(
+	    d,
+	    "Evaluated from the registered accept and reject rules over every record (as of seq "
+	    "%lld), as 'coldstudy verdicts' does, without recording anything. A hypothesis is "
+	    "accepted only if its accept rule holds and no refutation is on record; a reject rule "
+	    "that holds wins.",
+	    (long long) m->size);
 	t = add_table(d, "Table 11. Verdicts.", "Hypothesis", "Kind", "Verdict", "Accept rule",
-		      "Reject rule", "Runs", "Refutations (seq)", "Deviations (seq)",
-		      "Last recorded verdict", NULL);
-	json_array_foreach(m->verdicts, i, v) {
+	              "Reject rule", "Runs", "Refutations (seq)", "Deviations (seq)",
+	              "Last recorded verdict", NULL);
+	json_array_foreach(m->verdicts, i, v)
+	{
 		const char *h = str_of(v, "hypothesis");
 		const json_t *last = NULL;
 		rbuf b;
 
-		json_array_foreach(m->verdict_recs, j, rec)
-			if (h && str_of(pl(rec), "hypothesis") && !strcmp(str_of(pl(rec), "hypothesis"), h))
-				last = rec;
+		json_array_foreach(m->verdict_recs, j,
+		                   rec) if (h && str_of(pl(rec), "hypothesis") &&
+		                            !strcmp(str_of(pl(rec), "hypothesis"), h)) last = rec;
 		r = row_new(t);
 		cell_s(r, h);
 		cell_s(r, str_of(v, "kind"));
@@ -1207,7 +1260,8 @@ static void sec_verdicts(doc *d, const model *m)
 		cell_s(r, str_of(json_object_get(v, "accept"), "result"));
 		cell_s(r, str_of(json_object_get(v, "reject"), "result"));
 		rb_init(&b, 0);
-		json_array_foreach(json_object_get(v, "runs"), j, rec) {
+		json_array_foreach(json_object_get(v, "runs"), j, rec)
+		{
 			if (j)
 				rb_put(&b, ", ");
 			rb_put(&b, str_of(rec, "run_id") ?: "?");
@@ -1219,20 +1273,22 @@ static void sec_verdicts(doc *d, const model *m)
 		if (last) {
 			char txt[128];
 
-			snprintf(txt, sizeof(txt), "%s (seq %lld)", str_of(pl(last), "verdict") ?: "?",
-				 (long long) json_integer_value(json_object_get(last, "seq")));
+			snprintf(txt, sizeof(txt), "%s (seq %lld)",
+			         str_of(pl(last), "verdict") ?: "?",
+			         (long long) json_integer_value(json_object_get(last, "seq")));
 			cell_s(r, txt);
 		} else {
 			cell_s(r, "none");
 		}
 	}
 	add_p(d, "The numbers each rule saw:");
-	json_array_foreach(m->verdicts, i, v) {
+	json_array_foreach(m->verdicts, i, v)
+	{
 		rbuf b;
 
 		rb_init(&b, 0);
 		rb_printf(&b, "%s: %s\naccept:\n", str_of(v, "hypothesis") ?: "?",
-			  str_of(v, "verdict") ?: "?");
+		          str_of(v, "verdict") ?: "?");
 		trace_text(&b, json_object_get(json_object_get(v, "accept"), "trace"), 1);
 		rb_put(&b, "reject:\n");
 		trace_text(&b, json_object_get(json_object_get(v, "reject"), "trace"), 1);
@@ -1256,8 +1312,9 @@ static void sec_refutations(doc *d, const model *m)
 		return;
 	}
 	t = add_table(d, "Table 12. The sceptics' records.", "Seq", "Time (UTC)", "Hypothesis",
-		      "Access state", "Because", NULL);
-	json_array_foreach(m->refutations, i, rec) {
+	              "Access state", "Because", NULL);
+	json_array_foreach(m->refutations, i, rec)
+	{
 		r = row_new(t);
 		cell_j(r, json_object_get(rec, "seq"));
 		cell_s(r, str_of(rec, "ts"));
@@ -1274,16 +1331,17 @@ static void sec_deviations(doc *d, const model *m)
 	size_t i;
 
 	add_h(d, 2, "8. Deviations");
-	add_p(d,
-	      "Every deviation from the registered plan is shown here, whatever it concerns, with the "
-	      "access state at the moment it was recorded.");
+	add_p(d, "Every deviation from the registered plan is shown here, whatever it concerns, "
+	         "with the "
+	         "access state at the moment it was recorded.");
 	if (!json_array_size(m->deviations)) {
 		add_p(d, "No deviation is on record.");
 		return;
 	}
 	t = add_table(d, "Table 13. Deviations.", "Seq", "Time (UTC)", "Hypothesis", "Run",
-		      "Access state", "Because", NULL);
-	json_array_foreach(m->deviations, i, rec) {
+	              "Access state", "Because", NULL);
+	json_array_foreach(m->deviations, i, rec)
+	{
 		r = row_new(t);
 		cell_j(r, json_object_get(rec, "seq"));
 		cell_s(r, str_of(rec, "ts"));
@@ -1303,9 +1361,10 @@ static void sec_notes(doc *d, const model *m)
 	if (!json_array_size(m->notes))
 		return;
 	add_h(d, 2, "9. Notes and publications");
-	t = add_table(d, "Table 14. Notes.", "Seq", "Time (UTC)", "Text", "Published to", "Tree size",
-		      "HTTP status", NULL);
-	json_array_foreach(m->notes, i, rec) {
+	t = add_table(d, "Table 14. Notes.", "Seq", "Time (UTC)", "Text", "Published to",
+	              "Tree size", "HTTP status", NULL);
+	json_array_foreach(m->notes, i, rec)
+	{
 		r = row_new(t);
 		cell_j(r, json_object_get(rec, "seq"));
 		cell_s(r, str_of(rec, "ts"));
@@ -1329,7 +1388,8 @@ static void sec_summary(doc *d, const model *m)
 	json_t *v;
 	char f[4][REPORT_NUM_MAX];
 
-	json_array_foreach(m->verdicts, i, v) {
+	json_array_foreach(m->verdicts, i, v)
+	{
 		const char *x = str_of(v, "verdict");
 
 		if (!x)
@@ -1340,17 +1400,18 @@ static void sec_summary(doc *d, const model *m)
 		unres += !strcmp(x, "unresolved");
 	}
 	add_h(d, 2, "Summary");
-	add_p(d,
-	      "%zu hypotheses registered (amendments: %zu); verdicts from the registered rules: %zu "
-	      "accepted, %zu rejected, %zu refuted, %zu unresolved. %zu runs, %zu validation checks, "
-	      "%zu refusals, %zu refutations and %zu deviations are on record.",
-	      json_array_size(m->verdicts),
-	      json_array_size(m->hyps) >= json_array_size(m->verdicts)
-		      ? json_array_size(m->hyps) - json_array_size(m->verdicts)
-		      : 0,
-	      acc, rej, ref, unres, json_array_size(m->runs), json_array_size(m->validations),
-	      json_array_size(m->refusals), json_array_size(m->refutations),
-	      json_array_size(m->deviations));
+	add_p(
+	    d,
+	    "%zu hypotheses registered (amendments: %zu); verdicts from the registered rules: %zu "
+	    "accepted, %zu rejected, %zu refuted, %zu unresolved. %zu runs, %zu validation checks, "
+	    "%zu refusals, %zu refutations and %zu deviations are on record.",
+	    json_array_size(m->verdicts),
+	    json_array_size(m->hyps) >= json_array_size(m->verdicts)
+	        ? json_array_size(m->hyps) - json_array_size(m->verdicts)
+	        : 0,
+	    acc, rej, ref, unres, json_array_size(m->runs), json_array_size(m->validations),
+	    json_array_size(m->refusals), json_array_size(m->refutations),
+	    json_array_size(m->deviations));
 	if (json_array_size(m->scores)) {
 		const json_t *s = pl(json_array_get(m->scores, json_array_size(m->scores) - 1));
 
@@ -1370,16 +1431,16 @@ static void sec_summary(doc *d, const model *m)
 /* ---- 4. render ---- */
 
 static const char *const css =
-	"body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;"
-	"color:#111;line-height:1.45}"
-	"table{border-collapse:collapse;margin:1rem 0;font-size:0.85rem}"
-	"th,td{border:1px solid #ccc;padding:0.2rem 0.45rem;text-align:left;vertical-align:top}"
-	"th{background:#f2f2f2}caption{caption-side:bottom;text-align:left;font-style:italic;"
-	"padding-top:0.3rem}"
-	"td{max-width:28rem;overflow-wrap:anywhere}"
-	"pre{background:#f7f7f7;padding:0.6rem;overflow-x:auto;font-size:0.8rem}"
-	"figure{margin:1rem 0}figcaption{font-style:italic;font-size:0.9rem}"
-	"svg{max-width:100%;height:auto}";
+    "body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;"
+    "color:#111;line-height:1.45}"
+    "table{border-collapse:collapse;margin:1rem 0;font-size:0.85rem}"
+    "th,td{border:1px solid #ccc;padding:0.2rem 0.45rem;text-align:left;vertical-align:top}"
+    "th{background:#f2f2f2}caption{caption-side:bottom;text-align:left;font-style:italic;"
+    "padding-top:0.3rem}"
+    "td{max-width:28rem;overflow-wrap:anywhere}"
+    "pre{background:#f7f7f7;padding:0.6rem;overflow-x:auto;font-size:0.8rem}"
+    "figure{margin:1rem 0}figcaption{font-style:italic;font-size:0.9rem}"
+    "svg{max-width:100%;height:auto}";
 
 /* The document as self-contained HTML: inline CSS and SVG, no script, every text escaped. */
 static void render_html(rbuf *b, const doc *d, const char *title)
@@ -1387,15 +1448,17 @@ static void render_html(rbuf *b, const doc *d, const char *title)
 	size_t i, j, k;
 	json_t *blk;
 
-	rb_put(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-		  "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-		  "style-src 'unsafe-inline'; img-src data:\">\n"
-		  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
+	rb_put(b,
+	       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+	       "style-src 'unsafe-inline'; img-src data:\">\n"
+	       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
 	rb_html(b, title);
 	rb_printf(b, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", css);
 	rb_html(b, title);
 	rb_put(b, "</h1>\n");
-	json_array_foreach(d->blocks, i, blk) {
+	json_array_foreach(d->blocks, i, blk)
+	{
 		const char *t = str_of(blk, "t");
 
 		if (!strcmp(t, "h")) {
@@ -1422,15 +1485,18 @@ static void render_html(rbuf *b, const doc *d, const char *title)
 				rb_put(b, "</caption>\n");
 			}
 			rb_put(b, "<thead><tr>");
-			json_array_foreach(json_object_get(blk, "head"), j, c) {
+			json_array_foreach(json_object_get(blk, "head"), j, c)
+			{
 				rb_put(b, "<th>");
 				rb_html(b, json_string_value(c));
 				rb_put(b, "</th>");
 			}
 			rb_put(b, "</tr></thead>\n<tbody>\n");
-			json_array_foreach(json_object_get(blk, "rows"), j, row) {
+			json_array_foreach(json_object_get(blk, "rows"), j, row)
+			{
 				rb_put(b, "<tr>");
-				json_array_foreach(row, k, c) {
+				json_array_foreach(row, k, c)
+				{
 					rb_put(b, "<td>");
 					rb_html(b, json_string_value(c));
 					rb_put(b, "</td>");
@@ -1477,12 +1543,14 @@ static void render_md(rbuf *b, const doc *d, const char *title)
 	rb_put(b, "# ");
 	rb_md(b, title);
 	rb_put(b, "\n\n");
-	json_array_foreach(d->blocks, i, blk) {
+	json_array_foreach(d->blocks, i, blk)
+	{
 		const char *t = str_of(blk, "t");
 
 		if (!strcmp(t, "h")) {
-			rb_printf(b, "%.*s ", (int) json_integer_value(json_object_get(blk, "level")),
-				  "######");
+			rb_printf(b, "%.*s ",
+			          (int) json_integer_value(json_object_get(blk, "level")),
+			          "######");
 			rb_md(b, str_of(blk, "text"));
 			rb_put(b, "\n\n");
 		} else if (!strcmp(t, "p")) {
@@ -1494,7 +1562,8 @@ static void render_md(rbuf *b, const doc *d, const char *title)
 			json_t *c, *row, *head = json_object_get(blk, "head");
 
 			rb_put(b, "|");
-			json_array_foreach(head, j, c) {
+			json_array_foreach(head, j, c)
+			{
 				rb_put(b, " ");
 				rb_md(b, json_string_value(c));
 				rb_put(b, " |");
@@ -1503,9 +1572,11 @@ static void render_md(rbuf *b, const doc *d, const char *title)
 			for (j = 0; j < json_array_size(head); j++)
 				rb_put(b, "---|");
 			rb_put(b, "\n");
-			json_array_foreach(json_object_get(blk, "rows"), j, row) {
+			json_array_foreach(json_object_get(blk, "rows"), j, row)
+			{
 				rb_put(b, "|");
-				json_array_foreach(row, k, c) {
+				json_array_foreach(row, k, c)
+				{
 					rb_put(b, " ");
 					rb_md(b, json_string_value(c));
 					rb_put(b, " |");
@@ -1594,7 +1665,8 @@ static int existing_report(const char *dir)
 	if (!dh)
 		return -1;
 	while ((de = readdir(dh)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && !report_file_name(de->d_name))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    !report_file_name(de->d_name))
 			ok = -1;
 	closedir(dh);
 	return ok;
@@ -1615,21 +1687,24 @@ static int publish_dir(const char *out, const outfile *files, size_t n, cs_err *
 
 	ex = existing_report(out);
 	if (ex < 0)
-		return cs_err_set(e, CS_EXIT_REFUSED,
-				  "%s: exists and is not a report directory (it holds other files); "
-				  "choose another --out",
-				  out);
+		return cs_err_set(
+		    e, CS_EXIT_REFUSED,
+		    "%s: exists and is not a report directory (it holds other files); "
+		    "choose another --out",
+		    out);
 	if ((size_t) snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", out) >= sizeof(tmp))
 		return cs_err_set(e, CS_EXIT_USAGE, "%s: path too long", out);
 	if (!mkdtemp(tmp))
-		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create a temporary directory: %s",
-				  tmp, strerror(errno));
+		return cs_err_set(e, CS_EXIT_INTERNAL,
+		                  "%s: cannot create a temporary directory: %s", tmp,
+		                  strerror(errno));
 	if (chmod(tmp, 0755)) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: chmod: %s", tmp, strerror(errno));
 		goto fail;
 	}
 	for (i = 0; i < n; i++) {
-		if ((size_t) snprintf(path, sizeof(path), "%s/%s", tmp, files[i].name) >= sizeof(path)) {
+		if ((size_t) snprintf(path, sizeof(path), "%s/%s", tmp, files[i].name) >=
+		    sizeof(path)) {
 			rc = cs_err_set(e, CS_EXIT_USAGE, "%s: path too long", out);
 			goto fail;
 		}
@@ -1639,8 +1714,8 @@ static int publish_dir(const char *out, const outfile *files, size_t n, cs_err *
 	}
 	if (ex == 0) {
 		if (rename(tmp, out)) {
-			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot rename into place: %s", out,
-					strerror(errno));
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot rename into place: %s",
+			                out, strerror(errno));
 			goto fail;
 		}
 		return 0;
@@ -1651,13 +1726,14 @@ static int publish_dir(const char *out, const outfile *files, size_t n, cs_err *
 
 		if ((size_t) snprintf(old, sizeof(old), "%s.old-XXXXXX", out) >= sizeof(old) ||
 		    !mkdtemp(old) || rmdir(old) || rename(out, old)) {
-			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot replace the previous report: %s",
-					out, strerror(errno));
+			rc = cs_err_set(e, CS_EXIT_INTERNAL,
+			                "%s: cannot replace the previous report: %s", out,
+			                strerror(errno));
 			goto fail;
 		}
 		if (rename(tmp, out)) {
-			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot rename into place: %s", out,
-					strerror(errno));
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot rename into place: %s",
+			                out, strerror(errno));
 			rename(old, out);
 			goto fail;
 		}
@@ -1703,13 +1779,16 @@ int report_write(struct ledger *l, const char *out, const char *title, cs_err *e
 	if (title) {
 		ttl = strdup(title);
 	} else {
-		const char *sid = m.study ? str_of(json_object_get(pl(m.study), "doc"), "id") : NULL;
+		const char *sid =
+		    m.study ? str_of(json_object_get(pl(m.study), "doc"), "id") : NULL;
 		size_t n = sid ? strlen(sid) + 32 : 32;
 
 		ttl = malloc(n);
 		if (ttl)
-			snprintf(ttl, n, sid ? "Study %s: report from the log" : "%sStudy report from the log",
-				 sid ? sid : "");
+			snprintf(ttl, n,
+			         sid ? "Study %s: report from the log"
+			             : "%sStudy report from the log",
+			         sid ? sid : "");
 	}
 	d.blocks = json_array();
 	d.figs = json_object();
@@ -1742,9 +1821,8 @@ int report_write(struct ledger *l, const char *out, const char *title, cs_err *e
 		names[nf++] = "report.html";
 		names[nf++] = "records.jsonl";
 		names[nf++] = "checkpoint.txt";
-		json_array_foreach(d.fig_order, i, fname)
-			if (nf < OUT_MAX_FILES)
-				names[nf++] = json_string_value(fname);
+		json_array_foreach(d.fig_order, i, fname) if (nf < OUT_MAX_FILES) names[nf++] =
+		    json_string_value(fname);
 		if (!rc) {
 			sec_summary(&d, &m);
 			sec_log(&d, &m, names, nf);
@@ -1762,8 +1840,9 @@ int report_write(struct ledger *l, const char *out, const char *title, cs_err *e
 	render_md(&md, &d, ttl);
 	render_html(&html, &d, ttl);
 	if (!rb_ok(&md) || !rb_ok(&html)) {
-		rc = cs_err_set(e, CS_EXIT_INTERNAL, "the report is larger than %zu bytes or out of memory",
-				(size_t) RB_DEFAULT_MAX);
+		rc = cs_err_set(e, CS_EXIT_INTERNAL,
+		                "the report is larger than %zu bytes or out of memory",
+		                (size_t) RB_DEFAULT_MAX);
 		goto out;
 	}
 	nf = 0;
@@ -1774,8 +1853,10 @@ int report_write(struct ledger *l, const char *out, const char *title, cs_err *e
 	{
 		json_t *fname;
 
-		json_array_foreach(d.fig_order, i, fname) {
-			const char *svg = json_string_value(json_object_get(d.figs, json_string_value(fname)));
+		json_array_foreach(d.fig_order, i, fname)
+		{
+			const char *svg =
+			    json_string_value(json_object_get(d.figs, json_string_value(fname)));
 
 			if (nf < OUT_MAX_FILES)
 				files[nf++] = (outfile){json_string_value(fname), svg, strlen(svg)};

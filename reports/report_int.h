@@ -20,11 +20,11 @@
 /* ---- a growable text buffer with a cap (STYLE 7) ---- */
 
 typedef struct rbuf {
-	char *p;       /* NUL-terminated while not failed */
+	char *p; /* NUL-terminated while not failed */
 	size_t len;
 	size_t cap;
-	size_t max;    /* the most bytes it may hold */
-	int failed;    /* over max or out of memory */
+	size_t max; /* the most bytes it may hold */
+	int failed; /* over max or out of memory */
 } rbuf;
 
 #define RB_DEFAULT_MAX ((size_t) 256 << 20) /* 256 MiB for one output file */
@@ -85,13 +85,13 @@ size_t report_lin_ticks(double lo, double hi, size_t want, double *ticks, size_t
 
 typedef struct svg_bar {
 	const char *label;
-	double value;  /* not finite or <= 0 on a log axis: drawn as "n/a" */
-	int group;     /* colour index */
+	double value; /* not finite or <= 0 on a log axis: drawn as "n/a" */
+	int group;    /* colour index */
 } svg_bar;
 
 /* Horizontal bars, one per row, on a log (logx) or linear x axis; legend names groups. */
 void svg_hbars(rbuf *b, const char *title, const char *xlabel, const svg_bar *bars, size_t n,
-	       int logx, const char *const *group_names, size_t ngroups);
+               int logx, const char *const *group_names, size_t ngroups);
 
 typedef struct svg_strip {
 	const char *label;
@@ -107,7 +107,7 @@ void svg_strips(rbuf *b, const char *title, const char *xlabel, const svg_strip 
 
 typedef struct svg_point {
 	double x, y;
-	double lo, hi;  /* a vertical band around y; not finite: none */
+	double lo, hi; /* a vertical band around y; not finite: none */
 	int group;
 	const char *label; /* may be NULL */
 } svg_point;
@@ -118,7 +118,7 @@ typedef struct svg_point {
  * in order (a series).
  */
 void svg_scatter(rbuf *b, const char *title, const char *xlabel, const char *ylabel,
-		 const svg_point *pts, size_t n, int logx, int logy, int diagonal, int join,
-		 const char *const *group_names, size_t ngroups);
+                 const svg_point *pts, size_t n, int logx, int logy, int diagonal, int join,
+                 const char *const *group_names, size_t ngroups);
 
 #endif

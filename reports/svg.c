@@ -16,12 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define W 760.0
+#define W         760.0
 #define MAX_TICKS 24
-#define MAX_DOTS 2000 /* dots drawn per strip; quantiles use every value */
+#define MAX_DOTS  2000 /* dots drawn per strip; quantiles use every value */
 
 static const char *const palette[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00",
-				      "#CC79A7", "#56B4E9", "#8C6D00", "#000000"};
+                                      "#CC79A7", "#56B4E9", "#8C6D00", "#000000"};
 
 /* The colour of group g. */
 static const char *colour(int g)
@@ -88,9 +88,9 @@ static int axis_ok(const axis *a, double v)
 static void svg_open(rbuf *b, double h, const char *title)
 {
 	rb_printf(b,
-		  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-		  "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"11\">\n",
-		  W, h, W, h);
+	          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+	          "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"11\">\n",
+	          W, h, W, h);
 	rb_put(b, "<title>");
 	rb_html(b, title);
 	rb_put(b, "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n");
@@ -114,13 +114,13 @@ static void draw_xaxis(rbuf *b, const axis *a, double y, double y_top, const cha
 	size_t i;
 
 	rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>\n",
-		  a->p0, y, a->p1, y);
+	          a->p0, y, a->p1, y);
 	for (i = 0; i < a->nticks; i++) {
 		double x = axis_px(a, a->ticks[i]);
 
-		rb_printf(b,
-			  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
-			  x, y_top, x, y);
+		rb_printf(
+		    b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
+		    x, y_top, x, y);
 		text_at(b, x, y + 14, "middle", report_fmt_num(a->ticks[i], num));
 	}
 	text_at(b, (a->p0 + a->p1) / 2, y + 32, "middle", label);
@@ -132,18 +132,20 @@ static void draw_yaxis(rbuf *b, const axis *a, double x, double x_right, const c
 	char num[REPORT_NUM_MAX];
 	size_t i;
 
-	rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>\n",
-		  x, a->p0, x, a->p1);
+	rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>\n", x,
+	          a->p0, x, a->p1);
 	for (i = 0; i < a->nticks; i++) {
 		double y = axis_px(a, a->ticks[i]);
 
-		rb_printf(b,
-			  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
-			  x, y, x_right, y);
+		rb_printf(
+		    b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
+		    x, y, x_right, y);
 		text_at(b, x - 4, y + 4, "end", report_fmt_num(a->ticks[i], num));
 	}
-	rb_printf(b, "<text x=\"14\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 14 %.1f)\">",
-		  (a->p0 + a->p1) / 2, (a->p0 + a->p1) / 2);
+	rb_printf(
+	    b,
+	    "<text x=\"14\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 14 %.1f)\">",
+	    (a->p0 + a->p1) / 2, (a->p0 + a->p1) / 2);
 	rb_html(b, label);
 	rb_put(b, "</text>\n");
 }
@@ -154,15 +156,16 @@ static void draw_legend(rbuf *b, double x, double y, const char *const *names, s
 	size_t g;
 
 	for (g = 0; g < n; g++) {
-		rb_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\"/>\n", x,
-			  y - 9, colour((int) g));
+		rb_printf(b,
+		          "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\"/>\n",
+		          x, y - 9, colour((int) g));
 		text_at(b, x + 14, y, "start", names[g]);
 		x += 24 + 7.0 * (double) strlen(names[g]);
 	}
 }
 
 void svg_hbars(rbuf *b, const char *title, const char *xlabel, const svg_bar *bars, size_t n,
-	       int logx, const char *const *group_names, size_t ngroups)
+               int logx, const char *const *group_names, size_t ngroups)
 {
 	const double left = 190, right = W - 60, top = 40, row = 18;
 	double lo = INFINITY, hi = -INFINITY, h, y_axis;
@@ -199,8 +202,10 @@ void svg_hbars(rbuf *b, const char *title, const char *xlabel, const svg_bar *ba
 			continue;
 		}
 		rb_printf(b,
-			  "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
-			  left, y + 2, fmax(axis_px(&a, v) - left, 1), row - 4, colour(bars[i].group));
+		          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+		          "fill=\"%s\"><title>",
+		          left, y + 2, fmax(axis_px(&a, v) - left, 1), row - 4,
+		          colour(bars[i].group));
 		rb_html(b, label);
 		rb_printf(b, ": %s</title></rect>\n", report_fmt_num(v, num));
 		text_at(b, axis_px(&a, v) + 4, y + 12, "start", report_fmt_num(v, num));
@@ -276,16 +281,19 @@ void svg_strips(rbuf *b, const char *title, const char *xlabel, const svg_strip 
 		stride = k > MAX_DOTS ? (k + MAX_DOTS - 1) / MAX_DOTS : 1;
 		for (j = 0; j < k; j += stride)
 			rb_printf(b,
-				  "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"%s\" fill-opacity=\"0.35\"/>\n",
-				  axis_px(&a, v[j]), y - 12 + (double) ((j * 7919) % 25), colour((int) i));
+			          "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"%s\" "
+			          "fill-opacity=\"0.35\"/>\n",
+			          axis_px(&a, v[j]), y - 12 + (double) ((j * 7919) % 25),
+			          colour((int) i));
 		qsort(v, k, sizeof(*v), dbl_cmp);
 		rb_printf(b,
-			  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" "
-			  "stroke-width=\"1.5\"/>\n",
-			  axis_px(&a, quantile(v, k, 0.1)), y, axis_px(&a, quantile(v, k, 0.9)), y);
+		          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" "
+		          "stroke-width=\"1.5\"/>\n",
+		          axis_px(&a, quantile(v, k, 0.1)), y, axis_px(&a, quantile(v, k, 0.9)), y);
 		rb_printf(b,
-			  "<rect x=\"%.1f\" y=\"%.1f\" width=\"3\" height=\"22\" fill=\"#000\"><title>median ",
-			  axis_px(&a, quantile(v, k, 0.5)) - 1.5, y - 11);
+		          "<rect x=\"%.1f\" y=\"%.1f\" width=\"3\" height=\"22\" "
+		          "fill=\"#000\"><title>median ",
+		          axis_px(&a, quantile(v, k, 0.5)) - 1.5, y - 11);
 		rb_put(b, report_fmt_num(quantile(v, k, 0.5), num));
 		rb_put(b, "</title></rect>\n");
 		free(v);
@@ -295,8 +303,8 @@ void svg_strips(rbuf *b, const char *title, const char *xlabel, const svg_strip 
 }
 
 void svg_scatter(rbuf *b, const char *title, const char *xlabel, const char *ylabel,
-		 const svg_point *pts, size_t n, int logx, int logy, int diagonal, int join,
-		 const char *const *group_names, size_t ngroups)
+                 const svg_point *pts, size_t n, int logx, int logy, int diagonal, int join,
+                 const char *const *group_names, size_t ngroups)
 {
 	const double left = 80, right = W - 30, top = 40, bottom = 400;
 	double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY, h;
@@ -305,12 +313,12 @@ void svg_scatter(rbuf *b, const char *title, const char *xlabel, const char *yla
 	size_t i;
 	int g;
 
-#define GROW(lo_, hi_, v_, lg_)                               \
-	do {                                                  \
-		if (isfinite(v_) && (!(lg_) || (v_) > 0)) {   \
-			lo_ = fmin(lo_, v_);                  \
-			hi_ = fmax(hi_, v_);                  \
-		}                                             \
+#define GROW(lo_, hi_, v_, lg_)                                                                    \
+	do {                                                                                       \
+		if (isfinite(v_) && (!(lg_) || (v_) > 0)) {                                        \
+			lo_ = fmin(lo_, v_);                                                       \
+			hi_ = fmax(hi_, v_);                                                       \
+		}                                                                                  \
 	} while (0)
 	for (i = 0; i < n; i++) {
 		GROW(xlo, xhi, pts[i].x, logx);
@@ -337,23 +345,26 @@ void svg_scatter(rbuf *b, const char *title, const char *xlabel, const char *yla
 		double d0 = fmax(ax.lo, ay.lo), d1 = fmin(ax.hi, ay.hi);
 
 		if (d1 > d0)
-			rb_printf(b,
-				  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" "
-				  "stroke-dasharray=\"4 3\"/>\n",
-				  axis_px(&ax, d0), axis_px(&ay, d0), axis_px(&ax, d1), axis_px(&ay, d1));
+			rb_printf(
+			    b,
+			    "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" "
+			    "stroke-dasharray=\"4 3\"/>\n",
+			    axis_px(&ax, d0), axis_px(&ay, d0), axis_px(&ax, d1), axis_px(&ay, d1));
 	}
 	if (join) {
 		for (g = 0; g < (int) (ngroups ? ngroups : 1); g++) {
 			int started = 0;
 
 			for (i = 0; i < n; i++) {
-				if (pts[i].group != g || !axis_ok(&ax, pts[i].x) || !axis_ok(&ay, pts[i].y))
+				if (pts[i].group != g || !axis_ok(&ax, pts[i].x) ||
+				    !axis_ok(&ay, pts[i].y))
 					continue;
 				if (!started)
-					rb_printf(b, "<polyline fill=\"none\" stroke=\"%s\" points=\"",
-						  colour(g));
-				rb_printf(b, "%s%.1f,%.1f", started ? " " : "", axis_px(&ax, pts[i].x),
-					  axis_px(&ay, pts[i].y));
+					rb_printf(b,
+					          "<polyline fill=\"none\" stroke=\"%s\" points=\"",
+					          colour(g));
+				rb_printf(b, "%s%.1f,%.1f", started ? " " : "",
+				          axis_px(&ax, pts[i].x), axis_px(&ay, pts[i].y));
 				started = 1;
 			}
 			if (started)
@@ -372,14 +383,17 @@ void svg_scatter(rbuf *b, const char *title, const char *xlabel, const char *yla
 			double y0 = axis_px(&ay, p->lo), y1 = axis_px(&ay, p->hi);
 
 			rb_printf(b,
-				  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n"
-				  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n"
-				  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n",
-				  x, y0, x, y1, colour(p->group), x - 4, y0, x + 4, y0, colour(p->group),
-				  x - 4, y1, x + 4, y1, colour(p->group));
+			          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			          "stroke=\"%s\"/>\n"
+			          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			          "stroke=\"%s\"/>\n"
+			          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			          "stroke=\"%s\"/>\n",
+			          x, y0, x, y1, colour(p->group), x - 4, y0, x + 4, y0,
+			          colour(p->group), x - 4, y1, x + 4, y1, colour(p->group));
 		}
 		rb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>", x, y,
-			  colour(p->group));
+		          colour(p->group));
 		if (p->label) {
 			rb_html(b, p->label);
 			rb_put(b, ": ");

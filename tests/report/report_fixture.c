@@ -36,18 +36,18 @@ typedef struct fx_run {
 } fx_run;
 
 static const fx_run runs[] = {
-	{"R0001", "[\"gate\",\"cold\",\"serial\",\"hdd\",\"baseline\"]", "[\"H1\",\"H8\"]", "serial",
-	 1, 1, 1, 0, "hdd-pool", 191.2, 33.26, 19120.0, 0.98, 5742, 10, 0},
-	{"R0002", "[\"gate\",\"warm\",\"serial\",\"baseline\"]", "[\"H1\"]", "serial", 1, 1, 0, 0,
-	 "hdd-pool", 0.52, 0.0, 52.0, 0.98, 0, 10, 0},
-	{"R0003", "[\"gate\",\"cold\",\"fanout16\",\"hdd\",\"baseline\"]", "[\"H8\"]", "fanout", 4,
-	 2, 1, 0, "hdd-pool", 12.5, 57.2, 1250.0, 0.97, 4648, 10, 0},
-	{"R0004", "[\"partition\",\"cold\",\"serial\",\"ssd\",\"baseline\"]", "[\"H5\"]", "serial", 1,
-	 1, 1, 0, "sata-ssd", 0.95, 0.704, 95.0, 0.99, 941, 10, 0},
-	{"R0005", "[\"partition\",\"cold\",\"serial\"]", "[]", "serial", 1, 1, 1, 0, NULL, 0.081,
-	 0.052, 8.1, 0.99, 941, 10, 1},
-	{"R0006", "[\"gate\",\"cold\",\"serial\",\"hdd\",\"holdout\"]", "[]", "serial", 1, 1, 1, 1,
-	 "hdd-pool", 137.0, 25.42, 13700.0, 0.98, 5386, 10, 0},
+    {"R0001", "[\"gate\",\"cold\",\"serial\",\"hdd\",\"baseline\"]", "[\"H1\",\"H8\"]", "serial", 1,
+     1, 1, 0, "hdd-pool", 191.2, 33.26, 19120.0, 0.98, 5742, 10, 0},
+    {"R0002", "[\"gate\",\"warm\",\"serial\",\"baseline\"]", "[\"H1\"]", "serial", 1, 1, 0, 0,
+     "hdd-pool", 0.52, 0.0, 52.0, 0.98, 0, 10, 0},
+    {"R0003", "[\"gate\",\"cold\",\"fanout16\",\"hdd\",\"baseline\"]", "[\"H8\"]", "fanout", 4, 2,
+     1, 0, "hdd-pool", 12.5, 57.2, 1250.0, 0.97, 4648, 10, 0},
+    {"R0004", "[\"partition\",\"cold\",\"serial\",\"ssd\",\"baseline\"]", "[\"H5\"]", "serial", 1,
+     1, 1, 0, "sata-ssd", 0.95, 0.704, 95.0, 0.99, 941, 10, 0},
+    {"R0005", "[\"partition\",\"cold\",\"serial\"]", "[]", "serial", 1, 1, 1, 0, NULL, 0.081, 0.052,
+     8.1, 0.99, 941, 10, 1},
+    {"R0006", "[\"gate\",\"cold\",\"serial\",\"hdd\",\"holdout\"]", "[]", "serial", 1, 1, 1, 1,
+     "hdd-pool", 137.0, 25.42, 13700.0, 0.98, 5386, 10, 0},
 };
 
 /* The per-query rows of a run: reads and read time spread over its queries. */
@@ -63,12 +63,13 @@ static json_t *query_rows(const fx_run *r)
 		if (reads < 0 || r->reads == 0)
 			reads = 0;
 		json_array_append_new(
-			rows, json_pack("{s:I,s:I,s:f,s:f,s:I,s:I,s:f,s:f,s:I}", "q", (json_int_t) q,
-					"client", (json_int_t) (q % r->clients), "t_ms",
-					r->lat_ms * (double) q, "lat_ms", r->lat_ms * (0.9 + 0.02 * (double) q),
-					"reads", (json_int_t) reads, "bytes", (json_int_t) reads * 8192,
-					"read_ms", per * (double) reads, "recall", r->recall, "n",
-					(json_int_t) 10));
+		    rows,
+		    json_pack("{s:I,s:I,s:f,s:f,s:I,s:I,s:f,s:f,s:I}", "q", (json_int_t) q,
+		              "client", (json_int_t) (q % r->clients), "t_ms",
+		              r->lat_ms * (double) q, "lat_ms",
+		              r->lat_ms * (0.9 + 0.02 * (double) q), "reads", (json_int_t) reads,
+		              "bytes", (json_int_t) reads * 8192, "read_ms", per * (double) reads,
+		              "recall", r->recall, "n", (json_int_t) 10));
 	}
 	return rows;
 }
@@ -86,16 +87,16 @@ static int add_run(ledger *l, const fx_run *r, cs_err *e)
 	tags = json_loads(r->tags, 0, NULL);
 	hyps = json_loads(r->hyps, 0, NULL);
 	metrics = json_pack(
-		"{s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I}", "wall_s",
-		r->wall_s, "queries", (json_int_t) r->queries, "qps", (double) r->queries / r->wall_s,
-		"lat_mean_ms", r->lat_ms, "lat_p50_ms", r->lat_ms * 0.98, "lat_p99_ms", r->lat_ms * 1.2,
-		"recall_at_k", r->recall, "engine_reads", (json_int_t) r->reads, "engine_read_ms_mean",
-		r->read_ms, "reads_per_query", (double) r->reads / (double) r->queries, "bytes_per_read",
-		8192.0, "device_reads", (double) r->reads * 0.95, "device_read_ms_mean",
-		r->read_ms * 1.04, "device_busy", r->cold ? 0.975 : 0.01, "io_over_wall",
-		(double) r->reads * r->read_ms / 1000.0 / r->wall_s, "inflight_median",
-		(double) (r->fanout * r->clients), "resident_fraction_before", r->cold ? 0.0 : 1.0,
-		"mem_peak_bytes", (json_int_t) 52428800);
+	    "{s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I}", "wall_s",
+	    r->wall_s, "queries", (json_int_t) r->queries, "qps", (double) r->queries / r->wall_s,
+	    "lat_mean_ms", r->lat_ms, "lat_p50_ms", r->lat_ms * 0.98, "lat_p99_ms", r->lat_ms * 1.2,
+	    "recall_at_k", r->recall, "engine_reads", (json_int_t) r->reads, "engine_read_ms_mean",
+	    r->read_ms, "reads_per_query", (double) r->reads / (double) r->queries,
+	    "bytes_per_read", 8192.0, "device_reads", (double) r->reads * 0.95,
+	    "device_read_ms_mean", r->read_ms * 1.04, "device_busy", r->cold ? 0.975 : 0.01,
+	    "io_over_wall", (double) r->reads * r->read_ms / 1000.0 / r->wall_s, "inflight_median",
+	    (double) (r->fanout * r->clients), "resident_fraction_before", r->cold ? 0.0 : 1.0,
+	    "mem_peak_bytes", (json_int_t) 52428800);
 	if (r->device_null) {
 		json_object_set_new(metrics, "device_reads", json_null());
 		json_object_set_new(metrics, "device_read_ms_mean", json_null());
@@ -105,7 +106,7 @@ static int add_run(ledger *l, const fx_run *r, cs_err *e)
 	if (rc)
 		goto out;
 	start = json_pack("{s:s,s:s,s:b}", "run_id", r->id, "spec_sha256", spec_sha, "holdout",
-			  r->holdout);
+	                  r->holdout);
 	rc = ledger_append(l, "run_start", start, NULL, e);
 	json_decref(start);
 	if (!rc)
@@ -115,15 +116,15 @@ static int add_run(ledger *l, const fx_run *r, cs_err *e)
 		goto out;
 	}
 	rec = json_pack("{s:s,s:{},s:s,s:O,s:O,s:b,s:{s:s,s:s},s:{s:I,s:I,s:s,s:s?,s:s,s:I,s:I,s:b,"
-			"s:I,s:s},s:O,s:{s:s},s:s,s:s,s:s}",
-			"run_id", r->id, "spec", "spec_sha256", spec_sha, "tags", tags, "hypotheses", hyps,
-			"holdout", r->holdout, "index", "kind", "phnsw", "dir", "/clone", "features",
-			"clients", (json_int_t) r->clients, "fanout", (json_int_t) r->fanout, "mode",
-			r->mode, "device", r->device, "strategy", "pread", "ef_search", (json_int_t) 40,
-			"partitions", (json_int_t) 8, "cold", r->cold, "queries",
-			(json_int_t) r->queries, "kind", "phnsw", "metrics", metrics, "raw", "queries",
-			sha, "started", "2026-10-29T10:00:00.000000Z", "ended",
-			"2026-10-29T10:05:00.000000Z", "status", "complete");
+	                "s:I,s:s},s:O,s:{s:s},s:s,s:s,s:s}",
+	                "run_id", r->id, "spec", "spec_sha256", spec_sha, "tags", tags,
+	                "hypotheses", hyps, "holdout", r->holdout, "index", "kind", "phnsw", "dir",
+	                "/clone", "features", "clients", (json_int_t) r->clients, "fanout",
+	                (json_int_t) r->fanout, "mode", r->mode, "device", r->device, "strategy",
+	                "pread", "ef_search", (json_int_t) 40, "partitions", (json_int_t) 8, "cold",
+	                r->cold, "queries", (json_int_t) r->queries, "kind", "phnsw", "metrics",
+	                metrics, "raw", "queries", sha, "started", "2026-10-29T10:00:00.000000Z",
+	                "ended", "2026-10-29T10:05:00.000000Z", "status", "complete");
 	if (!r->device)
 		json_object_set_new(json_object_get(rec, "features"), "device", json_null());
 	rc = ledger_append(l, "run", rec, NULL, e);
@@ -163,34 +164,38 @@ int main(int argc, char **argv)
 	if (rc)
 		goto out;
 	rc = add(l, "study",
-		 json_pack("{s:s,s:s,s:{s:s,s:{s:f}}}", "id", "cold-query-fixture", "sha256",
-			   HOLD_SHA, "doc", "id", "cold-query-fixture", "holdout", "threshold", 0.35),
-		 &e);
+	         json_pack("{s:s,s:s,s:{s:s,s:{s:f}}}", "id", "cold-query-fixture", "sha256",
+	                   HOLD_SHA, "doc", "id", "cold-query-fixture", "holdout", "threshold",
+	                   0.35),
+	         &e);
 	if (!rc)
 		rc = add(l, "validation",
-			 json_pack("{s:s,s:b,s:{s:f},s:I}", "check", "counters-agree", "passed", 1,
-				   "detail", "ratio", 0.94, "batch", (json_int_t) 1),
-			 &e);
+		         json_pack("{s:s,s:b,s:{s:f},s:I}", "check", "counters-agree", "passed", 1,
+		                   "detail", "ratio", 0.94, "batch", (json_int_t) 1),
+		         &e);
 	if (!rc)
 		rc = add(l, "validation",
-			 json_pack("{s:s,s:b,s:I}", "check", "all", "passed", 1, "batch", (json_int_t) 1),
-			 &e);
+		         json_pack("{s:s,s:b,s:I}", "check", "all", "passed", 1, "batch",
+		                   (json_int_t) 1),
+		         &e);
 	for (i = 0; !rc && i < sizeof(runs) / sizeof(runs[0]) - 1; i++)
 		rc = add_run(l, &runs[i], &e);
 	if (!rc)
 		rc = add(l, "prediction",
-			 json_pack("{s:s,s:{s:s,s:s,s:s},s:f,s:[f,f],s:{s:s,s:{}},s:[s,s]}", "id", "P1",
-				   "target", "run_spec", "hold.json", "spec_sha256", HOLD_SHA, "metric",
-				   "wall_s", "value", 142.4, "band95", 95.0, 210.0, "model", "name",
-				   "io-model", "params", "fitted_on", "R0001", "R0003"),
-			 &e);
+		         json_pack("{s:s,s:{s:s,s:s,s:s},s:f,s:[f,f],s:{s:s,s:{}},s:[s,s]}", "id",
+		                   "P1", "target", "run_spec", "hold.json", "spec_sha256", HOLD_SHA,
+		                   "metric", "wall_s", "value", 142.4, "band95", 95.0, 210.0,
+		                   "model", "name", "io-model", "params", "fitted_on", "R0001",
+		                   "R0003"),
+		         &e);
 	if (!rc)
 		rc = add(l, "prediction",
-			 json_pack("{s:s,s:{s:s,s:s,s:s},s:f,s:[f,f],s:{s:s,s:{}},s:[s,s]}", "id", "P2",
-				   "target", "run_spec", "hold.json", "spec_sha256", HOLD_SHA, "metric",
-				   "engine_reads", "value", 5742.0, "band95", 5600.0, 5900.0, "model",
-				   "name", "io-model", "params", "fitted_on", "R0001", "R0003"),
-			 &e);
+		         json_pack("{s:s,s:{s:s,s:s,s:s},s:f,s:[f,f],s:{s:s,s:{}},s:[s,s]}", "id",
+		                   "P2", "target", "run_spec", "hold.json", "spec_sha256", HOLD_SHA,
+		                   "metric", "engine_reads", "value", 5742.0, "band95", 5600.0,
+		                   5900.0, "model", "name", "io-model", "params", "fitted_on",
+		                   "R0001", "R0003"),
+		         &e);
 	if (!rc)
 		rc = add_run(l, &runs[sizeof(runs) / sizeof(runs[0]) - 1], &e);
 out:

@@ -70,7 +70,8 @@ static void test_escaping(void **state)
 	rb_init(&b, 0);
 	rb_html(&b, "<script>alert('x') & \"y\"</script>");
 	assert_true(rb_ok(&b));
-	assert_string_equal(b.p, "&lt;script&gt;alert(&#39;x&#39;) &amp; &quot;y&quot;&lt;/script&gt;");
+	assert_string_equal(b.p,
+	                    "&lt;script&gt;alert(&#39;x&#39;) &amp; &quot;y&quot;&lt;/script&gt;");
 	rb_free(&b);
 
 	rb_init(&b, 0);
@@ -137,7 +138,8 @@ static void test_ticks(void **state)
 
 static void test_svg(void **state)
 {
-	svg_bar bars[] = {{"R1 <x>", 1912.1, 0}, {"warm", 0.052, 1}, {"none", 0, 0}, {"nan", NAN, 1}};
+	svg_bar bars[] = {
+	    {"R1 <x>", 1912.1, 0}, {"warm", 0.052, 1}, {"none", 0, 0}, {"nan", NAN, 1}};
 	static const char *const groups[] = {"serial", "fan&out"};
 	double v1[] = {10, 12, 300, 11, -1}, v2[] = {0.7, 0.8};
 	svg_strip rows[] = {{"hdd-pool", v1, 5}, {"ssd \"q\"", v2, 2}, {"empty", NULL, 0}};
@@ -155,7 +157,7 @@ static void test_svg(void **state)
 	assert_null(strstr(b.p, "<x>"));
 	assert_non_null(strstr(b.p, ">1,912<"));
 	assert_non_null(strstr(b.p, ">n/a<")); /* zero and NaN on a log axis */
-	assert_null(strstr(b.p, "nan\""));      /* no NaN coordinates */
+	assert_null(strstr(b.p, "nan\""));     /* no NaN coordinates */
 	assert_null(strstr(b.p, "inf"));
 	rb_free(&b);
 
@@ -195,9 +197,9 @@ static void test_svg(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_numbers),   cmocka_unit_test(test_json_cells),
-		cmocka_unit_test(test_escaping),  cmocka_unit_test(test_buffer_cap),
-		cmocka_unit_test(test_ticks),     cmocka_unit_test(test_svg),
+	    cmocka_unit_test(test_numbers),  cmocka_unit_test(test_json_cells),
+	    cmocka_unit_test(test_escaping), cmocka_unit_test(test_buffer_cap),
+	    cmocka_unit_test(test_ticks),    cmocka_unit_test(test_svg),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
