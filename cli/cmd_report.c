@@ -73,9 +73,10 @@ int cmd_log_publish(int argc, char **argv)
 		    "http(s) endpoint as multipart/form-data (parts \"checkpoint\" and "
 		    "\"records\"),\n"
 		    "then record a note {published, checkpoint, status}. The log is verified\n"
-		    "first (exit 4). An HTTP status >= 400, a timeout (default %d s) or no\n"
-		    "connection is exit 1 and records nothing. --dry-run prints what would be\n"
-		    "sent and sends nothing.\n",
+		    "first (exit 4). An answer other than 2xx (redirects are not followed), a\n"
+		    "timeout (default %d s) or no connection is exit 1 and records nothing.\n"
+		    "The URL is recorded without its user name and password; keep tokens out\n"
+		    "of the query string. --dry-run prints what would be sent and sends nothing.\n",
 		    PUBLISH_TIMEOUT_DEFAULT);
 		return CS_EXIT_OK;
 	}

@@ -15,7 +15,8 @@
  * {"text", "published": URL, "checkpoint": TEXT, "status": CODE,
  * "tree_size": N}. The URL is recorded without any user name or password
  * it carried. A failure to connect, a timeout or an HTTP status >= 400 is
- * exit 1 with a one-line error naming the status, and records nothing.
+ * exit 1 with a one-line error naming the status, and records nothing; so
+ * is a redirect (3xx), which is not followed: a redirected POST stored nothing.
  */
 #include "report.h"
 
@@ -208,10 +209,13 @@ int report_publish(struct ledger *l, const char *url, const char *origin, int dr
 		goto out;
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	if (status >= 400 || status < 200) {
+	if (status < 200 || status >= 300) {
+		/* redirects are not followed: a POST that was redirected was not stored */
 		first_line(rep->buf, line, sizeof(line));
-		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s answered HTTP %ld%s%s; nothing recorded",
-		                rec_url, status, line[0] ? ": " : "", line);
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s answered HTTP %ld%s%s%s; nothing recorded",
+		                rec_url, status,
+		                status >= 300 && status < 400 ? " (a redirect)" : "",
+		                line[0] ? ": " : "", line);
 		goto out;
 	}
 	note = json_pack("{s:s,s:s,s:s,s:i,s:I,s:s}", "text",

@@ -5,8 +5,9 @@
 # URL (without its password), the checkpoint and the status; HTTP 500 is
 # exit 1 with the status in one line and records nothing; an unreachable
 # port is exit 1; --dry-run prints the checkpoint and sends and records
-# nothing; a non-http URL is exit 2; a tampered ledger is exit 4 and sends
-# nothing. Uses `coldstudy log publish` once the log verb dispatches it,
+# nothing; a non-http URL is exit 2; a tampered ledger is exit 4 before
+# anything is sent; a redirect (3xx) is not followed and is exit 1. Uses
+# `coldstudy log publish` once the log verb dispatches it,
 # else the same cmd_log_publish through publish_main.
 set -u
 cs=${COLDSTUDY:?}; fx=${REPORT_FIXTURE:?}; pm=${PUBLISH_MAIN:?}
@@ -37,7 +38,11 @@ class H(http.server.BaseHTTPRequestHandler):
         with open(base + ".body", "wb") as f:
             f.write(body)
         code, msg = (500, b"boom: the log store is down\n") if self.path.startswith("/fail") else (201, b"stored\n")
+        if self.path.startswith("/moved"):
+            code, msg = 301, b"moved\n"
         self.send_response(code)
+        if code == 301:
+            self.send_header("Location", "/log")
         self.send_header("Content-Length", str(len(msg)))
         self.end_headers()
         self.wfile.write(msg)
@@ -107,6 +112,11 @@ pub "$T/S" --url "http://127.0.0.1:$port/fail" > "$T/out" 2>"$T/err"; rc=$?
 [ $rc = 1 ] || die "HTTP 500: exit $rc, expected 1"
 [ "$(wc -l < "$T/err")" = 1 ] && grep -q "HTTP 500: boom" "$T/err" || die "HTTP 500 message: $(cat "$T/err")"
 [ "$("$cs" log export "$T/S" | wc -l)" = "$n1" ] || die "a failed publish recorded something"
+
+# a redirect is not followed and is not success
+pub "$T/S" --url "http://127.0.0.1:$port/moved" > "$T/out" 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "HTTP 301 (a redirect)" "$T/err" || die "redirect: exit $rc: $(cat "$T/err")"
+[ "$("$cs" log export "$T/S" | wc -l)" = "$n1" ] || die "a redirected publish recorded something"
 
 # nothing listening: exit 1 within the timeout
 kill "$pid"; wait "$pid" 2>/dev/null; pid=
