@@ -136,6 +136,12 @@ mkdir "$T/mine" && echo keep > "$T/mine/notes.txt"
 [ "$(cat "$T/mine/notes.txt")" = keep ] && [ ! -e "$T/mine/report.md" ] || die "foreign --out was changed"
 ls -d "$T"/mine.* 2>/dev/null && die "leftovers beside a refused --out"
 
+# a study with nothing in it yet still reports (and says so)
+setup "init empty" "$cs" init "$T/E"
+ok "report of an empty study" "$cs" report "$T/E" --out "$T/RE" &&
+	grep -q "No verdict: no hypothesis is registered." "$T/RE/report.md" &&
+	grep -q "No deviation is on record." "$T/RE/report.md" || die "empty study report"
+
 # usage
 "$cs" report "$T/S" >/dev/null 2>&1; [ $? = 2 ] || die "report without --out: expected exit 2"
 "$cs" report "$T/nothere" --out "$T/R4" >/dev/null 2>&1; [ $? = 5 ] || die "report of a non-study: expected exit 5"
