@@ -1649,13 +1649,14 @@ static int remove_report_dir(const char *dir)
 	return rmdir(dir);
 }
 
-/* 1 if dir exists and holds only report files (or nothing), 0 if absent, -1 otherwise. */
+/* 1 if dir is empty or a previous report (report.md and report files only), 0 if absent, else -1.
+ */
 static int existing_report(const char *dir)
 {
 	struct stat st;
 	DIR *dh;
 	struct dirent *de;
-	int ok = 1;
+	int ok = 1, entries = 0, has_md = 0;
 
 	if (lstat(dir, &st))
 		return errno == ENOENT ? 0 : -1;
@@ -1664,11 +1665,18 @@ static int existing_report(const char *dir)
 	dh = opendir(dir);
 	if (!dh)
 		return -1;
-	while ((de = readdir(dh)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-		    !report_file_name(de->d_name))
+	while ((de = readdir(dh))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		entries++;
+		has_md |= !strcmp(de->d_name, "report.md");
+		if (!report_file_name(de->d_name))
 			ok = -1;
+	}
 	closedir(dh);
+	/* a folder of someone's own SVG files is not a previous report */
+	if (entries && !has_md)
+		ok = -1;
 	return ok;
 }
 

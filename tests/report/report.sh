@@ -135,6 +135,9 @@ mkdir "$T/mine" && echo keep > "$T/mine/notes.txt"
 [ $rc = 3 ] || die "foreign --out: exit $rc, expected 3"
 [ "$(cat "$T/mine/notes.txt")" = keep ] && [ ! -e "$T/mine/report.md" ] || die "foreign --out was changed"
 ls -d "$T"/mine.* 2>/dev/null && die "leftovers beside a refused --out"
+mkdir "$T/pics" && echo '<svg/>' > "$T/pics/mine.svg"
+"$cs" report "$T/S" --out "$T/pics" >/dev/null 2>&1; rc=$?
+[ $rc = 3 ] && [ -e "$T/pics/mine.svg" ] || die "a folder of SVG files was taken for a report: exit $rc"
 
 # a study with nothing in it yet still reports (and says so)
 setup "init empty" "$cs" init "$T/E"
