@@ -625,8 +625,8 @@ out:
 		int passed = !rc && v.all_passed; /* a waived check does not fail the batch */
 		json_t *p;
 
-		p = json_pack("{s:s, s:b, s:I, s:O}", "check", "all", "passed", passed, "batch", v.batch,
-			      "waived", v.waived ? v.waived : json_array());
+		p = json_pack("{s:s, s:b, s:I, s:o}", "check", "all", "passed", passed, "batch", v.batch,
+			      "waived", v.waived ? json_incref(v.waived) : json_array());
 		if (p)
 			ledger_append(v.l, "validation", p, NULL, &le);
 		json_decref(p);
