@@ -269,6 +269,15 @@ static uint64_t now_ns(void)
 	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
+/* CPU time (user + system) of the calling thread in ns: robust to machine load. */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *) a, y = *(const double *) b;
@@ -455,7 +464,7 @@ static int parse_query_args(int argc, char **argv, qargs *a)
 
 typedef struct qsum {
 	size_t nq;
-	double wall_s, recall;
+	double wall_s, cpu_s, recall;
 	int have_recall;
 	double *lat_ms;
 	cv_query_stats st;
@@ -501,12 +510,13 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 		       "\"bytes_per_read\":%.1f,\"engine_read_ms_mean\":%.5f,\"buffer_hits_per_query\":%.2f,"
 		       "\"heap_reads_per_query\":%.2f,\"posting_reads_per_query\":%.2f,"
 		       "\"rescore_reads_per_query\":%.2f,\"distances_per_query\":%.1f,"
-		       "\"inflight_max\":%llu",
+		       "\"inflight_max\":%llu,\"cpu_ms_per_query\":%.3f,\"cpu_us_per_read\":%.2f",
 		       s->wall_s, s->wall_s > 0 ? nq / s->wall_s : 0, lat_mean, p50, p99,
 		       (unsigned long long) s->st.reads, (double) s->st.reads / nq, bpr, read_ms,
 		       (double) s->st.buffer_hits / nq, (double) s->st.heap_reads / nq,
 		       (double) s->st.posting_reads / nq, (double) s->st.rescore_reads / nq,
-		       (double) s->st.distances / nq, (unsigned long long) s->io.inflight_max);
+		       (double) s->st.distances / nq, (unsigned long long) s->io.inflight_max,
+		       s->cpu_s * 1e3 / nq, s->st.reads ? s->cpu_s * 1e6 / (double) s->st.reads : 0.0);
 		if (a->simulate)
 			printf(",\"simulate\":\"%s\",\"sim_lat_mean_ms\":%.3f,\"sim_read_ms_mean\":%.3f,"
 			       "\"sim_inflight_mean\":%.3f,\"sim_reads_per_query\":%.2f",
@@ -529,6 +539,8 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 	printf("latency ms       mean %.3f  p50 %.3f  p99 %.3f\n", lat_mean, p50, p99);
 	printf("reads/query      %.1f (%.0f bytes per read, mean read %.4f ms, max in flight %llu)\n",
 	       (double) s->st.reads / nq, bpr, read_ms, (unsigned long long) s->io.inflight_max);
+	printf("cpu/query        %.3f ms (%.2f us per read)\n", s->cpu_s * 1e3 / nq,
+	       s->st.reads ? s->cpu_s * 1e6 / (double) s->st.reads : 0.0);
 	printf("buffer hits/q    %.1f\n", (double) s->st.buffer_hits / nq);
 	printf("heap reads/q     %.2f\n", (double) s->st.heap_reads / nq);
 	printf("posting reads/q  %.2f\n", (double) s->st.posting_reads / nq);
@@ -677,7 +689,7 @@ static int index_query(int argc, char **argv)
 	}
 	for (size_t i = 0; i < s.nq; i++) {
 		size_t nout = 0;
-		uint64_t t0, t1;
+		uint64_t t0, t1, c0, c1;
 
 		if (a.cold) {
 			for (size_t f = 0; f < nfiles; f++)
@@ -691,9 +703,11 @@ static int index_query(int argc, char **argv)
 		}
 		if (trace)
 			cv_trace_clear(trace);
+		c0 = cpu_ns();
 		t0 = now_ns();
 		rc = cv_index_query(ix, io, cv_row(qs, i), &a.qo, ids, dists, &nout, &s.st);
 		t1 = now_ns();
+		c1 = cpu_ns();
 		if (rc) {
 			fprintf(stderr, "coldstudy index: query %zu: %s\n", i, strerror(-rc));
 			exitc = cli_exit_from_errno(rc);
@@ -701,6 +715,7 @@ static int index_query(int argc, char **argv)
 		}
 		s.lat_ms[i] = (double) (t1 - t0) / 1e6;
 		s.wall_s += (double) (t1 - t0) / 1e9;
+		s.cpu_s += (double) (c1 - c0) / 1e9;
 		if (gt && base) {
 			s.recall += cv_recall_at_k(base, cv_row(qs, i), cv_index_metric(ix),
 						   gt + i * a.qo.k, a.qo.k, ids, nout);

@@ -130,6 +130,7 @@ struct cv_io {
 	unsigned qd;
 	cvio_slot *slots;
 	uint32_t *free_slots;
+	uint32_t *ready;      /* reap's scratch: ready slots in submission order */
 	unsigned nfree;
 	unsigned inflight;
 	bool ring_ok;

@@ -58,7 +58,8 @@ CV_API int cv_io_new(const cv_io_opts *o, cv_io **out)
 		io->qd = CV_IO_QD_MAX;
 	io->slots = calloc(io->qd, sizeof(*io->slots));
 	io->free_slots = calloc(io->qd, sizeof(*io->free_slots));
-	if (!io->slots || !io->free_slots)
+	io->ready = calloc(io->qd, sizeof(*io->ready));
+	if (!io->slots || !io->free_slots || !io->ready)
 		goto out;
 	for (unsigned i = 0; i < io->qd; i++)
 		io->free_slots[i] = io->qd - 1 - i;
@@ -97,6 +98,7 @@ CV_API void cv_io_free(cv_io *io)
 			free(io->slots[i].bounce);
 	free(io->slots);
 	free(io->free_slots);
+	free(io->ready);
 	free(io->bounce);
 	free(io);
 }
@@ -281,6 +283,7 @@ static int reap(cv_io *io, cv_read_req **done, size_t max, size_t min_wait)
 	for (;;) {
 		uint64_t now, next_due = UINT64_MAX;
 		bool any_pending = false;
+		size_t nready = 0;
 
 		if (io->ring_ok) {
 			rc = cvio_uring_collect(io, false);
@@ -288,23 +291,35 @@ static int reap(cv_io *io, cv_read_req **done, size_t max, size_t min_wait)
 				return rc;
 		}
 		now = cvio_now_ns();
-		/* deliver in submission order: repeatedly the lowest seq ready */
-		while (got < max) {
-			uint32_t best = UINT32_MAX;
+		/*
+		 * One pass over the slots per cycle: the ready ones (done and due)
+		 * in submission order by insertion sort (few at a time), and what
+		 * to wait for next; then deliver without rescanning.
+		 */
+		for (uint32_t i = 0; i < io->qd; i++) {
+			cvio_slot *s = &io->slots[i];
+			size_t j;
 
-			for (uint32_t i = 0; i < io->qd; i++) {
-				cvio_slot *s = &io->slots[i];
-
-				if (!s->req || !s->done || s->due_ns > now)
-					continue;
-				if (best == UINT32_MAX || s->seq < io->slots[best].seq)
-					best = i;
+			if (!s->req)
+				continue;
+			if (!s->done) {
+				any_pending = true;
+				continue;
 			}
-			if (best == UINT32_MAX)
-				break;
+			if (s->due_ns > now) {
+				if (s->due_ns < next_due)
+					next_due = s->due_ns;
+				continue;
+			}
+			for (j = nready; j > 0 && io->slots[io->ready[j - 1]].seq > s->seq; j--)
+				io->ready[j] = io->ready[j - 1];
+			io->ready[j] = i;
+			nready++;
+		}
+		for (size_t j = 0; j < nready && got < max; j++) {
 			if (done)
-				done[got] = io->slots[best].req;
-			deliver(io, best);
+				done[got] = io->slots[io->ready[j]].req;
+			deliver(io, io->ready[j]);
 			got++;
 		}
 		if (got >= min_wait || got >= max || io->inflight == 0) {
@@ -315,16 +330,6 @@ static int reap(cv_io *io, cv_read_req **done, size_t max, size_t min_wait)
 					return rc;
 			}
 			return (int) got;
-		}
-		for (uint32_t i = 0; i < io->qd; i++) {
-			cvio_slot *s = &io->slots[i];
-
-			if (!s->req)
-				continue;
-			if (!s->done)
-				any_pending = true;
-			else if (s->due_ns < next_due)
-				next_due = s->due_ns;
 		}
 		if (any_pending && io->ring_ok) {
 			rc = cvio_uring_wait(io, next_due);

@@ -14,10 +14,19 @@
 #include <errno.h>
 #include <string.h>
 
-/* Set up the ring; 0 or -errno (-ENOSYS, -EPERM where io_uring is off). */
+/*
+ * Set up the ring; 0 or -errno (-ENOSYS, -EPERM where io_uring is off).
+ * IORING_SETUP_COOP_TASKRUN: completions are posted when this thread next
+ * enters the kernel (every reap cycle does) instead of by interrupting it,
+ * which saves an inter-processor interrupt per completion; kernels before
+ * 5.19 refuse the flag and get a plain ring.
+ */
 int cvio_uring_init(cv_io *io)
 {
-	int rc = io_uring_queue_init(io->qd, &io->ring, 0);
+	int rc = io_uring_queue_init(io->qd, &io->ring, IORING_SETUP_COOP_TASKRUN);
+
+	if (rc == -EINVAL)
+		rc = io_uring_queue_init(io->qd, &io->ring, 0);
 
 	if (rc < 0)
 		return rc;

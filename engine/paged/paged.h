@@ -145,6 +145,8 @@ unsigned pg_page_add(uint8_t *page, const void *tup, size_t len);
 const uint8_t *pg_page_item(const uint8_t *page, unsigned off, size_t *len);
 /* PostgreSQL's page checksum of page as block blk (1..65535). */
 uint16_t pg_page_checksum(const uint8_t *page, uint32_t blk);
+/* The same checksum, one lane at a time (the reference the SIMD form is tested against). */
+uint16_t pg_page_checksum_scalar(const uint8_t *page, uint32_t blk);
 /* Store the checksum in pd_checksum. */
 void pg_page_set_checksum(uint8_t *page, uint32_t blk);
 /* Check checksum and header sanity: 0 or -EBADMSG. */

@@ -9,11 +9,17 @@
  * over the page's uint32 words with pd_checksum zeroed, two rounds of
  * zeroes, lanes XORed, the block number mixed in, folded to 1..65535 so
  * a page moved to another block fails too. The lane seeds are our own.
+ *
+ * The checksum is computed once per page read from disk (a buffer-pool
+ * miss), never on hits; it is the largest CPU cost of a cold read, so the
+ * 32 lanes run eight at a time with AVX2 where cpuid has it (the scalar
+ * form stays as the reference, and tests compare the two).
  */
 #include "paged.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define N_SUMS 32
@@ -80,26 +86,11 @@ const uint8_t *pg_page_item(const uint8_t *page, unsigned off, size_t *len)
 	return page + o;
 }
 
-uint16_t pg_page_checksum(const uint8_t *page, uint32_t blk)
+/* Fold the 32 lanes and the block number to 1..65535. */
+static uint16_t checksum_fold(uint32_t *sums, uint32_t blk)
 {
-	uint32_t sums[N_SUMS], result = 0;
-	const size_t rows = PG_BLCKSZ / (sizeof(uint32_t) * N_SUMS);
+	uint32_t result = 0;
 
-	for (unsigned j = 0; j < N_SUMS; j++)
-		sums[j] = 0x5B1F36E9u + j * 0x9E3779B9u;
-	for (size_t i = 0; i < rows; i++) {
-		for (unsigned j = 0; j < N_SUMS; j++) {
-			uint32_t v, tmp;
-			size_t at = (i * N_SUMS + j) * 4;
-
-			memcpy(&v, page + at, 4);
-			/* pd_checksum (bytes 8..9) counts as zero */
-			if (at == PGH_CHECKSUM)
-				v &= 0xFFFF0000u;
-			tmp = sums[j] ^ v;
-			sums[j] = tmp * FNV_PRIME ^ (tmp >> 17);
-		}
-	}
 	for (int r = 0; r < 2; r++)
 		for (unsigned j = 0; j < N_SUMS; j++) {
 			uint32_t tmp = sums[j];
@@ -110,6 +101,87 @@ uint16_t pg_page_checksum(const uint8_t *page, uint32_t blk)
 		result ^= sums[j];
 	result ^= blk;
 	return (uint16_t) ((result % 65535u) + 1u);
+}
+
+/* The lane seeds. */
+static void checksum_seed(uint32_t *sums)
+{
+	for (unsigned j = 0; j < N_SUMS; j++)
+		sums[j] = 0x5B1F36E9u + j * 0x9E3779B9u;
+}
+
+uint16_t pg_page_checksum_scalar(const uint8_t *page, uint32_t blk)
+{
+	uint32_t sums[N_SUMS];
+	const size_t rows = PG_BLCKSZ / (sizeof(uint32_t) * N_SUMS);
+
+	checksum_seed(sums);
+	for (size_t i = 0; i < rows; i++) {
+		uint32_t w[N_SUMS];
+
+		memcpy(w, page + i * sizeof(w), sizeof(w));
+		/* pd_checksum (bytes 8..9, low half of word 2) counts as zero */
+		if (i == 0)
+			w[PGH_CHECKSUM / 4] &= 0xFFFF0000u;
+		for (unsigned j = 0; j < N_SUMS; j++) {
+			uint32_t tmp = sums[j] ^ w[j];
+
+			sums[j] = tmp * FNV_PRIME ^ (tmp >> 17);
+		}
+	}
+	return checksum_fold(sums, blk);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_CHECKSUM_AVX2 1
+
+/* The same lanes, eight at a time: 4 x 256-bit registers per 128-byte row. */
+__attribute__((target("avx2"))) static uint16_t checksum_avx2(const uint8_t *page, uint32_t blk)
+{
+	uint32_t sums[N_SUMS];
+	const __m256i prime = _mm256_set1_epi32((int) FNV_PRIME);
+	__m256i s[4];
+	const size_t rows = PG_BLCKSZ / (sizeof(uint32_t) * N_SUMS);
+
+	checksum_seed(sums);
+	for (int k = 0; k < 4; k++)
+		s[k] = _mm256_loadu_si256((const __m256i *) (const void *) (sums + 8 * k));
+	for (size_t i = 0; i < rows; i++) {
+		const uint8_t *row = page + i * N_SUMS * 4;
+
+		for (int k = 0; k < 4; k++) {
+			__m256i w = _mm256_loadu_si256((const __m256i *) (const void *) (row + 32 * k));
+			__m256i t;
+
+			if (i == 0 && k == 0)
+				w = _mm256_and_si256(w, _mm256_setr_epi32(-1, -1, (int) 0xFFFF0000u, -1, -1,
+									    -1, -1, -1));
+			t = _mm256_xor_si256(s[k], w);
+			s[k] = _mm256_xor_si256(_mm256_mullo_epi32(t, prime), _mm256_srli_epi32(t, 17));
+		}
+	}
+	for (int k = 0; k < 4; k++)
+		_mm256_storeu_si256((__m256i *) (void *) (sums + 8 * k), s[k]);
+	return checksum_fold(sums, blk);
+}
+#endif
+
+uint16_t pg_page_checksum(const uint8_t *page, uint32_t blk)
+{
+#ifdef HAVE_CHECKSUM_AVX2
+	/* cpuid once; a racing first call computes the same answer */
+	static atomic_int have_avx2 = -1;
+	int h = atomic_load_explicit(&have_avx2, memory_order_relaxed);
+
+	if (h < 0) {
+		h = __builtin_cpu_supports("avx2") ? 1 : 0;
+		atomic_store_explicit(&have_avx2, h, memory_order_relaxed);
+	}
+	if (h)
+		return checksum_avx2(page, blk);
+#endif
+	return pg_page_checksum_scalar(page, blk);
 }
 
 void pg_page_set_checksum(uint8_t *page, uint32_t blk)
