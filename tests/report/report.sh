@@ -14,7 +14,8 @@
 #    only escaped;
 #  - a tampered ledger (trigger dropped, one payload byte changed) is exit 4
 #    and leaves no report directory and no temporary one;
-#  - an --out that holds other files is refused (exit 3) and left alone.
+#  - an --out that holds other files is refused (exit 3) and left alone;
+#  - records with odd members (wrong types, missing) are shown, not crashed on.
 set -u
 cs=${COLDSTUDY:?}; fx=${REPORT_FIXTURE:?}; src=${COLDSTUDY_SRC:?}
 command -v python3 >/dev/null 2>&1 || { echo "no python3"; exit 77; }
@@ -144,6 +145,17 @@ setup "init empty" "$cs" init "$T/E"
 ok "report of an empty study" "$cs" report "$T/E" --out "$T/RE" &&
 	grep -q "No verdict: no hypothesis is registered." "$T/RE/report.md" &&
 	grep -q "No deviation is on record." "$T/RE/report.md" || die "empty study report"
+
+# records of every kind with members of the wrong type or missing: shown as
+# n/a or left out, never a crash, never "(null)", still valid SVG
+setup "init odd" "$cs" init "$T/O"
+setup "register odd" "$cs" register "$T/O" "$src/studies/cold-query/hypotheses/H1.json"
+setup "fixture odd" "$fx" "$T/O" && setup "odd records" "$fx" --odd "$T/O"
+ok "report of odd records" "$cs" report "$T/O" --out "$T/RO" || die "odd records are not reported"
+grep -q "(null)" "$T/RO/report.md" "$T/RO/report.html" && die "(null) printed for a missing member"
+grep -q "| R9 | -1 | n/a | many |" "$T/RO/report.md" || die "odd run R9 not shown as recorded"
+python3 -c 'import glob, sys, xml.etree.ElementTree as E; [E.parse(f) for f in glob.glob(sys.argv[1] + "/*.svg")]' "$T/RO" ||
+	die "an SVG of odd records does not parse"
 
 # usage
 "$cs" report "$T/S" >/dev/null 2>&1; [ $? = 2 ] || die "report without --out: expected exit 2"

@@ -5,6 +5,7 @@
  * building an index:
  *
  *   report_fixture DIR
+ *   report_fixture --odd DIR   records of every kind with odd members
  *
  * appends, through the real ledger: a study record, a passed validation
  * batch, five design runs (serial cold gate on hdd-pool, a warm gate, a
@@ -149,6 +150,41 @@ static int add(ledger *l, const char *kind, json_t *p, cs_err *e)
 	return rc;
 }
 
+/*
+ * Records of every kind the report reads, with members of the wrong type,
+ * missing or absurd: the report must show them as n/a or leave them out,
+ * never crash or print garbage.
+ */
+static const char *const odd[][2] = {
+    {"run", "{\"run_id\":5,\"tags\":{\"x\":1},\"metrics\":[1,2],\"features\":\"s\"}"},
+    {"run", "{\"run_id\":\"R9\",\"metrics\":{\"wall_s\":-1,\"engine_reads\":\"many\","
+            "\"engine_read_ms_mean\":1e300},\"features\":{\"mode\":\"fanout\",\"fanout\":-3,"
+            "\"device\":7},\"status\":\"aborted\"}"},
+    {"run", "{}"},
+    {"hypothesis", "{\"id\":\"H77\"}"},
+    {"amendment", "{\"id\":\"H77\",\"rationale\":5}"},
+    {"validation", "{\"check\":[],\"passed\":\"maybe\",\"detail\":7}"},
+    {"prediction", "{\"id\":1,\"target\":[],\"band95\":[\"a\"],\"value\":null}"},
+    {"run_start", "{\"holdout\":true}"},
+    {"score", "{\"rows\":[{\"predicted\":0,\"observed\":-5,\"lo\":\"x\"},3],\"n\":\"two\"}"},
+    {"refutation", "{\"because\":{\"no\":1}}"},
+    {"deviation", "{}"},
+    {"note", "{\"text\":[1],\"status\":\"ok\"}"},
+    {"verdict", "{\"hypothesis\":3}"},
+    {"study", "{\"doc\":[]}"},
+};
+
+/* Append the odd records. */
+static int add_odd(ledger *l, cs_err *e)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; !rc && i < sizeof(odd) / sizeof(odd[0]); i++)
+		rc = add(l, odd[i][0], json_loads(odd[i][1], 0, NULL), e);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	ledger *l = NULL;
@@ -156,8 +192,14 @@ int main(int argc, char **argv)
 	size_t i;
 	int rc;
 
+	if (argc == 3 && !strcmp(argv[1], "--odd")) {
+		rc = ledger_open(argv[2], &l, &e);
+		if (!rc)
+			rc = add_odd(l, &e);
+		goto out;
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: report_fixture DIR\n");
+		fprintf(stderr, "usage: report_fixture [--odd] DIR\n");
 		return 2;
 	}
 	rc = ledger_open(argv[1], &l, &e);
