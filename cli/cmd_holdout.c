@@ -190,8 +190,15 @@ static int predict(const char *dir, const char *targets_path, const char *model)
 					targets_path, i);
 		else
 			rc = harness_run_load(path, &spec, sha, &e);
-		if (!rc)
-			rc = harness_spec_features(spec, &feat, &e);
+		if (!rc) {
+			/* the features the run will record: the study's defaults filled in */
+			json_t *eff = NULL;
+
+			rc = harness_run_effective_study(l, spec, &eff, &e);
+			if (!rc)
+				rc = harness_spec_features(eff, &feat, &e);
+			json_decref(eff);
+		}
 		json_array_foreach(metrics, j, mv) {
 			const char *metric = json_string_value(mv);
 			holdout_pred p;
@@ -355,6 +362,9 @@ static int score(const char *dir, int have_threshold, double threshold, int as_j
 			    "mean_band_width", s.mean_band_width, "mean_relative_band_width",
 			    s.mean_rel_band_width, "calibration_rejected", s.calibration_rejected,
 			    "passed", s.passed, "rows", table, "pending", pending, "deviations", v.devs);
+	/* payload now holds table and pending; drop ours so they die with it */
+	json_decref(table);
+	json_decref(pending);
 	if (s.reject_at_or_below != SIZE_MAX)
 		json_object_set_new(payload, "reject_calibration_if_inside_at_most",
 				    json_integer((json_int_t) s.reject_at_or_below));
