@@ -41,7 +41,7 @@ static const char usage[] =
 	"                             [--device PROFILE] [--simulate PROFILE] [--cold]\n"
 	"                             [--buffers SIZE] [--search-probe N] [--rescore-limit N]\n"
 	"                             [--io serial|concurrent:Q] [--partitions LIST]\n"
-	"                             [--record-blocks PREFIX] [--json]\n"
+	"                             [--record-blocks PREFIX] [--trace FILE] [--json]\n"
 	"       coldstudy index verify DIR\n"
 	"       coldstudy index insert DIR --data SPEC [--first-id N]\n"
 	"       coldstudy index delete DIR --ids FILE | --data SPEC [--first-id N]\n\n"
@@ -50,6 +50,8 @@ static const char usage[] =
 	"bytes per read, mean read latency, buffer hits, heap/posting/rescore reads.\n"
 	"--cold evicts the index's files and empties the buffer pool before each query.\n"
 	"--simulate replays each query's reads against PROFILE in virtual time.\n"
+	"--trace writes each query's reads (cvtrace format: FILE, or FILE.N for several\n"
+	"queries) for `coldstudy device replay FILE --device PROFILE`.\n"
 	"--record-blocks writes PREFIX.NAME per index file: the blocks read, for\n"
 	"`coldstudy cache prewarm DIR/NAME --blocks @PREFIX.NAME`.\n"
 	"SIZE: bytes with an optional K, M or G suffix. LIST: 0,3,8-15.\n"
@@ -345,7 +347,7 @@ static int write_blocks(const char *prefix, const cv_block_list *bl, char **file
 }
 
 typedef struct qargs {
-	const char *dir, *queries, *data, *gt, *device, *simulate, *record;
+	const char *dir, *queries, *data, *gt, *device, *simulate, *record, *tracefile;
 	uint64_t nq, buffers;
 	int cold, json;
 	cv_io_strategy strategy;
@@ -395,6 +397,8 @@ static int parse_query_args(int argc, char **argv, qargs *a)
 			a->simulate = val;
 		else if (!strcmp(o, "--record-blocks"))
 			a->record = val;
+		else if (!strcmp(o, "--trace"))
+			a->tracefile = val;
 		else if (!strcmp(o, "--nq")) {
 			if ((rc = opt_uint(o, val, 1, UINT32_MAX, &a->nq)))
 				return rc;
@@ -652,8 +656,13 @@ static int index_query(int argc, char **argv)
 	}
 	if (a.simulate) {
 		rc = cv_device_new(a.simulate, 1, &simdev, &e);
-		if (!rc)
-			rc = cv_trace_new(1u << 22, &trace);
+		if (rc) {
+			exitc = fail(rc, &e);
+			goto out;
+		}
+	}
+	if (a.simulate || a.tracefile) {
+		rc = cv_trace_new(1u << 22, &trace);
 		if (rc) {
 			exitc = fail(rc, &e);
 			goto out;
@@ -721,7 +730,21 @@ static int index_query(int argc, char **argv)
 						   gt + i * a.qo.k, a.qo.k, ids, nout);
 			s.have_recall = 1;
 		}
-		if (trace) {
+		if (a.tracefile) {
+			char tpath[4200];
+
+			/* one file per query: FILE for a single query, FILE.N otherwise */
+			if (s.nq == 1)
+				snprintf(tpath, sizeof(tpath), "%s", a.tracefile);
+			else
+				snprintf(tpath, sizeof(tpath), "%s.%zu", a.tracefile, i);
+			rc = cv_trace_save(trace, tpath, &e);
+			if (rc) {
+				exitc = fail(rc, &e);
+				goto out;
+			}
+		}
+		if (simdev) {
 			cv_sim_result r;
 
 			rc = cv_device_simulate(simdev, trace, i + 1, &r);

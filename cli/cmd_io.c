@@ -8,6 +8,11 @@
  *   coldstudy probe FILE --qd N --bs 4k|8k|16k --reads M [--strategy S]
  *                   [--device PROFILE] [--seed S] [--json] [--fio]
  *   coldstudy device list | show PROFILE | under FILE
+ *   coldstudy device replay TRACE --device PROFILE [--seed S] [--json]
+ *
+ * replay loads a cvtrace file (written by `index query --trace`) and runs
+ * it through the device model in virtual time: reads of a stream wait for
+ * its previous batch, streams run concurrently, the CPU gaps are kept.
  */
 #include "cmds.h"
 
@@ -506,12 +511,99 @@ oom:
 	return CS_EXIT_INTERNAL;
 }
 
+/* The real span of a trace: last completion minus first submission, in ms. */
+static double trace_real_ms(const cv_trace *t)
+{
+	const cv_trace_rec *r = cv_trace_recs(t);
+	size_t n = cv_trace_len(t);
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].submit_ns < lo)
+			lo = r[i].submit_ns;
+		if (r[i].complete_ns > hi)
+			hi = r[i].complete_ns;
+	}
+	return n ? (double) (hi - lo) / 1e6 : 0.0;
+}
+
+static int device_replay(int argc, char **argv)
+{
+	const char *path = NULL, *profile = NULL;
+	uint64_t seed = 1;
+	int json = 0, rc, exitc = CS_EXIT_OK;
+	cv_trace *t = NULL;
+	cv_device *d = NULL;
+	cv_sim_result r;
+	cv_err e = {{0}};
+
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+			profile = argv[++i];
+		} else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+			if (cli_parse_u64(argv[++i], &seed))
+				return cli_usage("device", "--seed wants a number, got '%s'", argv[i]);
+		} else if (argv[i][0] != '-' && !path) {
+			path = argv[i];
+		} else {
+			return cli_usage("device", "replay: unexpected '%s'", argv[i]);
+		}
+	}
+	if (!path || !profile)
+		return cli_usage("device", "replay needs TRACE and --device PROFILE");
+	rc = cv_device_new(profile, seed, &d, &e);
+	if (rc) {
+		fprintf(stderr, "coldstudy device: %s\n", e.msg);
+		return CS_EXIT_BADINPUT;
+	}
+	rc = cv_trace_load(path, &t, &e);
+	if (rc) {
+		fprintf(stderr, "coldstudy device: %s\n", e.msg);
+		exitc = rc == -EBADMSG ? CS_EXIT_BADINPUT : cli_exit_from_errno(rc);
+		goto out;
+	}
+	rc = cv_device_simulate(d, t, seed, &r);
+	if (rc) {
+		exitc = fail_errno("device", "simulate", rc);
+		goto out;
+	}
+	if (json)
+		printf("{\"trace\":\"%s\",\"device\":\"%s\",\"seed\":%llu,\"records\":%zu,"
+		       "\"files\":%u,\"dropped\":%llu,\"real_ms\":%.3f,\"wall_ms\":%.3f,"
+		       "\"reads\":%llu,\"read_ms_mean\":%.4f,\"inflight_mean\":%.3f,\"iops\":%.2f}\n",
+		       path, cv_device_name(d), (unsigned long long) seed, cv_trace_len(t),
+		       cv_trace_nfiles(t), (unsigned long long) cv_trace_dropped(t), trace_real_ms(t),
+		       r.wall_ms, (unsigned long long) r.reads, r.read_ms_mean, r.inflight_mean, r.iops);
+	else
+		printf("trace          %s (%zu reads, %u files, %llu dropped)\n"
+		       "device         %s (virtual time, seed %llu)\n"
+		       "real span      %.3f ms\n"
+		       "virtual wall   %.3f ms\n"
+		       "reads          %llu\n"
+		       "read ms mean   %.4f\n"
+		       "in flight      %.3f (time-averaged)\n"
+		       "IOPS           %.2f\n",
+		       path, cv_trace_len(t), cv_trace_nfiles(t),
+		       (unsigned long long) cv_trace_dropped(t), cv_device_name(d),
+		       (unsigned long long) seed, trace_real_ms(t), r.wall_ms,
+		       (unsigned long long) r.reads, r.read_ms_mean, r.inflight_mean, r.iops);
+out:
+	cv_trace_free(t);
+	cv_device_free(d);
+	return exitc;
+}
+
 int cmd_device(int argc, char **argv)
 {
 	if (argc < 2 || cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy device list\n"
 		       "       coldstudy device show PROFILE    (a name from list, or probe:FILE)\n"
-		       "       coldstudy device under FILE      (the block device and its counters)\n");
+		       "       coldstudy device under FILE      (the block device and its counters)\n"
+		       "       coldstudy device replay TRACE --device PROFILE [--seed S] [--json]\n"
+		       "                                        (a cvtrace from `index query --trace`,\n"
+		       "                                         replayed in virtual time)\n");
 		return argc < 2 ? CS_EXIT_USAGE : CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "list")) {
@@ -570,5 +662,7 @@ int cmd_device(int argc, char **argv)
 		       (unsigned long long) s.io_ticks_ms);
 		return CS_EXIT_OK;
 	}
+	if (!strcmp(argv[1], "replay"))
+		return device_replay(argc, argv);
 	return cli_usage("device", "unknown subcommand '%s'", argv[1]);
 }

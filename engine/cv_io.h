@@ -271,4 +271,16 @@ typedef struct cv_blkdelta {
 
 CV_API void cv_blkstat_delta(const cv_blkstat *before, const cv_blkstat *after, cv_blkdelta *out);
 
+/*
+ * Trace files ("cvtrace" v1, little-endian: header, file table, 40-byte
+ * records, CRC-32 trailer; see engine/io/tracefile.c). Save writes whole
+ * (temporary file, fsync, rename); load and decode refuse damage with
+ * -EBADMSG and the byte offset in e. A loaded trace replays with
+ * cv_device_simulate like a captured one.
+ */
+CV_API int cv_trace_encode(const cv_trace *t, uint8_t **out, size_t *n);
+CV_API int cv_trace_save(const cv_trace *t, const char *path, cv_err *e);
+CV_API int cv_trace_decode(const uint8_t *buf, size_t n, cv_trace **out, cv_err *e);
+CV_API int cv_trace_load(const char *path, cv_trace **out, cv_err *e);
+
 #endif

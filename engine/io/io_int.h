@@ -110,6 +110,11 @@ uint64_t cvdev_schedule(cvdev_state *s, uint64_t t_ns, uint32_t len);
 void cvio_trace_add(cv_trace *t, const cv_file *f, uint32_t stream, uint32_t batch, uint64_t off,
 		    uint32_t len, uint64_t submit_ns, uint64_t complete_ns);
 
+/* Add a path to a (loaded) trace's file table; 0, -ENOSPC or -ENOMEM. */
+int cvio_trace_add_path(cv_trace *t, const char *path);
+/* Set a loaded trace's dropped count. */
+void cvio_trace_set_dropped(cv_trace *t, uint64_t dropped);
+
 /* ---- contexts ---- */
 
 typedef struct cvio_slot {

@@ -164,3 +164,24 @@ CV_API int cv_trace_append(cv_trace *t, const cv_trace_rec *r)
 	t->recs[i] = *r;
 	return 0;
 }
+
+/* Add a path to the file table of a loaded trace (its id outside cv_file's range). */
+int cvio_trace_add_path(cv_trace *t, const char *path)
+{
+	char *p;
+
+	if (t->nfiles >= TRACE_FILES_MAX)
+		return -ENOSPC;
+	p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	t->file_ids[t->nfiles] = UINT32_MAX - t->nfiles;
+	t->file_paths[t->nfiles++] = p;
+	return 0;
+}
+
+/* Set the dropped count (a loaded trace keeps its capture's). */
+void cvio_trace_set_dropped(cv_trace *t, uint64_t dropped)
+{
+	atomic_store(&t->dropped, dropped);
+}

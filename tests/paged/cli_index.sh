@@ -29,6 +29,22 @@ check 0 "query phnsw subset, blocks" "$cs" index query "$T/h" --queries "$Q" --n
 [ -s "$T/bl.part-000" ] || { echo "FAIL: no block list written"; fail=1; }
 check 0 "query text" "$cs" index query "$T/h" --queries "$Q" --nq 3 --simulate hdd-pool
 grep -q 'virtual time' "$T/out" || { echo "FAIL: no virtual time line"; fail=1; }
+# a trace written by --trace replays in virtual time with the same read count
+check 0 "query fanout, trace" "$cs" index query "$T/h" --queries "$Q" --nq 1 --mode fanout:4 --strategy uring --cold --trace "$T/q.cvtrace" --json
+qreads=$(sed 's/.*"engine_reads":\([0-9]*\).*/\1/' "$T/out")
+check 0 "replay" "$cs" device replay "$T/q.cvtrace" --device hdd-pool --json
+rreads=$(sed 's/.*"reads":\([0-9]*\).*/\1/' "$T/out")
+[ -n "$qreads" ] && [ "$qreads" = "$rreads" ] || { echo "FAIL: replay reads $rreads, query $qreads"; fail=1; }
+grep -q '"wall_ms":[1-9]' "$T/out" || { echo "FAIL: replay wall: $(cat "$T/out")"; fail=1; }
+check 0 "query, traces per query" "$cs" index query "$T/p" --queries "$Q" --nq 2 --trace "$T/s"
+[ -s "$T/s.0" ] && [ -s "$T/s.1" ] || { echo "FAIL: per-query traces missing"; fail=1; }
+check 0 "replay text" "$cs" device replay "$T/s.1" --device nvme
+grep -q '^virtual wall' "$T/out" || { echo "FAIL: replay text: $(cat "$T/out")"; fail=1; }
+head -c 100 "$T/s.0" > "$T/trunc"
+check 5 "replay truncated" "$cs" device replay "$T/trunc" --device hdd-pool
+grep -q 'byte' "$T/err" || { echo "FAIL: no byte offset: $(cat "$T/err")"; fail=1; }
+check 5 "replay unknown device" "$cs" device replay "$T/s.0" --device floppy
+check 2 "replay without device" "$cs" device replay "$T/s.0"
 check 0 "verify" "$cs" index verify "$T/h"
 grep -q 'ok: 4 partitions, 1500 rows' "$T/out" || { echo "FAIL: verify says $(cat "$T/out")"; fail=1; }
 check 5 "queries of the wrong dimension" "$cs" index query "$T/p" --queries 'synth:n=5,d=8,seed=1'
