@@ -26,15 +26,7 @@ ok() { # description command...
 	what=$1; shift
 	"$@" >"$T/out" 2>"$T/err" || { die "$what: exit $?: $(cat "$T/err")"; return 1; }
 }
-# Other parts' verbs that only build the study run without LeakSanitizer's
-# exit check (their leaks are theirs to test); report itself runs with it.
-setup() { # description command...
-	what=$1; shift
-	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" "$@" >"$T/out" 2>"$T/err" ||
-		{ die "$what: exit $?: $(cat "$T/err")"; return 1; }
-}
-
-setup init "$cs" init "$T/S" || exit 1
+ok init "$cs" init "$T/S" || exit 1
 mkdir "$T/hyp"
 python3 - "$src/studies/cold-query/hypotheses/H9.json" "$T/hyp/H11.json" <<'PY' || exit 1
 import json, sys
@@ -44,20 +36,20 @@ d["title"] = "<script>alert(1)</script> & a 'quoted' | pipe"
 d["statement"] = "A statement with <img src=x onerror=alert(2)> in it."
 json.dump(d, open(sys.argv[2], "w"))
 PY
-setup register "$cs" register "$T/S" "$src"/studies/cold-query/hypotheses/H*.json "$T/hyp/H11.json" || exit 1
+ok register "$cs" register "$T/S" "$src"/studies/cold-query/hypotheses/H*.json "$T/hyp/H11.json" || exit 1
 python3 - "$src/studies/cold-query/hypotheses/H7.json" "$T/hyp/H7.json" <<'PY' || exit 1
 import json, sys
 d = json.load(open(sys.argv[1]))
 d["prediction"]["band95"] = [1.0, 2.0]
 json.dump(d, open(sys.argv[2], "w"))
 PY
-setup amend "$cs" register "$T/S" "$T/hyp/H7.json" --amend --rationale "widen H7's band: the seed's pooled interval was 1.04 to 1.61"
-setup fixture "$fx" "$T/S" || exit 1
-setup "holdout score" "$cs" holdout score "$T/S"
-setup verdicts "$cs" verdicts "$T/S"
-setup deviate "$cs" deviate "$T/S" --because "the first cold gate attempt was lost <b>without a record</b> and rerun" --hypothesis H1
-setup refute "$cs" refute "$T/S" H3 --because "ef_search changes recall too"
-setup "log verify" "$cs" log verify "$T/S"
+ok amend "$cs" register "$T/S" "$T/hyp/H7.json" --amend --rationale "widen H7's band: the seed's pooled interval was 1.04 to 1.61"
+ok fixture "$fx" "$T/S" || exit 1
+ok "holdout score" "$cs" holdout score "$T/S"
+ok verdicts "$cs" verdicts "$T/S"
+ok deviate "$cs" deviate "$T/S" --because "the first cold gate attempt was lost <b>without a record</b> and rerun" --hypothesis H1
+ok refute "$cs" refute "$T/S" H3 --because "ef_search changes recall too"
+ok "log verify" "$cs" log verify "$T/S"
 
 ok "report 1" "$cs" report "$T/S" --out "$T/R1" || exit 1
 ok "report 2" "$cs" report "$T/S" --out "$T/R2" || exit 1
@@ -141,16 +133,16 @@ mkdir "$T/pics" && echo '<svg/>' > "$T/pics/mine.svg"
 [ $rc = 3 ] && [ -e "$T/pics/mine.svg" ] || die "a folder of SVG files was taken for a report: exit $rc"
 
 # a study with nothing in it yet still reports (and says so)
-setup "init empty" "$cs" init "$T/E"
+ok "init empty" "$cs" init "$T/E"
 ok "report of an empty study" "$cs" report "$T/E" --out "$T/RE" &&
 	grep -q "No verdict: no hypothesis is registered." "$T/RE/report.md" &&
 	grep -q "No deviation is on record." "$T/RE/report.md" || die "empty study report"
 
 # records of every kind with members of the wrong type or missing: shown as
 # n/a or left out, never a crash, never "(null)", still valid SVG
-setup "init odd" "$cs" init "$T/O"
-setup "register odd" "$cs" register "$T/O" "$src/studies/cold-query/hypotheses/H1.json"
-setup "fixture odd" "$fx" "$T/O" && setup "odd records" "$fx" --odd "$T/O"
+ok "init odd" "$cs" init "$T/O"
+ok "register odd" "$cs" register "$T/O" "$src/studies/cold-query/hypotheses/H1.json"
+ok "fixture odd" "$fx" "$T/O" && ok "odd records" "$fx" --odd "$T/O"
 ok "report of odd records" "$cs" report "$T/O" --out "$T/RO" || die "odd records are not reported"
 grep -q "(null)" "$T/RO/report.md" "$T/RO/report.html" && die "(null) printed for a missing member"
 grep -q "| R9 | -1 | n/a | many |" "$T/RO/report.md" || die "odd run R9 not shown as recorded"
