@@ -17,7 +17,7 @@ static const verb verbs[] = {
 	{"init", cmd_init, "create a study: DIR/ledger.db and DIR/frozen/"},
 	{"register", cmd_register, "validate, hash, timestamp and freeze hypothesis or study files"},
 	{"hypotheses", cmd_hypotheses, "list the registered hypotheses"},
-	{"log", cmd_log, "verify, export, checkpoint, prove: the experiment log"},
+	{"log", cmd_log, "verify, export, checkpoint, prove, publish: the experiment log"},
 	{"data", cmd_data, "dataset info and exact ground truth"},
 	{"cache", cmd_cache, "evict files from the page cache, measure residency, prewarm blocks"},
 	{"probe", cmd_probe, "random reads at a fixed queue depth (fio-like), with --fio beside it"},

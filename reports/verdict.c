@@ -124,6 +124,13 @@ static int judge(gather *g, const char *id, json_t **out, cs_err *e)
 	if (!rc)
 		rc = rule_eval(json_object_get(doc, "reject"), runs, &rej, &rej_trace, e);
 	if (rc) {
+		char msg[CS_ERR_MAX];
+
+		/* name the hypothesis whose registered rule could not be evaluated */
+		if (e) {
+			memcpy(msg, e->msg, sizeof(msg));
+			cs_err_set(e, rc, "%s: %.960s", id, msg);
+		}
 		json_decref(runs);
 		json_decref(names);
 		json_decref(devs);
