@@ -52,6 +52,14 @@ int harness_run_load(const char *path, json_t **doc, char sha_out[65], cs_err *e
 int harness_run_effective(const json_t *run, const json_t *defaults, json_t **out, cs_err *e);
 
 /*
+ * Refuse treatment combinations that would measure nothing, on an
+ * effective spec: virtual time without a device, competing readers in
+ * virtual time, prewarm under a real-time device model, prewarm with
+ * more than one client or warm. Exit 5 with the JSON path and why.
+ */
+int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e);
+
+/*
  * harness_run_effective with the defaults of the study registered last in
  * l's ledger (none registered: engine defaults only). What `run` records
  * as "spec" and takes its features from; holdout should predict from the

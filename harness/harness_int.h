@@ -65,4 +65,61 @@ int64_t harness_rss(void);
 json_t *harness_memcap_apply(uint64_t bytes, char *cleanup_path, size_t cap);
 void harness_memcap_release(const char *cleanup_path);
 
+/* ---- treatments and virtual time (treat.c) ---- */
+
+#include "cv_index.h"
+
+#define HARNESS_BLOCK 8192u /* the paged kinds' block: prewarm and hit detection */
+
+/* Competing readers: n threads of QD1 O_DIRECT random reads over files. */
+typedef struct harness_readers harness_readers;
+/* Start them; dev (may be NULL) delays their reads in real time, shared with the queries. */
+int harness_readers_start(char **files, size_t nfiles, unsigned n, uint32_t block,
+			  const cv_device *dev, harness_readers **out, cs_err *e);
+/* Stop and free (accepts NULL); a new summary object, or NULL with e filled on failure. */
+json_t *harness_readers_stop(harness_readers *R, cs_err *e);
+
+/* Bulk sequential writes with fdatasync to a scratch file in dir (removed at stop). */
+typedef struct harness_writer harness_writer;
+int harness_writer_start(const char *dir, const char *index, uint64_t max_bytes, double max_s,
+			 uint64_t chunk, uint64_t sync_bytes, harness_writer **out, cs_err *e);
+/* Stop, remove the file, free (accepts NULL); a new summary, or NULL with e filled. */
+json_t *harness_writer_stop(harness_writer *W, int through_model, cs_err *e);
+
+/* Exit 5 unless every CPU of cpus (a JSON array) is in this process's allowed set. */
+int harness_cpuset_check(const json_t *cpus, cs_err *e);
+/* Pin the calling thread to cpus; 0 or -errno. */
+int harness_pin_self(const json_t *cpus);
+/* The calling thread's CPU set as a JSON array (new). */
+json_t *harness_affinity_now(void);
+
+/* A sorted set of (index file, block) pairs: the blocks a prewarm loaded. */
+typedef struct harness_blockset {
+	uint64_t *key; /* file << 40 | block, sorted, unique */
+	size_t n;
+} harness_blockset;
+int harness_blockset_from(const cv_block_list *bl, harness_blockset *out);
+void harness_blockset_free(harness_blockset *s);
+int harness_blockset_has(const harness_blockset *s, uint32_t file, uint64_t block);
+/* Read the set's blocks of files[] into the page cache. 0 or -errno. */
+int harness_prewarm(char **files, size_t nfiles, const harness_blockset *s);
+
+/* One query in virtual time. */
+typedef struct harness_vq {
+	double lat_ms;          /* virtual latency */
+	double read_ms;         /* sum of read latencies: replayed + page-cache hits */
+	uint64_t device_reads;  /* reads replayed against the device */
+	uint64_t hit_reads;     /* reads of prewarmed blocks (kept at their real latency) */
+	double span_real_ms, span_virtual_ms;
+} harness_vq;
+
+/*
+ * Replay query trace t against dev in virtual time (seeded), leaving out
+ * reads wholly within hits (files[] maps the trace's files to block-set
+ * file numbers by name). -ENOSPC when the trace dropped reads.
+ */
+int harness_vtime_query(const cv_device *dev, const cv_trace *t, uint64_t seed,
+			const harness_blockset *hits, char **files, size_t nfiles, double real_lat_ms,
+			harness_vq *out);
+
 #endif

@@ -77,6 +77,9 @@ typedef struct qrow {
 	uint64_t reads, bytes;
 	double recall; /* NaN: none */
 	uint32_t n;
+	double setup_ms;          /* prewarm before the query (outside its latency) */
+	double vlat_ms, vread_ms; /* virtual time: latency and read time as the device gives them */
+	uint64_t vdev_reads, vhits;
 } qrow;
 
 typedef struct load {
@@ -103,6 +106,14 @@ typedef struct load {
 	qrow **rows;
 	size_t *nrows, *caprows;
 	cv_io_stats *stats;
+	/* treatments */
+	const cv_device *vdev;        /* virtual time: replay each query against this device */
+	uint64_t seed;
+	char **files;                 /* the index files (prewarm, hit detection) */
+	size_t nfiles;
+	harness_blockset *pw;         /* per query row: the blocks to prewarm, or NULL */
+	const json_t *cpus;           /* client placement, or NULL */
+	json_t **placement;           /* per client: the CPU set it ran on */
 } load;
 
 typedef struct client_arg {
@@ -119,6 +130,22 @@ static void fail(load *L, const char *msg, int rc)
 	pthread_mutex_unlock(&L->mu);
 }
 
+/* Resident fraction of files (NaN when it cannot be measured). */
+static double prewarm_residency(char **files, size_t n)
+{
+	uint64_t pages = 0, res = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		cv_residency r;
+
+		if (cv_cache_residency(files[i], &r))
+			return NAN;
+		pages += r.pages;
+		res += r.resident;
+	}
+	return pages ? (double) res / (double) pages : 0.0;
+}
+
 /* One client: closed loop, the next query only when the last returned. */
 static void *client(void *p)
 {
@@ -129,9 +156,23 @@ static void *client(void *p)
 	cv_io *ctx = NULL;
 	uint32_t *ids = NULL;
 	float *dists = NULL;
+	cv_trace *trace = NULL;
 	int rc;
 
 	io.stream = c;
+	if (L->cpus && (rc = harness_pin_self(L->cpus))) {
+		fail(L, "cannot pin the client to client_cpus", rc);
+		goto out;
+	}
+	L->placement[c] = harness_affinity_now();
+	if (L->vdev) {
+		rc = cv_trace_new(1u << 19, &trace);
+		if (rc) {
+			fail(L, "cannot allocate the query trace", rc);
+			goto out;
+		}
+		io.trace = trace;
+	}
 	rc = cv_io_new(&io, &ctx);
 	ids = calloc(L->k ? L->k : 1, sizeof(*ids));
 	dists = calloc(L->k ? L->k : 1, sizeof(*dists));
@@ -143,6 +184,7 @@ static void *client(void *p)
 		uint64_t i = atomic_fetch_add(&L->next, 1), t1, t2;
 		cv_query_stats qs = {0};
 		cv_io_stats before, after;
+		double setup_ms;
 		size_t nout = 0, q;
 		qrow *r;
 
@@ -151,6 +193,30 @@ static void *client(void *p)
 		if (L->deadline_ns && cs_mono_ns() >= L->deadline_ns)
 			break;
 		q = (size_t) (i % L->queries->n);
+		setup_ms = 0;
+		if (L->pw) {
+			/* Prewarm: cold again (buffers and page cache), then this query's list. */
+			uint64_t s0 = cs_mono_ns();
+			double res;
+
+			cv_index_drop_buffers(L->ix);
+			for (size_t f = 0; f < L->nfiles && !rc; f++)
+				rc = cv_cache_evict(L->files[f]);
+			res = prewarm_residency(L->files, L->nfiles);
+			if (!rc && !(res == 0.0)) {
+				fail(L, "page cache not cold after eviction before prewarm", -EBUSY);
+				break;
+			}
+			if (!rc)
+				rc = harness_prewarm(L->files, L->nfiles, &L->pw[q]);
+			if (rc) {
+				fail(L, "prewarm failed", rc);
+				break;
+			}
+			setup_ms = (double) (cs_mono_ns() - s0) / 1e6;
+		}
+		if (trace)
+			cv_trace_clear(trace);
 		cv_io_stats_get(ctx, &before);
 		t1 = cs_mono_ns();
 		rc = cv_index_query(L->ix, ctx, cv_row(L->queries, q), &L->qo, ids, dists, &nout, &qs);
@@ -181,6 +247,28 @@ static void *client(void *p)
 		r->read_ms = (double) (after.lat_ns.sum - before.lat_ns.sum) / 1e6;
 		r->n = (uint32_t) nout;
 		r->recall = NAN;
+		r->setup_ms = setup_ms;
+		r->vlat_ms = r->lat_ms;
+		r->vread_ms = r->read_ms;
+		r->vdev_reads = r->reads;
+		r->vhits = 0;
+		if (trace) {
+			harness_vq vq;
+
+			rc = harness_vtime_query(L->vdev, trace, L->seed + i, L->pw ? &L->pw[q] : NULL,
+						 L->files, L->nfiles, r->lat_ms, &vq);
+			if (rc) {
+				fail(L, rc == -ENOSPC ? "a query's read trace overflowed (over 524288 reads)"
+						      : "virtual-time replay failed",
+				     rc);
+				L->nrows[c]--;
+				break;
+			}
+			r->vlat_ms = vq.lat_ms;
+			r->vread_ms = vq.read_ms;
+			r->vdev_reads = vq.device_reads;
+			r->vhits = vq.hit_reads;
+		}
 		if (L->gt)
 			r->recall = cv_recall_at_k(L->base, cv_row(L->queries, q), L->metric,
 						   L->gt + q * L->k, L->k, ids, nout);
@@ -202,6 +290,7 @@ static void *client(void *p)
 	cv_io_stats_get(ctx, &L->stats[c]);
 out:
 	cv_io_free(ctx);
+	cv_trace_free(trace);
 	free(ids);
 	free(dists);
 	return NULL;
@@ -261,6 +350,121 @@ static const char *base_spec(const json_t *study, const json_t *eff, const char 
 			return dataset_spec(study, d);
 	}
 	return NULL;
+}
+
+/*
+ * The run's metrics (DESIGN.md's vocabulary). virt: latencies, wall and
+ * read times as the modelled device gives them (the rows' virtual
+ * fields), with no block-device figures (the model has no counters);
+ * else the real measurements. New reference, NULL when out of memory.
+ */
+static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s, int virt,
+			    int have_dev, const cv_blkstat *bs0, const cv_blkstat *bs1,
+			    double resident_before, uint64_t mem_peak)
+{
+	size_t n = 0, k = 0, nrec = 0;
+	double *lat, sum_lat = 0, sum_rec = 0, read_ms = 0;
+	json_t *m;
+
+	for (unsigned c = 0; c < L->clients; c++)
+		n += L->nrows[c];
+	lat = malloc((n ? n : 1) * sizeof(*lat));
+	m = json_object();
+	if (!lat || !m) {
+		free(lat);
+		json_decref(m);
+		return NULL;
+	}
+	for (unsigned c = 0; c < L->clients; c++) {
+		for (size_t i = 0; i < L->nrows[c]; i++) {
+			const qrow *r = &L->rows[c][i];
+			double v = virt ? r->vlat_ms : r->lat_ms;
+
+			lat[k++] = v;
+			sum_lat += v;
+			read_ms += r->vread_ms;
+			if (isfinite(r->recall)) {
+				sum_rec += r->recall;
+				nrec++;
+			}
+		}
+	}
+	if (!virt)
+		read_ms = (double) all->lat_ns.sum / 1e6;
+	qsort(lat, n, sizeof(*lat), cmp_double);
+	json_object_set_new(m, "wall_s", json_real(wall_s));
+	json_object_set_new(m, "queries", json_integer((json_int_t) n));
+	json_object_set_new(m, "qps", json_real(wall_s > 0 ? (double) n / wall_s : 0));
+	json_object_set_new(m, "lat_mean_ms", num_or_null(n ? sum_lat / (double) n : NAN));
+	json_object_set_new(m, "lat_p50_ms", num_or_null(quantile(lat, n, 0.5)));
+	json_object_set_new(m, "lat_p99_ms", num_or_null(quantile(lat, n, 0.99)));
+	json_object_set_new(m, "recall_at_k", num_or_null(nrec ? sum_rec / (double) nrec : NAN));
+	json_object_set_new(m, "engine_reads", json_integer((json_int_t) all->reads));
+	json_object_set_new(m, "engine_read_ms_mean",
+			    num_or_null(all->reads ? read_ms / (double) all->reads : NAN));
+	json_object_set_new(m, "reads_per_query",
+			    num_or_null(n ? (double) all->reads / (double) n : NAN));
+	json_object_set_new(m, "bytes_per_read",
+			    num_or_null(all->reads ? (double) all->bytes / (double) all->reads : NAN));
+	if (have_dev && !virt) {
+		uint64_t dr = bs1->reads - bs0->reads;
+
+		json_object_set_new(m, "device_reads", json_integer((json_int_t) dr));
+		json_object_set_new(m, "device_read_ms_mean",
+				    num_or_null(dr ? (double) (bs1->read_ms - bs0->read_ms) / (double) dr
+						   : NAN));
+		json_object_set_new(m, "device_busy",
+				    num_or_null(wall_s > 0 ? (double) (bs1->io_ticks_ms - bs0->io_ticks_ms) /
+								     1000.0 / wall_s
+							   : NAN));
+	} else {
+		json_object_set_new(m, "device_reads", json_null());
+		json_object_set_new(m, "device_read_ms_mean", json_null());
+		json_object_set_new(m, "device_busy", json_null());
+	}
+	json_object_set_new(m, "io_over_wall",
+			    num_or_null(wall_s > 0 && all->reads ? read_ms / 1e3 / wall_s
+								 : (all->reads ? NAN : 0.0)));
+	json_object_set_new(m, "inflight_median",
+			    all->inflight.count ? json_real(cv_hist_quantile(&all->inflight, 0.5))
+						: json_integer(0));
+	json_object_set_new(m, "resident_fraction_before", num_or_null(resident_before));
+	json_object_set_new(m, "mem_peak_bytes", json_integer((json_int_t) mem_peak));
+	free(lat);
+	return m;
+}
+
+/*
+ * The virtual wall: each client's queries back to back in virtual time,
+ * with the real gaps between them (prewarm setup left out); the longest
+ * client's timeline from the run's start.
+ */
+static double virtual_wall_s(const load *L, uint64_t start_ns)
+{
+	double wall = 0;
+
+	for (unsigned c = 0; c < L->clients; c++) {
+		double t = 0;
+
+		for (size_t i = 0; i < L->nrows[c]; i++) {
+			const qrow *r = &L->rows[c][i];
+
+			if (i == 0) {
+				t = r->t_ms - (double) (start_ns - L->t0) / 1e6;
+			} else {
+				const qrow *p = &L->rows[c][i - 1];
+				double gap = r->t_ms - (p->t_ms + p->lat_ms) - r->setup_ms;
+
+				t += gap > 0 ? gap : 0;
+			}
+			if (t < 0)
+				t = 0;
+			t += r->vlat_ms;
+		}
+		if (t > wall)
+			wall = t;
+	}
+	return wall / 1e3;
 }
 
 typedef struct count_ctx {
@@ -372,6 +576,12 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	json_t *raw = NULL, *study = NULL, *eff = NULL, *features = NULL, *marker = NULL;
 	json_t *host = NULL, *memcap = NULL, *ios = NULL, *mems = NULL, *proms = NULL, *rowsj = NULL;
 	json_t *rec = NULL, *metrics = NULL, *tmp;
+	json_t *metrics_real = NULL, *vinfo = NULL, *treat = NULL;
+	harness_readers *readers = NULL;
+	harness_writer *writer = NULL;
+	harness_blockset *pw = NULL;
+	size_t npw = 0;
+	int virt = 0;
 	cv_dataset *qall = NULL, *queries = NULL, *base = NULL;
 	int32_t *gt = NULL;
 	cv_index *ix = NULL;
@@ -421,6 +631,19 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	rc = harness_run_validate(eff, spec_path, "$(with study defaults)", 0, e);
 	if (rc)
 		goto out;
+	rc = harness_run_check_treatments(eff, spec_path, e);
+	if (rc)
+		goto out;
+	virt = json_is_string(json_object_get(eff, "device_time")) &&
+	       !strcmp(json_string_value(json_object_get(eff, "device_time")), "virtual");
+	if (json_is_array(json_object_get(eff, "client_cpus")) &&
+	    (rc = harness_cpuset_check(json_object_get(eff, "client_cpus"), e))) {
+		char m[CS_ERR_MAX];
+
+		snprintf(m, sizeof(m), "%s", e->msg);
+		rc = cs_err_set(e, rc, "%s: %s", spec_path, m);
+		goto out;
+	}
 	index = json_string_value(json_object_get(eff, "index"));
 
 	/* 1. guards */
@@ -527,7 +750,13 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	cv_io_strategy_parse(json_string_value(json_object_get(eff, "strategy")), &L.io.strategy);
 	if (json_is_integer(json_object_get(eff, "queue_depth")))
 		L.io.queue_depth = (unsigned) json_integer_value(json_object_get(eff, "queue_depth"));
-	L.io.device = dev;
+	L.io.device = virt ? NULL : dev; /* virtual: real reads, replayed afterwards */
+	L.vdev = virt ? dev : NULL;
+	L.seed = 42;
+	L.cpus = json_is_array(json_object_get(eff, "client_cpus")) ? json_object_get(eff, "client_cpus")
+								    : NULL;
+	if (L.qo.mode == CV_MODE_FANOUT && L.qo.fanout > (L.io.queue_depth ? L.io.queue_depth : 64))
+		L.io.queue_depth = L.qo.fanout;
 	L.ix = ix;
 	L.queries = queries;
 	L.base = base;
@@ -541,6 +770,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot list the index files", index);
 		goto out;
 	}
+	L.files = files;
+	L.nfiles = nfiles;
 	rc = harness_spec_features(eff, &features, e);
 	if (rc)
 		goto out;
@@ -568,6 +799,66 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	if (rc)
 		goto out;
 	run_started = 1;
+
+	/* Prewarm: record the blocks each query (or another query) reads, before the cold state. */
+	if (json_is_object(json_object_get(eff, "prewarm"))) {
+		const json_t *p = json_object_get(eff, "prewarm");
+		int other = !strcmp(json_string_value(json_object_get(p, "of")), "other");
+		uint64_t off = json_is_integer(json_object_get(p, "offset"))
+				       ? (uint64_t) json_integer_value(json_object_get(p, "offset"))
+				       : queries->n;
+		cv_io *w = NULL;
+		uint32_t *ids = calloc(L.k, sizeof(*ids));
+		float *d = calloc(L.k, sizeof(*d));
+		cv_io_opts wo = L.io;
+		int r;
+
+		wo.device = NULL;
+		wo.trace = NULL;
+		npw = queries->n;
+		pw = calloc(npw, sizeof(*pw));
+		r = (!ids || !d || !pw) ? -ENOMEM : cv_io_new(&wo, &w);
+		for (size_t q = 0; !r && q < npw; q++) {
+			cv_block_list bl = {0};
+			cv_query_opts qo = L.qo;
+			size_t nout;
+			const float *v = other ? cv_row(qall, (L.first_id + q + off) % qall->n)
+					       : cv_row(queries, q);
+
+			qo.blocks = &bl;
+			cv_index_drop_buffers(ix); /* every block the query needs, not only pool misses */
+			r = cv_index_query(ix, w, v, &qo, ids, d, &nout, NULL);
+			if (!r)
+				r = harness_blockset_from(&bl, &pw[q]);
+			free(bl.file);
+			free(bl.block);
+		}
+		cv_io_free(w);
+		free(ids);
+		free(d);
+		if (r) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "recording the prewarm block lists: %s",
+					strerror(-r));
+			goto out;
+		}
+		L.pw = pw;
+		treat = json_object();
+		{
+			uint64_t nb = 0;
+
+			for (size_t q = 0; q < npw; q++)
+				nb += pw[q].n;
+			json_object_set_new(treat, "prewarm",
+					    json_pack("{s:s, s:I, s:f, s:s}", "of",
+						      other ? "other" : "self", "offset",
+						      (json_int_t) (other ? off : 0), "blocks_mean",
+						      npw ? (double) nb / (double) npw : 0.0,
+						      "method",
+						      "block list recorded by a query pass (cv_block_list), "
+						      "then per query: drop buffers, evict, residency 0, "
+						      "cv_cache_prewarm"));
+		}
+	}
 
 	/* 3. cold or warm */
 	cold = json_is_true(json_object_get(eff, "cold"));
@@ -627,11 +918,62 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	L.nrows = calloc(L.clients, sizeof(*L.nrows));
 	L.caprows = calloc(L.clients, sizeof(*L.caprows));
 	L.stats = calloc(L.clients, sizeof(*L.stats));
+	L.placement = calloc(L.clients, sizeof(*L.placement));
 	th = calloc(L.clients, sizeof(*th));
 	ca = calloc(L.clients, sizeof(*ca));
-	if (!L.rows || !L.nrows || !L.caprows || !L.stats || !th || !ca) {
+	if (!L.rows || !L.nrows || !L.caprows || !L.stats || !L.placement || !th || !ca) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
+	}
+	/* Competing load starts before the first query and stops after the last. */
+	if (json_is_object(json_object_get(eff, "load"))) {
+		const json_t *ld = json_object_get(eff, "load");
+		uint32_t blk = json_is_integer(json_object_get(ld, "block_bytes"))
+				       ? (uint32_t) json_integer_value(json_object_get(ld, "block_bytes"))
+				       : HARNESS_BLOCK;
+
+		rc = harness_readers_start(files, nfiles,
+					   (unsigned) json_integer_value(json_object_get(ld, "readers")),
+					   blk, L.io.device, &readers, e);
+		if (rc)
+			goto out;
+	}
+	if (json_is_object(json_object_get(eff, "bulkwrite"))) {
+		const json_t *bw = json_object_get(eff, "bulkwrite");
+		const char *wd = json_string_value(json_object_get(bw, "dir"));
+		char parent[PATH_MAX];
+
+		if (!wd)
+			wd = json_string_value(json_object_get(study, "scratch_dir"));
+		if (!wd) {
+			char *sl;
+
+			snprintf(parent, sizeof(parent), "%s", index);
+			while ((sl = strrchr(parent, '/')) && sl[1] == '\0' && sl != parent)
+				*sl = '\0';
+			sl = strrchr(parent, '/');
+			if (sl && sl != parent)
+				*sl = '\0';
+			else
+				snprintf(parent, sizeof(parent), "%s", sl ? "/" : ".");
+			wd = parent;
+		}
+		rc = harness_writer_start(
+			wd, index,
+			json_is_integer(json_object_get(bw, "max_bytes"))
+				? (uint64_t) json_integer_value(json_object_get(bw, "max_bytes"))
+				: (uint64_t) 1 << 30,
+			json_is_number(json_object_get(bw, "max_s")) ? json_number_value(json_object_get(bw, "max_s"))
+								    : 600.0,
+			json_is_integer(json_object_get(bw, "chunk_bytes"))
+				? (uint64_t) json_integer_value(json_object_get(bw, "chunk_bytes"))
+				: (uint64_t) 1 << 20,
+			json_is_integer(json_object_get(bw, "sync_bytes"))
+				? (uint64_t) json_integer_value(json_object_get(bw, "sync_bytes"))
+				: (uint64_t) 8 << 20,
+			&writer, e);
+		if (rc)
+			goto out;
 	}
 	cs_format_rfc3339(cs_now_us(), started);
 	L.t0 = cs_mono_ns();
@@ -662,6 +1004,30 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	}
 	for (unsigned c = 0; c < L.clients; c++)
 		pthread_join(th[c], NULL);
+	if (readers || writer) {
+		cs_err te = {0};
+		json_t *rj = readers ? harness_readers_stop(readers, &te) : NULL;
+		json_t *wj = NULL;
+
+		if (readers && !rj) {
+			readers = NULL;
+			harness_writer_stop(writer, 0, NULL);
+			writer = NULL;
+			fail(&L, te.msg, -EIO);
+		} else {
+			readers = NULL;
+			wj = writer ? harness_writer_stop(writer, 0, &te) : NULL;
+			if (writer && !wj)
+				fail(&L, te.msg, -EIO);
+			writer = NULL;
+		}
+		if (!treat)
+			treat = json_object();
+		if (rj)
+			json_object_set_new(treat, "load", rj);
+		if (wj)
+			json_object_set_new(treat, "bulkwrite", wj);
+	}
 	/* Wall ends when the last query returned, not when this thread noticed. */
 	t_end = atomic_load(&L.end_ns) ? atomic_load(&L.end_ns) : cs_mono_ns();
 	cs_format_rfc3339(cs_now_us(), ended);
@@ -693,92 +1059,77 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	/* 5. metrics */
 	{
 		cv_io_stats all;
-		size_t n = 0, k = 0, nrec = 0;
-		double *lat, sum_lat = 0, sum_rec = 0, eng_ms;
+		uint64_t start = atomic_load(&L.start_ns) ? atomic_load(&L.start_ns) : L.t0;
+		double setup_ms = 0;
 		struct rusage ru;
 
 		memset(&all, 0, sizeof(all));
-		for (unsigned c = 0; c < L.clients; c++) {
+		for (unsigned c = 0; c < L.clients; c++)
 			cv_io_stats_merge(&all, &L.stats[c]);
-			n += L.nrows[c];
-		}
 		/* The wall runs from the first query's submission to the last one's completion
-		 * (client threads' start-up is not part of the load). */
-		wall_s = (double) (t_end - (atomic_load(&L.start_ns) ? atomic_load(&L.start_ns) : L.t0)) / 1e9;
-		lat = malloc((n ? n : 1) * sizeof(*lat));
-		rowsj = json_array();
-		if (!lat || !rowsj) {
-			free(lat);
-			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-			goto out;
-		}
-		for (unsigned c = 0; c < L.clients; c++) {
-			for (size_t i = 0; i < L.nrows[c]; i++) {
-				const qrow *r = &L.rows[c][i];
-
-				lat[k++] = r->lat_ms;
-				sum_lat += r->lat_ms;
-				if (isfinite(r->recall)) {
-					sum_rec += r->recall;
-					nrec++;
-				}
-				if (json_array_size(rowsj) < ROWS_MAX)
-					json_array_append_new(
-						rowsj,
-						json_pack("{s:I, s:I, s:f, s:f, s:I, s:I, s:f, s:o, s:I}", "q",
-							  (json_int_t) r->q, "client", (json_int_t) r->client,
-							  "t_ms", r->t_ms, "lat_ms", r->lat_ms, "reads",
-							  (json_int_t) r->reads, "bytes", (json_int_t) r->bytes,
-							  "read_ms", r->read_ms, "recall", num_or_null(r->recall),
-							  "n", (json_int_t) r->n));
-			}
-		}
-		qsort(lat, n, sizeof(*lat), cmp_double);
-		eng_ms = all.reads ? (double) all.lat_ns.sum / (double) all.reads / 1e6 : NAN;
-		metrics = json_object();
-		json_object_set_new(metrics, "wall_s", json_real(wall_s));
-		json_object_set_new(metrics, "queries", json_integer((json_int_t) n));
-		json_object_set_new(metrics, "qps", json_real(wall_s > 0 ? (double) n / wall_s : 0));
-		json_object_set_new(metrics, "lat_mean_ms", num_or_null(n ? sum_lat / (double) n : NAN));
-		json_object_set_new(metrics, "lat_p50_ms", num_or_null(quantile(lat, n, 0.5)));
-		json_object_set_new(metrics, "lat_p99_ms", num_or_null(quantile(lat, n, 0.99)));
-		json_object_set_new(metrics, "recall_at_k",
-				    num_or_null(nrec ? sum_rec / (double) nrec : NAN));
-		json_object_set_new(metrics, "engine_reads", json_integer((json_int_t) all.reads));
-		json_object_set_new(metrics, "engine_read_ms_mean", num_or_null(eng_ms));
-		json_object_set_new(metrics, "reads_per_query",
-				    num_or_null(n ? (double) all.reads / (double) n : NAN));
-		json_object_set_new(metrics, "bytes_per_read",
-				    num_or_null(all.reads ? (double) all.bytes / (double) all.reads : NAN));
-		if (have_dev) {
-			uint64_t dr = bs1.reads - bs0.reads;
-
-			json_object_set_new(metrics, "device_reads", json_integer((json_int_t) dr));
-			json_object_set_new(metrics, "device_read_ms_mean",
-					    num_or_null(dr ? (double) (bs1.read_ms - bs0.read_ms) / (double) dr : NAN));
-			json_object_set_new(metrics, "device_busy",
-					    num_or_null(wall_s > 0 ? (double) (bs1.io_ticks_ms - bs0.io_ticks_ms) /
-									     1000.0 / wall_s
-								   : NAN));
-		} else {
-			json_object_set_new(metrics, "device_reads", json_null());
-			json_object_set_new(metrics, "device_read_ms_mean", json_null());
-			json_object_set_new(metrics, "device_busy", json_null());
-		}
-		json_object_set_new(metrics, "io_over_wall",
-				    num_or_null(wall_s > 0 && all.reads
-							? (double) all.lat_ns.sum / 1e9 / wall_s
-							: (all.reads ? NAN : 0.0)));
-		json_object_set_new(metrics, "inflight_median",
-				    all.inflight.count ? json_real(cv_hist_quantile(&all.inflight, 0.5))
-						       : json_integer(0));
-		json_object_set_new(metrics, "resident_fraction_before", num_or_null(resident_before));
+		 * (client threads' start-up is not part of the load); per-query prewarm is setup,
+		 * not load (prewarm runs have one client). */
+		for (unsigned c = 0; c < L.clients; c++)
+			for (size_t i = 1; i < L.nrows[c]; i++)
+				setup_ms += L.rows[c][i].setup_ms;
+		wall_s = (double) (t_end - start) / 1e9 - setup_ms / 1e3;
 		if (!json_is_true(json_object_get(memcap, "applied")) || !mem_peak) {
 			getrusage(RUSAGE_SELF, &ru);
 			mem_peak = (uint64_t) ru.ru_maxrss * 1024u;
 		}
-		json_object_set_new(metrics, "mem_peak_bytes", json_integer((json_int_t) mem_peak));
-		free(lat);
+		metrics = make_metrics(&L, &all, wall_s, 0, have_dev, &bs0, &bs1, resident_before,
+				       mem_peak);
+		if (metrics && virt) {
+			double vwall = virtual_wall_s(&L, start);
+			uint64_t vd = 0, vh = 0;
+			char desc[512];
+
+			metrics_real = metrics;
+			metrics = make_metrics(&L, &all, vwall, 1, have_dev, &bs0, &bs1,
+					       resident_before, mem_peak);
+			for (unsigned c = 0; c < L.clients; c++)
+				for (size_t i = 0; i < L.nrows[c]; i++) {
+					vd += L.rows[c][i].vdev_reads;
+					vh += L.rows[c][i].vhits;
+				}
+			vinfo = json_pack("{s:s, s:s, s:I, s:I, s:s}", "device",
+					  cv_device_name(dev), "model",
+					  cv_device_describe(dev, desc, sizeof(desc)), "device_reads",
+					  (json_int_t) vd, "prewarm_hit_reads", (json_int_t) vh,
+					  "replay",
+					  "each query's read trace replayed alone on the device model "
+					  "(cv_device_simulate); a client's queries back to back with their "
+					  "real gaps; clients do not contend with each other");
+		}
+		rowsj = json_array();
+		if (!metrics || !rowsj) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+			goto out;
+		}
+		for (unsigned c = 0; c < L.clients; c++) {
+			for (size_t i = 0; i < L.nrows[c] && json_array_size(rowsj) < ROWS_MAX; i++) {
+				const qrow *r = &L.rows[c][i];
+				json_t *row = json_pack(
+					"{s:I, s:I, s:f, s:f, s:I, s:I, s:f, s:o, s:I}", "q",
+					(json_int_t) r->q, "client", (json_int_t) r->client, "t_ms", r->t_ms,
+					"lat_ms", virt ? r->vlat_ms : r->lat_ms, "reads",
+					(json_int_t) r->reads, "bytes", (json_int_t) r->bytes, "read_ms",
+					virt ? r->vread_ms : r->read_ms, "recall", num_or_null(r->recall),
+					"n", (json_int_t) r->n);
+
+				if (row && virt) {
+					json_object_set_new(row, "lat_ms_real", json_real(r->lat_ms));
+					json_object_set_new(row, "read_ms_real", json_real(r->read_ms));
+					json_object_set_new(row, "device_reads_virtual",
+							    json_integer((json_int_t) r->vdev_reads));
+					json_object_set_new(row, "prewarm_hits",
+							    json_integer((json_int_t) r->vhits));
+				}
+				if (row && L.pw)
+					json_object_set_new(row, "setup_ms", json_real(r->setup_ms));
+				json_array_append_new(rowsj, row);
+			}
+		}
 	}
 
 	/* 6. one transaction: the raw series and the run record */
@@ -815,6 +1166,23 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "cannot build the run record");
 			goto out;
 		}
+		json_object_set_new(rec, "device_time",
+				    dev ? json_string(virt ? "virtual" : "realtime") : json_null());
+		if (virt) {
+			json_object_set(rec, "metrics_real", metrics_real);
+			json_object_set(rec, "virtual", vinfo);
+		}
+		if (treat)
+			json_object_set(rec, "treatments", treat);
+		if (L.cpus) {
+			json_t *pl = json_array();
+
+			for (unsigned c = 0; c < L.clients; c++)
+				json_array_append(pl, L.placement[c] ? L.placement[c] : json_null());
+			json_object_set_new(rec, "client_placement",
+					    json_pack("{s:O, s:o, s:o}", "asked", L.cpus, "clients", pl,
+						      "harness", harness_affinity_now()));
+		}
 		rc = ledger_append(l, "run", rec, NULL, e);
 		if (rc) {
 			ledger_rollback(l);
@@ -843,6 +1211,17 @@ out:
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	harness_samplers_stop(smp, NULL, NULL, NULL, NULL);
+	harness_readers_stop(readers, NULL);
+	harness_writer_stop(writer, 0, NULL);
+	for (size_t q = 0; pw && q < npw; q++)
+		harness_blockset_free(&pw[q]);
+	free(pw);
+	for (unsigned c = 0; L.placement && c < L.clients; c++)
+		json_decref(L.placement[c]);
+	free(L.placement);
+	json_decref(metrics_real);
+	json_decref(vinfo);
+	json_decref(treat);
 	harness_memcap_release(cgdir);
 	for (unsigned c = 0; L.rows && c < L.clients; c++)
 		free(L.rows[c]);

@@ -231,6 +231,118 @@ int harness_study_load(const char *path, json_t **doc, cs_err *e)
 
 /* ---- run.json ---- */
 
+/*
+ * The treatment knobs (docs/records.md "Treatments"): device_time,
+ * prewarm, load, bulkwrite, client_cpus. Combinations that would measure
+ * nothing (virtual time without a device, competing readers replayed in
+ * virtual time, prewarm under a real-time device model) are refused on
+ * the effective spec only, since study defaults may supply the device.
+ */
+static int treatments_validate(const json_t *doc, const char *name, const char *where, cs_err *e)
+{
+	static const char *const times[] = {"realtime", "virtual", NULL};
+	static const char *const ofs[] = {"self", "other", NULL};
+	static const char *const pw_keys[] = {"of", "offset", NULL};
+	static const char *const ld_keys[] = {"readers", "block_bytes", NULL};
+	static const char *const bw_keys[] = {"max_bytes", "max_s", "chunk_bytes", "sync_bytes",
+					      "dir", NULL};
+	const json_t *v;
+	char w[200];
+	int rc;
+
+	if ((rc = want_enum(doc, "device_time", times, name, where, e)))
+		return rc;
+	v = json_object_get(doc, "prewarm");
+	if (v && !json_is_null(v)) {
+		snprintf(w, sizeof(w), "%s.prewarm", where);
+		if (!json_is_object(v))
+			return bad(e, name, where, "prewarm",
+				   "expected {\"of\": \"self\"|\"other\", \"offset\": N}");
+		if ((rc = only_keys(v, pw_keys, name, w, e)) ||
+		    (rc = want_enum(v, "of", ofs, name, w, e)) ||
+		    (rc = want_int(v, "offset", 0, 1, (json_int_t) 1 << 40, name, w, e)))
+			return rc;
+		if (!json_object_get(v, "of"))
+			return bad(e, name, w, "of", "required: \"self\" or \"other\"");
+	}
+	v = json_object_get(doc, "load");
+	if (v && !json_is_null(v)) {
+		snprintf(w, sizeof(w), "%s.load", where);
+		if (!json_is_object(v))
+			return bad(e, name, where, "load", "expected {\"readers\": N, \"block_bytes\": B}");
+		if ((rc = only_keys(v, ld_keys, name, w, e)) ||
+		    (rc = want_int(v, "readers", 1, 1, 256, name, w, e)) ||
+		    (rc = want_int(v, "block_bytes", 0, 4096, 1 << 20, name, w, e)))
+			return rc;
+		if (json_integer_value(json_object_get(v, "block_bytes")) % 4096)
+			return bad(e, name, w, "block_bytes", "expected a multiple of 4096 (O_DIRECT)");
+	}
+	v = json_object_get(doc, "bulkwrite");
+	if (v && !json_is_null(v)) {
+		const json_t *ms;
+
+		snprintf(w, sizeof(w), "%s.bulkwrite", where);
+		if (!json_is_object(v))
+			return bad(e, name, where, "bulkwrite",
+				   "expected {\"max_bytes\", \"max_s\", \"chunk_bytes\", \"sync_bytes\", \"dir\"}");
+		if ((rc = only_keys(v, bw_keys, name, w, e)) ||
+		    (rc = want_int(v, "max_bytes", 0, 1 << 20, (json_int_t) 1 << 40, name, w, e)) ||
+		    (rc = want_int(v, "chunk_bytes", 0, 4096, 64 << 20, name, w, e)) ||
+		    (rc = want_int(v, "sync_bytes", 0, 4096, (json_int_t) 1 << 34, name, w, e)) ||
+		    (rc = want_string(v, "dir", 0, 4000, name, w, e)))
+			return rc;
+		ms = json_object_get(v, "max_s");
+		if (ms && (!json_is_number(ms) || json_number_value(ms) <= 0 ||
+			   json_number_value(ms) > 86400.0))
+			return bad(e, name, w, "max_s", "expected a number of seconds in (0, 86400]");
+	}
+	v = json_object_get(doc, "client_cpus");
+	if (v && !json_is_null(v)) {
+		size_t i;
+		json_t *x;
+
+		if (!json_is_array(v) || !json_array_size(v) || json_array_size(v) > 1024)
+			return bad(e, name, where, "client_cpus", "expected a non-empty array of CPU numbers");
+		json_array_foreach(v, i, x) {
+			if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+			    json_integer_value(x) >= 1024) {
+				snprintf(w, sizeof(w), "%s.client_cpus[%zu]", where, i);
+				return bad(e, name, w, NULL, "expected a CPU number in [0, 1023]");
+			}
+		}
+	}
+	return 0;
+}
+
+/* The combinations the harness refuses on an effective spec (exit 5). */
+int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
+{
+	const json_t *dev = json_object_get(eff, "device");
+	const char *dt = json_string_value(json_object_get(eff, "device_time"));
+	int virt = dt && !strcmp(dt, "virtual");
+	int has_dev = json_is_string(dev);
+	const json_t *pw = json_object_get(eff, "prewarm");
+	const json_t *ld = json_object_get(eff, "load");
+
+	if (virt && !has_dev)
+		return bad(e, name, "$", "device_time",
+			   "\"virtual\" replays reads against a device profile, and none is named");
+	if (virt && json_is_object(ld))
+		return bad(e, name, "$", "load",
+			   "competing readers cannot be replayed in virtual time (the replay models "
+			   "one query's reads); use \"device_time\": \"realtime\"");
+	if (json_is_object(pw) && has_dev && !virt)
+		return bad(e, name, "$", "prewarm",
+			   "the real-time device model delays page-cache hits too, so prewarm would "
+			   "show nothing; use \"device_time\": \"virtual\" or no device");
+	if (json_is_object(pw) && json_integer_value(json_object_get(eff, "clients")) != 1)
+		return bad(e, name, "$", "prewarm",
+			   "prewarm evicts and loads the cache before each query: needs clients 1");
+	if (json_is_object(pw) && !json_is_true(json_object_get(eff, "cold")))
+		return bad(e, name, "$", "prewarm", "a prewarm run starts cold: needs \"cold\": true");
+	return 0;
+}
+
 int harness_run_validate(const json_t *doc, const char *name, const char *where, int partial,
 			 cs_err *e)
 {
@@ -238,7 +350,8 @@ int harness_run_validate(const json_t *doc, const char *name, const char *where,
 		"index", "queries", "base", "k", "ef_search", "search_probe", "rescore_limit", "mode",
 		"fanout", "merge", "io", "io_depth", "strategy", "queue_depth", "buffers_bytes",
 		"device", "clients", "query_count", "duration_s", "cold", "partitions", "tags",
-		"hypotheses", "samplers", "mem_cap_bytes", "readahead", "metric", "notes", NULL};
+		"hypotheses", "samplers", "mem_cap_bytes", "readahead", "metric", "notes",
+		"device_time", "prewarm", "load", "bulkwrite", "client_cpus", NULL};
 	static const char *const q_keys[] = {"spec", "first", "count", NULL};
 	static const char *const s_keys[] = {"iostat_s", "memory_s", "prometheus_s",
 					     "prometheus_url", NULL};
@@ -362,6 +475,8 @@ int harness_run_validate(const json_t *doc, const char *name, const char *where,
 		    strncmp(json_string_value(v), "https://", 8))
 			return bad(e, name, w, "prometheus_url", "expected an http:// or https:// URL");
 	}
+	if ((rc = treatments_validate(doc, name, where, e)))
+		return rc;
 	/* Knob values the engine itself can judge. */
 	v = json_object_get(doc, "device");
 	if (json_is_string(v) && strncmp(json_string_value(v), "probe:", 6)) {
@@ -421,6 +536,8 @@ int harness_run_effective(const json_t *run, const json_t *defaults, json_t **ou
 	if (defaults)
 		json_object_update(eff, (json_t *) defaults);
 	json_object_update(eff, (json_t *) run);
+	if (json_is_string(json_object_get(eff, "device")) && !json_object_get(eff, "device_time"))
+		json_object_set_new(eff, "device_time", json_string("realtime"));
 	/* queries: a copy with first filled in. */
 	q = json_deep_copy(json_object_get(eff, "queries"));
 	if (q) {
@@ -474,6 +591,14 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 	json_object_set(f, "cold", json_object_get(eff, "cold") ?: json_false());
 	json_object_set(f, "buffers_bytes", json_object_get(eff, "buffers_bytes"));
 	json_object_set_new(f, "kind", kind[0] ? json_string(kind) : json_null());
+	json_object_set(f, "device_time", json_object_get(eff, "device_time") ?: json_null());
+	json_object_set(f, "prewarm",
+			json_object_get(json_object_get(eff, "prewarm"), "of") ?: json_null());
+	json_object_set_new(f, "load_readers",
+			    json_integer(json_integer_value(
+				    json_object_get(json_object_get(eff, "load"), "readers"))));
+	json_object_set_new(f, "bulkwrite", json_boolean(json_is_object(json_object_get(eff, "bulkwrite"))));
+	json_object_set(f, "client_cpus", json_object_get(eff, "client_cpus") ?: json_null());
 	qc = json_object_get(eff, "query_count");
 	if (!qc)
 		qc = json_object_get(json_object_get(eff, "queries"), "count");
