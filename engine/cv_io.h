@@ -283,4 +283,12 @@ CV_API int cv_trace_save(const cv_trace *t, const char *path, cv_err *e);
 CV_API int cv_trace_decode(const uint8_t *buf, size_t n, cv_trace **out, cv_err *e);
 CV_API int cv_trace_load(const char *path, cv_trace **out, cv_err *e);
 
+/*
+ * Add another context's counters into io's (a query that drove reads from
+ * helper threads, each with its own context, reports them in the caller's):
+ * reads, bytes, histograms and busy time add; inflight_max adds too, as the
+ * contexts' reads were in flight at the same time.
+ */
+CV_API void cv_io_stats_add(cv_io *io, const cv_io_stats *from);
+
 #endif

@@ -6,6 +6,9 @@
 # the same run; then virtual time under hdd-pool for serial and fan-out 16,
 # 32, 64 (the seed's Table 3). Also the fashion-mnist fidelity setting.
 #
+# Every query line carries cpu_us_per_read (process CPU per read: robust to
+# the machine's load, unlike wall time). uptime before and after.
+#
 # usage: bench/paged/run.sh [WORKDIR] [NQ]   (COLDSTUDY = the built CLI)
 set -eu
 CS=${COLDSTUDY:-build-paged/cli/coldstudy}
@@ -21,13 +24,18 @@ if [ ! -f "$IX/KIND" ]; then
 		--threads 2 --out "$IX"
 fi
 Q="$GEN[200000:200100]"
+uptime
 echo "== cold, real device (io_uring, O_DIRECT)"
 "$CS" probe "$IX/part-000" --qd 1 --bs 8k --reads 2000 --strategy uring --json
 "$CS" probe "$IX/part-000" --qd 16 --bs 8k --reads 8000 --strategy uring --json
 "$CS" index query "$IX" --queries "$Q" --nq "$NQ" --mode serial --strategy uring --cold --json
 "$CS" index query "$IX" --queries "$Q" --nq "$NQ" --mode fanout:16 --strategy uring --cold --json
+# the single-thread driver (one io_uring for all 16 scans), for comparison
+COLDSTUDY_FANOUT_THREADS=1 "$CS" index query "$IX" --queries "$Q" --nq "$NQ" --mode fanout:16 \
+	--strategy uring --cold --json
 "$CS" probe "$IX/part-000" --qd 1 --bs 8k --reads 2000 --strategy uring --json
 "$CS" probe "$IX/part-000" --qd 16 --bs 8k --reads 8000 --strategy uring --json
+uptime
 echo "== virtual time, hdd-pool"
 for m in serial fanout:16 fanout:32 fanout:64; do
 	"$CS" index query "$IX" --queries "$Q" --nq "$NQ" --mode "$m" --strategy uring --cold \

@@ -428,3 +428,12 @@ CV_API void cv_io_stats_merge(cv_io_stats *into, const cv_io_stats *from)
 		into->inflight_max = from->inflight_max;
 	into->busy_ns += from->busy_ns;
 }
+
+/* Fold a helper context's counters into io's (in-flight maxima add: concurrent contexts). */
+CV_API void cv_io_stats_add(cv_io *io, const cv_io_stats *from)
+{
+	uint64_t max = io->st.inflight_max + from->inflight_max;
+
+	cv_io_stats_merge(&io->st, from);
+	io->st.inflight_max = max;
+}

@@ -14,11 +14,13 @@
  *              child, in order: each child runs its whole HNSW search
  *              (pagedscan.c) and fetches the heap row of its first TID;
  *              one read at a time on one stream, queue depth one.
- *   fanout:C   the same P scans, C of them in flight at once from this
- *              one thread: each is a resumable state machine whose reads
- *              are submitted through cv_io_submit (stream = its slot, so a
- *              trace replays C dependent chains) and resumed when
- *              cv_io_reap returns them. Same pages, same results.
+ *   fanout:C   the same P scans, C of them in flight at once from a few
+ *              driver threads (one per CPU, up to one per 8 scans; see
+ *              fanout_threads): each scan is a resumable state machine
+ *              whose reads are submitted through its driver's cv_io
+ *              (io_uring; stream = its slot, so a trace replays C
+ *              dependent chains) and resumed when cv_io_reap returns
+ *              them. Same pages, same results.
  *   stream     k-way merge on the executor's distance (double, from the
  *              heap row) trusting each child's order, as Merge Append:
  *              after a row is returned its child is advanced (one more
@@ -607,8 +609,43 @@ typedef struct slot {
 	bool blocked;  /* another thread is reading the block: run again */
 } slot;
 
+/* What the fan-out's driver threads share: the scans and who takes the next. */
+typedef struct fan_shared {
+	phnsw_state *st;
+	ps_scan **scans;
+	size_t n;
+	atomic_size_t next;
+	atomic_int stop;         /* an error anywhere: take no more scans */
+	cv_block_list *bl;
+	pthread_mutex_t bl_mu;   /* the block list is appended from every thread */
+} fan_shared;
+
+/* The next partition scan to start, or NULL when none is left (or after an error). */
+static ps_scan *take_scan(fan_shared *sh)
+{
+	size_t i;
+
+	if (atomic_load(&sh->stop))
+		return NULL;
+	i = atomic_fetch_add(&sh->next, 1);
+	return i < sh->n ? sh->scans[i] : NULL;
+}
+
+/* record_block from any driver thread. */
+static int record_block_shared(fan_shared *sh, uint32_t file, uint64_t blk)
+{
+	int rc;
+
+	if (!sh->bl)
+		return 0;
+	pthread_mutex_lock(&sh->bl_mu);
+	rc = record_block(sh->bl, file, blk);
+	pthread_mutex_unlock(&sh->bl_mu);
+	return rc;
+}
+
 /* Advance slot sl's scan until it needs a read (submitted) or finishes. */
-static int slot_step(phnsw_state *st, slot *sl, unsigned idx, cv_io *io, bool *finished)
+static int slot_step(phnsw_state *st, slot *sl, uint32_t stream, cv_io *io, bool *finished)
 {
 	const ps_need *nd;
 	int rc = ps_scan_run(sl->scan);
@@ -630,7 +667,7 @@ static int slot_step(phnsw_state *st, slot *sl, unsigned idx, cv_io *io, bool *f
 				.off = (uint64_t) nd->blk * PG_BLCKSZ,
 				.len = PG_BLCKSZ,
 				.buf = nd->page,
-				.stream = idx,
+				.stream = stream,
 				.batch = sl->batch++,
 				.user = sl};
 	rc = cv_io_submit(io, &sl->req);
@@ -646,30 +683,35 @@ static int slot_step(phnsw_state *st, slot *sl, unsigned idx, cv_io *io, bool *f
 }
 
 /*
- * fanout:C from one thread: up to C scans, each with its one read in
- * flight, over cv_io_submit / cv_io_reap. A finished scan's slot takes
- * the next partition. Stream ids are slot numbers, so a trace holds C
- * chains of dependent reads.
+ * One driver: up to C scans, each with its one read in flight, over
+ * cv_io_submit / cv_io_reap on io. A finished scan's slot takes the next
+ * partition. Stream ids are stream0 + slot, so a trace holds C chains of
+ * dependent reads per driver and no two drivers share an id.
  */
-static int run_fanout(phnsw_state *st, ps_scan **scans, size_t n, unsigned C, cv_io *io,
-		      cv_block_list *bl)
+static int run_fanout(fan_shared *sh, unsigned C, uint32_t stream0, cv_io *io)
 {
+	phnsw_state *st = sh->st;
 	slot *slots = calloc(C, sizeof(*slots));
 	cv_read_req *done[64];
-	size_t next = 0, active = 0;
-	bool finished;
+	size_t active = 0;
+	bool finished, more = true;
 	int rc = 0;
 
 	if (!slots)
 		return -ENOMEM;
 	for (;;) {
 		/* fill free slots */
-		for (unsigned i = 0; i < C && next < n; i++) {
-			while (!slots[i].busy && next < n) {
-				slots[i] = (slot){.scan = scans[next++], .busy = true,
-						  .batch = slots[i].batch};
+		for (unsigned i = 0; i < C && more; i++) {
+			while (!slots[i].busy) {
+				ps_scan *sc = take_scan(sh);
+
+				if (!sc) {
+					more = false;
+					break;
+				}
+				slots[i] = (slot){.scan = sc, .busy = true, .batch = slots[i].batch};
 				active++;
-				if ((rc = slot_step(st, &slots[i], i, io, &finished)))
+				if ((rc = slot_step(st, &slots[i], stream0 + i, io, &finished)))
 					goto drain;
 				if (finished) {
 					slots[i].busy = false;
@@ -695,7 +737,7 @@ static int run_fanout(phnsw_state *st, ps_scan **scans, size_t n, unsigned C, cv
 					goto drain;
 				}
 			} else if (sl->blocked) {
-				if ((rc = slot_step(st, sl, i, io, &finished)))
+				if ((rc = slot_step(st, sl, stream0 + i, io, &finished)))
 					goto drain;
 				if (finished) {
 					sl->busy = false;
@@ -716,10 +758,10 @@ static int run_fanout(phnsw_state *st, ps_scan **scans, size_t n, unsigned C, cv
 			int r = done[j]->res;
 
 			if (!r)
-				r = record_block(bl, st->listidx[need->file], need->blk);
+				r = record_block_shared(sh, st->listidx[need->file], need->blk);
 			r = ps_scan_io_done(sl->scan, r);
 			if (!r)
-				r = slot_step(st, sl, (unsigned) (sl - slots), io, &finished);
+				r = slot_step(st, sl, stream0 + (uint32_t) (sl - slots), io, &finished);
 			if (r) {
 				rc = r;
 				goto drain;
@@ -734,6 +776,7 @@ static int run_fanout(phnsw_state *st, ps_scan **scans, size_t n, unsigned C, cv
 	free(slots);
 	return 0;
 drain:
+	atomic_store(&sh->stop, 1);
 	/* the kernel may still be writing into pool pages: wait for every read */
 	while (cv_io_inflight(io) > 0) {
 		int r = cv_io_reap(io, done, sizeof(done) / sizeof(done[0]), 1);
@@ -747,6 +790,115 @@ drain:
 		}
 	}
 	free(slots);
+	return rc;
+}
+
+/* A helper driver thread: its own cv_io (same strategy, device, trace), its share of C. */
+typedef struct fan_worker {
+	fan_shared *sh;
+	const cv_io_opts *o;
+	unsigned C;
+	uint32_t stream0;
+	cv_io_stats st;
+	int rc;
+	pthread_t tid;
+} fan_worker;
+
+static void *fan_worker_main(void *arg)
+{
+	fan_worker *w = arg;
+	cv_io_opts o = *w->o;
+	cv_io *io = NULL;
+
+	if (o.queue_depth < w->C)
+		o.queue_depth = w->C;
+	w->rc = cv_io_new(&o, &io);
+	if (!w->rc)
+		w->rc = run_fanout(w->sh, w->C, w->stream0, io);
+	else
+		atomic_store(&w->sh->stop, 1);
+	if (io)
+		cv_io_stats_get(io, &w->st);
+	cv_io_free(io);
+	return NULL;
+}
+
+/*
+ * How many threads drive a fan-out of C: one per CPU up to one per 8
+ * scans in flight (at most 8), since on a machine of few CPUs the kernel's
+ * per-read work and the page checks, not the disk, bound one thread.
+ * COLDSTUDY_FANOUT_THREADS=N overrides (1: the single-thread driver).
+ */
+static unsigned fanout_threads(unsigned C)
+{
+	const char *env = getenv("COLDSTUDY_FANOUT_THREADS");
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned t;
+
+	if (env && *env) {
+		char *end;
+		unsigned long v = strtoul(env, &end, 10);
+
+		if (!*end && v >= 1 && v <= 64)
+			return (unsigned) v < C ? (unsigned) v : C;
+	}
+	t = C / 8;
+	if (cpus > 0 && t > (unsigned long) cpus)
+		t = (unsigned) cpus;
+	if (t > 8)
+		t = 8;
+	return t ? t : 1;
+}
+
+/*
+ * fanout:C: the scans are shared out among T driver threads (this one
+ * and T-1 helpers), each holding its share of the C scans in flight on
+ * its own io_uring. Every page is read exactly as in serial mode (the
+ * pool is shared; a heap page another driver is reading is waited for,
+ * then a hit), so reads and results do not depend on T. The helpers'
+ * counters are folded into io.
+ */
+static int fanout(phnsw_state *st, ps_scan **scans, size_t n, unsigned C, cv_io *io,
+		  cv_block_list *bl)
+{
+	fan_shared sh = {.st = st, .scans = scans, .n = n, .bl = bl};
+	unsigned T = fanout_threads(C), started = 0, base = C / T, extra = C % T;
+	fan_worker *w = NULL;
+	uint32_t stream0 = 0;
+	int rc;
+
+	atomic_init(&sh.next, 0);
+	atomic_init(&sh.stop, 0);
+	pthread_mutex_init(&sh.bl_mu, NULL);
+	if (T > 1) {
+		w = calloc(T - 1, sizeof(*w));
+		if (!w)
+			T = 1;
+	}
+	/* helpers take slots [base + (extra>0), C); this thread the first share */
+	stream0 = base + (extra > 0);
+	for (unsigned t = 1; t < T; t++) {
+		fan_worker *x = &w[t - 1];
+
+		*x = (fan_worker){.sh = &sh, .o = cv_io_get_opts(io),
+				  .C = base + (t < extra), .stream0 = stream0};
+		stream0 += x->C;
+		if (pthread_create(&x->tid, NULL, fan_worker_main, x))
+			break;
+		started = t;
+	}
+	/* a helper that did not start takes no scans: the running drivers take them all */
+	rc = run_fanout(&sh, base + (extra > 0), 0, io);
+	for (unsigned t = 1; t <= started; t++) {
+		fan_worker *x = &w[t - 1];
+
+		pthread_join(x->tid, NULL);
+		cv_io_stats_add(io, &x->st);
+		if (!rc && x->rc)
+			rc = x->rc;
+	}
+	pthread_mutex_destroy(&sh.bl_mu);
+	free(w);
 	return rc;
 }
 
@@ -850,7 +1002,7 @@ static int phnsw_query(void *state, cv_io *io, const float *q, const cv_query_op
 		ps_scan_set_heap(scans[i], P, stream ? 1 : k, st->cat.heap_rows_per_page);
 	}
 	if (o->mode == CV_MODE_FANOUT && o->fanout > 1) {
-		rc = run_fanout(st, scans, np, o->fanout, io, o->blocks);
+		rc = fanout(st, scans, np, o->fanout, io, o->blocks);
 		if (rc)
 			goto out;
 	} else {

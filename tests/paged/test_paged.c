@@ -324,11 +324,21 @@ static void test_modes(void **state)
 	assert_int_equal(cv_index_partitions(ix), 8);
 	for (size_t qi = 3000; qi < 3020; qi++) {
 		const float *q = cv_row(all, qi);
-		res s, f, f2, so;
+		res s, f, f2, f3, so;
+		cv_io_stats b, a;
 
 		query(ix, io2, q, CV_MODE_SERIAL, 1, CV_MERGE_STREAM, 40, &s);
 		query(ix, io, q, CV_MODE_FANOUT, 4, CV_MERGE_STREAM, 40, &f);
 		query(ix, io2, q, CV_MODE_FANOUT, 8, CV_MERGE_STREAM, 40, &f2);
+		/* three driver threads, each with its own ring; counters folded into io */
+		cv_io_stats_get(io, &b);
+		setenv("COLDSTUDY_FANOUT_THREADS", "3", 1);
+		query(ix, io, q, CV_MODE_FANOUT, 8, CV_MERGE_STREAM, 40, &f3);
+		unsetenv("COLDSTUDY_FANOUT_THREADS");
+		cv_io_stats_get(io, &a);
+		assert_memory_equal(s.ids, f3.ids, sizeof(s.ids));
+		assert_int_equal(s.st.reads, f3.st.reads);
+		assert_int_equal(a.reads - b.reads, f3.st.reads);
 		query(ix, io, q, CV_MODE_FANOUT, 4, CV_MERGE_SORT, 40, &so);
 		assert_int_equal(s.n, 10);
 		assert_int_equal(f.n, 10);
