@@ -20,7 +20,8 @@
  *      the k-th smallest upper bound cannot be in the top k;
  *   6. reads the survivors' full vectors (one aligned 4 KiB read each) in
  *      order of lower bound, serially (stopping once the next lower bound
- *      exceeds the k-th exact distance) or in batches of Q, and returns
+ *      exceeds the k-th exact distance) or in batches (2k reads, at most Q,
+ *      with the same stopping test between batches), and returns
  *      the k best exact distances in the index's metric.
  *
  * Thread safety: the index is read-only after open; each thread keeps
@@ -615,7 +616,14 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 			kth = nres == k ? to_internal_dist(m, td[k - 1], qn2) : INFINITY;
 			if (s->cand[i0].est - s->cand[i0].err > kth)
 				break; /* no later candidate can enter the top k */
-			while (i0 + nb < nc && nb < depth) {
+			/*
+			 * Concurrent batches are 2k reads (at most Q): most queries have
+			 * their top k after one or two, and the bound stops the rest (Q
+			 * reads at once would fetch candidates the serial order never needs).
+			 */
+			size_t lim = depth > 2 * k ? 2 * k : depth;
+
+			while (i0 + nb < nc && nb < lim) {
 				uint32_t id = s->cand[i0 + nb].id;
 				uint64_t off = hfr_vec_off(m, id);
 				uint64_t boff = off / HFR_BLOCK * HFR_BLOCK;
