@@ -8,9 +8,11 @@
  * U from a hash of (seed, label), so a graph's levels do not depend on the
  * order threads happen to insert in. It descends greedily to its level,
  * then on each layer from there to 0 runs a search of width
- * ef_construction (reading link lists under the owners' spinlocks),
- * selects at most M neighbours with the heuristic, links itself to them
- * and them back to it. A neighbour whose list is full (M above layer 0,
+ * ef_construction (reading link lists under the owners' locks), selects
+ * neighbours with the heuristic (at most M above layer 0 and 2M on layer
+ * 0, as pgvector does; hnswlib stops at M on every layer, which on
+ * fashion-mnist costs it about 0.003 of recall@10 at ef 10), links itself
+ * to them and them back to it. A neighbour whose list is full (M above layer 0,
  * 2M at layer 0) reruns the heuristic over its old links plus the new one.
  *
  * Phases and locks: alloc_lock hands out node ids and guards the label
@@ -305,8 +307,8 @@ int hnsw_add(hnsw *h, const float *vec, uint32_t label)
 				break;
 			}
 		}
-		n = heuristic(h, c->sel, n, h->m);
-		memcpy(c->lsel + (size_t) l * h->m, c->sel, n * sizeof(*c->sel));
+		n = heuristic(h, c->sel, n, l ? h->m : h->m0);
+		memcpy(c->lsel + (size_t) l * h->m0, c->sel, n * sizeof(*c->sel));
 		c->nlsel[l] = (uint8_t) n;
 		low = l;
 		if (n) {
@@ -316,7 +318,7 @@ int hnsw_add(hnsw *h, const float *vec, uint32_t label)
 	}
 	for (int l = low; l <= lmax; l++)
 		if (c->nlsel[l])
-			connect(h, id, c->lsel + (size_t) l * h->m, c->nlsel[l], l);
+			connect(h, id, c->lsel + (size_t) l * h->m0, c->nlsel[l], l);
 	if (holds_top) {
 		__atomic_store_n(&h->entry, ((uint64_t) level << 32) | id, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&h->top_lock);

@@ -86,7 +86,7 @@ typedef struct hnsw_ctx {
 	uint32_t *links; /* a copied link list (2m) */
 	hnsw_pair *sel;  /* heuristic scratch */
 	size_t capsel;
-	hnsw_pair *lsel; /* an insertion's selected neighbours, m per layer */
+	hnsw_pair *lsel; /* an insertion's selected neighbours, 2m slots per layer */
 	uint8_t nlsel[HNSW_MAX_LEVEL + 1];
 	uint64_t ndist;  /* distance computations */
 } hnsw_ctx;

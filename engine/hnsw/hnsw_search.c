@@ -162,7 +162,7 @@ int hnsw_ctx_get(const struct hnsw *h, hnsw_ctx **out)
 		c->sel = malloc(c->capsel * sizeof(*c->sel));
 		c->qbuf = malloc((h->dim + 16) * sizeof(float));
 		c->links = malloc((h->m0 + 1) * sizeof(uint32_t));
-		c->lsel = malloc((HNSW_MAX_LEVEL + 1) * (size_t) h->m * sizeof(*c->lsel));
+		c->lsel = malloc((HNSW_MAX_LEVEL + 1) * (size_t) h->m0 * sizeof(*c->lsel));
 		if (!c->cand || !c->top || !c->sel || !c->qbuf || !c->links || !c->lsel)
 			goto fail;
 	}
@@ -273,18 +273,22 @@ int hnsw_search_layer(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, ui
 {
 	const bool hasdel = __atomic_load_n(&h->ndeleted, __ATOMIC_RELAXED) != 0;
 	const hnsw_qdist_fn qdist = h->qdist;
-	const size_t dim = h->dim, nvis = c->nvisited;
-	uint16_t *const vis = c->visited;
+	const size_t dim = h->dim;
 	const unsigned maxn = level ? h->m : h->m0;
 	uint32_t u[2 * HNSW_MAX_M];
 	uint64_t ndist = 0;
 	float lb;
 	int rc;
 
-	rc = grow(&c->top, &c->captop, (size_t) ef + 2);
+	/* ep may be a node added after this context was sized (concurrent adds) */
+	rc = ep < c->nvisited ? 0 : ctx_fit(c, __atomic_load_n(&h->cap, __ATOMIC_ACQUIRE));
+	if (!rc)
+		rc = grow(&c->top, &c->captop, (size_t) ef + 2);
 	if (rc)
 		return rc;
 	ctx_epoch(c);
+	const size_t nvis = c->nvisited;
+	uint16_t *const vis = c->visited;
 	const uint16_t tag = c->tag;
 	c->ntop = 0;
 	c->ncand = 0;
@@ -381,18 +385,22 @@ static int search_base(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, u
 {
 	const bool hasdel = __atomic_load_n(&h->ndeleted, __ATOMIC_RELAXED) != 0;
 	const hnsw_qdist_fn qdist = h->qdist;
-	const size_t dim = h->dim, nvis = c->nvisited;
-	uint16_t *const vis = c->visited;
+	const size_t dim = h->dim;
 	const unsigned maxn = h->m0;
 	uint32_t u[2 * HNSW_MAX_M];
 	uint64_t ndist = 0;
 	float lb;
 	int rc;
 
-	rc = grow(&c->top, &c->captop, (size_t) ef + 2);
+	/* ep may be a node added after this context was sized (concurrent adds) */
+	rc = ep < c->nvisited ? 0 : ctx_fit(c, __atomic_load_n(&h->cap, __ATOMIC_ACQUIRE));
+	if (!rc)
+		rc = grow(&c->top, &c->captop, (size_t) ef + 2);
 	if (rc)
 		return rc;
 	ctx_epoch(c);
+	const size_t nvis = c->nvisited;
+	uint16_t *const vis = c->visited;
 	const uint16_t tag = c->tag;
 	c->ntop = 0;
 	c->ncand = 0;

@@ -114,14 +114,16 @@ static void run_case(void **state)
 	       real ? "fashion-mnist" : "synth", b->n, q->n, hnsw_kernels(), r10, r80);
 	/*
 	 * Thresholds at ef 80. Measured on fashion-mnist 5000 x 200 (M=16,
-	 * efC=200): l2 1.000, cosine 0.9995, ip 0.9455 (fashion-mnist is
-	 * not normalised, and inner product is not a metric: the graph's
-	 * neighbourhoods favour large norms). quant8 is nearly lossless on
-	 * fashion-mnist (pixels are 0..255, so the per-dimension scale is 1);
-	 * its threshold leaves room for quantisation error on other data.
+	 * efC=200), with one or two threads: l2 1.000, cosine 0.9995, ip 0.940
+	 * (fashion-mnist is not normalised, and inner product is not a
+	 * metric: the graph's neighbourhoods favour large norms). quant8 is
+	 * nearly lossless on fashion-mnist (pixels are 0..255, so the
+	 * per-dimension scale is 1) and measures the same; its thresholds
+	 * leave room for quantisation error on other data. Two-thread builds
+	 * vary from run to run, hence the margins.
 	 */
 	if (p.metric == CV_METRIC_IP)
-		need = q8 ? 0.90 : 0.93;
+		need = q8 ? 0.90 : 0.92;
 	else
 		need = q8 ? 0.95 : 0.99;
 	assert_true(r80 >= need);
