@@ -377,8 +377,14 @@ static json_t *check_guard(const json_t *study, const char *scratch, int *ok)
 	mkdir(mnt, 0755);
 	close(open(data, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
 	unlink(lnk);
-	if (symlink(prod, lnk) < 0)
-		good = 0;
+	/* Links hold absolute targets: a relative one would resolve from the link's own
+	 * directory and dangle when the study's scratch_dir is relative. */
+	{
+		char abs[PATH_MAX];
+
+		if (!realpath(prod, abs) || symlink(abs, lnk) < 0)
+			good = 0;
+	}
 	paths = json_object_get(json_object_get(st, "production"), "paths");
 	if (!json_is_array(paths)) {
 		paths = json_array();
@@ -425,13 +431,13 @@ static json_t *check_guard(const json_t *study, const char *scratch, int *ok)
 	/* Every real production path that exists, through a symlink. */
 	json_array_foreach(json_object_get(json_object_get(study, "production"), "paths"), i, v) {
 		struct stat sb;
-		char l2[PATH_MAX];
+		char l2[PATH_MAX], abs[PATH_MAX];
 
-		if (stat(json_string_value(v), &sb) < 0)
+		if (stat(json_string_value(v), &sb) < 0 || !realpath(json_string_value(v), abs))
 			continue;
 		pathf(l2, sizeof(l2), "%s/link-%zu", scratch, i);
 		unlink(l2);
-		if (symlink(json_string_value(v), l2) == 0) {
+		if (symlink(abs, l2) == 0) {
 			good &= refused(st, "symlink to a real production path", l2, cases);
 			unlink(l2);
 		}
