@@ -1,0 +1,65 @@
+#!/bin/sh
+# Issue 7's must-show, end to end on a real (small) index: the demo study
+# (scripts/demo.sh) over a 16-partition phnsw of generated data, with the
+# device runs in virtual time: design runs on partition 0 and queries
+# 0-2, predictions, holdout runs on partitions 5 and 3 and queries
+# 100-102 / 200-202, and a score record. Then the order guards: a
+# prediction after the first holdout run is refused (3), a holdout run
+# without predictions is refused (3), and a prediction edited through
+# raw SQL is caught by `log verify` (4).
+set -u
+cs=${COLDSTUDY:?}
+src=${COLDSTUDY_SRC:?}
+command -v python3 >/dev/null 2>&1 || exit 77
+command -v sqlite3 >/dev/null 2>&1 || { echo "no sqlite3 shell"; exit 77; }
+T=$(mktemp -d /var/tmp/cs-studytest-XXXXXX)
+trap 'rm -rf "$T"' EXIT INT TERM
+B=$(dirname "$(dirname "$cs")")
+fail=0
+DEMO_BASE="synth:n=8000,d=32,clusters=16,seed=1" DEMO_QUERIES="synth:n=1000,d=32,clusters=16,seed=7" \
+	DEMO_PARTITIONS=16 sh "$src/scripts/demo.sh" "$B" "$T/demo" > "$T/demo.log" 2>&1 ||
+	{ echo "FAIL: demo exit $?"; tail -20 "$T/demo.log"; exit 1; }
+S=$T/demo/S
+cd "$T/demo/runs" || exit 1
+python3 - "$S/ledger.db" <<'PY' || fail=1
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+recs = [(s, k, json.loads(p)) for s, k, p in db.execute("select seq, kind, payload from records order by seq")]
+bad = []
+runs = [p for s, k, p in recs if k == "run"]
+design = [r for r in runs if not r["holdout"]]
+hold = [r for r in runs if r["holdout"]]
+preds = [(s, p) for s, k, p in recs if k == "prediction"]
+scores = [p for s, k, p in recs if k == "score"]
+first_hold = min(s for s, k, p in recs if k == "run_start" and p["holdout"])
+if len(hold) != 6 or len(design) < 10: bad.append("runs: %d design, %d holdout" % (len(design), len(hold)))
+if not preds or max(s for s, p in preds) > first_hold: bad.append("a prediction after the first holdout run")
+# holdout runs use partitions and queries no design run used
+dp = {(tuple(r["spec"].get("partitions") or []), r["spec"]["queries"]["first"]) for r in design}
+for r in hold:
+    if (tuple(r["spec"]["partitions"]), r["spec"]["queries"]["first"]) in dp: bad.append("holdout overlaps " + r["run_id"])
+    if r["device_time"] != "virtual": bad.append("holdout not in virtual time")
+if len(scores) != 1: bad.append("%d score records" % len(scores))
+else:
+    print("score record:", {k: scores[0][k] for k in scores[0] if not isinstance(scores[0][k], (list, dict))})
+print("\n".join("FAIL: " + b for b in bad) or "ok")
+sys.exit(1 if bad else 0)
+PY
+grep -E "median relative error|inside their" "$T/demo.log"
+# order guards
+"$cs" holdout predict "$S" --targets "$PWD/targets.json" >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 3 ] || { echo "FAIL: predict after the first holdout run: exit $rc, expected 3: $(cat "$T/err")"; fail=1; }
+sed -e 's/"first": 100/"first": 300/' holdout/partition37-cold-serial-hdd.json > holdout/new.json
+"$cs" run "$S" holdout/new.json --holdout --no-progress >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 3 ] || { echo "FAIL: holdout run without predictions: exit $rc, expected 3: $(cat "$T/err")"; fail=1; }
+"$cs" log verify "$S" >/dev/null 2>&1 || { echo "FAIL: log verify before tampering"; fail=1; }
+seq=$(sqlite3 "$S/ledger.db" "select seq from records where kind='prediction' order by seq limit 1")
+sqlite3 "$S/ledger.db" "drop trigger if exists records_no_update; drop trigger if exists no_update;" 2>/dev/null
+for t in $(sqlite3 "$S/ledger.db" "select name from sqlite_master where type='trigger'"); do
+	sqlite3 "$S/ledger.db" "drop trigger $t"
+done
+sqlite3 "$S/ledger.db" "update records set payload = replace(payload, '\"value\":', '\"value\":1+') where seq = $seq" 2>"$T/err" ||
+	{ echo "FAIL: could not tamper: $(cat "$T/err")"; fail=1; }
+"$cs" log verify "$S" >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 4 ] || { echo "FAIL: edited prediction: log verify exit $rc, expected 4"; fail=1; }
+exit $fail
