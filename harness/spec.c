@@ -566,7 +566,7 @@ static void read_kind(const char *dir, char *out, size_t cap)
 
 int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 {
-	json_t *eff = NULL, *f, *parts, *qc;
+	json_t *eff = NULL, *f, *parts, *qc, *v;
 	const char *dir;
 	char kind[64];
 	int rc;
@@ -591,14 +591,16 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 	json_object_set(f, "cold", json_object_get(eff, "cold") ?: json_false());
 	json_object_set(f, "buffers_bytes", json_object_get(eff, "buffers_bytes"));
 	json_object_set_new(f, "kind", kind[0] ? json_string(kind) : json_null());
-	json_object_set(f, "device_time", json_object_get(eff, "device_time") ?: json_null());
-	json_object_set(f, "prewarm",
-			json_object_get(json_object_get(eff, "prewarm"), "of") ?: json_null());
+	v = json_object_get(eff, "device_time");
+	json_object_set(f, "device_time", v ? v : json_null());
+	v = json_object_get(json_object_get(eff, "prewarm"), "of");
+	json_object_set(f, "prewarm", v ? v : json_null());
 	json_object_set_new(f, "load_readers",
 			    json_integer(json_integer_value(
 				    json_object_get(json_object_get(eff, "load"), "readers"))));
 	json_object_set_new(f, "bulkwrite", json_boolean(json_is_object(json_object_get(eff, "bulkwrite"))));
-	json_object_set(f, "client_cpus", json_object_get(eff, "client_cpus") ?: json_null());
+	v = json_object_get(eff, "client_cpus");
+	json_object_set(f, "client_cpus", v ? v : json_null());
 	qc = json_object_get(eff, "query_count");
 	if (!qc)
 		qc = json_object_get(json_object_get(eff, "queries"), "count");
