@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -271,6 +272,16 @@ static uint64_t now_ns(void)
 	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
+/* User and system CPU of the process so far, in ns each. */
+static void cpu_split(uint64_t *user, uint64_t *sys)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	*user = (uint64_t) ru.ru_utime.tv_sec * 1000000000ull + (uint64_t) ru.ru_utime.tv_usec * 1000u;
+	*sys = (uint64_t) ru.ru_stime.tv_sec * 1000000000ull + (uint64_t) ru.ru_stime.tv_usec * 1000u;
+}
+
 /* CPU time (user + system) of the process in ns (a query's helper threads count): robust to load. */
 static uint64_t cpu_ns(void)
 {
@@ -468,7 +479,7 @@ static int parse_query_args(int argc, char **argv, qargs *a)
 
 typedef struct qsum {
 	size_t nq;
-	double wall_s, cpu_s, recall;
+	double wall_s, cpu_s, user_s, sys_s, recall;
 	int have_recall;
 	double *lat_ms;
 	cv_query_stats st;
@@ -514,13 +525,16 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 		       "\"bytes_per_read\":%.1f,\"engine_read_ms_mean\":%.5f,\"buffer_hits_per_query\":%.2f,"
 		       "\"heap_reads_per_query\":%.2f,\"posting_reads_per_query\":%.2f,"
 		       "\"rescore_reads_per_query\":%.2f,\"distances_per_query\":%.1f,"
-		       "\"inflight_max\":%llu,\"cpu_ms_per_query\":%.3f,\"cpu_us_per_read\":%.2f",
+		       "\"inflight_max\":%llu,\"cpu_ms_per_query\":%.3f,\"cpu_us_per_read\":%.2f,"
+		       "\"user_us_per_read\":%.2f,\"sys_us_per_read\":%.2f",
 		       s->wall_s, s->wall_s > 0 ? nq / s->wall_s : 0, lat_mean, p50, p99,
 		       (unsigned long long) s->st.reads, (double) s->st.reads / nq, bpr, read_ms,
 		       (double) s->st.buffer_hits / nq, (double) s->st.heap_reads / nq,
 		       (double) s->st.posting_reads / nq, (double) s->st.rescore_reads / nq,
 		       (double) s->st.distances / nq, (unsigned long long) s->io.inflight_max,
-		       s->cpu_s * 1e3 / nq, s->st.reads ? s->cpu_s * 1e6 / (double) s->st.reads : 0.0);
+		       s->cpu_s * 1e3 / nq, s->st.reads ? s->cpu_s * 1e6 / (double) s->st.reads : 0.0,
+		       s->st.reads ? s->user_s * 1e6 / (double) s->st.reads : 0.0,
+		       s->st.reads ? s->sys_s * 1e6 / (double) s->st.reads : 0.0);
 		if (a->simulate)
 			printf(",\"simulate\":\"%s\",\"sim_lat_mean_ms\":%.3f,\"sim_read_ms_mean\":%.3f,"
 			       "\"sim_inflight_mean\":%.3f,\"sim_reads_per_query\":%.2f",
@@ -543,8 +557,10 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 	printf("latency ms       mean %.3f  p50 %.3f  p99 %.3f\n", lat_mean, p50, p99);
 	printf("reads/query      %.1f (%.0f bytes per read, mean read %.4f ms, max in flight %llu)\n",
 	       (double) s->st.reads / nq, bpr, read_ms, (unsigned long long) s->io.inflight_max);
-	printf("cpu/query        %.3f ms (%.2f us per read)\n", s->cpu_s * 1e3 / nq,
-	       s->st.reads ? s->cpu_s * 1e6 / (double) s->st.reads : 0.0);
+	printf("cpu/query        %.3f ms (%.2f us per read: user %.2f, system %.2f)\n",
+	       s->cpu_s * 1e3 / nq, s->st.reads ? s->cpu_s * 1e6 / (double) s->st.reads : 0.0,
+	       s->st.reads ? s->user_s * 1e6 / (double) s->st.reads : 0.0,
+	       s->st.reads ? s->sys_s * 1e6 / (double) s->st.reads : 0.0);
 	printf("buffer hits/q    %.1f\n", (double) s->st.buffer_hits / nq);
 	printf("heap reads/q     %.2f\n", (double) s->st.heap_reads / nq);
 	printf("posting reads/q  %.2f\n", (double) s->st.posting_reads / nq);
@@ -698,7 +714,7 @@ static int index_query(int argc, char **argv)
 	}
 	for (size_t i = 0; i < s.nq; i++) {
 		size_t nout = 0;
-		uint64_t t0, t1, c0, c1;
+		uint64_t t0, t1, c0, c1, u0, u1, k0, k1;
 
 		if (a.cold) {
 			for (size_t f = 0; f < nfiles; f++)
@@ -712,11 +728,13 @@ static int index_query(int argc, char **argv)
 		}
 		if (trace)
 			cv_trace_clear(trace);
+		cpu_split(&u0, &k0);
 		c0 = cpu_ns();
 		t0 = now_ns();
 		rc = cv_index_query(ix, io, cv_row(qs, i), &a.qo, ids, dists, &nout, &s.st);
 		t1 = now_ns();
 		c1 = cpu_ns();
+		cpu_split(&u1, &k1);
 		if (rc) {
 			fprintf(stderr, "coldstudy index: query %zu: %s\n", i, strerror(-rc));
 			exitc = cli_exit_from_errno(rc);
@@ -725,6 +743,8 @@ static int index_query(int argc, char **argv)
 		s.lat_ms[i] = (double) (t1 - t0) / 1e6;
 		s.wall_s += (double) (t1 - t0) / 1e9;
 		s.cpu_s += (double) (c1 - c0) / 1e9;
+		s.user_s += (double) (u1 - u0) / 1e9;
+		s.sys_s += (double) (k1 - k0) / 1e9;
 		if (gt && base) {
 			s.recall += cv_recall_at_k(base, cv_row(qs, i), cv_index_metric(ix),
 						   gt + i * a.qo.k, a.qo.k, ids, nout);
