@@ -166,8 +166,13 @@ static int predict(const char *dir, const char *targets_path, const char *model)
 		obs[i] = (holdout_obs){json_string_value(json_object_get(r, "run_id")),
 				       json_object_get(r, "features"), json_object_get(r, "metrics")};
 	}
-	snprintf(base, sizeof(base), "%s", targets_path);
-	dirname(base);
+	/* run paths are relative to the targets file's folder ("." for a bare name) */
+	{
+		char tmp[4096];
+
+		snprintf(tmp, sizeof(tmp), "%s", targets_path);
+		snprintf(base, sizeof(base), "%s", dirname(tmp));
+	}
 	rc = ledger_begin(l, &e);
 	if (rc)
 		goto fail;

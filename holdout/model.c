@@ -62,17 +62,45 @@ static int is_cold(const json_t *f)
 	return num_or(f, "cold", 1) != 0;
 }
 
-/* The knobs that set reads per partition query. */
+/*
+ * Group keys. Two runs share a parameter only if everything that could move
+ * it is equal: the search knobs and buffer pool for reads, and the device,
+ * concurrency, access strategy and every treatment (prewarm, competing
+ * readers, bulk writes, client placement) for per-read latency.
+ */
+static const char *const knob_keys[] = {"kind", "partitions", "ef_search", "search_probe",
+					"rescore_limit", "buffers_bytes", "prewarm", NULL};
+static const char *const io_keys[] = {"device", "strategy", "load_readers", "bulkwrite",
+				      "prewarm", "client_cpus", NULL};
+
+static void group_key(const json_t *f, const char *const *keys, int with_conc, char *buf,
+		      size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; keys[i]; i++) {
+		const json_t *v = json_object_get(f, keys[i]);
+		char *t = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS) : NULL;
+		int n = snprintf(buf + off, len - off, "%s=%s|", keys[i], t ? t : "null");
+
+		free(t);
+		if (n < 0 || (size_t) n >= len - off)
+			return;
+		off += (size_t) n;
+	}
+	if (with_conc)
+		snprintf(buf + off, len - off, "c=%g", concurrency(f));
+}
+
 static void knob_key(const json_t *f, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s|ef=%g|probe=%g|rescore=%g", get_str(f, "kind"),
-		 num_or(f, "ef_search", 0), num_or(f, "search_probe", 0),
-		 num_or(f, "rescore_limit", 0));
+	group_key(f, knob_keys, 0, buf, len);
 }
 
 static void io_key(const json_t *f, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s|c=%g", get_str(f, "device"), concurrency(f));
+	group_key(f, io_keys, 1, buf, len);
 }
 
 /* ---------------- the I/O model ---------------- */
@@ -81,15 +109,28 @@ typedef struct {
 	double rpp;     /* reads per partition query */
 	double lat_ms;  /* per-read latency */
 	double eff;     /* effective concurrency */
-	double cpu_s;   /* cpu seconds per query */
+	double cpu_s;   /* cpu seconds per partition query */
 	size_t n_rpp, n_io, n_cpu;
 } io_fit;
 
-/* Fit the io model's parameters for target's groups on design minus skip. */
+/* Partition queries a run made: queries x partitions searched. */
+static double pq_of(const json_t *f, const json_t *m)
+{
+	double q;
+
+	if (get_num(m, "queries", &q) || q <= 0)
+		q = num_or(f, "queries", 0);
+	return q * num_or(f, "partitions", 1);
+}
+
+/*
+ * Fit the io model's parameters for target's groups on design minus skip
+ * (skip = (size_t)-1 keeps all). Returns 0, or -1 when a group is empty.
+ */
 static int io_fit_for(const holdout_obs *d, size_t n, size_t skip, const json_t *target,
 		      io_fit *fit)
 {
-	char tk[256], tio[256], k[256];
+	char tk[1024], tio[1024], k[1024];
 	double *v = malloc((n + 1) * sizeof(*v)), *w = malloc((n + 1) * sizeof(*w));
 	size_t nv = 0, nw = 0;
 	int rc = -1;
@@ -97,16 +138,15 @@ static int io_fit_for(const holdout_obs *d, size_t n, size_t skip, const json_t 
 	memset(fit, 0, sizeof(*fit));
 	if (!v || !w)
 		goto out;
-	/* cpu per query: warm single-client runs. */
+	/* cpu per partition query: warm single-client runs, where nothing is read from disk. */
 	for (size_t i = 0; i < n; i++) {
-		double wall, q;
+		double wall, pq = pq_of(d[i].features, d[i].metrics);
 
 		if (i == skip || is_cold(d[i].features) || concurrency(d[i].features) != 1)
 			continue;
-		if (get_num(d[i].metrics, "wall_s", &wall) || get_num(d[i].metrics, "queries", &q) ||
-		    q <= 0)
+		if (get_num(d[i].metrics, "wall_s", &wall) || pq <= 0)
 			continue;
-		v[nv++] = wall / q;
+		v[nv++] = wall / pq;
 	}
 	fit->n_cpu = nv;
 	fit->cpu_s = nv ? holdout_median(v, nv) : 0;
@@ -115,36 +155,35 @@ static int io_fit_for(const holdout_obs *d, size_t n, size_t skip, const json_t 
 	knob_key(target, tk, sizeof(tk));
 	nv = 0;
 	for (size_t i = 0; i < n; i++) {
-		double reads, q, parts = num_or(d[i].features, "partitions", 1);
+		double reads, pq = pq_of(d[i].features, d[i].metrics);
 
 		if (i == skip || !is_cold(d[i].features))
 			continue;
 		knob_key(d[i].features, k, sizeof(k));
-		if (strcmp(k, tk) || get_num(d[i].metrics, "engine_reads", &reads) ||
-		    get_num(d[i].metrics, "queries", &q) || q <= 0 || parts <= 0)
+		if (strcmp(k, tk) || get_num(d[i].metrics, "engine_reads", &reads) || pq <= 0)
 			continue;
-		v[nv++] = reads / (q * parts);
+		v[nv++] = reads / pq;
 	}
 	fit->n_rpp = nv;
 	if (!nv)
 		goto out;
 	fit->rpp = holdout_median(v, nv);
 
-	/* per-read latency and effective concurrency, for the target's device and concurrency. */
+	/* per-read latency and effective concurrency, for the target's device and treatments. */
 	io_key(target, tio, sizeof(tio));
 	nv = nw = 0;
 	for (size_t i = 0; i < n; i++) {
-		double lat, reads, wall, q, io_s;
+		double lat, reads, wall, io_s, pq = pq_of(d[i].features, d[i].metrics);
 
 		if (i == skip || !is_cold(d[i].features))
 			continue;
 		io_key(d[i].features, k, sizeof(k));
 		if (strcmp(k, tio) || get_num(d[i].metrics, "engine_read_ms_mean", &lat) ||
 		    get_num(d[i].metrics, "engine_reads", &reads) ||
-		    get_num(d[i].metrics, "wall_s", &wall) || get_num(d[i].metrics, "queries", &q))
+		    get_num(d[i].metrics, "wall_s", &wall))
 			continue;
 		v[nv++] = lat;
-		io_s = wall - q * fit->cpu_s;
+		io_s = wall - pq * fit->cpu_s;
 		if (io_s > 0 && reads > 0)
 			w[nw++] = reads * lat / 1000.0 / io_s;
 	}
@@ -169,7 +208,7 @@ static int io_value(const io_fit *fit, const json_t *target, const char *metric,
 	if (q <= 0)
 		return -1;
 	reads = q * parts * fit->rpp;
-	wall = reads * fit->lat_ms / 1000.0 / fit->eff + q * fit->cpu_s;
+	wall = reads * fit->lat_ms / 1000.0 / fit->eff + q * parts * fit->cpu_s;
 	if (!strcmp(metric, "wall_s"))
 		*out = wall;
 	else if (!strcmp(metric, "qps"))
@@ -187,43 +226,98 @@ static int io_value(const io_fit *fit, const json_t *target, const char *metric,
 	return *out > 0 && isfinite(*out) ? 0 : -1;
 }
 
-/* A band from log residuals: empirical quantiles from 20 up, else a t interval. */
-static int band_from_residuals(double *r, size_t nr, double pred, holdout_pred *p, json_t *band)
+/* Which of the model's parameters a metric depends on. */
+static void metric_parts(const char *metric, int *uses_rpp, int *uses_lat, int *uses_eff)
 {
-	double lo, hi;
+	int reads_only = !strcmp(metric, "engine_reads") || !strcmp(metric, "reads_per_query");
+	int lat_only = !strcmp(metric, "engine_read_ms_mean");
 
-	if (nr < 3)
-		return -1;
-	if (nr >= 20) {
-		lo = holdout_quantile(r, nr, 0.025);
-		hi = holdout_quantile(r, nr, 0.975);
-		json_object_set_new(band, "method", json_string("leave-one-out log residual quantiles"));
-	} else {
-		double mean = 0, ss = 0, t, half;
+	*uses_rpp = !lat_only;
+	*uses_lat = !reads_only;
+	*uses_eff = !reads_only && !lat_only;
+}
 
-		for (size_t i = 0; i < nr; i++)
-			mean += r[i];
-		mean /= (double) nr;
-		for (size_t i = 0; i < nr; i++)
-			ss += (r[i] - mean) * (r[i] - mean);
-		t = holdout_t_quantile(0.975, (double) nr - 1);
-		half = t * sqrt(ss / (double) (nr - 1)) * sqrt(1 + 1.0 / (double) nr);
-		lo = mean - half;
-		hi = mean + half;
-		json_object_set_new(band, "method", json_string("leave-one-out log residuals, t interval"));
+/*
+ * Leave-one-out spread of one parameter between runs of the same shape:
+ * z = log(x_i / x_(-i)), x_(-i) the median of the rest of the run's group.
+ * Runs of one shape differ by partition, query vector and hour (the seed's
+ * per-read latency drifted 13.5 to 45.8 ms within a day), not by sampling
+ * alone, so the residuals are not scaled by how much a run averaged. Pooled
+ * over every group with two runs or more, so a device measured once borrows
+ * the spread of the others; latency spreads pool only runs that, like the
+ * target, are (or are not) on a device model.
+ */
+typedef enum { P_RPP, P_LAT, P_EFF } param;
+
+static int on_model(const json_t *f)
+{
+	return json_is_string(json_object_get(f, "device"));
+}
+
+static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json_t *target,
+			 double *ss_out)
+{
+	char ki[1024], kj[1024];
+	double *rest = malloc((n + 1) * sizeof(*rest)), ss = 0;
+	size_t cnt = 0;
+
+	*ss_out = 0;
+	if (!rest)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		double xi, wi, reads, lat, wall, pq = pq_of(d[i].features, d[i].metrics);
+		size_t nr = 0;
+
+		if (!is_cold(d[i].features) || get_num(d[i].metrics, "engine_reads", &reads) ||
+		    pq <= 0 || reads <= 0)
+			continue;
+		if (which != P_RPP && on_model(d[i].features) != on_model(target))
+			continue;
+		if (which == P_RPP) {
+			knob_key(d[i].features, ki, sizeof(ki));
+			xi = reads / pq;
+			wi = pq;
+		} else {
+			if (get_num(d[i].metrics, "engine_read_ms_mean", &lat) || lat <= 0 ||
+			    get_num(d[i].metrics, "wall_s", &wall) || wall <= 0)
+				continue;
+			io_key(d[i].features, ki, sizeof(ki));
+			xi = which == P_LAT ? lat : reads * lat / 1000.0 / wall;
+			wi = which == P_LAT ? reads : 1;
+		}
+		for (size_t j = 0; j < n; j++) {
+			double rj, pqj = pq_of(d[j].features, d[j].metrics), latj, wallj;
+
+			if (j == i || !is_cold(d[j].features) ||
+			    get_num(d[j].metrics, "engine_reads", &rj) || pqj <= 0 || rj <= 0)
+				continue;
+			if (which == P_RPP) {
+				knob_key(d[j].features, kj, sizeof(kj));
+				if (!strcmp(ki, kj))
+					rest[nr++] = rj / pqj;
+			} else {
+				if (get_num(d[j].metrics, "engine_read_ms_mean", &latj) || latj <= 0 ||
+				    get_num(d[j].metrics, "wall_s", &wallj) || wallj <= 0)
+					continue;
+				io_key(d[j].features, kj, sizeof(kj));
+				if (!strcmp(ki, kj))
+					rest[nr++] = which == P_LAT ? latj : rj * latj / 1000.0 / wallj;
+			}
+		}
+		if (!nr || xi <= 0)
+			continue;
+		{
+			double z = log(xi / holdout_median(rest, nr));
+
+			(void) wi;
+
+			ss += z * z;
+			cnt++;
+		}
 	}
-	/* The band must contain the point prediction. */
-	if (lo > 0)
-		lo = 0;
-	if (hi < 0)
-		hi = 0;
-	json_object_set_new(band, "residuals", json_integer((json_int_t) nr));
-	json_object_set_new(band, "log_lo", json_real(lo));
-	json_object_set_new(band, "log_hi", json_real(hi));
-	p->value = pred;
-	p->lo = pred * exp(lo);
-	p->hi = pred * exp(hi);
-	return 0;
+	free(rest);
+	*ss_out = ss;
+	return cnt;
 }
 
 static json_t *run_ids(const holdout_obs *d, size_t n)
@@ -235,52 +329,68 @@ static json_t *run_ids(const holdout_obs *d, size_t n)
 	return a;
 }
 
+/*
+ * The io model's prediction and band. The band is pred x exp(+-t s), with
+ * s^2 the sum of the variances of the parameters the metric uses, each from
+ * its pooled leave-one-out spread scaled to what the target averages over
+ * (its partition queries for reads, its expected reads for latency), and t
+ * Student's at the pooled residuals' degrees of freedom.
+ */
 static int predict_io(const holdout_obs *d, size_t n, const json_t *target, const char *metric,
 		      holdout_pred *p, cs_err *e)
 {
-	io_fit fit, f2;
-	double pred, *r;
-	size_t nr = 0;
-	json_t *params, *band;
+	io_fit fit;
+	double pred, ss_r = 0, ss_l = 0, ss_e = 0, var = 0, s, t;
+	size_t n_r = 0, n_l = 0, n_e = 0, df;
+	int ur, ul, ue;
+	json_t *band;
 
 	if (!is_cold(target))
 		return cs_err_set(e, CS_EXIT_BADINPUT, "io model: predicts cold runs only");
 	if (io_fit_for(d, n, (size_t) -1, target, &fit))
 		return cs_err_set(e, CS_EXIT_BADINPUT,
-				  "io model: no cold design run shares the target's knobs, device and "
-				  "concurrency");
+				  "io model: no cold design run shares the target's knobs, device, "
+				  "concurrency and treatments");
 	if (io_value(&fit, target, metric, &pred))
 		return cs_err_set(e, CS_EXIT_BADINPUT, "io model: does not predict %s", metric);
-	r = malloc((n + 1) * sizeof(*r));
-	if (!r)
-		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-	/* Leave-one-out: predict each design run from the others. */
-	for (size_t i = 0; i < n; i++) {
-		double obs, hat;
-
-		if (get_num(d[i].metrics, metric, &obs) || obs <= 0 || !is_cold(d[i].features))
-			continue;
-		if (io_fit_for(d, n, i, d[i].features, &f2) ||
-		    io_value(&f2, d[i].features, metric, &hat))
-			continue;
-		r[nr++] = log(obs / hat);
+	metric_parts(metric, &ur, &ul, &ue);
+	if (ur) {
+		n_r = loo_spread(d, n, P_RPP, target, &ss_r);
+		if (n_r)
+			var += ss_r / (double) n_r;
 	}
-	band = json_object();
-	if (band_from_residuals(r, nr, pred, p, band)) {
-		free(r);
-		json_decref(band);
+	if (ul) {
+		n_l = loo_spread(d, n, P_LAT, target, &ss_l);
+		if (n_l)
+			var += ss_l / (double) n_l;
+	}
+	if (ue && concurrency(target) > 1) {
+		n_e = loo_spread(d, n, P_EFF, target, &ss_e);
+		if (n_e)
+			var += ss_e / (double) n_e;
+	}
+	df = (ur ? n_r : 0) + (ul ? n_l : 0) + (ue && concurrency(target) > 1 ? n_e : 0);
+	if ((ur && n_r < 2) || (ul && n_l < 2))
 		return cs_err_set(e, CS_EXIT_BADINPUT,
-				  "io model: %zu leave-one-out residuals for %s, 3 needed for a band",
-				  nr, metric);
-	}
-	free(r);
-	params = json_pack("{s:f,s:f,s:f,s:f,s:{s:I,s:I,s:I},s:o,s:o}", "reads_per_partition_query",
-			   fit.rpp, "read_ms", fit.lat_ms, "effective_concurrency", fit.eff,
-			   "cpu_s_per_query", fit.cpu_s, "support", "rpp_runs", (json_int_t) fit.n_rpp,
-			   "io_runs", (json_int_t) fit.n_io, "cpu_runs", (json_int_t) fit.n_cpu, "band",
-			   band, "fitted_on", run_ids(d, n));
+				  "io model: too few design runs share a group to estimate the spread of "
+				  "%s (%zu for reads, %zu for latency; 2 needed)",
+				  metric, n_r, n_l);
+	s = sqrt(var);
+	t = holdout_t_quantile(0.975, df > 2 ? (double) (df - 1) : 1.0);
+	p->value = pred;
+	p->lo = pred * exp(-t * s);
+	p->hi = pred * exp(t * s);
+	band = json_pack("{s:s,s:f,s:f,s:I,s:I,s:I}", "method",
+			 "pooled leave-one-out parameter spread, t interval on log scale", "log_sd", s,
+			 "t", t, "reads_residuals", (json_int_t) n_r, "latency_residuals",
+			 (json_int_t) n_l, "concurrency_residuals", (json_int_t) n_e);
+	p->params = json_pack("{s:f,s:f,s:f,s:f,s:{s:I,s:I,s:I},s:o,s:o}",
+			      "reads_per_partition_query", fit.rpp, "read_ms", fit.lat_ms,
+			      "effective_concurrency", fit.eff, "cpu_s_per_partition_query", fit.cpu_s,
+			      "support", "rpp_runs", (json_int_t) fit.n_rpp, "io_runs",
+			      (json_int_t) fit.n_io, "cpu_runs", (json_int_t) fit.n_cpu, "band", band,
+			      "fitted_on", run_ids(d, n));
 	snprintf(p->model, sizeof(p->model), "io");
-	p->params = params;
 	return 0;
 }
 
