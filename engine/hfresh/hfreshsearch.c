@@ -24,11 +24,20 @@
  *      with the same stopping test between batches), and returns
  *      the k best exact distances in the index's metric.
  *
+ * Integrity: every posting a query reads is checked whole (header and
+ * CRC-32 over the header and its entries) before it is scored, and every
+ * vector slot's CRC-32 before its exact distance is used; a damaged
+ * posting or slot fails the query with -EBADMSG, never a silently wrong
+ * answer. zlib's crc32 is table-driven (braided, several bytes a cycle),
+ * which bench/hfresh/README.md measures against the scoring it guards.
+ *
+ * Block lists: with cv_query_opts.blocks set, every 4 KiB block of every
+ * posting and vector slot read is recorded against the index file's
+ * position in cv_index_files' sorted list, for `coldstudy cache prewarm
+ * FILE --block-size 4096 --blocks @LIST`.
+ *
  * Thread safety: the index is read-only after open; each thread keeps
  * its scratch (the seen-epoch array, buffers) under a pthread key.
- * Postings are not checksummed on the query path (a CRC over 48 KB per
- * posting would cost more than the scoring); the header is checked, and
- * `index verify` checks every checksum.
  */
 #include "hfresh.h"
 #include "hnsw/hnsw.h"
@@ -69,6 +78,7 @@ typedef struct hfr_scratch {
 	cv_read_req *reqs;
 	size_t nreqs;
 	struct cand *cand;
+	float *ub;              /* R upper bounds (the k-th one prunes) */
 	size_t ncand_cap;
 	uint32_t *pl2;
 } hfr_scratch;
@@ -89,6 +99,7 @@ typedef struct hfr_index {
 	uint32_t maxlen;        /* largest posting record */
 	hnsw *h;
 	cv_file *fpost, *fvec;
+	uint32_t fipost, fivec; /* positions in cv_index_files' list (block lists) */
 	int fdpost, fdvec;
 	pthread_key_t key;
 } hfr_index;
@@ -115,6 +126,7 @@ static void scratch_free(void *p)
 	free(s->vbuf);
 	free(s->reqs);
 	free(s->cand);
+	free(s->ub);
 	free(s->pl2);
 	free(s);
 }
@@ -220,6 +232,22 @@ int hfr_open(const char *dir, const cv_open_opts *o, void **state, cv_err *e)
 				ix->m.nids);
 		goto fail;
 	}
+	{ /* the files' positions in cv_index_files' sorted list, for block lists */
+		char **files = NULL, pp[4096];
+		size_t nf = 0;
+
+		ix->fipost = ix->fivec = UINT32_MAX;
+		hfr_postings_path(dir, ix->m.postings_gen, pp, sizeof(pp));
+		if (!cv_index_files(dir, &files, &nf)) {
+			for (size_t i = 0; i < nf; i++) {
+				if (!strcmp(files[i], pp))
+					ix->fipost = (uint32_t) i;
+				else if (!strcmp(files[i], path))
+					ix->fivec = (uint32_t) i;
+			}
+			cv_index_files_free(files, nf);
+		}
+	}
 	*state = ix;
 	return 0;
 fail:
@@ -265,10 +293,13 @@ static hfr_scratch *scratch_get(hfr_index *ix, size_t probe, size_t R, size_t de
 	}
 	if (R > s->ncand_cap) {
 		cand *c = realloc(s->cand, R * sizeof(cand));
+		float *u = c ? realloc(s->ub, R * sizeof(float)) : NULL;
 
-		if (!c)
+		if (c)
+			s->cand = c;
+		if (!u)
 			return NULL;
-		s->cand = c;
+		s->ub = u;
 		s->ncand_cap = R;
 	}
 	if (depth > s->nreqs) {
@@ -362,7 +393,7 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 	hfr_qq qq = {.planes = s->planes};
 	int rc;
 
-	rc = hfr_post_check(buf, m->posts[p].len, m->dp, p, m->posts[p].count, 0, &h, NULL);
+	rc = hfr_post_check(buf, m->posts[p].len, m->dp, p, m->posts[p].count, 1, &h, NULL);
 	if (rc)
 		return rc;
 	for (uint32_t t = 0; t < m->dp; t++)
@@ -396,11 +427,25 @@ static int cand_lb_cmp(const void *a, const void *b)
 	return lx < ly ? -1 : lx > ly;
 }
 
-static int float_cmp(const void *a, const void *b)
+/* The (r+1)-th smallest upper bound of the n candidates (r < n): a sorted r+1 best in buf. */
+static float kth_upper(const cand *c, size_t n, size_t r, float *buf)
 {
-	float x = *(const float *) a, y = *(const float *) b;
+	size_t m = 0;
 
-	return x < y ? -1 : x > y;
+	for (size_t i = 0; i < n; i++) {
+		float u = c[i].est + c[i].err;
+		size_t j;
+
+		if (m == r + 1 && u >= buf[r])
+			continue;
+		j = m <= r ? m++ : r;
+		while (j > 0 && buf[j - 1] > u) {
+			buf[j] = buf[j - 1];
+			j--;
+		}
+		buf[j] = u;
+	}
+	return buf[r];
 }
 
 /* Nearest probe live postings to qi (internal space): HNSW over quantised centroids. */
@@ -475,6 +520,32 @@ static void topk_add(float *td, uint32_t *ti, size_t *n, size_t k, float d, uint
 	ti[i] = id;
 }
 
+/* Record the 4 KiB blocks of a read of len bytes at off in file fi (no list: nothing). */
+static int record_read(cv_block_list *bl, uint32_t fi, uint64_t off, uint32_t len)
+{
+	if (!bl || fi == UINT32_MAX)
+		return 0;
+	for (uint64_t b = off / HFR_BLOCK; b * HFR_BLOCK < off + len; b++) {
+		if (bl->n == bl->cap) {
+			size_t nc = bl->cap ? bl->cap * 2 : 1024;
+			uint32_t *nf = realloc(bl->file, nc * sizeof(*nf));
+			uint64_t *nb;
+
+			if (!nf)
+				return -ENOMEM;
+			bl->file = nf;
+			nb = realloc(bl->block, nc * sizeof(*nb));
+			if (!nb)
+				return -ENOMEM;
+			bl->block = nb;
+			bl->cap = nc;
+		}
+		bl->file[bl->n] = fi;
+		bl->block[bl->n++] = b;
+	}
+	return 0;
+}
+
 /* Read one posting or vector: through the cv_io, or pread when io is NULL. */
 static int read_one(hfr_index *ix, cv_io *io, int which, uint64_t off, uint32_t len, void *buf)
 {
@@ -508,7 +579,7 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 	uint64_t reads = 0, bytes = 0, preads = 0, rreads = 0, ndist = 0;
 	hfr_scratch *s;
 	score_ctx sc;
-	float qn2 = 0, ubk = INFINITY, *tmp = NULL;
+	float qn2 = 0, ubk = INFINITY;
 	int rc = 0;
 
 	*nout = 0;
@@ -554,8 +625,10 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 				reads++;
 				preads++;
 				bytes += ps->len;
-				rc = score_posting(&sc, s->plist[i], s->pbuf[0]);
+				rc = record_read(o->blocks, ix->fipost, ps->off, ps->len);
 			}
+			if (!rc)
+				rc = score_posting(&sc, s->plist[i], s->pbuf[0]);
 		}
 	} else {
 		for (size_t b0 = 0; b0 < np && !rc; b0 += depth) {
@@ -571,9 +644,14 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 			rc = read_batch(ix, io, s->reqs, nb);
 			reads += nb;
 			preads += nb;
-			for (size_t j = 0; j < nb && !rc; j++)
-				rc = s->reqs[j].res ? s->reqs[j].res :
-				     score_posting(&sc, s->plist[b0 + j], s->pbuf[j]);
+			for (size_t j = 0; j < nb && !rc; j++) {
+				rc = s->reqs[j].res;
+				if (!rc)
+					rc = record_read(o->blocks, ix->fipost, s->reqs[j].off,
+							 s->reqs[j].len);
+				if (!rc)
+					rc = score_posting(&sc, s->plist[b0 + j], s->pbuf[j]);
+			}
 		}
 	}
 	if (rc)
@@ -581,19 +659,8 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 
 	/* 5: error-bound pruning against the k-th smallest upper bound */
 	nc = sc.nheap;
-	if (nc > k) {
-		tmp = malloc(sizeof(float) * nc);
-		if (!tmp) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = 0; i < nc; i++)
-			tmp[i] = s->cand[i].est + s->cand[i].err;
-		qsort(tmp, nc, sizeof(float), float_cmp);
-		ubk = tmp[k - 1];
-		free(tmp);
-		tmp = NULL;
-	}
+	if (nc > k)
+		ubk = kth_upper(s->cand, nc, k - 1, s->ub);
 	{
 		size_t w = 0;
 
@@ -617,11 +684,23 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 			if (s->cand[i0].est - s->cand[i0].err > kth)
 				break; /* no later candidate can enter the top k */
 			/*
-			 * Concurrent batches are 2k reads (at most Q): most queries have
-			 * their top k after one or two, and the bound stops the rest (Q
-			 * reads at once would fetch candidates the serial order never needs).
+			 * The first concurrent batch is 2k reads (at most Q): most queries
+			 * have their top k after it. Once k exact distances are known,
+			 * every candidate whose lower bound is within the k-th one may
+			 * still enter, and the serial order would read the first of them
+			 * next: all of them go in one batch (at most Q), so a query whose
+			 * bound stops nothing does not wait on 2k reads at a time.
 			 */
-			size_t lim = depth > 2 * k ? 2 * k : depth;
+			size_t lim = 2 * k;
+
+			if (kth < INFINITY) {
+				lim = 0;
+				while (i0 + lim < nc && lim < depth &&
+				       s->cand[i0 + lim].est - s->cand[i0 + lim].err <= kth)
+					lim++;
+			}
+			if (lim > depth)
+				lim = depth;
 
 			while (i0 + nb < nc && nb < lim) {
 				uint32_t id = s->cand[i0 + nb].id;
@@ -651,6 +730,13 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 					rc = s->reqs[j].res;
 					break;
 				}
+				if (hfr_vec_check(m, s->vbuf[j] + (off - s->reqs[j].off))) {
+					rc = -EBADMSG; /* a damaged slot: never a wrong distance */
+					break;
+				}
+				rc = record_read(o->blocks, ix->fivec, s->reqs[j].off, vlen);
+				if (rc)
+					break;
 				memcpy(xv, s->vbuf[j] + (off - s->reqs[j].off), sizeof(float) * m->d);
 				x = xv;
 				topk_add(td, ti, &nres, k, exact_dist(m, q, x), id);

@@ -22,6 +22,15 @@ assert d["posting_reads_per_query"] == 8, d
 assert 10 <= d["rescore_reads_per_query"] <= 50, d
 assert d["recall_at_k"] >= 0.95, d
 ' || fail "query figures: $out"
+# block lists for `cache prewarm`: the postings and vector store read, 4 KiB blocks
+"$C" index query "$T/ix" --queries synth:n=3000,d=16,clusters=8,seed=1 --nq 5 \
+	--search-probe 8 --rescore-limit 50 --io concurrent:8 --record-blocks "$T/bl" \
+	>/dev/null 2>&1 || fail "query --record-blocks exited $?"
+for f in postings.0.dat vectors.dat; do
+	[ -s "$T/bl.$f" ] || fail "no block list for $f"
+	"$C" cache prewarm "$T/ix/$f" --block-size 4096 --blocks "@$T/bl.$f" >/dev/null 2>&1 ||
+		fail "cache prewarm of $f exited $?"
+done
 "$C" index insert "$T/ix" --data synth:n=300,d=16,clusters=8,seed=2 --first-id 3000 \
 	>/dev/null 2>&1 || fail "insert exited $?"
 "$C" index insert "$T/ix" --data synth:n=10,d=16,clusters=8,seed=2 --first-id 0 \

@@ -1,7 +1,8 @@
 /*
  * test_hfresh_unit.c - HFresh's pieces: rotation, RaBitQ estimator and
  * its error bound, posting codec, RNG placement rule, balanced k-means,
- * verify on corrupt indexes (bit flips, truncation, bad manifest).
+ * verify on corrupt indexes (bit flips, truncation, bad manifest),
+ * checksums on the query path, block-list recording.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -308,6 +309,135 @@ static void test_corruption(void **st)
 	t_data_free(ds);
 }
 
+/* Query q through a fresh cv_io (strategy st, concurrent:8) or NULL io; the query's rc. */
+static int query_io(cv_index *ix, const float *q, unsigned probe, int use_io, cv_block_list *bl,
+		    cv_query_stats *qs)
+{
+	cv_query_opts qo;
+	cv_io_opts io_o;
+	cv_io *io = NULL;
+	uint32_t ids[10];
+	float dd[10];
+	size_t n;
+	int rc;
+
+	cv_query_opts_default(&qo);
+	qo.search_probe = probe;
+	qo.rescore_limit = 50;
+	qo.io_mode = CV_HIO_CONCURRENT;
+	qo.io_depth = 8;
+	qo.blocks = bl;
+	if (use_io) {
+		cv_io_opts_default(&io_o);
+		io_o.strategy = CV_IO_PREAD;
+		assert_int_equal(cv_io_new(&io_o, &io), 0);
+	}
+	rc = cv_index_query(ix, io, q, &qo, ids, dd, &n, qs);
+	cv_io_free(io);
+	return rc;
+}
+
+/* Queries check posting and vector-slot checksums: a flipped body bit is -EBADMSG, not an answer. */
+static void test_query_integrity(void **st)
+{
+	cv_dataset *ds;
+	char *dir = small_index(&ds, CV_METRIC_L2, 2);
+	cv_err e;
+	hfr_meta m;
+	cv_index *ix;
+	uint64_t voff;
+
+	(void) st;
+	assert_int_equal(hfr_meta_read(dir, &m, &e), 0);
+	/* a bit deep in posting 1's entries (the header stays valid) */
+	flip(dir, "postings.0.dat", (off_t) m.posts[1].off + HFR_POST_HDR +
+	     (off_t) (m.posts[1].count / 2) * hfr_entry_size(m.dp) + 30);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	for (int use_io = 0; use_io < 2; use_io++)
+		assert_int_equal(query_io(ix, ds->data, m.nposts, use_io, NULL, NULL), -EBADMSG);
+	cv_index_close(ix);
+	flip(dir, "postings.0.dat", (off_t) m.posts[1].off + HFR_POST_HDR +
+	     (off_t) (m.posts[1].count / 2) * hfr_entry_size(m.dp) + 30);
+	/* a bit in vector 7's slot: querying vector 7 itself rescores it */
+	voff = hfr_vec_off(&m, 7) + 4 * 5;
+	flip(dir, "vectors.dat", (off_t) voff);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	for (int use_io = 0; use_io < 2; use_io++)
+		assert_int_equal(query_io(ix, ds->data + 7 * ds->d, 8, use_io, NULL, NULL), -EBADMSG);
+	cv_index_close(ix);
+	flip(dir, "vectors.dat", (off_t) voff);
+	/* repaired: the same queries answer */
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	for (int use_io = 0; use_io < 2; use_io++) {
+		assert_int_equal(query_io(ix, ds->data, m.nposts, use_io, NULL, NULL), 0);
+		assert_int_equal(query_io(ix, ds->data + 7 * ds->d, 8, use_io, NULL, NULL), 0);
+	}
+	cv_index_close(ix);
+	hfr_meta_free(&m);
+	t_rmdir(dir);
+	free(dir);
+	t_data_free(ds);
+}
+
+/* cv_query_opts.blocks records every 4 KiB block of the postings and slots a query read. */
+static void test_block_list(void **st)
+{
+	cv_dataset *ds;
+	char *dir = small_index(&ds, CV_METRIC_L2, 2);
+	cv_block_list bl = {0};
+	cv_query_stats qs = {0};
+	char **files = NULL;
+	size_t nf = 0, npost = 0, nvec = 0;
+	cv_index *ix;
+	cv_err e;
+	hfr_meta m;
+	uint32_t fp = UINT32_MAX, fv = UINT32_MAX;
+
+	(void) st;
+	assert_int_equal(hfr_meta_read(dir, &m, &e), 0);
+	assert_int_equal(cv_index_files(dir, &files, &nf), 0);
+	for (size_t i = 0; i < nf; i++) {
+		if (strstr(files[i], "/postings.0.dat"))
+			fp = (uint32_t) i;
+		if (strstr(files[i], "/vectors.dat"))
+			fv = (uint32_t) i;
+	}
+	assert_true(fp != UINT32_MAX && fv != UINT32_MAX);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	assert_int_equal(query_io(ix, ds->data + 3 * ds->d, 6, 1, &bl, &qs), 0);
+	for (size_t i = 0; i < bl.n; i++) {
+		assert_true(bl.file[i] == fp || bl.file[i] == fv);
+		if (bl.file[i] == fp) {
+			assert_true(bl.block[i] * HFR_BLOCK < m.postings_end);
+			npost++;
+		} else {
+			assert_true(bl.block[i] <= hfr_vec_off(&m, m.nids - 1) / HFR_BLOCK);
+			nvec++;
+		}
+	}
+	/* one block per 4 KiB of each posting read, one per rescoring read */
+	assert_int_equal(npost * HFR_BLOCK, qs.bytes - qs.rescore_reads * hfr_vec_read_len(&m));
+	assert_int_equal(qs.posting_reads, 6);
+	assert_int_equal(nvec, qs.rescore_reads);
+	assert_true(nvec > 0);
+	/* vector 3's own slot was read (it is its own nearest neighbour) */
+	{
+		int found = 0;
+
+		for (size_t i = 0; i < bl.n; i++)
+			found |= bl.file[i] == fv && bl.block[i] == hfr_vec_off(&m, 3) / HFR_BLOCK;
+		assert_true(found);
+	}
+	cv_index_close(ix);
+	free(bl.file);
+	free(bl.block);
+	cv_index_files_free(files, nf);
+	hfr_meta_free(&m);
+	t_rmdir(dir);
+	free(dir);
+	t_data_free(ds);
+}
+
 /* Bad build options are refused with a message. */
 static void test_bad_opts(void **st)
 {
@@ -339,6 +469,8 @@ int main(void)
 		cmocka_unit_test(test_kmeans_balance),
 		cmocka_unit_test(test_build_placement),
 		cmocka_unit_test(test_corruption),
+		cmocka_unit_test(test_query_integrity),
+		cmocka_unit_test(test_block_list),
 		cmocka_unit_test(test_bad_opts),
 	};
 
