@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -198,6 +199,8 @@ static int cold(int argc, char **argv)
 	cv_query_stats tot = {0};
 	cv_io_stats ios = {0};
 	unsigned q = 1;
+	struct rusage ru0, ru1;
+	double cpu_s, load1 = 0;
 
 	if (argc < 10)
 		return 2;
@@ -226,6 +229,7 @@ static int cold(int argc, char **argv)
 	th = calloc(nc, sizeof(*th));
 	if (have_dev)
 		cv_blkdev_stat(&bd, &b0);
+	getrusage(RUSAGE_SELF, &ru0);
 	t0 = now();
 	for (size_t i = 0; i < nc; i++) {
 		cl[i] = (client){.ix = ix, .qs = qs, .first = i * nq / nc,
@@ -246,6 +250,20 @@ static int cold(int argc, char **argv)
 			fprintf(stderr, "bench_hfresh: client %zu: %s\n", i, strerror(-cl[i].rc));
 	}
 	wall = now() - t0;
+	getrusage(RUSAGE_SELF, &ru1);
+	cpu_s = (double) (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec -
+			  ru0.ru_stime.tv_sec) +
+		(double) (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec -
+			  ru0.ru_stime.tv_usec) / 1e6;
+	{
+		FILE *la = fopen("/proc/loadavg", "r");
+
+		if (la) {
+			if (fscanf(la, "%lf", &load1) != 1)
+				load1 = 0;
+			fclose(la);
+		}
+	}
 	if (have_dev)
 		cv_blkdev_stat(&bd, &b1);
 	{
@@ -259,13 +277,15 @@ static int cold(int argc, char **argv)
 		       "\"qps\":%.1f,\"reads_per_query\":%.2f,\"engine_iops\":%.0f,"
 		       "\"median_read_bytes\":%.0f,\"mean_posting_bytes\":%.0f,"
 		       "\"read_ms_mean\":%.3f,\"inflight_max\":%llu,\"device\":\"%s\","
-		       "\"device_reads\":%llu,\"device_iops\":%.0f}\n",
+		       "\"device_reads\":%llu,\"device_iops\":%.0f,\"cpu_ms_per_query\":%.3f,"
+		       "\"inflight_mean\":%.2f,\"load1\":%.2f}\n",
 		       argv[5], argv[6], nc, qo.search_probe, qo.rescore_limit, nq, wall, nq / wall,
 		       (double) tot.reads / nq, tot.reads / wall, median, post_mean,
 		       cv_hist_mean(&ios.lat_ns) / 1e6, (unsigned long long) ios.inflight_max,
 		       have_dev ? bd.disk : "n/a",
 		       (unsigned long long) (b1.reads - b0.reads),
-		       have_dev ? (b1.reads - b0.reads) / wall : 0.0);
+		       have_dev ? (b1.reads - b0.reads) / wall : 0.0, cpu_s * 1e3 / nq,
+		       cv_hist_mean(&ios.inflight), load1);
 	}
 	free(cl);
 	free(th);
