@@ -45,7 +45,9 @@
 #define HFR_META_NAME        "hfresh.meta"
 #define HFR_VEC_NAME         "vectors.dat"
 #define HFR_POST_MAGIC       0x50534648u /* "HFSP" little-endian */
-#define HFR_FORMAT_VERSION   1u
+#define HFR_FORMAT_VERSION   1u   /* the manifest's */
+#define HFR_POST_VERSION     2u   /* posting records written: CRC-32C */
+#define HFR_POST_VERSION_ZLIB 1u  /* posting records still read: zlib CRC-32 */
 #define HFR_BLOCK            4096u
 #define HFR_POST_HDR         32u
 #define HFR_ENTRY_HDR        24u
@@ -153,6 +155,10 @@ static inline const uint64_t *hfr_entry_code(const uint8_t *ent)
 {
 	return (const uint64_t *) (const void *) (ent + HFR_ENTRY_HDR);
 }
+
+/* CRC-32C (Castagnoli) of n bytes: SSE4.2 when the CPU has it; _sw: the table path. */
+uint32_t hfr_crc32c(const void *p, size_t n);
+uint32_t hfr_crc32c_sw(const void *p, size_t n);
 
 /* Write the header (and checksum) of a posting whose entries are filled. */
 void hfr_post_seal(void *post, uint32_t posting_id, uint32_t count, uint32_t dp);

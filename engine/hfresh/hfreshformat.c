@@ -4,8 +4,13 @@
  *
  * Every multi-byte field is little-endian (the host order of every target
  * coldstudy builds for; the manifest's magic would read wrong otherwise).
- * Checksums are CRC-32 (zlib): one per posting record, one per vector
- * slot, one over the whole manifest. The layout is in ARCHITECTURE.md.
+ * Checksums: one per posting record, CRC-32C (Castagnoli) in records of
+ * version 2 (what is written) and zlib's CRC-32 in version 1 (still
+ * read); one zlib CRC-32 per vector slot and one over the whole manifest.
+ * Queries check every posting they read, so the posting checksum is the
+ * one on the hot path: CRC-32C runs on SSE4.2's crc32 instruction (about
+ * 0.15 instructions a byte, against 3.8 for zlib's tables), with a table
+ * fallback on CPUs without it. The layout is in ARCHITECTURE.md.
  *
  * Invariants the readers check (hfr_post_check, hfr_meta_read): magic and
  * format version first; every length is derived from counts and checked
@@ -25,6 +30,96 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
+
+/* ---- CRC-32C ---- */
+
+static uint32_t c32c_tab[256];
+static int c32c_hw;
+static pthread_once_t c32c_once = PTHREAD_ONCE_INIT;
+
+/* Build the reflected table (polynomial 0x82F63B78) and probe for SSE4.2. */
+static void c32c_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+		c32c_tab[i] = c;
+	}
+#if defined(__x86_64__)
+	c32c_hw = __builtin_cpu_supports("sse4.2");
+#endif
+}
+
+/* Table update of a raw (not inverted) CRC-32C state. */
+static uint32_t c32c_sw(uint32_t c, const uint8_t *p, size_t n)
+{
+	while (n--)
+		c = c32c_tab[(c ^ *p++) & 0xffu] ^ (c >> 8);
+	return c;
+}
+
+#if defined(__x86_64__)
+/* SSE4.2 update of a raw CRC-32C state, 8 bytes an instruction. */
+__attribute__((target("sse4.2"))) static uint32_t c32c_sse42(uint32_t c, const uint8_t *p,
+							      size_t n)
+{
+	uint64_t c64 = c;
+
+	while (n >= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		c64 = _mm_crc32_u64(c64, v);
+		p += 8;
+		n -= 8;
+	}
+	c = (uint32_t) c64;
+	while (n--)
+		c = _mm_crc32_u8(c, *p++);
+	return c;
+}
+#endif
+
+/* Continue a raw CRC-32C state over n bytes. */
+static uint32_t c32c_update(uint32_t c, const void *p, size_t n)
+{
+	pthread_once(&c32c_once, c32c_init);
+#if defined(__x86_64__)
+	if (c32c_hw)
+		return c32c_sse42(c, p, n);
+#endif
+	return c32c_sw(c, p, n);
+}
+
+uint32_t hfr_crc32c(const void *p, size_t n)
+{
+	return ~c32c_update(~0u, p, n);
+}
+
+uint32_t hfr_crc32c_sw(const void *p, size_t n)
+{
+	pthread_once(&c32c_once, c32c_init);
+	return ~c32c_sw(~0u, p, n);
+}
+
+/* A posting's checksum (crc field taken as 0) by its record version. */
+static uint32_t post_crc(const hfr_post_hdr *h, const uint8_t *body, size_t n)
+{
+	hfr_post_hdr z = *h;
+
+	z.crc = 0;
+	if (h->version == HFR_POST_VERSION_ZLIB) {
+		uint32_t c = (uint32_t) crc32(0L, (const Bytef *) &z, sizeof(z));
+
+		return (uint32_t) crc32(c, body, (uInt) n);
+	}
+	return ~c32c_update(c32c_update(~0u, &z, sizeof(z)), body, n);
+}
 
 /* ---- small I/O helpers ---- */
 
@@ -174,7 +269,7 @@ void hfr_post_seal(void *post, uint32_t posting_id, uint32_t count, uint32_t dp)
 {
 	hfr_post_hdr h = {
 		.magic = HFR_POST_MAGIC,
-		.version = HFR_FORMAT_VERSION,
+		.version = HFR_POST_VERSION,
 		.entry_size = (uint16_t) hfr_entry_size(dp),
 		.posting_id = posting_id,
 		.count = count,
@@ -184,8 +279,7 @@ void hfr_post_seal(void *post, uint32_t posting_id, uint32_t count, uint32_t dp)
 	};
 	size_t body = HFR_POST_HDR + (size_t) count * hfr_entry_size(dp);
 
-	memcpy(post, &h, sizeof(h));
-	h.crc = (uint32_t) crc32(0L, post, (uInt) body);
+	h.crc = post_crc(&h, (const uint8_t *) post + HFR_POST_HDR, body - HFR_POST_HDR);
 	memcpy(post, &h, sizeof(h));
 }
 
@@ -201,9 +295,10 @@ int hfr_post_check(const void *buf, size_t len, uint32_t dp, uint32_t expect_id,
 	memcpy(&h, buf, sizeof(h));
 	if (h.magic != HFR_POST_MAGIC)
 		return cv_err_set(e, -EBADMSG, "bad posting magic 0x%08x at byte 0", h.magic);
-	if (h.version != HFR_FORMAT_VERSION)
-		return cv_err_set(e, -EBADMSG, "posting format version %u at byte 4, expected %u",
-				  h.version, HFR_FORMAT_VERSION);
+	if (h.version != HFR_POST_VERSION && h.version != HFR_POST_VERSION_ZLIB)
+		return cv_err_set(e, -EBADMSG,
+				  "posting format version %u at byte 4, expected %u or %u", h.version,
+				  HFR_POST_VERSION_ZLIB, HFR_POST_VERSION);
 	if (h.dp != dp || dp == 0 || dp % 64 || h.entry_size != hfr_entry_size(dp))
 		return cv_err_set(e, -EBADMSG,
 				  "posting dims %u / entry size %u at byte 16, expected %u / %u", h.dp,
@@ -220,13 +315,8 @@ int hfr_post_check(const void *buf, size_t len, uint32_t dp, uint32_t expect_id,
 				  h.count, len);
 	body = HFR_POST_HDR + (size_t) h.count * h.entry_size;
 	if (check_crc) {
-		hfr_post_hdr z = h;
-		uint32_t c;
+		uint32_t c = post_crc(&h, (const uint8_t *) buf + HFR_POST_HDR, body - HFR_POST_HDR);
 
-		z.crc = 0;
-		c = (uint32_t) crc32(0L, (const Bytef *) &z, sizeof(z));
-		c = (uint32_t) crc32(c, (const Bytef *) buf + HFR_POST_HDR,
-				     (uInt) (body - HFR_POST_HDR));
 		if (c != h.crc)
 			return cv_err_set(e, -EBADMSG,
 					  "posting checksum mismatch (stored 0x%08x, computed 0x%08x)",

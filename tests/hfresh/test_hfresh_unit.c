@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 /* The rotation is orthogonal: norms and inner products survive it. */
 static void test_rotation(void **st)
@@ -125,6 +126,49 @@ static void test_posting_codec(void **st)
 	rec[0] ^= 1;
 	assert_int_equal(hfr_post_check(rec, len, dp, 7, n, 1, NULL, &e), -EBADMSG);
 	assert_non_null(strstr(e.msg, "magic"));
+	free(rec);
+}
+
+/* CRC-32C: the standard check value, SSE4.2 and table paths agree; version-1 (zlib) records still read. */
+static void test_crc32c(void **st)
+{
+	const uint32_t dp = 64;
+	uint32_t n = 5, len = (uint32_t) hfr_post_disk_len(n, dp), c;
+	uint8_t buf[200], *rec = calloc(1, len);
+	uint64_t code[1] = {0xfedcba9876543210ull};
+	hfr_fac f = {.add = 2, .rescale = -1, .err = 0.25f, .pop = 32};
+	hfr_post_hdr h;
+	cv_err e;
+
+	(void) st;
+	assert_int_equal(hfr_crc32c("123456789", 9), 0xE3069283u);
+	assert_int_equal(hfr_crc32c_sw("123456789", 9), 0xE3069283u);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t) (i * 37 + 11);
+	for (size_t k = 0; k < sizeof(buf); k += 7)
+		assert_int_equal(hfr_crc32c(buf + 1, k), hfr_crc32c_sw(buf + 1, k));
+	for (uint32_t i = 0; i < n; i++)
+		hfr_entry_put(hfr_entry(rec, dp, i), dp, i, 1, &f, code);
+	hfr_post_seal(rec, 3, n, dp);
+	memcpy(&h, rec, sizeof(h));
+	assert_int_equal(h.version, HFR_POST_VERSION);
+	assert_int_equal(hfr_post_check(rec, len, dp, 3, n, 1, NULL, &e), 0);
+	/* the same record as version 1 wrote it: zlib CRC-32 over header (crc 0) and entries */
+	h.version = HFR_POST_VERSION_ZLIB;
+	h.crc = 0;
+	memcpy(rec, &h, sizeof(h));
+	c = (uint32_t) crc32(0L, rec, (uInt) (HFR_POST_HDR + n * hfr_entry_size(dp)));
+	h.crc = c;
+	memcpy(rec, &h, sizeof(h));
+	assert_int_equal(hfr_post_check(rec, len, dp, 3, n, 1, NULL, &e), 0);
+	rec[HFR_POST_HDR + 30] ^= 4;
+	assert_int_equal(hfr_post_check(rec, len, dp, 3, n, 1, NULL, &e), -EBADMSG);
+	assert_non_null(strstr(e.msg, "checksum"));
+	rec[HFR_POST_HDR + 30] ^= 4;
+	h.version = 3;
+	memcpy(rec, &h, sizeof(h));
+	assert_int_equal(hfr_post_check(rec, len, dp, 3, n, 1, NULL, &e), -EBADMSG);
+	assert_non_null(strstr(e.msg, "version"));
 	free(rec);
 }
 
@@ -465,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_rotation),
 		cmocka_unit_test(test_estimator),
 		cmocka_unit_test(test_posting_codec),
+		cmocka_unit_test(test_crc32c),
 		cmocka_unit_test(test_rng_rule),
 		cmocka_unit_test(test_kmeans_balance),
 		cmocka_unit_test(test_build_placement),
