@@ -526,7 +526,7 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 		       "\"heap_reads_per_query\":%.2f,\"posting_reads_per_query\":%.2f,"
 		       "\"rescore_reads_per_query\":%.2f,\"distances_per_query\":%.1f,"
 		       "\"inflight_max\":%llu,\"cpu_ms_per_query\":%.3f,\"cpu_us_per_read\":%.2f,"
-		       "\"user_us_per_read\":%.2f,\"sys_us_per_read\":%.2f",
+		       "\"user_us_per_read\":%.2f,\"sys_us_per_read\":%.2f,\"inflight_mean\":%.2f",
 		       s->wall_s, s->wall_s > 0 ? nq / s->wall_s : 0, lat_mean, p50, p99,
 		       (unsigned long long) s->st.reads, (double) s->st.reads / nq, bpr, read_ms,
 		       (double) s->st.buffer_hits / nq, (double) s->st.heap_reads / nq,
@@ -534,7 +534,8 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 		       (double) s->st.distances / nq, (unsigned long long) s->io.inflight_max,
 		       s->cpu_s * 1e3 / nq, s->st.reads ? s->cpu_s * 1e6 / (double) s->st.reads : 0.0,
 		       s->st.reads ? s->user_s * 1e6 / (double) s->st.reads : 0.0,
-		       s->st.reads ? s->sys_s * 1e6 / (double) s->st.reads : 0.0);
+		       s->st.reads ? s->sys_s * 1e6 / (double) s->st.reads : 0.0,
+		       cv_hist_mean(&s->io.inflight));
 		if (a->simulate)
 			printf(",\"simulate\":\"%s\",\"sim_lat_mean_ms\":%.3f,\"sim_read_ms_mean\":%.3f,"
 			       "\"sim_inflight_mean\":%.3f,\"sim_reads_per_query\":%.2f",

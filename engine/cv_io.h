@@ -286,9 +286,11 @@ CV_API int cv_trace_load(const char *path, cv_trace **out, cv_err *e);
 /*
  * Add another context's counters into io's (a query that drove reads from
  * helper threads, each with its own context, reports them in the caller's):
- * reads, bytes, histograms and busy time add; inflight_max adds too, as the
- * contexts' reads were in flight at the same time.
+ * reads, bytes, histograms and busy time add; io's inflight_max becomes
+ * the larger of its own and inflight_max (the most reads the caller knows
+ * were in flight across the contexts together; 0 when unknown). The
+ * in-flight histogram stays per context (samples are each ring's count).
  */
-CV_API void cv_io_stats_add(cv_io *io, const cv_io_stats *from);
+CV_API void cv_io_stats_add(cv_io *io, const cv_io_stats *from, uint64_t inflight_max);
 
 #endif

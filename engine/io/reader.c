@@ -429,11 +429,10 @@ CV_API void cv_io_stats_merge(cv_io_stats *into, const cv_io_stats *from)
 	into->busy_ns += from->busy_ns;
 }
 
-/* Fold a helper context's counters into io's (in-flight maxima add: concurrent contexts). */
-CV_API void cv_io_stats_add(cv_io *io, const cv_io_stats *from)
+/* Fold a helper context's counters into io's; inflight_max raises io's maximum (0: none known). */
+CV_API void cv_io_stats_add(cv_io *io, const cv_io_stats *from, uint64_t inflight_max)
 {
-	uint64_t max = io->st.inflight_max + from->inflight_max;
-
 	cv_io_stats_merge(&io->st, from);
-	io->st.inflight_max = max;
+	if (inflight_max > io->st.inflight_max)
+		io->st.inflight_max = inflight_max;
 }

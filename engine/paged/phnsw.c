@@ -688,7 +688,7 @@ static int slot_step(phnsw_state *st, slot *sl, uint32_t stream, cv_io *io, bool
  * partition. Stream ids are stream0 + slot, so a trace holds C chains of
  * dependent reads per driver and no two drivers share an id.
  */
-static int run_fanout(fan_shared *sh, unsigned C, uint32_t stream0, cv_io *io)
+static int run_fanout(fan_shared *sh, unsigned C, uint32_t stream0, cv_io *io, unsigned *maxinfl)
 {
 	phnsw_state *st = sh->st;
 	slot *slots = calloc(C, sizeof(*slots));
@@ -713,6 +713,8 @@ static int run_fanout(fan_shared *sh, unsigned C, uint32_t stream0, cv_io *io)
 				active++;
 				if ((rc = slot_step(st, &slots[i], stream0 + i, io, &finished)))
 					goto drain;
+				if (cv_io_inflight(io) > *maxinfl)
+					*maxinfl = cv_io_inflight(io);
 				if (finished) {
 					slots[i].busy = false;
 					active--;
@@ -732,6 +734,8 @@ static int run_fanout(fan_shared *sh, unsigned C, uint32_t stream0, cv_io *io)
 
 				if (r == 0) {
 					sl->resubmit = false;
+					if (cv_io_inflight(io) > *maxinfl)
+						*maxinfl = cv_io_inflight(io);
 				} else if (r != -EBUSY) {
 					rc = r;
 					goto drain;
@@ -739,6 +743,8 @@ static int run_fanout(fan_shared *sh, unsigned C, uint32_t stream0, cv_io *io)
 			} else if (sl->blocked) {
 				if ((rc = slot_step(st, sl, stream0 + i, io, &finished)))
 					goto drain;
+				if (cv_io_inflight(io) > *maxinfl)
+					*maxinfl = cv_io_inflight(io);
 				if (finished) {
 					sl->busy = false;
 					active--;
@@ -766,6 +772,8 @@ static int run_fanout(fan_shared *sh, unsigned C, uint32_t stream0, cv_io *io)
 				rc = r;
 				goto drain;
 			}
+			if (cv_io_inflight(io) > *maxinfl)
+				*maxinfl = cv_io_inflight(io);
 			if (finished) {
 				sl->busy = false;
 				active--;
@@ -799,6 +807,7 @@ typedef struct fan_worker {
 	const cv_io_opts *o;
 	unsigned C;
 	uint32_t stream0;
+	unsigned maxinfl;
 	cv_io_stats st;
 	int rc;
 	pthread_t tid;
@@ -814,7 +823,7 @@ static void *fan_worker_main(void *arg)
 		o.queue_depth = w->C;
 	w->rc = cv_io_new(&o, &io);
 	if (!w->rc)
-		w->rc = run_fanout(w->sh, w->C, w->stream0, io);
+		w->rc = run_fanout(w->sh, w->C, w->stream0, io, &w->maxinfl);
 	else
 		atomic_store(&w->sh->stop, 1);
 	if (io)
@@ -865,6 +874,7 @@ static int fanout(phnsw_state *st, ps_scan **scans, size_t n, unsigned C, cv_io 
 	unsigned T = fanout_threads(C), started = 0, base = C / T, extra = C % T;
 	fan_worker *w = NULL;
 	uint32_t stream0 = 0;
+	unsigned maxinfl = 0;
 	int rc;
 
 	atomic_init(&sh.next, 0);
@@ -888,12 +898,14 @@ static int fanout(phnsw_state *st, ps_scan **scans, size_t n, unsigned C, cv_io 
 		started = t;
 	}
 	/* a helper that did not start takes no scans: the running drivers take them all */
-	rc = run_fanout(&sh, base + (extra > 0), 0, io);
+	rc = run_fanout(&sh, base + (extra > 0), 0, io, &maxinfl);
 	for (unsigned t = 1; t <= started; t++) {
 		fan_worker *x = &w[t - 1];
 
 		pthread_join(x->tid, NULL);
-		cv_io_stats_add(io, &x->st);
+		/* the drivers' reads were in flight together: their maxima add */
+		maxinfl += x->maxinfl;
+		cv_io_stats_add(io, &x->st, maxinfl);
 		if (!rc && x->rc)
 			rc = x->rc;
 	}

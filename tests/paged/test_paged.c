@@ -339,6 +339,8 @@ static void test_modes(void **state)
 		assert_memory_equal(s.ids, f3.ids, sizeof(s.ids));
 		assert_int_equal(s.st.reads, f3.st.reads);
 		assert_int_equal(a.reads - b.reads, f3.st.reads);
+		/* the drivers' in-flight maxima add up to at most the fan-out */
+		assert_true(a.inflight_max >= 2 && a.inflight_max <= 8);
 		query(ix, io, q, CV_MODE_FANOUT, 4, CV_MERGE_SORT, 40, &so);
 		assert_int_equal(s.n, 10);
 		assert_int_equal(f.n, 10);
