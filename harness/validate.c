@@ -53,7 +53,7 @@
 #define SCRATCH_BYTES (16u << 20)
 #define PROBE_READS 256
 #define PROBE_QD 32
-#define DEVICE_TRIALS 5 /* the device counts every process's reads: the least disturbed trial counts */
+#define DEVICE_TRIALS 12 /* the device counts every process's reads: the least disturbed trial counts */
 
 /* snprintf for paths and messages: truncation is harmless here (names are short, checked by use). */
 __attribute__((format(printf, 3, 4))) static void pathf(char *out, size_t cap, const char *f, ...)
