@@ -28,8 +28,9 @@
  * CRC-32 over the header and its entries) before it is scored, and every
  * vector slot's CRC-32 before its exact distance is used; a damaged
  * posting or slot fails the query with -EBADMSG, never a silently wrong
- * answer. zlib's crc32 is table-driven (braided, several bytes a cycle),
- * which bench/hfresh/README.md measures against the scoring it guards.
+ * answer. Postings (most of the bytes) carry CRC-32C, which SSE4.2
+ * computes 8 bytes an instruction; bench/hfresh/README.md measures the
+ * cost against the scoring it guards.
  *
  * Block lists: with cv_query_opts.blocks set, every 4 KiB block of every
  * posting and vector slot read is recorded against the index file's

@@ -175,16 +175,25 @@ void hfr_query_quant(const float *qr, uint32_t dp, hfr_qq *q)
 	q->qn2 = (float) s2;
 	q->qn = (float) sqrt(s2);
 	q->inv_sqrt_d = (float) (1.0 / sqrt((double) dp));
-	memset(q->planes, 0, sizeof(uint64_t) * HFR_QUERY_BITS * q->words);
 	float inv = q->delta > 0 ? 1.0f / q->delta : 0.0f;
-	for (uint32_t i = 0; i < dp; i++) {
-		unsigned u = (unsigned) lrintf((qr[i] - lo) * inv);
+	/*
+	 * Round to the nearest level (x + 0.5 truncated: x >= 0) and build each
+	 * 64-wide word of the bit planes in registers, branch-free: this runs
+	 * once per posting a query reads (64 x dp values at searchProbe 64).
+	 */
+	for (uint32_t w = 0; w < q->words; w++) {
+		uint64_t pl[HFR_QUERY_BITS] = {0};
+		const float *x = qr + (size_t) w * 64;
 
-		if (u > levels)
-			u = levels;
+		for (unsigned b = 0; b < 64; b++) {
+			unsigned u = (unsigned) ((x[b] - lo) * inv + 0.5f);
+
+			u = u > levels ? levels : u;
+			for (unsigned j = 0; j < HFR_QUERY_BITS; j++)
+				pl[j] |= (uint64_t) (u >> j & 1u) << b;
+		}
 		for (unsigned j = 0; j < HFR_QUERY_BITS; j++)
-			if (u >> j & 1)
-				q->planes[j * q->words + (i >> 6)] |= 1ull << (i & 63);
+			q->planes[j * q->words + w] = pl[j];
 	}
 }
 
