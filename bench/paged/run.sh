@@ -30,8 +30,8 @@ echo "== cold, real device (io_uring, O_DIRECT)"
 "$CS" probe "$IX/part-000" --qd 16 --bs 8k --reads 8000 --strategy uring --json
 "$CS" index query "$IX" --queries "$Q" --nq "$NQ" --mode serial --strategy uring --cold --json
 "$CS" index query "$IX" --queries "$Q" --nq "$NQ" --mode fanout:16 --strategy uring --cold --json
-# the single-thread driver (one io_uring for all 16 scans), for comparison
-COLDSTUDY_FANOUT_THREADS=1 "$CS" index query "$IX" --queries "$Q" --nq "$NQ" --mode fanout:16 \
+# two driver threads (8 scans and one io_uring each), for comparison
+COLDSTUDY_FANOUT_THREADS=2 "$CS" index query "$IX" --queries "$Q" --nq "$NQ" --mode fanout:16 \
 	--strategy uring --cold --json
 "$CS" probe "$IX/part-000" --qd 1 --bs 8k --reads 2000 --strategy uring --json
 "$CS" probe "$IX/part-000" --qd 16 --bs 8k --reads 8000 --strategy uring --json

@@ -14,9 +14,9 @@
  *              child, in order: each child runs its whole HNSW search
  *              (pagedscan.c) and fetches the heap row of its first TID;
  *              one read at a time on one stream, queue depth one.
- *   fanout:C   the same P scans, C of them in flight at once from a few
- *              driver threads (one per CPU, up to one per 8 scans; see
- *              fanout_threads): each scan is a resumable state machine
+ *   fanout:C   the same P scans, C of them in flight at once from one
+ *              driver thread (or a few; see fanout_threads): each scan
+ *              is a resumable state machine
  *              whose reads are submitted through its driver's cv_io
  *              (io_uring; stream = its slot, so a trace replays C
  *              dependent chains) and resumed when cv_io_reap returns
@@ -695,6 +695,7 @@ static int run_fanout(fan_shared *sh, unsigned C, uint32_t stream0, cv_io *io, u
 	cv_read_req *done[64];
 	size_t active = 0;
 	bool finished, more = true;
+	unsigned unflushed = 0, flush_every = C >= 8 ? C / 4 : 2;
 	int rc = 0;
 
 	if (!slots)
@@ -777,8 +778,21 @@ static int run_fanout(fan_shared *sh, unsigned C, uint32_t stream0, cv_io *io, u
 			if (finished) {
 				sl->busy = false;
 				active--;
+			} else if (!sl->resubmit && !sl->blocked && ++unflushed >= flush_every) {
+				/*
+				 * Send what this batch has prepared so far: a reap can hand
+				 * back most of the C reads at once, and holding every new
+				 * read until the whole batch is processed leaves the device
+				 * with few in flight meanwhile (measured: reads waited
+				 * 0.56-1.40 ms against 0.41-0.52 ms with this, and the
+				 * query took 1.2-2.6x longer, in 4 alternating pairs).
+				 */
+				if ((rc = cv_io_flush(io)) < 0)
+					goto drain;
+				unflushed = 0;
 			}
 		}
+		unflushed = 0; /* the next reap flushes the rest */
 		rc = 0;
 	}
 	free(slots);
@@ -833,16 +847,16 @@ static void *fan_worker_main(void *arg)
 }
 
 /*
- * How many threads drive a fan-out of C: one per CPU up to one per 8
- * scans in flight (at most 8), since on a machine of few CPUs the kernel's
- * per-read work and the page checks, not the disk, bound one thread.
- * COLDSTUDY_FANOUT_THREADS=N overrides (1: the single-thread driver).
+ * How many threads drive a fan-out of C: one by default (the seed's design:
+ * many reads in flight from one thread); COLDSTUDY_FANOUT_THREADS=N splits
+ * the C scans among N drivers, each with its own ring. On the 2-vCPU
+ * development machine two drivers were no faster: 0.50-0.88 s against
+ * 0.65-0.85 s per query at load 10-12, and 0.53-0.71 s against 0.52-0.53 s
+ * at load 3-5 (bench/paged/README.md).
  */
 static unsigned fanout_threads(unsigned C)
 {
 	const char *env = getenv("COLDSTUDY_FANOUT_THREADS");
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned t;
 
 	if (env && *env) {
 		char *end;
@@ -851,12 +865,7 @@ static unsigned fanout_threads(unsigned C)
 		if (!*end && v >= 1 && v <= 64)
 			return (unsigned) v < C ? (unsigned) v : C;
 	}
-	t = C / 8;
-	if (cpus > 0 && t > (unsigned long) cpus)
-		t = (unsigned) cpus;
-	if (t > 8)
-		t = 8;
-	return t ? t : 1;
+	return 1;
 }
 
 /*
