@@ -584,13 +584,29 @@ static int device_replay(int argc, char **argv)
 		exitc = fail_errno("device", "simulate", rc);
 		goto out;
 	}
-	if (json)
-		printf("{\"trace\":\"%s\",\"device\":\"%s\",\"seed\":%llu,\"records\":%zu,"
-		       "\"files\":%u,\"dropped\":%llu,\"real_ms\":%.3f,\"wall_ms\":%.3f,"
-		       "\"reads\":%llu,\"read_ms_mean\":%.4f,\"inflight_mean\":%.3f,\"iops\":%.2f}\n",
-		       path, cv_device_name(d), (unsigned long long) seed, cv_trace_len(t),
-		       cv_trace_nfiles(t), (unsigned long long) cv_trace_dropped(t), trace_real_ms(t),
-		       r.wall_ms, (unsigned long long) r.reads, r.read_ms_mean, r.inflight_mean, r.iops);
+	if (json) {
+		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:f, s:f, s:f}",
+				      "trace", path, "device", cv_device_name(d), "seed",
+				      (json_int_t) seed, "records", (json_int_t) cv_trace_len(t),
+				      "files", (json_int_t) cv_trace_nfiles(t), "dropped",
+				      (json_int_t) cv_trace_dropped(t), "real_ms", trace_real_ms(t),
+				      "wall_ms", r.wall_ms, "reads", (json_int_t) r.reads,
+				      "read_ms_mean", r.read_ms_mean, "inflight_mean", r.inflight_mean,
+				      "iops", r.iops);
+		char *txt = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
+						 JSON_REAL_PRECISION(10))
+			      : NULL;
+
+		if (!txt) {
+			json_decref(o);
+			fprintf(stderr, "coldstudy device: out of memory\n");
+			exitc = CS_EXIT_INTERNAL;
+			goto out;
+		}
+		printf("%s\n", txt);
+		free(txt);
+		json_decref(o);
+	}
 	else
 		printf("trace          %s (%zu reads, %u files, %llu dropped)\n"
 		       "device         %s (virtual time, seed %llu)\n"
