@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define MAX_USAGE 5
 
@@ -69,8 +70,18 @@ int bufpool_new(size_t nbuffers, bufpool **out)
 		bp->nbuckets <<= 1;
 	bp->desc = calloc(nbuffers, sizeof(*bp->desc));
 	bp->bucket = malloc(bp->nbuckets * sizeof(*bp->bucket));
-	if (posix_memalign(&mem, 4096, nbuffers * PG_BLCKSZ))
+	/*
+	 * 2 MB-aligned and advised for transparent huge pages: a cold read
+	 * lands in a page nobody touched since the DMA, and with 4 KB pages
+	 * its first access also misses the TLB (a 128 MB pool is 32,768 of
+	 * them); with 2 MB pages the pool's translations fit the TLB.
+	 */
+	if (posix_memalign(&mem, (size_t) 2 << 20, nbuffers * PG_BLCKSZ))
 		mem = NULL;
+#ifdef MADV_HUGEPAGE
+	if (mem)
+		(void) madvise(mem, nbuffers * PG_BLCKSZ, MADV_HUGEPAGE);
+#endif
 	bp->pages = mem;
 	if (!bp->desc || !bp->bucket || !bp->pages) {
 		free(bp->desc);
