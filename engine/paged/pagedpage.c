@@ -47,7 +47,10 @@ unsigned pg_page_nitems(const uint8_t *page)
 {
 	unsigned lower = pg_get16(page + PGH_LOWER);
 
-	return lower <= PG_PAGE_HEADER ? 0 : (lower - PG_PAGE_HEADER) / PG_ITEMID;
+	/* pd_lower comes from the page: a line-pointer array past the page holds no items */
+	if (lower <= PG_PAGE_HEADER || lower > PG_BLCKSZ)
+		return 0;
+	return (lower - PG_PAGE_HEADER) / PG_ITEMID;
 }
 
 unsigned pg_page_add(uint8_t *page, const void *tup, size_t len)
@@ -80,7 +83,9 @@ const uint8_t *pg_page_item(const uint8_t *page, unsigned off, size_t *len)
 	lp = pg_get32(page + PG_PAGE_HEADER + (off - 1) * PG_ITEMID);
 	o = lp & 0x7FFFu;
 	l = lp >> 17;
-	if (((lp >> 15) & 3u) != 1u || o < PG_PAGE_HEADER || l == 0 || o + l > special)
+	/* pd_special comes from the page itself: bound it by the page before trusting it */
+	if (special > PG_BLCKSZ || ((lp >> 15) & 3u) != 1u || o < PG_PAGE_HEADER || l == 0 ||
+	    o + l > special)
 		return NULL;
 	*len = l;
 	return page + o;
