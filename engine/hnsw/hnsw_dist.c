@@ -1,6 +1,6 @@
 /*
- * hnsw_dist.c - the graph's distance kernels: float32 and quant8, scalar,
- * AVX2 and AVX-512, chosen once per graph from cpuid.
+ * hnsw_dist.c - the graph's distance kernels: quant8 at scalar, AVX2 and
+ * AVX-512 chosen once from cpuid, and float32 through the engine's kernels.
  *
  * Why not engine/kernels: the search calls a kernel for every neighbour it
  * scores, and the kernels here take a prepared query (hnsw_query) so the
@@ -17,52 +17,31 @@
  *           cst = base - <q, lo>, base = 1 for cosine, 0 for IP
  */
 #include "hnsw_int.h"
+#include "kernels/kernels.h"
 
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
+/*
+ * ---- float32: the engine's kernels (engine/kernels/), one set per process ----
+ * The prepared query adds nothing for float32 but the metric's constant, so
+ * these wrap cv_l2sq/cv_dot's per-level functions rather than repeat them.
+ */
+
+static const cvk_ops *k_f32;
+
+static float l2_f32(const hnsw_query *q, const void *v, size_t d)
+{
+	return k_f32->l2sq(q->a, (const float *) v, d);
+}
+
+static float ip_f32(const hnsw_query *q, const void *v, size_t d)
+{
+	return q->cst - k_f32->dot(q->a, (const float *) v, d);
+}
+
 /* ---- scalar ---- */
-
-static float l2_f32_scalar(const hnsw_query *q, const void *v, size_t d)
-{
-	const float *a = q->a, *b = v;
-	float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-	size_t i = 0;
-
-	for (; i + 4 <= d; i += 4) {
-		float t0 = a[i] - b[i], t1 = a[i + 1] - b[i + 1];
-		float t2 = a[i + 2] - b[i + 2], t3 = a[i + 3] - b[i + 3];
-
-		s0 += t0 * t0;
-		s1 += t1 * t1;
-		s2 += t2 * t2;
-		s3 += t3 * t3;
-	}
-	for (; i < d; i++) {
-		float t = a[i] - b[i];
-
-		s0 += t * t;
-	}
-	return (s0 + s1) + (s2 + s3);
-}
-
-static float ip_f32_scalar(const hnsw_query *q, const void *v, size_t d)
-{
-	const float *a = q->a, *b = v;
-	float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-	size_t i = 0;
-
-	for (; i + 4 <= d; i += 4) {
-		s0 += a[i] * b[i];
-		s1 += a[i + 1] * b[i + 1];
-		s2 += a[i + 2] * b[i + 2];
-		s3 += a[i + 3] * b[i + 3];
-	}
-	for (; i < d; i++)
-		s0 += a[i] * b[i];
-	return q->cst - ((s0 + s1) + (s2 + s3));
-}
 
 static float l2_q8_scalar(const hnsw_query *q, const void *v, size_t d)
 {
@@ -97,60 +76,6 @@ __attribute__((target("avx2,fma"))) static float hsum256(__m256 v)
 	lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
 	lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
 	return _mm_cvtss_f32(lo);
-}
-
-__attribute__((target("avx2,fma"))) static float l2_f32_avx2(const hnsw_query *q, const void *v,
-							      size_t d)
-{
-	const float *a = q->a, *b = v;
-	__m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-	__m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-	size_t i = 0;
-	float s;
-
-	for (; i + 32 <= d; i += 32) {
-		__m256 t0 = _mm256_sub_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
-		__m256 t1 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8));
-		__m256 t2 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16));
-		__m256 t3 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24));
-
-		s0 = _mm256_fmadd_ps(t0, t0, s0);
-		s1 = _mm256_fmadd_ps(t1, t1, s1);
-		s2 = _mm256_fmadd_ps(t2, t2, s2);
-		s3 = _mm256_fmadd_ps(t3, t3, s3);
-	}
-	for (; i + 8 <= d; i += 8) {
-		__m256 t0 = _mm256_sub_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
-
-		s0 = _mm256_fmadd_ps(t0, t0, s0);
-	}
-	s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-	for (; i < d; i++)
-		s += (a[i] - b[i]) * (a[i] - b[i]);
-	return s;
-}
-
-__attribute__((target("avx2,fma"))) static float ip_f32_avx2(const hnsw_query *q, const void *v,
-							      size_t d)
-{
-	const float *a = q->a, *b = v;
-	__m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-	__m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-	size_t i = 0;
-	float s;
-
-	for (; i + 32 <= d; i += 32) {
-		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-		s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-		s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
-	}
-	for (; i + 8 <= d; i += 8)
-		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-	s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-	for (; i < d; i++)
-		s += a[i] * b[i];
-	return q->cst - s;
 }
 
 __attribute__((target("avx2,fma"))) static float l2_q8_avx2(const hnsw_query *q, const void *v,
@@ -203,66 +128,6 @@ __attribute__((target("avx2,fma"))) static float ip_q8_avx2(const hnsw_query *q,
 }
 
 /* ---- AVX-512 ---- */
-
-__attribute__((target("avx512f"))) static float l2_f32_avx512(const hnsw_query *q, const void *v,
-							       size_t d)
-{
-	const float *a = q->a, *b = v;
-	__m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-	__m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
-	size_t i = 0;
-
-	for (; i + 64 <= d; i += 64) {
-		__m512 t0 = _mm512_sub_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i));
-		__m512 t1 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16));
-		__m512 t2 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32));
-		__m512 t3 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48));
-
-		s0 = _mm512_fmadd_ps(t0, t0, s0);
-		s1 = _mm512_fmadd_ps(t1, t1, s1);
-		s2 = _mm512_fmadd_ps(t2, t2, s2);
-		s3 = _mm512_fmadd_ps(t3, t3, s3);
-	}
-	for (; i + 16 <= d; i += 16) {
-		__m512 t0 = _mm512_sub_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i));
-
-		s0 = _mm512_fmadd_ps(t0, t0, s0);
-	}
-	if (i < d) {
-		__mmask16 mk = (__mmask16) ((1u << (d - i)) - 1);
-		__m512 t0 = _mm512_sub_ps(_mm512_maskz_loadu_ps(mk, a + i),
-					  _mm512_maskz_loadu_ps(mk, b + i));
-
-		s1 = _mm512_fmadd_ps(t0, t0, s1);
-	}
-	return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-}
-
-__attribute__((target("avx512f"))) static float ip_f32_avx512(const hnsw_query *q, const void *v,
-							       size_t d)
-{
-	const float *a = q->a, *b = v;
-	__m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-	__m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
-	size_t i = 0;
-
-	for (; i + 64 <= d; i += 64) {
-		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-		s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
-		s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
-		s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
-	}
-	for (; i + 16 <= d; i += 16)
-		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-	if (i < d) {
-		__mmask16 mk = (__mmask16) ((1u << (d - i)) - 1);
-
-		s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, a + i),
-				     _mm512_maskz_loadu_ps(mk, b + i), s1);
-	}
-	return q->cst -
-	       _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-}
 
 __attribute__((target("avx512f"))) static float l2_q8_avx512(const hnsw_query *q, const void *v,
 							      size_t d)
@@ -330,7 +195,7 @@ __attribute__((target("avx512f"))) static float ip_q8_avx512(const hnsw_query *q
 
 /* ---- node-to-node (the heuristic), through the query kernels ---- */
 
-static hnsw_qdist_fn k_l2_f32 = l2_f32_scalar, k_ip_f32 = ip_f32_scalar;
+static hnsw_qdist_fn k_l2_f32 = l2_f32, k_ip_f32 = ip_f32;
 static hnsw_qdist_fn k_l2_q8 = l2_q8_scalar, k_ip_q8 = ip_q8_scalar;
 static const char *k_name = "scalar";
 static pthread_once_t k_once = PTHREAD_ONCE_INIT;
@@ -338,16 +203,13 @@ static pthread_once_t k_once = PTHREAD_ONCE_INIT;
 /* Pick the kernel set once from cpuid. */
 static void kernels_init(void)
 {
+	k_f32 = cvk_active();
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx512f")) {
-		k_l2_f32 = l2_f32_avx512;
-		k_ip_f32 = ip_f32_avx512;
 		k_l2_q8 = l2_q8_avx512;
 		k_ip_q8 = ip_q8_avx512;
 		k_name = "avx512";
 	} else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-		k_l2_f32 = l2_f32_avx2;
-		k_ip_f32 = ip_f32_avx2;
 		k_l2_q8 = l2_q8_avx2;
 		k_ip_q8 = ip_q8_avx2;
 		k_name = "avx2";
