@@ -112,6 +112,7 @@ typedef struct load {
 	char **files;                 /* the index files (prewarm, hit detection) */
 	size_t nfiles;
 	harness_blockset *pw;         /* per query row: the blocks to prewarm, or NULL */
+	int each;                     /* cold_each_query: cold again before every query */
 	const json_t *cpus;           /* client placement, or NULL */
 	json_t **placement;           /* per client: the CPU set it ran on */
 } load;
@@ -194,8 +195,9 @@ static void *client(void *p)
 			break;
 		q = (size_t) (i % L->queries->n);
 		setup_ms = 0;
-		if (L->pw) {
-			/* Prewarm: cold again (buffers and page cache), then this query's list. */
+		if (L->pw || L->each) {
+			/* Cold again before this query (buffers and page cache, residency
+			 * proven 0), then, for prewarm, this query's list. */
 			uint64_t s0 = cs_mono_ns();
 			double res;
 
@@ -204,13 +206,13 @@ static void *client(void *p)
 				rc = cv_cache_evict(L->files[f]);
 			res = prewarm_residency(L->files, L->nfiles);
 			if (!rc && !(res == 0.0)) {
-				fail(L, "page cache not cold after eviction before prewarm", -EBUSY);
+				fail(L, "page cache not cold after eviction before the query", -EBUSY);
 				break;
 			}
-			if (!rc)
+			if (!rc && L->pw)
 				rc = harness_prewarm(L->files, L->nfiles, &L->pw[q]);
 			if (rc) {
-				fail(L, "prewarm failed", rc);
+				fail(L, L->pw ? "prewarm failed" : "eviction before the query failed", rc);
 				break;
 			}
 			setup_ms = (double) (cs_mono_ns() - s0) / 1e6;
@@ -862,6 +864,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 
 	/* 3. cold or warm */
 	cold = json_is_true(json_object_get(eff, "cold"));
+	L.each = cold && json_is_true(json_object_get(eff, "cold_each_query"));
 	if (json_is_integer(json_object_get(eff, "mem_cap_bytes")))
 		memcap = harness_memcap_apply((uint64_t) json_integer_value(json_object_get(eff, "mem_cap_bytes")),
 					      cgdir, sizeof(cgdir));
@@ -1067,8 +1070,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		for (unsigned c = 0; c < L.clients; c++)
 			cv_io_stats_merge(&all, &L.stats[c]);
 		/* The wall runs from the first query's submission to the last one's completion
-		 * (client threads' start-up is not part of the load); per-query prewarm is setup,
-		 * not load (prewarm runs have one client). */
+		 * (client threads' start-up is not part of the load); per-query eviction and
+		 * prewarm are setup, not load (such runs have one client). */
 		for (unsigned c = 0; c < L.clients; c++)
 			for (size_t i = 1; i < L.nrows[c]; i++)
 				setup_ms += L.rows[c][i].setup_ms;

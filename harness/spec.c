@@ -338,6 +338,13 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 	if (json_is_object(pw) && json_integer_value(json_object_get(eff, "clients")) != 1)
 		return bad(e, name, "$", "prewarm",
 			   "prewarm evicts and loads the cache before each query: needs clients 1");
+	if (json_is_true(json_object_get(eff, "cold_each_query")) &&
+	    !json_is_true(json_object_get(eff, "cold")))
+		return bad(e, name, "$", "cold_each_query", "needs \"cold\": true");
+	if (json_is_true(json_object_get(eff, "cold_each_query")) &&
+	    json_integer_value(json_object_get(eff, "clients")) != 1)
+		return bad(e, name, "$", "cold_each_query",
+			   "evicting before each query would evict other clients' pages: needs clients 1");
 	if (json_is_object(pw) && !json_is_true(json_object_get(eff, "cold")))
 		return bad(e, name, "$", "prewarm", "a prewarm run starts cold: needs \"cold\": true");
 	return 0;
@@ -351,7 +358,7 @@ int harness_run_validate(const json_t *doc, const char *name, const char *where,
 		"fanout", "merge", "io", "io_depth", "strategy", "queue_depth", "buffers_bytes",
 		"device", "clients", "query_count", "duration_s", "cold", "partitions", "tags",
 		"hypotheses", "samplers", "mem_cap_bytes", "readahead", "metric", "notes",
-		"device_time", "prewarm", "load", "bulkwrite", "client_cpus", NULL};
+		"device_time", "prewarm", "load", "bulkwrite", "client_cpus", "cold_each_query", NULL};
 	static const char *const q_keys[] = {"spec", "first", "count", NULL};
 	static const char *const s_keys[] = {"iostat_s", "memory_s", "prometheus_s",
 					     "prometheus_url", NULL};
@@ -405,6 +412,10 @@ int harness_run_validate(const json_t *doc, const char *name, const char *where,
 		return bad(e, name, where, "cold", "required boolean is missing (cold or warm?)");
 	if (v && !json_is_boolean(v))
 		return bad(e, name, where, "cold", "expected true (cold) or false (warm)");
+	v = json_object_get(doc, "cold_each_query");
+	if (v && !json_is_boolean(v))
+		return bad(e, name, where, "cold_each_query",
+			   "expected a boolean (true: evict and prove cold before every query)");
 	v = json_object_get(doc, "readahead");
 	if (v && !json_is_boolean(v))
 		return bad(e, name, where, "readahead", "expected a boolean");
@@ -601,6 +612,9 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 	json_object_set_new(f, "bulkwrite", json_boolean(json_is_object(json_object_get(eff, "bulkwrite"))));
 	v = json_object_get(eff, "client_cpus");
 	json_object_set(f, "client_cpus", v ? v : json_null());
+	if (json_is_true(json_object_get(eff, "cold")) &&
+	    json_is_true(json_object_get(eff, "cold_each_query")))
+		json_object_set_new(f, "cold_each_query", json_true()); /* absent: once per run */
 	qc = json_object_get(eff, "query_count");
 	if (!qc)
 		qc = json_object_get(json_object_get(eff, "queries"), "count");

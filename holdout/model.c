@@ -69,7 +69,7 @@ static int is_cold(const json_t *f)
  * readers, bulk writes, client placement) for per-read latency.
  */
 static const char *const knob_keys[] = {"kind", "partitions", "ef_search", "search_probe",
-					"rescore_limit", "buffers_bytes", "prewarm", NULL};
+					"rescore_limit", "buffers_bytes", "prewarm", "cold_each_query", NULL};
 static const char *const io_keys[] = {"device", "strategy", "load_readers", "bulkwrite",
 				      "prewarm", "client_cpus", NULL};
 

@@ -16,9 +16,12 @@
  *   5. W, nearest first, is the whole result: at most ef_search elements,
  *      each emitting all its heap TIDs. Distances are float32 as in 0.5.1.
  *
- * Like pgvector, each neighbourhood slot becomes a fresh element object
- * (HnswInitElementFromBlock), so a node reached twice by different paths
- * has its neighbour page looked up twice (a buffer hit the second time).
+ * Like pgvector, each neighbourhood slot that passes the visited check
+ * becomes a fresh element object (HnswInitElementFromBlock), so a node
+ * reached again in a lower layer has its neighbour page looked up again
+ * (a buffer hit the second time). Slots hold bare TIDs until then: an
+ * element per slot up front cost a fault-in of megabytes of scratch per
+ * cold query, CPU time between reads that the gate counts against I/O.
  *
  * The scan is a resumable state machine: wherever pgvector calls
  * ReadBuffer, ps_scan_run looks the block up in the pool and, on a miss,
@@ -47,7 +50,7 @@ typedef struct se {
 	float dist;
 	uint8_t nheap;
 	pg_tid heaptids[HNSW_HEAPTIDS];
-	struct se ***nbrs;       /* per layer, NULL-terminated arrays; NULL until loaded */
+	pg_tid **nbrs;           /* per layer, nlen[l] neighbour TIDs; NULL until loaded */
 	uint16_t *nlen;
 } se;
 
@@ -103,15 +106,72 @@ struct ps_scan {
 
 /* ---- arena ---- */
 
+/*
+ * Scans come and go by the thousand (one per partition per query); their
+ * arena chunks are kept per thread for the next scan, up to SPARE_MAX, so
+ * a cold query does not fault fresh scratch memory in between its reads
+ * (a query keeps every partition's scan, so it needs a chunk or two each).
+ */
+enum { CHUNK_SIZE = 65536, SPARE_MAX = 128 }; /* 8 MB a thread at most */
+
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static int spare_ok;
+
+static void spare_free(void *p)
+{
+	chunk *c = p;
+
+	while (c) {
+		chunk *n = c->next;
+
+		free(c);
+		c = n;
+	}
+}
+
+static void spare_init(void)
+{
+	spare_ok = pthread_key_create(&spare_key, spare_free) == 0;
+}
+
+static chunk *spare_take(void)
+{
+	chunk *c;
+
+	pthread_once(&spare_once, spare_init);
+	if (!spare_ok || !(c = pthread_getspecific(spare_key)))
+		return NULL;
+	pthread_setspecific(spare_key, c->next);
+	return c;
+}
+
+static void spare_give(chunk *c)
+{
+	chunk *head = spare_ok ? pthread_getspecific(spare_key) : NULL;
+	size_t n = head ? head->used : 0; /* a spare chunk's `used`: the list's length */
+
+	if (!spare_ok || c->size != CHUNK_SIZE || n >= SPARE_MAX) {
+		free(c);
+		return;
+	}
+	c->next = head;
+	c->used = n + 1;
+	if (pthread_setspecific(spare_key, c))
+		free(c);
+}
+
 static void *arena_alloc(ps_scan *s, size_t n)
 {
 	chunk *c = s->arena;
 
 	n = (n + 15) & ~(size_t) 15;
 	if (!c || c->used + n > c->size) {
-		size_t sz = n > 65536 ? n : 65536;
+		size_t sz = n > CHUNK_SIZE ? n : CHUNK_SIZE;
 
-		c = malloc(sizeof(*c) + sz);
+		c = sz == CHUNK_SIZE ? spare_take() : NULL;
+		if (!c)
+			c = malloc(sizeof(*c) + sz);
 		if (!c)
 			return NULL;
 		c->next = s->arena;
@@ -299,7 +359,7 @@ void ps_scan_free(ps_scan *s)
 	while (s->arena) {
 		chunk *n = s->arena->next;
 
-		free(s->arena);
+		spare_give(s->arena);
 		s->arena = n;
 	}
 	free(s->C.v);
@@ -449,7 +509,7 @@ static int load_neighbors(ps_scan *s, se *c, const uint8_t *page)
 		unsigned lm = l == 0 ? 2 * s->m : s->m;
 
 		c->nlen[l] = 0;
-		c->nbrs[l] = arena_alloc(s, lm * sizeof(se *));
+		c->nbrs[l] = arena_alloc(s, lm * sizeof(pg_tid));
 		if (!c->nbrs[l])
 			return -ENOMEM;
 	}
@@ -462,7 +522,6 @@ static int load_neighbors(ps_scan *s, se *c, const uint8_t *page)
 		pg_tid tid = pg_get_tid(t + 4 + 6 * i);
 		int lc = c->level - (int) (i / s->m);
 		unsigned lm;
-		se *n;
 
 		if (!pg_tid_valid(tid))
 			continue;
@@ -471,10 +530,7 @@ static int load_neighbors(ps_scan *s, se *c, const uint8_t *page)
 		lm = lc == 0 ? 2 * s->m : s->m;
 		if (c->nlen[lc] >= lm)
 			continue;
-		n = new_elem(s, tid);
-		if (!n)
-			return -ENOMEM;
-		c->nbrs[lc][c->nlen[lc]++] = n;
+		c->nbrs[lc][c->nlen[lc]++] = tid;
 	}
 	return 0;
 }
@@ -619,16 +675,20 @@ int ps_scan_run(ps_scan *s)
 			if (s->lc > s->c->level)
 				break;
 			while (s->i < s->c->nlen[s->lc]) {
-				se *e = s->c->nbrs[s->lc][s->i];
+				pg_tid t = s->c->nbrs[s->lc][s->i];
 
-				rc = visited_add(s, e->tid);
+				rc = visited_add(s, t);
 				if (rc < 0)
 					return s->err = rc;
 				if (rc == 1) {
 					s->i++;
 					continue;
 				}
-				s->e = e;
+				/* a fresh element per slot that reaches the page, as
+				 * HnswInitElementFromBlock; slots already visited need none */
+				s->e = new_elem(s, t);
+				if (!s->e)
+					return s->err = -ENOMEM;
 				s->state = S_ELEM;
 				break;
 			}

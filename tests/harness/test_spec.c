@@ -120,6 +120,50 @@ static void test_run(void **state)
 			 CS_EXIT_BADINPUT);
 }
 
+/* cold_each_query: a boolean, and only on a cold run with one client. */
+static int check_eff(const char *text, const char *want)
+{
+	json_t *doc = NULL, *eff = NULL;
+	cs_err e = {0};
+	int rc = cs_json_load_buf(text, strlen(text), "f.json", &doc, &e);
+
+	if (!rc)
+		rc = harness_run_validate(doc, "f.json", "$", 0, &e);
+	if (!rc)
+		rc = harness_run_effective(doc, NULL, &eff, &e);
+	if (!rc)
+		rc = harness_run_check_treatments(eff, "f.json", &e);
+	json_decref(doc);
+	json_decref(eff);
+	if (want) {
+		if (!strstr(e.msg, want))
+			print_message("message '%s' lacks '%s'\n", e.msg, want);
+		assert_non_null(strstr(e.msg, want));
+	}
+	return rc;
+}
+
+static void test_cold_each_query(void **state)
+{
+	(void) state;
+	assert_int_equal(check_eff("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+				   "\"cold_each_query\":true}",
+				   NULL),
+			 0);
+	assert_int_equal(check_eff("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+				   "\"cold_each_query\":1}",
+				   "$.cold_each_query: expected a boolean"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check_eff("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":false,"
+				   "\"cold_each_query\":true}",
+				   "needs \"cold\": true"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check_eff("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+				   "\"cold_each_query\":true,\"clients\":2}",
+				   "needs clients 1"),
+			 CS_EXIT_BADINPUT);
+}
+
 static void test_effective_and_features(void **state)
 {
 	json_t *run = NULL, *study = NULL, *eff = NULL, *f = NULL;
@@ -195,6 +239,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_study),
 		cmocka_unit_test(test_run),
+		cmocka_unit_test(test_cold_each_query),
 		cmocka_unit_test(test_effective_and_features),
 		cmocka_unit_test(test_committed_specs),
 	};

@@ -170,18 +170,20 @@ static void check_alive(const char *dir, const cv_dataset *all, const size_t *ok
 
 /*
  * Kill the writer at step 1, 5, 9, ... of an insert-then-delete (its
- * crash points, past the last one, so some runs complete), then at random moments; at
- * least 30 kills in all. Small data keeps each round to milliseconds.
+ * crash points, past the last one, so some runs complete), then at random
+ * moments within the time an update takes here (measured on the rounds
+ * that completed), until at least 30 kills in all. Small data keeps each
+ * round to milliseconds.
  */
 static void test_crash_kills(void **st)
 {
-	const size_t B = 1500, STEP = 40;
-	cv_dataset *all = t_data(B + 60 * STEP, 16, 10, 31, 0), base = *all;
+	const size_t B = 1500, STEP = 40, ROUNDS = 200;
+	cv_dataset *all = t_data(B + ROUNDS * STEP, 16, 10, 31, 0), base = *all;
 	cv_build_opts o;
 	char *dir = t_tmpdir();
 	cv_err e = {{0}};
 	size_t live = B, next = B, kills = 0, completed = 0;
-	uint64_t s = (uint64_t) time(NULL);
+	uint64_t s = (uint64_t) time(NULL), took_us = 30000;
 
 	(void) st;
 	base.n = B;
@@ -189,10 +191,13 @@ static void test_crash_kills(void **st)
 	o.max_posting_kb = 8;
 	o.threads = 1;
 	assert_int_equal(cv_index_build("hfresh", &base, &o, dir, &e), 0);
-	for (long round = 0; round < 60 && next + STEP <= all->n; round++) {
+	for (long round = 0; round < (long) ROUNDS && next + STEP <= all->n &&
+			     (round < 60 || kills < 30);
+	     round++) {
 		long arm = round < 40 ? 1 + round * 4 : 0;
 		pid_t pid;
 		int status;
+		struct timespec t0, t1;
 		uint32_t dids[STEP / 2];
 		size_t ok[3];
 
@@ -200,6 +205,7 @@ static void test_crash_kills(void **st)
 		for (size_t j = 0; j < STEP / 2; j++)
 			dids[j] = (uint32_t) (round * (STEP / 2) + j);
 		fflush(NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0) {
@@ -217,10 +223,14 @@ static void test_crash_kills(void **st)
 		}
 		if (arm == 0) { /* a random moment instead of a step */
 			s = s * 6364136223846793005ull + 1442695040888963407ull;
-			usleep((useconds_t) ((s >> 33) % 30000));
+			usleep((useconds_t) ((s >> 33) % (took_us + 1)));
 			kill(pid, SIGKILL);
 		}
 		assert_int_equal(waitpid(pid, &status, 0), pid);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (WIFEXITED(status)) /* an update's whole time: the window to kill in */
+			took_us = (uint64_t) ((t1.tv_sec - t0.tv_sec) * 1000000 +
+					      (t1.tv_nsec - t0.tv_nsec) / 1000);
 		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
 			kills++;
 		else if (WIFEXITED(status))
