@@ -171,6 +171,8 @@ typedef struct bufpool bufpool;
 
 /* A pool of nbuffers 8 KB buffers (>= 16). */
 int bufpool_new(size_t nbuffers, bufpool **out);
+/* Fault every page of the pool in (once; cv_index_drop_buffers does it). */
+void bufpool_map(bufpool *bp);
 void bufpool_free(bufpool *bp);
 size_t bufpool_size(const bufpool *bp);
 /* Forget every unpinned buffer (a cold query starts empty). */

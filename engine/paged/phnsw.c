@@ -548,6 +548,8 @@ static unsigned phnsw_parts(const void *st)
 
 static void phnsw_drop(void *st)
 {
+	/* a cold start: an empty pool, mapped as a running server's is */
+	bufpool_map(((phnsw_state *) st)->bp);
 	bufpool_drop(((phnsw_state *) st)->bp);
 }
 
