@@ -19,9 +19,11 @@
 #include "harness_int.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +205,39 @@ static int write_str(const char *path, const char *s)
 	return rc;
 }
 
+/*
+ * Remove the coldstudy-PID cgroups a killed run left under parent (kill -9
+ * skips harness_memcap_release): only those whose process is gone, and
+ * rmdir refuses any that still holds a task. Returns how many went.
+ */
+static int sweep_stale(const char *parent)
+{
+	DIR *d = opendir(parent);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char *end, path[1400];
+		long pid;
+
+		if (strncmp(de->d_name, "coldstudy-", 10))
+			continue;
+		errno = 0;
+		pid = strtol(de->d_name + 10, &end, 10);
+		if (errno || *end || pid <= 0 || pid == (long) getpid())
+			continue;
+		if (kill((pid_t) pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", parent, de->d_name);
+		if (rmdir(path) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
 json_t *harness_memcap_apply(uint64_t bytes, char *cleanup_path, size_t cap)
 {
 	char cg[512], dir[1024], file[1100], num[32], pid[32];
@@ -227,6 +262,15 @@ json_t *harness_memcap_apply(uint64_t bytes, char *cleanup_path, size_t cap)
 		json_object_set_new(r, "applied", json_false());
 		json_object_set_new(r, "why", json_string("no memory cgroup found"));
 		return r;
+	}
+	{
+		char parent[1024], *sl;
+
+		snprintf(parent, sizeof(parent), "%s", dir);
+		sl = strrchr(parent, '/');
+		if (sl)
+			*sl = '\0';
+		json_object_set_new(r, "stale_removed", json_integer(sweep_stale(parent)));
 	}
 	if (mkdir(dir, 0755) < 0) {
 		json_object_set_new(r, "applied", json_false());

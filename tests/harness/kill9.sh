@@ -16,6 +16,35 @@ for i in 1 2 3 4 5 6; do
 	wait "$pid" 2>/dev/null
 	"$cs" log verify "$S" >/dev/null 2>&1 || { echo "FAIL: log verify after kill -9 #$i"; fail=1; }
 done
+# A run under a memory cap killed -9 leaves its cgroup behind; the next
+# capped run removes it (where this process may make memory cgroups).
+cgparent() { # the directory our coldstudy-PID cgroups go in
+	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		echo "/sys/fs/cgroup$(awk -F: '$1 == "0" {print $3}' /proc/self/cgroup | sed 's|^/$||')"
+	else
+		echo "/sys/fs/cgroup/memory$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup | sed 's|^/$||')"
+	fi
+}
+printf '{"index":"%s","queries":{"spec":"synth:n=40,d=32,clusters=16,seed=7"},"cold":true,"device":"sata-ssd","query_count":%s,"buffers_bytes":1048576,"mem_cap_bytes":1073741824}' "$T/clone" 400 > "$T/cap.json"
+printf '{"index":"%s","queries":{"spec":"synth:n=40,d=32,clusters=16,seed=7"},"cold":true,"query_count":%s,"buffers_bytes":1048576,"mem_cap_bytes":1073741824}' "$T/clone" 5 > "$T/cap2.json"
+"$cs" run "$S" "$T/cap.json" --no-progress >/dev/null 2>&1 &
+pid=$!
+sleep 1.5
+kill -9 "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+left="$(cgparent)/coldstudy-$pid"
+if [ -d "$left" ]; then
+	"$cs" run "$S" "$T/cap2.json" --no-progress >/dev/null || { echo "FAIL: capped run after kill -9"; fail=1; }
+	if [ -d "$left" ]; then
+		echo "FAIL: $left is still there after the next capped run"; fail=1
+		rmdir "$left" 2>/dev/null
+	else
+		echo "the killed run's cgroup $left was removed by the next capped run"
+	fi
+else
+	echo "no cgroup left by the killed capped run (no memory cgroup here, or it had not started)"
+fi
+"$cs" log verify "$S" >/dev/null 2>&1 || { echo "FAIL: log verify after the capped kill"; fail=1; }
 printf '{"index":"%s","queries":{"spec":"synth:n=40,d=32,clusters=16,seed=7"},"cold":true,"device":"sata-ssd","query_count":400,"buffers_bytes":1048576}' "$T/clone" > "$T/long.json"
 before=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"select count(*) from records where kind='run_start'\").fetchone()[0])" "$S/ledger.db")
 "$cs" run "$S" "$T/long.json" --no-progress >/dev/null 2>"$T/term.err" &
