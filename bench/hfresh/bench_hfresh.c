@@ -278,14 +278,18 @@ static int cold(int argc, char **argv)
 		       "\"median_read_bytes\":%.0f,\"mean_posting_bytes\":%.0f,"
 		       "\"read_ms_mean\":%.3f,\"inflight_max\":%llu,\"device\":\"%s\","
 		       "\"device_reads\":%llu,\"device_iops\":%.0f,\"cpu_ms_per_query\":%.3f,"
-		       "\"inflight_mean\":%.2f,\"load1\":%.2f}\n",
+		       "\"inflight_mean\":%.2f,\"load1\":%.2f,\"engine_mibps\":%.1f,"
+		       "\"device_merges\":%llu,\"device_mibps\":%.1f}\n",
 		       argv[5], argv[6], nc, qo.search_probe, qo.rescore_limit, nq, wall, nq / wall,
 		       (double) tot.reads / nq, tot.reads / wall, median, post_mean,
 		       cv_hist_mean(&ios.lat_ns) / 1e6, (unsigned long long) ios.inflight_max,
 		       have_dev ? bd.disk : "n/a",
 		       (unsigned long long) (b1.reads - b0.reads),
 		       have_dev ? (b1.reads - b0.reads) / wall : 0.0, cpu_s * 1e3 / nq,
-		       cv_hist_mean(&ios.inflight), load1);
+		       cv_hist_mean(&ios.inflight), load1, (double) tot.bytes / wall / 1048576.0,
+		       (unsigned long long) (b1.read_merges - b0.read_merges),
+		       have_dev ? (double) (b1.read_sectors - b0.read_sectors) * 512.0 / wall / 1048576.0
+				: 0.0);
 	}
 	free(cl);
 	free(th);

@@ -114,6 +114,8 @@ void hfr_query_quant(const float *qr, uint32_t dp, hfr_qq *q);
 
 /* Estimated squared distance of a coded entry to the query; *err gets the bound. */
 float hfr_estimate(const hfr_qq *q, const uint64_t *code, const hfr_fac *f, float *err);
+/* The portable loop hfr_estimate must equal whatever CPU path it takes (tests). */
+float hfr_estimate_ref(const hfr_qq *q, const uint64_t *code, const hfr_fac *f, float *err);
 
 /* ---- posting records (hfreshformat.c) ---- */
 
