@@ -197,9 +197,14 @@ void hfr_query_quant(const float *qr, uint32_t dp, hfr_qq *q)
 	}
 }
 
-/* From s = sum_j 2^j popcount(b & plane_j): the estimate and its bound. */
-static inline __attribute__((always_inline)) float est_finish(const hfr_qq *q, uint64_t s,
-							      const hfr_fac *f, float *err)
+/*
+ * The estimate from s = sum_j 2^j popcount(b & plane_j), and its bound.
+ * Only the popcount sum has per-CPU builds (below); this float arithmetic
+ * is compiled once, for the default target, so every CPU path gives the
+ * same estimate bit for bit (a target with FMA would otherwise contract
+ * these expressions differently).
+ */
+static inline float est_finish(const hfr_qq *q, uint64_t s, const hfr_fac *f, float *err)
 {
 	float ipb = 2.0f * q->inv_sqrt_d * (q->lo * (float) f->pop + q->delta * (float) s) -
 		    q->sumq * q->inv_sqrt_d;
@@ -212,9 +217,9 @@ static inline __attribute__((always_inline)) float est_finish(const hfr_qq *q, u
 	return f->add + q->qn2 + f->rescale * ipb;
 }
 
-/* The estimator's body; inlined into a generic and a POPCNT build of it. */
-static inline __attribute__((always_inline)) float est_body(const hfr_qq *q, const uint64_t *code,
-							    const hfr_fac *f, float *err)
+/* The popcount sum; inlined into a generic and a POPCNT build of it. */
+static inline __attribute__((always_inline)) uint64_t ipsum_body(const hfr_qq *q,
+								 const uint64_t *code)
 {
 	uint64_t s = 0;
 	uint32_t w = q->words;
@@ -227,18 +232,18 @@ static inline __attribute__((always_inline)) float est_body(const hfr_qq *q, con
 			c += (uint64_t) __builtin_popcountll(code[i] & pl[i]);
 		s += c << j;
 	}
-	return est_finish(q, s, f, err);
+	return s;
 }
 
-static float est_generic(const hfr_qq *q, const uint64_t *code, const hfr_fac *f, float *err)
+static uint64_t ipsum_generic(const hfr_qq *q, const uint64_t *code)
 {
-	return est_body(q, code, f, err);
+	return ipsum_body(q, code);
 }
 
-__attribute__((target("popcnt"))) static float est_popcnt(const hfr_qq *q, const uint64_t *code,
-							   const hfr_fac *f, float *err)
+__attribute__((target("popcnt"))) static uint64_t ipsum_popcnt(const hfr_qq *q,
+							     const uint64_t *code)
 {
-	return est_body(q, code, f, err);
+	return ipsum_body(q, code);
 }
 
 #if defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 8)
@@ -247,11 +252,10 @@ __attribute__((target("popcnt"))) static float est_popcnt(const hfr_qq *q, const
 /*
  * AVX-512 VPOPCNTDQ: eight code words against eight words of each plane per
  * step (784 dimensions: two steps, the second masked), one horizontal sum
- * at the end; the same integer s as est_body, so the same estimate.
+ * at the end; the same integer as ipsum_body.
  */
-__attribute__((target("avx512f,avx512vpopcntdq"))) static float est_avx512(const hfr_qq *q,
-									   const uint64_t *code,
-									   const hfr_fac *f, float *err)
+__attribute__((target("avx512f,avx512vpopcntdq"))) static uint64_t ipsum_avx512(const hfr_qq *q,
+										 const uint64_t *code)
 {
 	uint32_t w = q->words;
 	__m512i acc = _mm512_setzero_si512();
@@ -267,31 +271,30 @@ __attribute__((target("avx512f,avx512vpopcntdq"))) static float est_avx512(const
 			acc = _mm512_add_epi64(acc, _mm512_sllv_epi64(n, _mm512_set1_epi64((long long) j)));
 		}
 	}
-	return est_finish(q, (uint64_t) _mm512_reduce_add_epi64(acc), f, err);
+	return (uint64_t) _mm512_reduce_add_epi64(acc);
 }
 #endif
 
 /* Chosen once (cpuid): AVX-512 VPOPCNTDQ, else POPCNT, else the portable loop. */
-static float (*est_fn)(const hfr_qq *, const uint64_t *, const hfr_fac *, float *);
+static uint64_t (*ipsum_fn)(const hfr_qq *, const uint64_t *);
 
 float hfr_estimate_ref(const hfr_qq *q, const uint64_t *code, const hfr_fac *f, float *err)
 {
-	return est_generic(q, code, f, err);
+	return est_finish(q, ipsum_generic(q, code), f, err);
 }
 
 float hfr_estimate(const hfr_qq *q, const uint64_t *code, const hfr_fac *f, float *err)
 {
-	float (*fn)(const hfr_qq *, const uint64_t *, const hfr_fac *, float *) =
-		__atomic_load_n(&est_fn, __ATOMIC_RELAXED);
+	uint64_t (*fn)(const hfr_qq *, const uint64_t *) = __atomic_load_n(&ipsum_fn, __ATOMIC_RELAXED);
 
 	if (!fn) {
 		__builtin_cpu_init();
-		fn = __builtin_cpu_supports("popcnt") ? est_popcnt : est_generic;
+		fn = __builtin_cpu_supports("popcnt") ? ipsum_popcnt : ipsum_generic;
 #ifdef HFR_HAVE_AVX512_POPCNT
 		if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq"))
-			fn = est_avx512;
+			fn = ipsum_avx512;
 #endif
-		__atomic_store_n(&est_fn, fn, __ATOMIC_RELAXED);
+		__atomic_store_n(&ipsum_fn, fn, __ATOMIC_RELAXED);
 	}
-	return fn(q, code, f, err);
+	return est_finish(q, fn(q, code), f, err);
 }
