@@ -164,7 +164,8 @@ static int predict(const char *dir, const char *targets_path, const char *model)
 		json_t *r = json_array_get(v.design, i);
 
 		obs[i] = (holdout_obs){json_string_value(json_object_get(r, "run_id")),
-				       json_object_get(r, "features"), json_object_get(r, "metrics")};
+				       json_object_get(r, "features"), json_object_get(r, "metrics"),
+				       json_object_get(r, "spec")};
 	}
 	/* run paths are relative to the targets file's folder ("." for a bare name) */
 	{

@@ -24,6 +24,10 @@
  * residuals of the io model (empirical 2.5/97.5% quantiles from 20
  * residuals up, a t interval below that), and for the regression the
  * t interval with leverage, pred x exp(+-t s sqrt(1 + x'(X'X)^-1 x)).
+ * For the reads per partition query, design runs that searched the same
+ * partitions with the same query rows (holdout_obs.spec) count once: they
+ * read the same pages on any device, so their copies are not evidence of
+ * spread between partitions and queries.
  *
  * Error convention: 0 or CS_EXIT_* with cs_err filled.
  */
@@ -37,6 +41,7 @@ typedef struct holdout_obs {
 	const char *run_id;
 	const json_t *features; /* docs/records.md "features" */
 	const json_t *metrics;  /* docs/records.md "metrics" */
+	const json_t *spec;     /* the run's canonical run.json, or NULL (then every run counts) */
 } holdout_obs;
 
 typedef struct holdout_pred {

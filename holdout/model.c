@@ -254,6 +254,50 @@ static int on_model(const json_t *f)
 	return json_is_string(json_object_get(f, "device"));
 }
 
+/*
+ * What fixes a run's read count besides its knobs: the partitions it
+ * searched and the query rows it sent. Two runs alike in these read the
+ * same pages whatever their device, load or treatment, so for the reads
+ * spread they are one observation, not two (counting each device's copy of
+ * the same partition and queries would pool zeros and shrink the band).
+ * Empty when the run's spec is not known: then every run counts.
+ */
+static void reads_identity(const holdout_obs *o, char *buf, size_t len)
+{
+	const json_t *q = json_object_get(o->spec, "queries");
+	char *p, *qq;
+
+	buf[0] = '\0';
+	if (!o->spec)
+		return;
+	p = json_dumps(json_object_get(o->spec, "partitions"), JSON_COMPACT | JSON_ENCODE_ANY);
+	qq = json_dumps(q, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS);
+	snprintf(buf, len, "p=%s|q=%s|n=%lld", p ? p : "null", qq ? qq : "null",
+		 (long long) json_integer_value(json_object_get(o->spec, "query_count")));
+	free(p);
+	free(qq);
+}
+
+/* 1 if an earlier run (index < i) of the same knobs has run i's reads identity. */
+static int reads_repeat(const holdout_obs *d, size_t i)
+{
+	char ki[1024], kj[1024], ii[1024], ij[1024];
+
+	reads_identity(&d[i], ii, sizeof(ii));
+	if (!ii[0])
+		return 0;
+	knob_key(d[i].features, ki, sizeof(ki));
+	for (size_t j = 0; j < i; j++) {
+		if (!is_cold(d[j].features))
+			continue;
+		reads_identity(&d[j], ij, sizeof(ij));
+		knob_key(d[j].features, kj, sizeof(kj));
+		if (!strcmp(ii, ij) && !strcmp(ki, kj))
+			return 1;
+	}
+	return 0;
+}
+
 static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json_t *target,
 			 double *ss_out)
 {
@@ -272,6 +316,8 @@ static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json
 		    pq <= 0 || reads <= 0)
 			continue;
 		if (which != P_RPP && on_model(d[i].features) != on_model(target))
+			continue;
+		if (which == P_RPP && reads_repeat(d, i))
 			continue;
 		if (which == P_RPP) {
 			knob_key(d[i].features, ki, sizeof(ki));
@@ -293,7 +339,7 @@ static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json
 				continue;
 			if (which == P_RPP) {
 				knob_key(d[j].features, kj, sizeof(kj));
-				if (!strcmp(ki, kj))
+				if (!strcmp(ki, kj) && !reads_repeat(d, j))
 					rest[nr++] = rj / pqj;
 			} else {
 				if (get_num(d[j].metrics, "engine_read_ms_mean", &latj) || latj <= 0 ||

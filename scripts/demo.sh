@@ -43,6 +43,8 @@ if [ "$P" != 64 ]; then
 		sed -i -e "s/\"partitions\": \[37\]/\"partitions\": [$((37 % P))]/" \
 			-e "s/\"partitions\": \[51\]/\"partitions\": [$((51 % P))]/" "$f"
 	done
+	sed -i "s/\"partitions\": \[12\]/\"partitions\": [$((12 % P))]/" partition-spread-p12-ssd.json
+	sed -i "s/\"partitions\": \[25\]/\"partitions\": [$((25 % P))]/" partition-spread-p25-hdd.json
 fi
 
 step "create the study; register H1..H10 and the study spec (frozen before any run)"
@@ -74,7 +76,7 @@ for r in gate-cold-serial-hdd gate-cold-fanout16-hdd gate-warm-serial gate-cold-
 	partition-cold-serial partition-cold-serial-hdd partition-cold-serial-ssd \
 	partition-cold-serial-nvme partition-prewarm-serial-hdd partition-prewarm-other-serial-hdd \
 	partition-cold-serial-hdd-load partition-cold-serial-hdd-client-alt \
-	partition-cold-serial-hdd-bulkwrite; do
+	partition-cold-serial-hdd-bulkwrite partition-spread-p12-ssd partition-spread-p25-hdd; do
 	printf '%-40s ' "$r"
 	"$CS" run "$S" "$r.json" --no-progress || die "run $r failed (exit $?)"
 done

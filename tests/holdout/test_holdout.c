@@ -145,12 +145,12 @@ static void make_design(design_set *d, double sigma)
 				double parts = 1 + (double) (r % 4) * 3;
 
 				d->m[d->n] = synth_run(devs[a], fans[b], parts, 1, sigma, &d->f[d->n]);
-				d->obs[d->n] = (holdout_obs){"design", d->f[d->n], d->m[d->n]};
+				d->obs[d->n] = (holdout_obs){"design", d->f[d->n], d->m[d->n], NULL};
 				d->n++;
 			}
 	for (int r = 0; r < 4; r++) {
 		d->m[d->n] = synth_run("hdd", 1, 8, 0, sigma, &d->f[d->n]);
-		d->obs[d->n] = (holdout_obs){"warm", d->f[d->n], d->m[d->n]};
+		d->obs[d->n] = (holdout_obs){"warm", d->f[d->n], d->m[d->n], NULL};
 		d->n++;
 	}
 }
@@ -216,7 +216,7 @@ static void test_loglinear(void **state)
 
 		f[i] = json_pack("{s:f,s:f,s:s}", "partitions", parts, "ef_search", ef, "device", "nvme");
 		m[i] = json_pack("{s:f}", "engine_reads", 150 * parts * pow(ef / 40, 0.6));
-		obs[i] = (holdout_obs){"r", f[i], m[i]};
+		obs[i] = (holdout_obs){"r", f[i], m[i], NULL};
 	}
 	{
 		json_t *t = json_pack("{s:f,s:f,s:s}", "partitions", 50.0, "ef_search", 20.0, "device",
@@ -246,7 +246,7 @@ static void test_loglinear(void **state)
 
 			f[i] = json_pack("{s:f}", "partitions", parts);
 			m[i] = json_pack("{s:f}", "wall_s", 3 * pow(parts, 0.8) * exp(0.2 * gauss()));
-			obs[i] = (holdout_obs){"r", f[i], m[i]};
+			obs[i] = (holdout_obs){"r", f[i], m[i], NULL};
 		}
 		for (int t = 0; t < 8; t++) {
 			double parts = 2 + uniform() * 30;
@@ -273,11 +273,61 @@ static void test_loglinear(void **state)
 	assert_true((double) inside / (double) total <= 0.99);
 }
 
+/*
+ * Runs that searched the same partitions with the same queries read the
+ * same pages on any device: for the reads band they are one observation.
+ * Four device copies of one (partition, queries) plus two others give 3
+ * reads residuals, not 6, and a wider band than when the specs are unknown.
+ */
+static void test_reads_identity(void **state)
+{
+	static const char *devs[] = {"hdd-pool", "sata-ssd", "nvme", "hdd-pool", "sata-ssd", "nvme"};
+	static const int part[] = {0, 0, 0, 0, 1, 2}, first[] = {0, 0, 0, 0, 10, 20};
+	static const double reads[] = {300, 300, 300, 300, 360, 240};
+	holdout_obs obs[6];
+	json_t *f[6], *m[6], *sp[6], *t;
+	holdout_pred p1, p2;
+	cs_err e;
+
+	(void) state;
+	for (int i = 0; i < 6; i++) {
+		f[i] = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:b,s:s,s:i}", "device", devs[i], "mode",
+				 "serial", "fanout", 1, "clients", 1, "partitions", 1, "queries", 3,
+				 "cold", 1, "kind", "phnsw", "ef_search", 40);
+		m[i] = json_pack("{s:f,s:i,s:f,s:f,s:f}", "wall_s", reads[i] * 0.01, "queries", 3,
+				 "engine_reads", reads[i], "engine_read_ms_mean", 10.0,
+				 "reads_per_query", reads[i] / 3);
+		sp[i] = json_pack("{s:[i],s:{s:s,s:i,s:i}}", "partitions", part[i], "queries", "spec",
+				  "q", "first", first[i], "count", 3);
+		obs[i] = (holdout_obs){"r", f[i], m[i], sp[i]};
+	}
+	t = json_deep_copy(f[1]);
+	assert_int_equal(holdout_predict(obs, 6, t, "reads_per_query", "io", &p1, &e), 0);
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(p1.params, "band"), "reads_residuals")),
+			 3);
+	for (int i = 0; i < 6; i++)
+		obs[i].spec = NULL;
+	assert_int_equal(holdout_predict(obs, 6, t, "reads_per_query", "io", &p2, &e), 0);
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(p2.params, "band"), "reads_residuals")),
+			 6);
+	assert_true(p1.hi - p1.lo > p2.hi - p2.lo);
+	holdout_pred_clear(&p1);
+	holdout_pred_clear(&p2);
+	json_decref(t);
+	for (int i = 0; i < 6; i++) {
+		json_decref(f[i]);
+		json_decref(m[i]);
+		json_decref(sp[i]);
+	}
+}
+
 static void test_too_few_runs(void **state)
 {
 	json_t *f = json_pack("{s:f,s:b}", "partitions", 4.0, "cold", 1);
 	json_t *m = json_pack("{s:f}", "wall_s", 1.0);
-	holdout_obs o = {"r", f, m};
+	holdout_obs o = {"r", f, m, NULL};
 	holdout_pred p;
 	cs_err e;
 
@@ -298,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_io_model_coverage),
 		cmocka_unit_test(test_loglinear),
 		cmocka_unit_test(test_too_few_runs),
+		cmocka_unit_test(test_reads_identity),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
