@@ -278,24 +278,39 @@ static void reads_identity(const holdout_obs *o, char *buf, size_t len)
 	free(qq);
 }
 
-/* 1 if an earlier run (index < i) of the same knobs has run i's reads identity. */
-static int reads_repeat(const holdout_obs *d, size_t i)
+/*
+ * Per run: 1 if an earlier cold run of the same knobs has its reads
+ * identity (it adds nothing to the reads spread). One pass, each run's
+ * keys computed once; NULL when out of memory (then every run counts).
+ */
+static unsigned char *reads_repeats(const holdout_obs *d, size_t n)
 {
-	char ki[1024], kj[1024], ii[1024], ij[1024];
+	enum { KEY = 2048 };
+	unsigned char *rep = calloc(n ? n : 1, 1);
+	char *key = malloc((n ? n : 1) * KEY);
 
-	reads_identity(&d[i], ii, sizeof(ii));
-	if (!ii[0])
-		return 0;
-	knob_key(d[i].features, ki, sizeof(ki));
-	for (size_t j = 0; j < i; j++) {
-		if (!is_cold(d[j].features))
-			continue;
-		reads_identity(&d[j], ij, sizeof(ij));
-		knob_key(d[j].features, kj, sizeof(kj));
-		if (!strcmp(ii, ij) && !strcmp(ki, kj))
-			return 1;
+	if (!rep || !key) {
+		free(rep);
+		free(key);
+		return NULL;
 	}
-	return 0;
+	for (size_t i = 0; i < n; i++) {
+		char *k = key + i * KEY;
+
+		reads_identity(&d[i], k, KEY / 2);
+		if (!k[0] || !is_cold(d[i].features)) {
+			k[0] = '\0'; /* no identity: never a repeat, never repeated */
+			continue;
+		}
+		knob_key(d[i].features, k + KEY / 2, KEY / 2);
+		for (size_t j = 0; j < i && !rep[i]; j++) {
+			const char *kj = key + j * KEY;
+
+			rep[i] = kj[0] && !strcmp(k, kj) && !strcmp(k + KEY / 2, kj + KEY / 2);
+		}
+	}
+	free(key);
+	return rep;
 }
 
 static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json_t *target,
@@ -303,11 +318,14 @@ static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json
 {
 	char ki[1024], kj[1024];
 	double *rest = malloc((n + 1) * sizeof(*rest)), ss = 0;
+	unsigned char *rep = which == P_RPP ? reads_repeats(d, n) : NULL;
 	size_t cnt = 0;
 
 	*ss_out = 0;
-	if (!rest)
+	if (!rest) {
+		free(rep);
 		return 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		double xi, wi, reads, lat, wall, pq = pq_of(d[i].features, d[i].metrics);
 		size_t nr = 0;
@@ -317,7 +335,7 @@ static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json
 			continue;
 		if (which != P_RPP && on_model(d[i].features) != on_model(target))
 			continue;
-		if (which == P_RPP && reads_repeat(d, i))
+		if (rep && rep[i])
 			continue;
 		if (which == P_RPP) {
 			knob_key(d[i].features, ki, sizeof(ki));
@@ -339,7 +357,7 @@ static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json
 				continue;
 			if (which == P_RPP) {
 				knob_key(d[j].features, kj, sizeof(kj));
-				if (!strcmp(ki, kj) && !reads_repeat(d, j))
+				if (!strcmp(ki, kj) && !(rep && rep[j]))
 					rest[nr++] = rj / pqj;
 			} else {
 				if (get_num(d[j].metrics, "engine_read_ms_mean", &latj) || latj <= 0 ||
@@ -362,6 +380,7 @@ static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json
 		}
 	}
 	free(rest);
+	free(rep);
 	*ss_out = ss;
 	return cnt;
 }
