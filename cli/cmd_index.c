@@ -35,7 +35,7 @@ static const char usage[] =
 	"                             --metric l2|cosine|ip --out DIR [--m N]\n"
 	"                             [--ef-construction N] [--partitions N] [--threads N]\n"
 	"                             [--seed N] [--max-posting-kb N] [--replicas N]\n"
-	"                             [--rng-factor X]\n"
+	"                             [--rng-factor X] [--code-bits 1..4]\n"
 	"       coldstudy index query DIR --queries SPEC [--nq N] [--data SPEC] [--gt FILE]\n"
 	"                             [--k 10] [--ef-search N] [--mode serial|fanout:C]\n"
 	"                             [--merge stream|sort] [--strategy mmap|pread|direct|uring]\n"
@@ -214,6 +214,10 @@ static int index_build(int argc, char **argv)
 			if ((rc = opt_uint(a, argv[++i], 8, 1024, &v)))
 				return rc;
 			o.max_posting_kb = (unsigned) v;
+		} else if (!strcmp(a, "--code-bits")) {
+			if ((rc = opt_uint(a, argv[++i], 1, 4, &v)))
+				return rc;
+			o.code_bits = (unsigned) v;
 		} else if (!strcmp(a, "--replicas")) {
 			if ((rc = opt_uint(a, argv[++i], 1, 10, &v)))
 				return rc;

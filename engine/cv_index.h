@@ -29,6 +29,8 @@ typedef struct cv_build_opts {
 	unsigned replicas;        /* hfresh: 4 (1..10) */
 	double rng_factor;        /* hfresh: SPFresh RNG rule factor; 1.0 strict */
 	int progress;             /* draw a progress bar on stderr (a terminal) */
+	unsigned code_bits;       /* hfresh: bits per dimension of a posting's codes; 1
+				   * (RaBitQ, as Weaviate), 2..4 add extended-RaBitQ codes */
 } cv_build_opts;
 
 CV_API void cv_build_opts_default(cv_build_opts *o);

@@ -138,14 +138,26 @@ typedef struct cv_read_req {
 	cv_file *file;
 	uint64_t off;
 	uint32_t len;
-	void *buf;
+	void *buf;              /* NULL with the mmap strategy: a view, see data */
 	uint32_t stream, batch; /* for async submissions; ignored by read/read_batch */
 	int res;                /* on completion: 0 or -errno (a short read is -EIO) */
 	void *user;             /* the caller's tag, untouched */
+	const void *data;       /* on completion: the bytes (buf, or the mapping for a view) */
 } cv_read_req;
 
 /* One read, waited for: a batch of one. 0 or -errno. */
 CV_API int cv_io_read(cv_io *io, cv_file *f, uint64_t off, uint32_t len, void *buf);
+
+/*
+ * Views: with the mmap strategy a read may name no buffer; it is then
+ * counted, timed, traced and delayed by a device model like any read, its
+ * pages are touched (so a miss faults inside the read, as a copy would),
+ * and req.data points into the file's mapping instead of a copy. Valid
+ * while the file is open. cv_io_views says whether io gives them;
+ * cv_io_view is one such read, waited for. Other strategies: -EINVAL.
+ */
+CV_API int cv_io_views(const cv_io *io);
+CV_API int cv_io_view(cv_io *io, cv_file *f, uint64_t off, uint32_t len, const void **data);
 
 /* n reads in flight together (up to queue_depth at a time), all waited for. */
 CV_API int cv_io_read_batch(cv_io *io, cv_read_req *reqs, size_t n);

@@ -63,6 +63,7 @@ CV_API void cv_build_opts_default(cv_build_opts *o)
 	o->max_posting_kb = 48;
 	o->replicas = 4;
 	o->rng_factor = 1.0;
+	o->code_bits = 1;
 }
 
 CV_API void cv_open_opts_default(cv_open_opts *o)

@@ -1,12 +1,20 @@
 // bench_faiss: Debian's faiss IndexIVFFlat on the same data as bench_hfresh:
 // train + add time, then recall@10 and warm single-thread QPS per nprobe.
+//   bench_faiss BASE QUERIES NQ NLIST [INDEXFILE [NPROBES]]
+// INDEXFILE: read the trained index from it when it exists (no build time
+// then), else write it there after train + add ("-": neither). NPROBES:
+// a comma list (default 1,2,3,4,5,6,8,10,12,14,16,20,24,32). BENCH_CPU=N pins the query
+// thread to CPU N after the build (run.sh pins both peers to the same one).
 // Output: one JSON object per line.
 extern "C" {
 #include "coldvec.h"
 }
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexIVFFlat.h>
+#include <faiss/index_io.h>
 #include <omp.h>
+#include <sched.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
@@ -46,19 +54,61 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_faiss: %s\n", e.msg);
 		return 1;
 	}
+	const char *file = argc > 5 && strcmp(argv[5], "-") ? argv[5] : nullptr;
+	std::vector<size_t> nprobes = {1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 32};
+
+	if (argc > 6) {
+		char *p = argv[6];
+
+		nprobes.clear();
+		while (*p) {
+			nprobes.push_back(strtoul(p, &p, 10));
+			if (*p != ',')
+				break;
+			p++;
+		}
+	}
+	struct stat sb;
+	faiss::IndexIVFFlat *ixp = nullptr;
+
 	omp_set_num_threads(2);
-	faiss::IndexFlatL2 quant(base->d);
-	faiss::IndexIVFFlat ix(&quant, base->d, nlist, faiss::METRIC_L2);
-	double t0 = now();
-	ix.train(base->n, base->data);
-	ix.add(base->n, base->data);
-	double tb = now() - t0;
-	printf("{\"peer\":\"faiss IndexIVFFlat\",\"nlist\":%zu,\"train_add_s\":%.2f,\"threads\":2}\n",
-	       nlist, tb);
+	if (file && stat(file, &sb) == 0) {
+		ixp = dynamic_cast<faiss::IndexIVFFlat *>(faiss::read_index(file));
+		if (!ixp || ixp->nlist != nlist || ixp->ntotal != (faiss::Index::idx_t) base->n) {
+			fprintf(stderr, "bench_faiss: %s is not IVFFlat nlist %zu over %zu vectors\n",
+				file, nlist, base->n);
+			return 1;
+		}
+		ixp->own_fields = true;
+		printf("{\"peer\":\"faiss IndexIVFFlat\",\"nlist\":%zu,\"read_from\":\"%s\"}\n",
+		       nlist, file);
+	} else {
+		faiss::IndexFlatL2 *quant = new faiss::IndexFlatL2(base->d);
+		double t0 = now();
+
+		ixp = new faiss::IndexIVFFlat(quant, base->d, nlist, faiss::METRIC_L2);
+		ixp->own_fields = true;
+		ixp->train(base->n, base->data);
+		ixp->add(base->n, base->data);
+		double tb = now() - t0;
+		printf("{\"peer\":\"faiss IndexIVFFlat\",\"nlist\":%zu,\"train_add_s\":%.2f,"
+		       "\"threads\":2}\n", nlist, tb);
+		if (file)
+			faiss::write_index(ixp, file);
+	}
+	faiss::IndexIVFFlat &ix = *ixp;
 	omp_set_num_threads(1);
+	if (getenv("BENCH_CPU")) {
+		cpu_set_t cs;
+
+		CPU_ZERO(&cs);
+		CPU_SET(atoi(getenv("BENCH_CPU")), &cs);
+		if (sched_setaffinity(0, sizeof(cs), &cs))
+			perror("bench_faiss: sched_setaffinity");
+	}
 	std::vector<faiss::Index::idx_t> lab(10);
 	std::vector<float> dist(10);
-	for (size_t np : {1, 2, 3, 4, 5, 6, 8, 12, 16, 32}) {
+	for (size_t np : nprobes) {
 		ix.nprobe = np;
 		double sum = 0;
 		for (size_t i = 0; i < nq; i++) { // warm-up pass, also recall
@@ -81,6 +131,7 @@ int main(int argc, char **argv)
 		       sum / nq, best);
 		fflush(stdout);
 	}
+	delete ixp;
 	free(gt);
 	cv_dataset_free(base);
 	cv_dataset_free(qs);

@@ -1,12 +1,17 @@
 /*
  * bench_hfresh.c - HFresh measured for the side-by-side table (run.sh).
  *
- *   bench_hfresh warm BASE QUERIES NQ DIR
+ *   bench_hfresh warm BASE QUERIES NQ DIR [KEY=VALUE...]
  *     builds DIR (timed, 2 threads), then recall@10 and warm single-thread
  *     QPS (pread, io serial, page cache warm, best of 3 passes) for
  *     searchProbe x rescoreLimit, reads per query, and the index's
  *     resident memory during search (VmRSS after the queries minus VmRSS
  *     before open; the base vectors kept for recall are outside it).
+ *     KEYs: code_bits, max_posting_kb, replicas (build options);
+ *     probes=8,16,... and rescores=100,350 (the grid); build=0 queries
+ *     an existing DIR without building it; strategy=pread|mmap (pread:
+ *     a copy and a system call a read; mmap: views into the mapping).
+ *     BENCH_CPU=N pins the query thread to CPU N after the build.
  *   bench_hfresh cold DIR QUERIES NQ STRATEGY IO CLIENTS PROBE RESCORE
  *     evicts the index's files, then CLIENTS threads each with its own
  *     cv_io (STRATEGY, IO serial|concurrent:Q) run NQ queries in all;
@@ -14,10 +19,14 @@
  *     block device is visible, and the median read size.
  * Output: one JSON object per line.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include "coldvec.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,19 +42,29 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static long rss_kb(void)
+/*
+ * A field of /proc/self/status in KiB: "VmRSS:" (every resident page,
+ * mapped file pages too) or "RssAnon:" (the process's own memory).
+ */
+static long status_kb(const char *key)
 {
 	FILE *f = fopen("/proc/self/status", "r");
 	char line[256];
+	size_t n = strlen(key);
 	long v = -1;
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6))
-			v = strtol(line + 6, NULL, 10);
+		if (!strncmp(line, key, n))
+			v = strtol(line + n, NULL, 10);
 	fclose(f);
 	return v;
+}
+
+static long rss_kb(void)
+{
+	return status_kb("VmRSS:");
 }
 
 static int warm(int argc, char **argv)
@@ -59,12 +78,56 @@ static int warm(int argc, char **argv)
 	int32_t *gt = NULL;
 	size_t nq;
 	double t0, tb;
-	long rss0, rss1 = 0;
-	const unsigned probes[] = {2, 3, 4, 6, 8, 16, 32, 64, 128};
-	const unsigned rescores[] = {20, 50, 100, 350};
+	long rss0, rss1 = 0, anon0, anon1 = 0;
+	unsigned probes[32] = {2, 3, 4, 6, 8, 16, 32, 64, 128};
+	unsigned rescores[32] = {20, 50, 100, 350};
+	size_t nprobes = 9, nrescores = 4;
+	int do_build = 1;
+	cv_io_strategy strat = CV_IO_PREAD;
 
 	if (argc < 6)
 		return 2;
+	cv_build_opts_default(&bo);
+	bo.threads = 2;
+	for (int i = 6; i < argc; i++) {
+		const char *eq = strchr(argv[i], '=');
+		unsigned long v = eq ? strtoul(eq + 1, NULL, 10) : 0;
+
+		if (!eq) {
+			fprintf(stderr, "bench_hfresh: '%s' is not KEY=VALUE\n", argv[i]);
+			return 2;
+		}
+		if (!strncmp(argv[i], "code_bits=", 10)) {
+			bo.code_bits = (unsigned) v;
+		} else if (!strncmp(argv[i], "max_posting_kb=", 15)) {
+			bo.max_posting_kb = (unsigned) v;
+		} else if (!strncmp(argv[i], "replicas=", 9)) {
+			bo.replicas = (unsigned) v;
+		} else if (!strncmp(argv[i], "strategy=", 9)) {
+			if (cv_io_strategy_parse(eq + 1, &strat)) {
+				fprintf(stderr, "bench_hfresh: strategy '%s'\n", eq + 1);
+				return 2;
+			}
+		} else if (!strncmp(argv[i], "build=", 6)) {
+			do_build = v != 0;
+		} else if (!strncmp(argv[i], "probes=", 7) || !strncmp(argv[i], "rescores=", 9)) {
+			unsigned *dst = argv[i][0] == 'p' ? probes : rescores;
+			size_t *n = argv[i][0] == 'p' ? &nprobes : &nrescores;
+			char *p = (char *) eq + 1;
+
+			*n = 0;
+			while (*p && *n < 32) {
+				dst[(*n)++] = (unsigned) strtoul(p, &p, 10);
+				if (*p == ',')
+					p++;
+				else
+					break;
+			}
+		} else {
+			fprintf(stderr, "bench_hfresh: unknown key in '%s'\n", argv[i]);
+			return 2;
+		}
+	}
 	nq = strtoul(argv[4], NULL, 10);
 	if (cv_dataset_load(argv[2], &base, &e) || cv_dataset_load(argv[3], &qs, &e)) {
 		fprintf(stderr, "bench_hfresh: %s\n", e.msg);
@@ -77,26 +140,36 @@ static int warm(int argc, char **argv)
 		fprintf(stderr, "bench_hfresh: %s\n", e.msg);
 		return 1;
 	}
-	cv_build_opts_default(&bo);
-	bo.threads = 2;
 	t0 = now();
-	if (cv_index_build("hfresh", base, &bo, argv[5], &e)) {
+	if (do_build && cv_index_build("hfresh", base, &bo, argv[5], &e)) {
 		fprintf(stderr, "bench_hfresh: build: %s\n", e.msg);
 		return 1;
 	}
 	tb = now() - t0;
-	printf("{\"peer\":\"hfresh\",\"build_s\":%.2f,\"threads\":2,\"max_posting_kb\":%u,"
-	       "\"replicas\":%u,\"raw_bytes\":%zu}\n", tb, bo.max_posting_kb, bo.replicas,
-	       base->n * base->d * sizeof(float));
+	if (do_build)
+		printf("{\"peer\":\"hfresh\",\"build_s\":%.2f,\"threads\":2,"
+		       "\"max_posting_kb\":%u,\"replicas\":%u,\"code_bits\":%u,\"raw_bytes\":%zu}\n",
+		       tb, bo.max_posting_kb, bo.replicas, bo.code_bits,
+		       base->n * base->d * sizeof(float));
+	if (getenv("BENCH_CPU")) {
+		cpu_set_t cs;
+
+		CPU_ZERO(&cs);
+		CPU_SET(atoi(getenv("BENCH_CPU")), &cs);
+		if (sched_setaffinity(0, sizeof(cs), &cs))
+			perror("bench_hfresh: sched_setaffinity");
+	}
 	rss0 = rss_kb();
+	anon0 = status_kb("RssAnon:");
 	if (cv_index_open(argv[5], NULL, &ix, &e)) {
 		fprintf(stderr, "bench_hfresh: open: %s\n", e.msg);
 		return 1;
 	}
 	cv_io_opts_default(&ioo);
+	ioo.strategy = strat;
 	cv_io_new(&ioo, &io);
-	for (size_t a = 0; a < sizeof(probes) / sizeof(probes[0]); a++)
-		for (size_t b = 0; b < sizeof(rescores) / sizeof(rescores[0]); b++) {
+	for (size_t a = 0; a < nprobes; a++)
+		for (size_t b = 0; b < nrescores; b++) {
 			cv_query_opts qo;
 			cv_query_stats st = {0};
 			double sum = 0, best = 0;
@@ -135,10 +208,15 @@ static int warm(int argc, char **argv)
 			fflush(stdout);
 			if (rss_kb() > rss1)
 				rss1 = rss_kb();
+			if (status_kb("RssAnon:") > anon1)
+				anon1 = status_kb("RssAnon:");
 		}
 	printf("{\"peer\":\"hfresh\",\"resident_kb_during_search\":%ld,\"raw_kb\":%zu,"
-	       "\"fraction_of_raw\":%.4f}\n", rss1 - rss0, base->n * base->d * 4 / 1024,
-	       (double) (rss1 - rss0) / (base->n * base->d * 4.0 / 1024));
+	       "\"fraction_of_raw\":%.4f,\"anon_kb_during_search\":%ld,\"anon_fraction_of_raw\":%.4f,"
+	       "\"strategy\":\"%s\"}\n", rss1 - rss0, base->n * base->d * 4 / 1024,
+	       (double) (rss1 - rss0) / (base->n * base->d * 4.0 / 1024), anon1 - anon0,
+	       (double) (anon1 - anon0) / (base->n * base->d * 4.0 / 1024),
+	       cv_io_strategy_name(strat));
 	cv_io_free(io);
 	cv_index_close(ix);
 	free(gt);

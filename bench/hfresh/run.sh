@@ -4,6 +4,13 @@
 # 0.95 for each, and the ratio). Usage:
 #   bench/hfresh/run.sh [BUILD] [BASE] [QUERIES] [NQ] [NLIST]
 # defaults: build-bench, fashion-mnist:train, fashion-mnist:test, 1000, 245.
+# Environment:
+#   HFRESH_OPTS  bench_hfresh warm KEY=VALUE options (code_bits=4,
+#                max_posting_kb=256, strategy=mmap, probes=..., ...)
+#   BENCH_CPU    the CPU both peers' query threads are pinned to after their
+#                builds (default: the last one; on these 2-vCPU guests the
+#                first one serves the interrupts and runs 25-30% slower)
+#   FAISS_INDEX  a file to keep faiss's trained index in between runs
 set -eu
 B=${1:-build-bench}
 BASE=${2:-fashion-mnist:train}
@@ -12,10 +19,14 @@ NQ=${4:-1000}
 NLIST=${5:-245}
 OUT=${OUT:-/tmp/bench-hfresh.$$}
 DIR=${DIR:-$OUT.idx}
+BENCH_CPU=${BENCH_CPU:-$(($(nproc) - 1))}
+export BENCH_CPU
 mkdir -p "$OUT"
 rm -rf "$DIR"
-"$B/bench/hfresh/bench_faiss" "$BASE" "$QS" "$NQ" "$NLIST" | tee "$OUT/faiss.jsonl"
-"$B/bench/hfresh/bench_hfresh" warm "$BASE" "$QS" "$NQ" "$DIR" | tee "$OUT/hfresh.jsonl"
+# shellcheck disable=SC2086
+"$B/bench/hfresh/bench_faiss" "$BASE" "$QS" "$NQ" "$NLIST" ${FAISS_INDEX:-} | tee "$OUT/faiss.jsonl"
+# shellcheck disable=SC2086
+"$B/bench/hfresh/bench_hfresh" warm "$BASE" "$QS" "$NQ" "$DIR" ${HFRESH_OPTS:-} | tee "$OUT/hfresh.jsonl"
 python3 - "$OUT/faiss.jsonl" "$OUT/hfresh.jsonl" <<'PY'
 import json, sys
 f = [json.loads(l) for l in open(sys.argv[1])]

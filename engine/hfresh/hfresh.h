@@ -48,6 +48,8 @@
 #define HFR_FORMAT_VERSION   1u   /* the manifest's */
 #define HFR_POST_VERSION     2u   /* posting records written: CRC-32C */
 #define HFR_POST_VERSION_ZLIB 1u  /* posting records still read: zlib CRC-32 */
+#define HFR_POST_VERSION_EX  3u   /* posting records with extended (multi-bit) codes */
+#define HFR_FORMAT_VERSION_EX 2u  /* the manifest of an index with extended codes */
 #define HFR_BLOCK            4096u
 #define HFR_POST_HDR         32u
 #define HFR_ENTRY_HDR        24u
@@ -62,6 +64,9 @@
 #define HFR_DEFAULT_RNG_FACTOR     1.0 /* SPFresh; Weaviate relaxes to 10 */
 #define HFR_MIN_RNG_FACTOR         0.01
 #define HFR_MAX_RNG_FACTOR         1000.0
+#define HFR_DEFAULT_CODE_BITS      1u  /* HFresh's 1-bit RaBitQ; 2..4: extended RaBitQ */
+#define HFR_MIN_CODE_BITS          1u
+#define HFR_MAX_CODE_BITS          4u
 
 #define HFR_QUERY_BITS   4      /* query quantisation (RaBitQ's B_q) */
 #define HFR_ROT_ROUNDS   4      /* sign flip + permutation + FHT-64 rounds */
@@ -97,10 +102,32 @@ typedef struct hfr_fac {
 	float rescale;  /* -2 |o - c| / <o_bar, o> */
 	float err;      /* 2 |o - c| sqrt(1 - x0^2) / x0 * eps0 / sqrt(dp - 1) */
 	uint16_t pop;   /* set bits in the code */
+	/* extended codes only (code_bits > 1): the same three for the B-bit code */
+	float rescale_ex; /* -2 |o - c| / <y, u> */
+	float err_ex;     /* as err with x0 = <y/|y|, u> */
+	float qerr_ex;    /* |rescale_ex| |y| 3 / sqrt(12): times the query step */
 } hfr_fac;
 
-/* Encode a rotated residual (dp floats) into dp/8 code bytes and its factors. */
-void hfr_encode(const float *res, uint32_t dp, uint64_t *code, hfr_fac *f);
+/*
+ * Encode a rotated residual (dp floats) into dp/8 sign-code bytes and its
+ * factors; with bits > 1 also the extended code (hfr_ex_code_bytes bytes
+ * into ex, which may be NULL when bits == 1).
+ */
+void hfr_encode(const float *res, uint32_t dp, unsigned bits, uint64_t *code, uint8_t *ex,
+		hfr_fac *f);
+
+/* Bytes of an extended code: one nibble a dimension (bits <= 4); 0 for bits 1. */
+static inline uint32_t hfr_ex_code_bytes(uint32_t dp, unsigned bits)
+{
+	return bits > 1 ? dp / 2 : 0;
+}
+/* Dimension t's level (0..2^bits - 1) in an extended code (nibbles per 64 dims). */
+static inline unsigned hfr_ex_level(const uint8_t *ex, uint32_t t)
+{
+	uint8_t b = ex[(t / 64) * 32 + (t % 32)];
+
+	return (t % 64) < 32 ? (b & 15u) : (b >> 4);
+}
 
 /* A query residual quantised to HFR_QUERY_BITS bit planes. */
 typedef struct hfr_qq {
@@ -117,6 +144,23 @@ float hfr_estimate(const hfr_qq *q, const uint64_t *code, const hfr_fac *f, floa
 /* The portable loop hfr_estimate must equal whatever CPU path it takes (tests). */
 float hfr_estimate_ref(const hfr_qq *q, const uint64_t *code, const hfr_fac *f, float *err);
 
+/* A query residual quantised to signed bytes for extended codes. */
+typedef struct hfr_qx {
+	uint32_t dp;
+	int8_t *q8;        /* dp, caller-owned: q_r[t] ~ step * q8[t] */
+	int8_t *q8p;       /* dp, caller-owned: q8 in the extended code's nibble order */
+	float step;
+	int32_t sum8;      /* sum of q8 */
+} hfr_qx;
+
+/* Quantise the rotated query residual qr (dp floats) into x (q8 preallocated). */
+void hfr_query_quant_ex(const float *qr, uint32_t dp, hfr_qx *x);
+/* Estimated squared distance from the extended code; q gives |q_r|. */
+float hfr_estimate_ex(const hfr_qx *x, const hfr_qq *q, const uint8_t *ex, unsigned bits,
+		      const hfr_fac *f, float *err);
+float hfr_estimate_ex_ref(const hfr_qx *x, const hfr_qq *q, const uint8_t *ex, unsigned bits,
+			  const hfr_fac *f, float *err);
+
 /* ---- posting records (hfreshformat.c) ---- */
 
 typedef struct hfr_post_hdr {
@@ -127,35 +171,49 @@ typedef struct hfr_post_hdr {
 	uint32_t count;
 	uint32_t dp;
 	uint32_t crc;
-	uint64_t reserved;
+	uint32_t code_bits;  /* version 3; 0 in versions 1 and 2 (1-bit codes) */
+	uint32_t reserved;
 } hfr_post_hdr;
 
-static inline uint32_t hfr_entry_size(uint32_t dp)
+/*
+ * Bytes of one entry: the 24-byte header, then the code: dp/8 bytes of
+ * sign bits, or with bits > 1 the extended code alone (its top bits are the
+ * sign bits, so they are not stored twice).
+ */
+static inline uint32_t hfr_entry_size(uint32_t dp, unsigned bits)
 {
-	return HFR_ENTRY_HDR + dp / 8;
+	return HFR_ENTRY_HDR + (bits > 1 ? hfr_ex_code_bytes(dp, bits) : dp / 8);
 }
 
 /* Bytes a posting of count entries takes on disk (4 KiB aligned). */
-static inline uint64_t hfr_post_disk_len(uint32_t count, uint32_t dp)
+static inline uint64_t hfr_post_disk_len(uint32_t count, uint32_t dp, unsigned bits)
 {
-	uint64_t n = HFR_POST_HDR + (uint64_t) count * hfr_entry_size(dp);
+	uint64_t n = HFR_POST_HDR + (uint64_t) count * hfr_entry_size(dp, bits);
 
 	return (n + HFR_BLOCK - 1) / HFR_BLOCK * HFR_BLOCK;
 }
 
-/* Entry i of a posting buffer (header first). */
-static inline uint8_t *hfr_entry(const void *post, uint32_t dp, uint32_t i)
+/* Entry i of a posting buffer (header first) whose entries are es bytes. */
+static inline uint8_t *hfr_entry_at(const void *post, uint32_t es, uint32_t i)
 {
-	return (uint8_t *) post + HFR_POST_HDR + (size_t) i * hfr_entry_size(dp);
+	return (uint8_t *) post + HFR_POST_HDR + (size_t) i * es;
 }
 
-/* Fill an entry: id, version, factors, code. */
-void hfr_entry_put(uint8_t *ent, uint32_t dp, uint32_t id, uint32_t ver, const hfr_fac *f,
-		   const uint64_t *code);
-void hfr_entry_get(const uint8_t *ent, uint32_t *id, uint32_t *ver, hfr_fac *f);
+/*
+ * Fill an entry: id, version, factors and code; with bits > 1 the extended
+ * factors and ex, the extended code, instead of the 1-bit ones.
+ */
+void hfr_entry_put(uint8_t *ent, uint32_t dp, unsigned bits, uint32_t id, uint32_t ver,
+		   const hfr_fac *f, const uint64_t *code, const uint8_t *ex);
+void hfr_entry_get(const uint8_t *ent, uint32_t dp, unsigned bits, uint32_t *id, uint32_t *ver,
+		   hfr_fac *f);
 static inline const uint64_t *hfr_entry_code(const uint8_t *ent)
 {
 	return (const uint64_t *) (const void *) (ent + HFR_ENTRY_HDR);
+}
+static inline const uint8_t *hfr_entry_ex(const uint8_t *ent)
+{
+	return ent + HFR_ENTRY_HDR;
 }
 
 /* CRC-32C (Castagnoli) of n bytes: SSE4.2 when the CPU has it; _sw: the table path. */
@@ -163,14 +221,15 @@ uint32_t hfr_crc32c(const void *p, size_t n);
 uint32_t hfr_crc32c_sw(const void *p, size_t n);
 
 /* Write the header (and checksum) of a posting whose entries are filled. */
-void hfr_post_seal(void *post, uint32_t posting_id, uint32_t count, uint32_t dp);
+void hfr_post_seal(void *post, uint32_t posting_id, uint32_t count, uint32_t dp, unsigned bits);
 
 /*
- * Check a posting record of len bytes: magic, format version, entry size,
- * dp, count against len (and expect_count unless UINT32_MAX), posting id
- * (unless UINT32_MAX), and the checksum when check_crc. -EBADMSG with e.
+ * Check a posting record of len bytes: magic, format version (3 for
+ * bits > 1, 1 or 2 otherwise), code bits, entry size, dp, count against
+ * len (and expect_count unless UINT32_MAX), posting id (unless
+ * UINT32_MAX), and the checksum when check_crc. -EBADMSG with e.
  */
-int hfr_post_check(const void *buf, size_t len, uint32_t dp, uint32_t expect_id,
+int hfr_post_check(const void *buf, size_t len, uint32_t dp, unsigned bits, uint32_t expect_id,
 		   uint32_t expect_count, int check_crc, hfr_post_hdr *out, cv_err *e);
 
 /* ---- manifest (hfreshformat.c) ---- */
@@ -187,6 +246,7 @@ typedef struct hfr_meta {
 	uint32_t d, di, dp;
 	cv_metric metric;
 	uint32_t max_posting_kb, replicas;
+	uint32_t code_bits;   /* 1: RaBitQ; 2..4: extended RaBitQ codes beside the sign bits */
 	double rng_factor;
 	uint32_t max_entries, min_entries;
 	uint64_t rot_seed;

@@ -449,10 +449,12 @@ static void encode_one(void *arg, size_t p)
 	uint8_t *rec = calloc(1, ps->len);
 	float *xr = malloc(sizeof(float) * m->dp);
 	uint64_t *code = malloc(m->dp / 8);
+	uint8_t *ex = malloc(hfr_ex_code_bytes(m->dp, m->code_bits) + 1);
+	uint32_t es = hfr_entry_size(m->dp, m->code_bits);
 	hfr_fac f;
 	int rc;
 
-	if (!rec || !xr || !code) {
+	if (!rec || !xr || !code || !ex) {
 		b->err = -ENOMEM;
 		goto out;
 	}
@@ -463,10 +465,10 @@ static void encode_one(void *arg, size_t p)
 		hfr_rot_apply(b->rot, b->x + (size_t) id * m->di, xr);
 		for (uint32_t t = 0; t < m->dp; t++)
 			xr[t] -= cr[t];
-		hfr_encode(xr, m->dp, code, &f);
-		hfr_entry_put(hfr_entry(rec, m->dp, j), m->dp, id, 1, &f, code);
+		hfr_encode(xr, m->dp, m->code_bits, code, ex, &f);
+		hfr_entry_put(hfr_entry_at(rec, es, j), m->dp, m->code_bits, id, 1, &f, code, ex);
 	}
-	hfr_post_seal(rec, (uint32_t) p, ps->count, m->dp);
+	hfr_post_seal(rec, (uint32_t) p, ps->count, m->dp, m->code_bits);
 	rc = hfr_pwrite_all(b->fd, rec, ps->len, ps->off);
 	if (rc)
 		b->err = rc;
@@ -474,6 +476,7 @@ out:
 	free(rec);
 	free(xr);
 	free(code);
+	free(ex);
 }
 
 /* Write vectors.dat: one slot per id, slots never cross a 4 KiB block. */
@@ -678,6 +681,9 @@ int hfr_build(const cv_dataset *data, const cv_build_opts *o, const char *dir, c
 	if (o->replicas < HFR_MIN_REPLICAS || o->replicas > HFR_MAX_REPLICAS)
 		return cv_err_set(e, -EINVAL, "hfresh: --replicas %u out of range %u..%u",
 				  o->replicas, HFR_MIN_REPLICAS, HFR_MAX_REPLICAS);
+	if (o->code_bits < HFR_MIN_CODE_BITS || o->code_bits > HFR_MAX_CODE_BITS)
+		return cv_err_set(e, -EINVAL, "hfresh: --code-bits %u out of range %u..%u",
+				  o->code_bits, HFR_MIN_CODE_BITS, HFR_MAX_CODE_BITS);
 	if (!(o->rng_factor >= HFR_MIN_RNG_FACTOR && o->rng_factor <= HFR_MAX_RNG_FACTOR))
 		return cv_err_set(e, -EINVAL, "hfresh: --rng-factor %g out of range %g..%g",
 				  o->rng_factor, HFR_MIN_RNG_FACTOR, HFR_MAX_RNG_FACTOR);
@@ -685,6 +691,7 @@ int hfr_build(const cv_dataset *data, const cv_build_opts *o, const char *dir, c
 	m.metric = o->metric;
 	m.max_posting_kb = o->max_posting_kb;
 	m.replicas = o->replicas;
+	m.code_bits = o->code_bits;
 	m.rng_factor = o->rng_factor;
 	m.rot_seed = o->seed ^ 0x48465245534821ull;
 	m.nids = (uint32_t) data->n;
@@ -814,7 +821,7 @@ int hfr_build(const cv_dataset *data, const cv_build_opts *o, const char *dir, c
 
 		for (size_t p = 0; p < nleaves; p++) {
 			m.posts[p].off = off;
-			m.posts[p].len = (uint32_t) hfr_post_disk_len(m.posts[p].count, m.dp);
+			m.posts[p].len = (uint32_t) hfr_post_disk_len(m.posts[p].count, m.dp, m.code_bits);
 			m.posts[p].alive = 1;
 			off += m.posts[p].len;
 		}

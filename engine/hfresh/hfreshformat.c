@@ -40,20 +40,16 @@ static uint32_t c32c_tab[256];
 static int c32c_hw;
 static pthread_once_t c32c_once = PTHREAD_ONCE_INIT;
 
-/* Build the reflected table (polynomial 0x82F63B78) and probe for SSE4.2. */
-static void c32c_init(void)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-		c32c_tab[i] = c;
-	}
-#if defined(__x86_64__)
-	c32c_hw = __builtin_cpu_supports("sse4.2");
-#endif
-}
+/*
+ * The SSE4.2 path runs three crc32 chains at once over three stretches of
+ * C32C_SPAN bytes (the instruction's latency is three cycles, its
+ * throughput one a cycle) and joins them: for a raw state, crc(s, A||B) =
+ * shift_|B|(crc(s, A)) ^ crc(0, B), with shift_n(x) = x times x^(8n)
+ * modulo the polynomial, linear in x, so a table of 4 x 256 words per
+ * length (C32C_SPAN and twice it) does it.
+ */
+#define C32C_SPAN 256u
+static uint32_t c32c_shift1[4][256], c32c_shift2[4][256];
 
 /* Table update of a raw (not inverted) CRC-32C state. */
 static uint32_t c32c_sw(uint32_t c, const uint8_t *p, size_t n)
@@ -63,13 +59,62 @@ static uint32_t c32c_sw(uint32_t c, const uint8_t *p, size_t n)
 	return c;
 }
 
+/* Build the reflected table (polynomial 0x82F63B78), the shift tables, probe for SSE4.2. */
+static void c32c_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+		c32c_tab[i] = c;
+	}
+	for (uint32_t k = 0; k < 4; k++)
+		for (uint32_t b = 0; b < 256; b++) {
+			uint32_t c = b << (8 * k);
+
+			for (uint32_t z = 0; z < C32C_SPAN; z++) /* C32C_SPAN zero bytes */
+				c = c32c_tab[c & 0xffu] ^ (c >> 8);
+			c32c_shift1[k][b] = c;
+			for (uint32_t z = 0; z < C32C_SPAN; z++)
+				c = c32c_tab[c & 0xffu] ^ (c >> 8);
+			c32c_shift2[k][b] = c;
+		}
 #if defined(__x86_64__)
-/* SSE4.2 update of a raw CRC-32C state, 8 bytes an instruction. */
+	c32c_hw = __builtin_cpu_supports("sse4.2");
+#endif
+}
+
+static inline uint32_t c32c_shift(const uint32_t t[4][256], uint32_t c)
+{
+	return t[0][c & 0xffu] ^ t[1][(c >> 8) & 0xffu] ^ t[2][(c >> 16) & 0xffu] ^ t[3][c >> 24];
+}
+
+#if defined(__x86_64__)
+/* SSE4.2 update of a raw CRC-32C state, 8 bytes an instruction, three chains at once. */
 __attribute__((target("sse4.2"))) static uint32_t c32c_sse42(uint32_t c, const uint8_t *p,
 							      size_t n)
 {
 	uint64_t c64 = c;
 
+	while (n >= 3 * C32C_SPAN) {
+		uint64_t c1 = 0, c2 = 0;
+
+		for (uint32_t i = 0; i < C32C_SPAN; i += 8) {
+			uint64_t v0, v1, v2;
+
+			memcpy(&v0, p + i, 8);
+			memcpy(&v1, p + C32C_SPAN + i, 8);
+			memcpy(&v2, p + 2 * C32C_SPAN + i, 8);
+			c64 = _mm_crc32_u64(c64, v0);
+			c1 = _mm_crc32_u64(c1, v1);
+			c2 = _mm_crc32_u64(c2, v2);
+		}
+		c64 = c32c_shift(c32c_shift2, (uint32_t) c64) ^
+		      c32c_shift(c32c_shift1, (uint32_t) c1) ^ (uint32_t) c2;
+		p += 3 * C32C_SPAN;
+		n -= 3 * C32C_SPAN;
+	}
 	while (n >= 8) {
 		uint64_t v;
 
@@ -240,14 +285,21 @@ int hfr_parallel(size_t n, unsigned threads, void (*fn)(void *ctx, size_t i), vo
 
 /* ---- posting records ---- */
 
-void hfr_entry_put(uint8_t *ent, uint32_t dp, uint32_t id, uint32_t ver, const hfr_fac *f,
-		   const uint64_t *code)
+void hfr_entry_put(uint8_t *ent, uint32_t dp, unsigned bits, uint32_t id, uint32_t ver,
+		   const hfr_fac *f, const uint64_t *code, const uint8_t *ex)
 {
 	uint16_t pad = 0;
 
 	memcpy(ent + 0, &id, 4);
 	memcpy(ent + 4, &ver, 4);
 	memcpy(ent + 8, &f->add, 4);
+	if (bits > 1) {
+		memcpy(ent + 12, &f->rescale_ex, 4);
+		memcpy(ent + 16, &f->err_ex, 4);
+		memcpy(ent + 20, &f->qerr_ex, 4);
+		memcpy(ent + HFR_ENTRY_HDR, ex, hfr_ex_code_bytes(dp, bits));
+		return;
+	}
 	memcpy(ent + 12, &f->rescale, 4);
 	memcpy(ent + 16, &f->err, 4);
 	memcpy(ent + 20, &f->pop, 2);
@@ -255,35 +307,47 @@ void hfr_entry_put(uint8_t *ent, uint32_t dp, uint32_t id, uint32_t ver, const h
 	memcpy(ent + HFR_ENTRY_HDR, code, dp / 8);
 }
 
-void hfr_entry_get(const uint8_t *ent, uint32_t *id, uint32_t *ver, hfr_fac *f)
+void hfr_entry_get(const uint8_t *ent, uint32_t dp, unsigned bits, uint32_t *id, uint32_t *ver,
+		   hfr_fac *f)
 {
+	(void) dp;
 	memcpy(id, ent + 0, 4);
 	memcpy(ver, ent + 4, 4);
 	memcpy(&f->add, ent + 8, 4);
+	if (bits > 1) {
+		memcpy(&f->rescale_ex, ent + 12, 4);
+		memcpy(&f->err_ex, ent + 16, 4);
+		memcpy(&f->qerr_ex, ent + 20, 4);
+		f->rescale = f->err = 0;
+		f->pop = 0;
+		return;
+	}
 	memcpy(&f->rescale, ent + 12, 4);
 	memcpy(&f->err, ent + 16, 4);
 	memcpy(&f->pop, ent + 20, 2);
+	f->rescale_ex = f->err_ex = f->qerr_ex = 0;
 }
 
-void hfr_post_seal(void *post, uint32_t posting_id, uint32_t count, uint32_t dp)
+void hfr_post_seal(void *post, uint32_t posting_id, uint32_t count, uint32_t dp, unsigned bits)
 {
 	hfr_post_hdr h = {
 		.magic = HFR_POST_MAGIC,
-		.version = HFR_POST_VERSION,
-		.entry_size = (uint16_t) hfr_entry_size(dp),
+		.version = bits > 1 ? HFR_POST_VERSION_EX : HFR_POST_VERSION,
+		.entry_size = (uint16_t) hfr_entry_size(dp, bits),
 		.posting_id = posting_id,
 		.count = count,
 		.dp = dp,
 		.crc = 0,
+		.code_bits = bits > 1 ? bits : 0,
 		.reserved = 0,
 	};
-	size_t body = HFR_POST_HDR + (size_t) count * hfr_entry_size(dp);
+	size_t body = HFR_POST_HDR + (size_t) count * hfr_entry_size(dp, bits);
 
 	h.crc = post_crc(&h, (const uint8_t *) post + HFR_POST_HDR, body - HFR_POST_HDR);
 	memcpy(post, &h, sizeof(h));
 }
 
-int hfr_post_check(const void *buf, size_t len, uint32_t dp, uint32_t expect_id,
+int hfr_post_check(const void *buf, size_t len, uint32_t dp, unsigned bits, uint32_t expect_id,
 		   uint32_t expect_count, int check_crc, hfr_post_hdr *out, cv_err *e)
 {
 	hfr_post_hdr h;
@@ -295,14 +359,18 @@ int hfr_post_check(const void *buf, size_t len, uint32_t dp, uint32_t expect_id,
 	memcpy(&h, buf, sizeof(h));
 	if (h.magic != HFR_POST_MAGIC)
 		return cv_err_set(e, -EBADMSG, "bad posting magic 0x%08x at byte 0", h.magic);
-	if (h.version != HFR_POST_VERSION && h.version != HFR_POST_VERSION_ZLIB)
+	if (bits > 1 ? h.version != HFR_POST_VERSION_EX :
+		       h.version != HFR_POST_VERSION && h.version != HFR_POST_VERSION_ZLIB)
 		return cv_err_set(e, -EBADMSG,
-				  "posting format version %u at byte 4, expected %u or %u", h.version,
-				  HFR_POST_VERSION_ZLIB, HFR_POST_VERSION);
-	if (h.dp != dp || dp == 0 || dp % 64 || h.entry_size != hfr_entry_size(dp))
+				  "posting format version %u at byte 4, expected %s", h.version,
+				  bits > 1 ? "3 (extended codes)" : "1 or 2 (1-bit codes)");
+	if (h.code_bits != (bits > 1 ? bits : 0u))
+		return cv_err_set(e, -EBADMSG, "posting code bits %u at byte 24, the index has %u",
+				  h.code_bits, bits);
+	if (h.dp != dp || dp == 0 || dp % 64 || h.entry_size != hfr_entry_size(dp, bits))
 		return cv_err_set(e, -EBADMSG,
 				  "posting dims %u / entry size %u at byte 16, expected %u / %u", h.dp,
-				  h.entry_size, dp, hfr_entry_size(dp));
+				  h.entry_size, dp, hfr_entry_size(dp, bits));
 	if (expect_id != UINT32_MAX && h.posting_id != expect_id)
 		return cv_err_set(e, -EBADMSG, "posting id %u at byte 8, expected %u", h.posting_id,
 				  expect_id);
@@ -340,7 +408,9 @@ void hfr_meta_sizes(hfr_meta *m)
 
 	m->di = m->metric == CV_METRIC_IP ? m->d + 1 : m->d;
 	m->dp = hfr_dp(m->di);
-	es = hfr_entry_size(m->dp);
+	if (m->code_bits < HFR_MIN_CODE_BITS)
+		m->code_bits = HFR_MIN_CODE_BITS;
+	es = hfr_entry_size(m->dp, m->code_bits);
 	m->max_entries = (m->max_posting_kb * 1024u - HFR_POST_HDR) / es;
 	if (m->max_entries < 4)
 		m->max_entries = 4;
@@ -385,7 +455,8 @@ int hfr_meta_write(const char *dir, const hfr_meta *m, cv_err *e)
 	uint64_t total = meta_len(m->nposts, m->di, m->nids);
 	char tmp[4096], path[4096];
 	uint8_t *buf = NULL;
-	uint32_t fmt = HFR_FORMAT_VERSION, hs = HFR_META_HDR, met = (uint32_t) m->metric, crc,
+	uint32_t fmt = m->code_bits > 1 ? HFR_FORMAT_VERSION_EX : HFR_FORMAT_VERSION,
+		 hs = HFR_META_HDR, met = (uint32_t) m->metric, crc,
 		 endm = 0x444e4548u; /* "HEND" */
 	size_t off;
 	int fd = -1, rc;
@@ -416,6 +487,8 @@ int hfr_meta_write(const char *dir, const hfr_meta *m, cv_err *e)
 	PUT(88, m->nposts);
 	PUT(92, m->vec_slot);
 	PUT(96, m->vec_per_block);
+	if (m->code_bits > 1)
+		PUT(100, m->code_bits);
 	PUT(104, m->postings_end);
 	PUT(112, total);
 	off = HFR_META_HDR;
@@ -503,9 +576,9 @@ int hfr_meta_read(const char *dir, hfr_meta *m, cv_err *e)
 	}
 	GET(8, fmt);
 	GET(12, hs);
-	if (fmt != HFR_FORMAT_VERSION || hs != HFR_META_HDR) {
-		cv_err_set(e, rc, "%s: format version %u at byte 8, expected %u", path, fmt,
-			   HFR_FORMAT_VERSION);
+	if ((fmt != HFR_FORMAT_VERSION && fmt != HFR_FORMAT_VERSION_EX) || hs != HFR_META_HDR) {
+		cv_err_set(e, rc, "%s: format version %u at byte 8, expected %u or %u", path, fmt,
+			   HFR_FORMAT_VERSION, HFR_FORMAT_VERSION_EX);
 		goto out;
 	}
 	GET(112, total);
@@ -539,6 +612,15 @@ int hfr_meta_read(const char *dir, hfr_meta *m, cv_err *e)
 	GET(88, m->nposts);
 	GET(92, m->vec_slot);
 	GET(96, m->vec_per_block);
+	GET(100, m->code_bits);
+	if (fmt == HFR_FORMAT_VERSION ? m->code_bits != 0 :
+	    m->code_bits < 2 || m->code_bits > HFR_MAX_CODE_BITS) {
+		cv_err_set(e, rc, "%s: code bits %u at byte 100 do not fit format version %u", path,
+			   m->code_bits, fmt);
+		goto out;
+	}
+	if (m->code_bits == 0)
+		m->code_bits = 1;
 	GET(104, m->postings_end);
 	m->metric = (cv_metric) met;
 	{
@@ -583,7 +665,7 @@ int hfr_meta_read(const char *dir, hfr_meta *m, cv_err *e)
 
 		if (!ps->alive)
 			continue;
-		if (ps->off % HFR_BLOCK || ps->len != hfr_post_disk_len(ps->count, m->dp) ||
+		if (ps->off % HFR_BLOCK || ps->len != hfr_post_disk_len(ps->count, m->dp, m->code_bits) ||
 		    ps->off + ps->len > m->postings_end || ps->count > m->max_entries * 2u + 64u) {
 			cv_err_set(e, rc, "%s: posting %u table entry at byte %zu is inconsistent",
 				   path, p, (size_t) HFR_META_HDR + p * sizeof(hfr_post));

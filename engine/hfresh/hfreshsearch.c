@@ -38,7 +38,18 @@
  * FILE --block-size 4096 --blocks @LIST`.
  *
  * Thread safety: the index is read-only after open; each thread keeps
- * its scratch (the seen-epoch array, buffers) under a pthread key.
+ * its scratch (the seen bitmap and the ids it marked, buffers) under a
+ * pthread key.
+ *
+ * Memory traffic: an entry's liveness needs its id's version word and
+ * whether a replica was already scored — random places in arrays of a
+ * million ids and more, two cache (and TLB) misses an entry. Both are
+ * bitmaps here, an eighth of a byte an id (128 KiB at a million ids, in
+ * L2): "changed" has a bit for every id whose version is not 1 (reassigned,
+ * deleted, or never inserted), so an entry of an unchanged id is live iff
+ * it was written with version 1 and only the others consult the version
+ * map; "seen" is cleared after each query through the list of ids it
+ * marked.
  */
 #include "hfresh.h"
 #include "hnsw/hnsw.h"
@@ -64,11 +75,12 @@
 
 typedef struct hfr_scratch {
 	const void *owner;
-	uint16_t *seen;
-	uint16_t epoch;
-	size_t nseen;
+	uint64_t *seen;         /* nids bits */
+	uint32_t *marked;       /* the ids whose seen bit is set */
+	size_t nmarked, capmarked;
 	float *qi, *qrot, *qr;
 	uint64_t *planes;
+	int8_t *q8, *q8p;       /* the byte query of extended codes */
 	uint32_t *plist;
 	float *pdist;
 	size_t plist_cap;
@@ -98,6 +110,7 @@ typedef struct hfr_index {
 	float *acent;           /* nalive * di */
 	float *crot;            /* nposts * dp (live ones filled) */
 	uint32_t maxlen;        /* largest posting record */
+	uint64_t *changed;      /* nids bits: the id's version is not 1 */
 	hnsw *h;
 	cv_file *fpost, *fvec;
 	uint32_t fipost, fivec; /* positions in cv_index_files' list (block lists) */
@@ -113,10 +126,13 @@ static void scratch_free(void *p)
 	if (!s)
 		return;
 	free(s->seen);
+	free(s->marked);
 	free(s->qi);
 	free(s->qrot);
 	free(s->qr);
 	free(s->planes);
+	free(s->q8);
+	free(s->q8p);
 	free(s->plist);
 	free(s->pdist);
 	for (size_t i = 0; i < s->npbuf; i++)
@@ -154,6 +170,7 @@ void hfr_close(void *state)
 	free(ix->alive);
 	free(ix->acent);
 	free(ix->crot);
+	free(ix->changed);
 	free(ix);
 }
 
@@ -182,8 +199,12 @@ int hfr_open(const char *dir, const cv_open_opts *o, void **state, cv_err *e)
 	ix->alive = malloc(sizeof(uint32_t) * (ix->m.nposts + 1));
 	ix->crot = malloc(sizeof(float) * ((size_t) ix->m.nposts * ix->m.dp + 1));
 	ix->acent = malloc(sizeof(float) * ((size_t) ix->m.nposts * ix->m.di + 1));
-	if (!ix->alive || !ix->crot || !ix->acent)
+	ix->changed = calloc(ix->m.nids / 64 + 1, sizeof(uint64_t));
+	if (!ix->alive || !ix->crot || !ix->acent || !ix->changed)
 		goto fail;
+	for (uint32_t id = 0; id < ix->m.nids; id++)
+		if (ix->m.ver[id] != 1)
+			ix->changed[id >> 6] |= 1ull << (id & 63);
 	for (uint32_t p = 0; p < ix->m.nposts; p++) {
 		if (!ix->m.posts[p].alive || !ix->m.posts[p].count)
 			continue;
@@ -266,13 +287,14 @@ static hfr_scratch *scratch_get(hfr_index *ix, size_t probe, size_t R, size_t de
 		s = calloc(1, sizeof(*s));
 		if (!s)
 			return NULL;
-		s->nseen = m->nids;
-		s->seen = calloc(m->nids + 1, sizeof(uint16_t));
+		s->seen = calloc(m->nids / 64 + 1, sizeof(uint64_t));
 		s->qi = malloc(sizeof(float) * (m->di + 1));
 		s->qrot = malloc(sizeof(float) * m->dp);
 		s->qr = malloc(sizeof(float) * m->dp);
 		s->planes = malloc(sizeof(uint64_t) * HFR_QUERY_BITS * (m->dp / 64));
-		if (!s->seen || !s->qi || !s->qrot || !s->qr || !s->planes ||
+		s->q8 = cv_alloc_aligned(m->dp);
+		s->q8p = cv_alloc_aligned(m->dp);
+		if (!s->seen || !s->qi || !s->qrot || !s->qr || !s->planes || !s->q8 || !s->q8p ||
 		    pthread_setspecific(ix->key, s)) {
 			scratch_free(s);
 			return NULL;
@@ -392,30 +414,59 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 	const float *cr = ix->crot + (size_t) p * m->dp;
 	hfr_post_hdr h;
 	hfr_qq qq = {.planes = s->planes};
+	hfr_qx qx = {.q8 = s->q8, .q8p = s->q8p};
 	int rc;
 
-	rc = hfr_post_check(buf, m->posts[p].len, m->dp, p, m->posts[p].count, 1, &h, NULL);
+	rc = hfr_post_check(buf, m->posts[p].len, m->dp, m->code_bits, p, m->posts[p].count, 1, &h,
+			    NULL);
 	if (rc)
 		return rc;
 	for (uint32_t t = 0; t < m->dp; t++)
 		s->qr[t] = s->qrot[t] - cr[t];
-	hfr_query_quant(s->qr, m->dp, &qq);
+	hfr_query_quant(s->qr, m->dp, &qq); /* |q_r| for either estimator */
+	if (m->code_bits > 1)
+		hfr_query_quant_ex(s->qr, m->dp, &qx);
 	for (uint32_t i = 0; i < h.count; i++) {
-		const uint8_t *ent = hfr_entry(buf, m->dp, i);
+		const uint8_t *ent = hfr_entry_at(buf, h.entry_size, i);
 		uint32_t id, ver;
 		hfr_fac f;
 		cand cd;
 
 		memcpy(&id, ent, 4);
 		memcpy(&ver, ent + 4, 4);
-		if (id >= m->nids || ver != m->ver[id] || s->seen[id] == s->epoch)
-			continue; /* stale copy, deleted, or a replica already scored */
-		s->seen[id] = s->epoch;
-		hfr_entry_get(ent, &id, &ver, &f);
-		cd.est = hfr_estimate(&qq, hfr_entry_code(ent), &f, &cd.err);
+		if (id >= m->nids)
+			continue;
+		if ((ix->changed[id >> 6] >> (id & 63)) & 1 ? ver != m->ver[id] : ver != 1)
+			continue; /* a stale copy or a deleted id */
+		if ((s->seen[id >> 6] >> (id & 63)) & 1)
+			continue; /* a replica already scored */
+		if (s->nmarked == s->capmarked) {
+			size_t nc = s->capmarked ? s->capmarked * 2 : 4096;
+			uint32_t *nm = realloc(s->marked, nc * sizeof(*nm));
+
+			if (!nm)
+				return -ENOMEM;
+			s->marked = nm;
+			s->capmarked = nc;
+		}
+		s->seen[id >> 6] |= 1ull << (id & 63);
+		s->marked[s->nmarked++] = id;
+		hfr_entry_get(ent, m->dp, m->code_bits, &id, &ver, &f);
 		cd.id = id;
-		heap_push(c->heap, &c->nheap, c->cap, cd);
 		c->scored++;
+		/*
+		 * Extended codes are scored from their B-bit code alone: screening
+		 * with the 1-bit estimate first was measured slower (synth 1M x 128,
+		 * bench/hfresh/README.md), since at these dimensions its bound
+		 * lets most entries through and the byte dot product is as cheap
+		 * as the popcounts; so entries do not store the sign bits twice.
+		 */
+		if (m->code_bits > 1)
+			cd.est = hfr_estimate_ex(&qx, &qq, hfr_entry_ex(ent), m->code_bits, &f,
+						 &cd.err);
+		else
+			cd.est = hfr_estimate(&qq, hfr_entry_code(ent), &f, &cd.err);
+		heap_push(c->heap, &c->nheap, c->cap, cd);
 	}
 	return 0;
 }
@@ -547,21 +598,39 @@ static int record_read(cv_block_list *bl, uint32_t fi, uint64_t off, uint32_t le
 	return 0;
 }
 
-/* Read one posting or vector: through the cv_io, or pread when io is NULL. */
-static int read_one(hfr_index *ix, cv_io *io, int which, uint64_t off, uint32_t len, void *buf)
+/*
+ * Read one posting or vector: through the cv_io, or pread when io is NULL.
+ * *data gets where the bytes are: buf, or the file's mapping when the
+ * cv_io gives views (mmap), which spares a copy of every posting.
+ */
+static int read_one(hfr_index *ix, cv_io *io, int which, uint64_t off, uint32_t len, void *buf,
+		    const uint8_t **data)
 {
+	int rc;
+
+	*data = buf;
+	if (io && cv_io_views(io))
+		return cv_io_view(io, which ? ix->fvec : ix->fpost, off, len,
+				  (const void **) data);
 	if (io)
 		return cv_io_read(io, which ? ix->fvec : ix->fpost, off, len, buf);
-	return hfr_pread_all(which ? ix->fdvec : ix->fdpost, buf, len, off);
+	rc = hfr_pread_all(which ? ix->fdvec : ix->fdpost, buf, len, off);
+	return rc;
 }
 
+/* A batch; with views the requests' buffers are dropped and each r[i].data is the mapping. */
 static int read_batch(hfr_index *ix, cv_io *io, cv_read_req *r, size_t n)
 {
-	if (io)
+	if (io) {
+		if (cv_io_views(io))
+			for (size_t i = 0; i < n; i++)
+				r[i].buf = NULL;
 		return cv_io_read_batch(io, r, n);
+	}
 	for (size_t i = 0; i < n; i++) {
 		int fd = r[i].file == ix->fvec ? ix->fdvec : ix->fdpost;
 
+		r[i].data = r[i].buf;
 		r[i].res = hfr_pread_all(fd, r[i].buf, r[i].len, r[i].off);
 		if (r[i].res)
 			return r[i].res;
@@ -593,9 +662,10 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 	s = scratch_get(ix, probe, R, depth);
 	if (!s)
 		return -ENOMEM;
-	if (++s->epoch == 0) { /* the 16-bit epoch wrapped: forget every mark */
-		memset(s->seen, 0, sizeof(uint16_t) * s->nseen);
-		s->epoch = 1;
+	while (s->nmarked) { /* the last query's marks (whatever way it ended) */
+		uint32_t id = s->marked[--s->nmarked];
+
+		s->seen[id >> 6] &= ~(1ull << (id & 63));
 	}
 
 	/* 1-2: internal query, rotation, centroid search */
@@ -620,8 +690,9 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 	if (!concurrent) {
 		for (size_t i = 0; i < np && !rc; i++) {
 			const hfr_post *ps = &m->posts[s->plist[i]];
+			const uint8_t *pd;
 
-			rc = read_one(ix, io, 0, ps->off, ps->len, s->pbuf[0]);
+			rc = read_one(ix, io, 0, ps->off, ps->len, s->pbuf[0], &pd);
 			if (!rc) {
 				reads++;
 				preads++;
@@ -629,7 +700,7 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 				rc = record_read(o->blocks, ix->fipost, ps->off, ps->len);
 			}
 			if (!rc)
-				rc = score_posting(&sc, s->plist[i], s->pbuf[0]);
+				rc = score_posting(&sc, s->plist[i], pd);
 		}
 	} else {
 		for (size_t b0 = 0; b0 < np && !rc; b0 += depth) {
@@ -651,7 +722,7 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 					rc = record_read(o->blocks, ix->fipost, s->reqs[j].off,
 							 s->reqs[j].len);
 				if (!rc)
-					rc = score_posting(&sc, s->plist[b0 + j], s->pbuf[j]);
+					rc = score_posting(&sc, s->plist[b0 + j], s->reqs[j].data);
 			}
 		}
 	}
@@ -714,10 +785,15 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 							    .buf = s->vbuf[nb], .user = NULL};
 				nb++;
 			}
-			if (nb == 1)
-				rc = read_one(ix, io, 1, s->reqs[0].off, vlen, s->vbuf[0]);
-			else
+			if (nb == 1) {
+				const uint8_t *vd;
+
+				rc = read_one(ix, io, 1, s->reqs[0].off, vlen, s->vbuf[0], &vd);
+				s->reqs[0].res = rc;
+				s->reqs[0].data = vd;
+			} else {
 				rc = read_batch(ix, io, s->reqs, nb);
+			}
 			reads += nb;
 			rreads += nb;
 			bytes += (uint64_t) nb * vlen;
@@ -731,14 +807,16 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 					rc = s->reqs[j].res;
 					break;
 				}
-				if (hfr_vec_check(m, s->vbuf[j] + (off - s->reqs[j].off))) {
+				const uint8_t *slot = (const uint8_t *) s->reqs[j].data + (off - s->reqs[j].off);
+
+				if (hfr_vec_check(m, slot)) {
 					rc = -EBADMSG; /* a damaged slot: never a wrong distance */
 					break;
 				}
 				rc = record_read(o->blocks, ix->fivec, s->reqs[j].off, vlen);
 				if (rc)
 					break;
-				memcpy(xv, s->vbuf[j] + (off - s->reqs[j].off), sizeof(float) * m->d);
+				memcpy(xv, slot, sizeof(float) * m->d);
 				x = xv;
 				topk_add(td, ti, &nres, k, exact_dist(m, q, x), id);
 				ndist++;

@@ -135,6 +135,7 @@ static int w_append(hfr_writer *w, uint32_t p, uint32_t id, uint32_t ver, const 
 	upost *u = &w->up[p];
 	float res[m->di], rr[m->dp];
 	uint64_t code[m->dp / 64];
+	uint8_t ex[hfr_ex_code_bytes(m->dp, m->code_bits) + 1];
 	hfr_fac f;
 
 	if (u->n == u->cap) {
@@ -149,8 +150,8 @@ static int w_append(hfr_writer *w, uint32_t p, uint32_t id, uint32_t ver, const 
 	for (uint32_t t = 0; t < m->di; t++)
 		res[t] = xi[t] - m->cent[(size_t) p * m->di + t];
 	hfr_rot_apply(&w->rot, res, rr);
-	hfr_encode(rr, m->dp, code, &f);
-	hfr_entry_put(u->ents + (size_t) u->n * w->es, m->dp, id, ver, &f, code);
+	hfr_encode(rr, m->dp, m->code_bits, code, ex, &f);
+	hfr_entry_put(u->ents + (size_t) u->n * w->es, m->dp, m->code_bits, id, ver, &f, code, ex);
 	u->n++;
 	u->dirty = 1;
 	if (u->n > m->max_entries && !w->inq[p]) {
@@ -592,7 +593,7 @@ static int w_open(hfr_writer *w, const char *dir, cv_err *e)
 	rc = hfr_meta_read(dir, m, e);
 	if (rc)
 		return rc;
-	w->es = hfr_entry_size(m->dp);
+	w->es = hfr_entry_size(m->dp, m->code_bits);
 	rc = hfr_rot_init(&w->rot, m->di, m->rot_seed);
 	if (rc)
 		return rc;
@@ -630,7 +631,7 @@ static int w_open(hfr_writer *w, const char *dir, cv_err *e)
 		free(ps);
 		free(c);
 	}
-	buf = malloc(hfr_post_disk_len(m->max_entries * 2u + 64u, m->dp));
+	buf = malloc(hfr_post_disk_len(m->max_entries * 2u + 64u, m->dp, m->code_bits));
 	if (!buf)
 		return -ENOMEM;
 	hfr_postings_path(dir, m->postings_gen, path, sizeof(path));
@@ -643,7 +644,7 @@ static int w_open(hfr_writer *w, const char *dir, cv_err *e)
 			continue;
 		rc = hfr_pread_all(w->fdpost, buf, ps->len, ps->off);
 		if (!rc)
-			rc = hfr_post_check(buf, ps->len, m->dp, p, ps->count, 1, NULL, &pe);
+			rc = hfr_post_check(buf, ps->len, m->dp, m->code_bits, p, ps->count, 1, NULL, &pe);
 		if (rc) {
 			rc = cv_err_set(e, -EBADMSG, "%s: posting %u at byte %llu: %s", path, p,
 					(unsigned long long) ps->off, rc == -EBADMSG ? pe.msg : "unreadable");
@@ -687,7 +688,7 @@ static int w_commit(hfr_writer *w, cv_err *e)
 			w_kill(w, p);
 			continue;
 		}
-		len = hfr_post_disk_len(u->n, m->dp);
+		len = hfr_post_disk_len(u->n, m->dp, m->code_bits);
 		live_bytes += len;
 		if (!u->dirty)
 			continue;
@@ -703,7 +704,7 @@ static int w_commit(hfr_writer *w, cv_err *e)
 		}
 		memset(buf, 0, len);
 		memcpy(buf + HFR_POST_HDR, u->ents, (size_t) u->n * w->es);
-		hfr_post_seal(buf, p, u->n, m->dp);
+		hfr_post_seal(buf, p, u->n, m->dp, m->code_bits);
 		rc = hfr_pwrite_all(w->fdpost, buf, len, m->postings_end);
 		if (rc) {
 			cv_err_set(e, rc, "%s: posting write failed: %s", w->dir, strerror(-rc));

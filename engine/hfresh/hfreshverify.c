@@ -50,7 +50,7 @@ int hfr_verify(const char *dir, cv_err *e)
 	}
 	rc = -ENOMEM;
 	reach = calloc(m.nids + 1, 1);
-	buf = malloc((size_t) hfr_post_disk_len(m.max_entries * 2u + 64u, m.dp));
+	buf = malloc((size_t) hfr_post_disk_len(m.max_entries * 2u + 64u, m.dp, m.code_bits));
 	slot = malloc(hfr_vec_read_len(&m));
 	if (!reach || !buf || !slot)
 		goto out;
@@ -67,14 +67,14 @@ int hfr_verify(const char *dir, cv_err *e)
 			rc = -EBADMSG;
 			goto out;
 		}
-		rc = hfr_post_check(buf, ps->len, m.dp, p, ps->count, 1, NULL, &pe);
+		rc = hfr_post_check(buf, ps->len, m.dp, m.code_bits, p, ps->count, 1, NULL, &pe);
 		if (rc) {
 			cv_err_set(e, rc, "%s: posting %u at byte %llu: %s", ppath, p,
 				   (unsigned long long) ps->off, pe.msg);
 			goto out;
 		}
 		for (uint32_t i = 0; i < ps->count; i++) {
-			const uint8_t *ent = hfr_entry(buf, m.dp, i);
+			const uint8_t *ent = hfr_entry_at(buf, hfr_entry_size(m.dp, m.code_bits), i);
 			uint32_t id, ver;
 
 			memcpy(&id, ent, 4);

@@ -121,12 +121,126 @@ void hfr_rot_apply(const hfr_rot *r, const float *x, float *out)
 		memcpy(out, tmp, sizeof(float) * dp);
 }
 
-void hfr_encode(const float *res, uint32_t dp, uint64_t *code, hfr_fac *f)
+/* A min-heap of (threshold, coordinate) for the extended code's scale sweep. */
+typedef struct ev {
+	float t;
+	uint32_t i;
+} ev;
+
+static void ev_down(ev *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, b = i;
+
+		if (l < n && h[l].t < h[b].t)
+			b = l;
+		if (r < n && h[r].t < h[b].t)
+			b = r;
+		if (b == i)
+			return;
+		ev t = h[i];
+
+		h[i] = h[b];
+		h[b] = t;
+		i = b;
+	}
+}
+
+/*
+ * The extended code (Gao et al., SIGMOD 2025): y_t = sign(r_t) (2 k_t + 1),
+ * k_t in 0..L (L = 2^(bits-1) - 1), chosen to maximise <y, u>/|y| over the
+ * codes k_t = min(L, floor(s a_t)) of every scale s (a = |u|). The sweep
+ * raises s through each coordinate's thresholds (j / a_t) in order with a
+ * heap, keeping <y, u> and |y|^2 incrementally; the best count of steps is
+ * then replayed. At most L * dp steps (7 * 128 at dp 128, bits 4).
+ */
+static void ex_encode(const float *res, uint32_t dp, unsigned bits, double nr, uint8_t *ex,
+		      hfr_fac *f)
+{
+	const uint32_t L = (1u << (bits - 1)) - 1;
+	float a[dp];
+	uint8_t k[dp];
+	ev h[dp];
+	size_t nh = 0, steps = 0, best_steps = 0;
+	double say = 0, sy2 = dp, best, best_say, best_sy2;
+
+	for (uint32_t t = 0; t < dp; t++) {
+		a[t] = (float) (fabs((double) res[t]) / nr);
+		k[t] = 0;
+		say += a[t];
+		if (a[t] > 0)
+			h[nh++] = (ev){.t = 1.0f / a[t], .i = t};
+	}
+	for (size_t i = nh / 2; i-- > 0;)
+		ev_down(h, nh, i);
+	best = say * say / sy2; /* the square of <y, u>/|y| (say > 0): no root a step */
+	best_say = say;
+	best_sy2 = sy2;
+	for (int pass = 0; pass < 2; pass++) {
+		while (nh && (pass == 0 || steps < best_steps)) {
+			uint32_t t = h[0].i;
+			double c;
+
+			k[t]++;
+			say += 2.0 * a[t];
+			sy2 += 8.0 * k[t];
+			steps++;
+			if (k[t] < L) {
+				h[0].t = (float) (k[t] + 1) / a[t];
+			} else {
+				h[0] = h[--nh];
+			}
+			ev_down(h, nh, 0);
+			c = say * say / sy2;
+			if (pass == 0 && c > best) {
+				best = c;
+				best_steps = steps;
+				best_say = say;
+				best_sy2 = sy2;
+			}
+		}
+		if (pass == 1)
+			break;
+		/* replay from the start up to the best step count */
+		nh = 0;
+		steps = 0;
+		say = 0;
+		sy2 = dp;
+		for (uint32_t t = 0; t < dp; t++) {
+			k[t] = 0;
+			if (a[t] > 0)
+				h[nh++] = (ev){.t = 1.0f / a[t], .i = t};
+		}
+		for (size_t i = nh / 2; i-- > 0;)
+			ev_down(h, nh, i);
+	}
+	memset(ex, 0, hfr_ex_code_bytes(dp, bits));
+	for (uint32_t t = 0; t < dp; t++) {
+		unsigned x = res[t] > 0 ? k[t] + (1u << (bits - 1)) : (1u << (bits - 1)) - 1u - k[t];
+		uint8_t *b = &ex[(t / 64) * 32 + (t % 32)];
+
+		*b |= (t % 64) < 32 ? (uint8_t) x : (uint8_t) (x << 4);
+	}
+	double x0 = best_say / sqrt(best_sy2);
+
+	if (x0 < 1e-6)
+		x0 = 1e-6;
+	if (x0 > 1.0)
+		x0 = 1.0;
+	f->rescale_ex = (float) (-2.0 * nr / best_say);
+	f->err_ex = (float) (2.0 * nr * sqrt(fmax(0.0, 1.0 - x0 * x0)) / x0 * HFR_EPS0 /
+			     sqrt(dp > 1 ? (double) (dp - 1) : 1.0));
+	f->qerr_ex = (float) (2.0 * nr / best_say * sqrt(best_sy2) * 3.0 / sqrt(12.0));
+}
+
+void hfr_encode(const float *res, uint32_t dp, unsigned bits, uint64_t *code, uint8_t *ex,
+		hfr_fac *f)
 {
 	double n2 = 0, l1 = 0;
 	uint32_t pop = 0;
 
 	memset(code, 0, dp / 8);
+	f->rescale_ex = f->err_ex = f->qerr_ex = 0;
 	for (uint32_t i = 0; i < dp; i++) {
 		n2 += (double) res[i] * res[i];
 		l1 += fabs((double) res[i]);
@@ -140,6 +254,8 @@ void hfr_encode(const float *res, uint32_t dp, uint64_t *code, hfr_fac *f)
 		f->add = 0;
 		f->rescale = 0;
 		f->err = 0;
+		if (bits > 1)
+			memset(ex, 0, hfr_ex_code_bytes(dp, bits));
 		return;
 	}
 	double nr = sqrt(n2);
@@ -151,6 +267,8 @@ void hfr_encode(const float *res, uint32_t dp, uint64_t *code, hfr_fac *f)
 	f->rescale = (float) (-2.0 * nr / x0);
 	f->err = (float) (2.0 * nr * sqrt(fmax(0.0, 1.0 - x0 * x0)) / x0 * HFR_EPS0 /
 			  sqrt(dp > 1 ? (double) (dp - 1) : 1.0));
+	if (bits > 1)
+		ex_encode(res, dp, bits, nr, ex, f);
 }
 
 void hfr_query_quant(const float *qr, uint32_t dp, hfr_qq *q)
@@ -297,4 +415,118 @@ float hfr_estimate(const hfr_qq *q, const uint64_t *code, const hfr_fac *f, floa
 		__atomic_store_n(&ipsum_fn, fn, __ATOMIC_RELAXED);
 	}
 	return est_finish(q, fn(q, code), f, err);
+}
+
+/* ---- extended codes ---- */
+
+void hfr_query_quant_ex(const float *qr, uint32_t dp, hfr_qx *x)
+{
+	float mx = 0, inv;
+	int32_t sum = 0;
+
+	for (uint32_t t = 0; t < dp; t++)
+		mx = fmaxf(mx, fabsf(qr[t]));
+	x->dp = dp;
+	x->step = mx > 0 ? mx / 127.0f : 0.0f;
+	inv = mx > 0 ? 127.0f / mx : 0.0f;
+	for (uint32_t t = 0; t < dp; t++) {
+		float v = qr[t] * inv;
+		int q = (int) (v < 0 ? v - 0.5f : v + 0.5f);
+
+		q = q > 127 ? 127 : q < -127 ? -127 : q;
+		x->q8[t] = (int8_t) q;
+		sum += q;
+	}
+	x->sum8 = sum;
+	/* the nibble order: per 128 dims, the low nibbles' 64 then the high nibbles' 64 */
+	for (uint32_t b = 0; b < dp; b += 128) {
+		if (b + 128 <= dp) {
+			memcpy(x->q8p + b, x->q8 + b, 32);
+			memcpy(x->q8p + b + 32, x->q8 + b + 64, 32);
+			memcpy(x->q8p + b + 64, x->q8 + b + 32, 32);
+			memcpy(x->q8p + b + 96, x->q8 + b + 96, 32);
+		} else {
+			memcpy(x->q8p + b, x->q8 + b, 64);
+		}
+	}
+}
+
+/* The estimate from ip = sum_t x_t q8_t; compiled once (see est_finish). */
+static inline float ex_finish(const hfr_qx *x, const hfr_qq *q, int64_t ip, unsigned bits,
+			      const hfr_fac *f, float *err)
+{
+	float yq = x->step * (float) (2 * ip - (int64_t) ((1u << bits) - 1) * x->sum8);
+
+	*err = f->err_ex * q->qn + f->qerr_ex * x->step;
+	return f->add + q->qn2 + f->rescale_ex * yq;
+}
+
+static int64_t ex_ip_generic(const hfr_qx *x, const uint8_t *ex)
+{
+	int64_t s = 0;
+
+	for (uint32_t t = 0; t < x->dp; t++)
+		s += (int64_t) hfr_ex_level(ex, t) * x->q8[t];
+	return s;
+}
+
+#if defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 9)
+#define HFR_HAVE_AVX512_VNNI 1
+#include <immintrin.h>
+/*
+ * AVX-512 VNNI: 64 code bytes (128 dimensions) a step, low and high nibbles
+ * against the query bytes in the same order (q8p), four byte products
+ * summed into each 32-bit lane (vpdpbusd); a last 64 dimensions masked.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static int64_t ex_ip_vnni(
+	const hfr_qx *x, const uint8_t *ex)
+{
+	__m512i acc = _mm512_setzero_si512(), m4 = _mm512_set1_epi8(15);
+	uint32_t b = 0;
+
+	for (; b + 128 <= x->dp; b += 128) {
+		__m512i c = _mm512_loadu_si512(ex + b / 2);
+		__m512i lo = _mm512_and_si512(c, m4);
+		__m512i hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), m4);
+
+		acc = _mm512_dpbusd_epi32(acc, lo, _mm512_loadu_si512(x->q8p + b));
+		acc = _mm512_dpbusd_epi32(acc, hi, _mm512_loadu_si512(x->q8p + b + 64));
+	}
+	if (b < x->dp) { /* 64 dimensions: 32 code bytes, query bytes b..b+63 */
+		__m512i c = _mm512_maskz_loadu_epi8(0xffffffffull, ex + b / 2);
+		__m512i lo = _mm512_and_si512(c, m4);
+		__m512i hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), m4);
+
+		acc = _mm512_dpbusd_epi32(acc, lo, _mm512_maskz_loadu_epi8(0xffffffffull, x->q8p + b));
+		acc = _mm512_dpbusd_epi32(acc, hi,
+					  _mm512_maskz_loadu_epi8(0xffffffffull, x->q8p + b + 32));
+	}
+	return _mm512_reduce_add_epi32(acc);
+}
+#endif
+
+static int64_t (*ex_ip_fn)(const hfr_qx *, const uint8_t *);
+
+float hfr_estimate_ex_ref(const hfr_qx *x, const hfr_qq *q, const uint8_t *ex, unsigned bits,
+			  const hfr_fac *f, float *err)
+{
+	return ex_finish(x, q, ex_ip_generic(x, ex), bits, f, err);
+}
+
+float hfr_estimate_ex(const hfr_qx *x, const hfr_qq *q, const uint8_t *ex, unsigned bits,
+		      const hfr_fac *f, float *err)
+{
+	int64_t (*fn)(const hfr_qx *, const uint8_t *) = __atomic_load_n(&ex_ip_fn, __ATOMIC_RELAXED);
+
+	if (!fn) {
+		__builtin_cpu_init();
+		fn = ex_ip_generic;
+#ifdef HFR_HAVE_AVX512_VNNI
+		if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+		    __builtin_cpu_supports("avx512vnni"))
+			fn = ex_ip_vnni;
+#endif
+		__atomic_store_n(&ex_ip_fn, fn, __ATOMIC_RELAXED);
+	}
+	return ex_finish(x, q, fn(x, ex), bits, f, err);
 }

@@ -31,6 +31,26 @@ for f in postings.0.dat vectors.dat; do
 	"$C" cache prewarm "$T/ix/$f" --block-size 4096 --blocks "@$T/bl.$f" >/dev/null 2>&1 ||
 		fail "cache prewarm of $f exited $?"
 done
+# extended codes: --code-bits 4 builds, verifies, answers with fewer rescoring reads
+# (and --code-bits 5 is a usage error)
+"$C" index build --kind hfresh --data synth:n=3000,d=16,clusters=8,seed=1 --metric l2 \
+	--code-bits 5 --out "$T/ix5" >"$T/err" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "--code-bits 5 exited $rc, want 2"
+grep -q "code-bits" "$T/err" || fail "no reason given for --code-bits 5: $(cat "$T/err")"
+"$C" index build --kind hfresh --data synth:n=3000,d=16,clusters=8,seed=1 --metric l2 \
+	--max-posting-kb 8 --replicas 3 --threads 2 --code-bits 4 --out "$T/ix4" >/dev/null 2>&1 ||
+	fail "build --code-bits 4 exited $?"
+"$C" index verify "$T/ix4" >/dev/null 2>&1 || fail "verify of a 4-bit index exited $?"
+out4=$("$C" index query "$T/ix4" --queries synth:n=3000,d=16,clusters=8,seed=1 --nq 50 \
+	--data synth:n=3000,d=16,clusters=8,seed=1 --search-probe 8 --rescore-limit 50 \
+	--io concurrent:8 --strategy mmap --json 2>&1) || fail "query of a 4-bit index exited $?: $out4"
+printf '%s\n%s\n' "$out" "$out4" | python3 -c '
+import json, sys
+one, four = (json.loads(l) for l in sys.stdin.read().splitlines())
+assert four["recall_at_k"] >= 0.95, four
+assert four["rescore_reads_per_query"] < one["rescore_reads_per_query"], (one, four)
+' || fail "4-bit query figures: $out4"
 "$C" index insert "$T/ix" --data synth:n=300,d=16,clusters=8,seed=2 --first-id 3000 \
 	>/dev/null 2>&1 || fail "insert exited $?"
 "$C" index insert "$T/ix" --data synth:n=10,d=16,clusters=8,seed=2 --first-id 0 \

@@ -22,6 +22,7 @@ typedef struct rcase {
 	int vary;
 	unsigned probe, rescore;
 	double min_recall;
+	unsigned bits;          /* code bits; 0: the default (1) */
 } rcase;
 
 /* Mean recall@10 of nq queries through io with mode; reads checked. */
@@ -67,17 +68,19 @@ static void recall_case(const rcase *c)
 	const float *qs = all->data + 8000 * 32;
 	cv_build_opts o;
 	cv_index *ix;
-	cv_io *io;
+	cv_io *io, *iom;
 	cv_io_opts io_o;
 	char *dir = t_tmpdir();
 	cv_err e = {{0}};
-	double r1, r2;
+	double r1, r2, r3;
 
 	base.n = 8000;
 	cv_build_opts_default(&o);
 	o.metric = c->metric;
-	o.max_posting_kb = 8;
+	o.max_posting_kb = c->bits > 1 ? 16 : 8;
 	o.threads = 2;
+	if (c->bits)
+		o.code_bits = c->bits;
 	assert_int_equal(cv_index_build("hfresh", &base, &o, dir, &e), 0);
 	assert_int_equal(cv_index_verify(dir, &e), 0);
 	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
@@ -88,13 +91,20 @@ static void recall_case(const rcase *c)
 			 NULL);
 	r2 = run_queries(ix, &base, qs, 100, c->metric, c->probe, c->rescore, CV_HIO_CONCURRENT,
 			 io, NULL);
-	printf("# %s%s probe %u rescore %u: recall@10 serial %.3f concurrent %.3f (min %.2f)\n",
-	       cv_metric_name(c->metric), c->vary ? " (norms 0.3..3)" : "", c->probe, c->rescore,
-	       r1, r2, c->min_recall);
+	/* the mmap strategy's views (no copies) answer exactly as pread's copies */
+	io_o.strategy = CV_IO_MMAP;
+	assert_int_equal(cv_io_new(&io_o, &iom), 0);
+	r3 = run_queries(ix, &base, qs, 100, c->metric, c->probe, c->rescore, CV_HIO_SERIAL, iom,
+			 NULL);
+	printf("# %s%s %u-bit codes, probe %u rescore %u: recall@10 serial %.3f concurrent %.3f "
+	       "(min %.2f)\n", cv_metric_name(c->metric), c->vary ? " (norms 0.3..3)" : "",
+	       c->bits ? c->bits : 1, c->probe, c->rescore, r1, r2, c->min_recall);
 	assert_true(r1 >= c->min_recall);
 	assert_true(r2 >= c->min_recall);
+	assert_true(r3 == r1);
 	/* serial stops rescoring on the bound; concurrent checks it per batch */
 	assert_true(fabs(r1 - r2) <= 0.02);
+	cv_io_free(iom);
 	cv_io_free(io);
 	cv_index_close(ix);
 	t_rmdir(dir);
@@ -104,7 +114,7 @@ static void recall_case(const rcase *c)
 
 static void test_recall_l2(void **st)
 {
-	rcase c = {CV_METRIC_L2, 0, 16, 100, 0.95};
+	rcase c = {CV_METRIC_L2, 0, 16, 100, 0.95, 1};
 
 	(void) st;
 	recall_case(&c);
@@ -112,7 +122,7 @@ static void test_recall_l2(void **st)
 
 static void test_recall_cosine(void **st)
 {
-	rcase c = {CV_METRIC_COSINE, 0, 16, 100, 0.95};
+	rcase c = {CV_METRIC_COSINE, 0, 16, 100, 0.95, 1};
 
 	(void) st;
 	recall_case(&c);
@@ -120,10 +130,99 @@ static void test_recall_cosine(void **st)
 
 static void test_recall_ip_nonunit(void **st)
 {
-	rcase c = {CV_METRIC_IP, 1, 16, 350, 0.95};
+	rcase c = {CV_METRIC_IP, 1, 16, 350, 0.95, 1};
 
 	(void) st;
 	recall_case(&c);
+}
+
+/*
+ * Extended codes (4 bits a dimension) rank well enough that a rescoreLimit
+ * of 20 reaches the recall 1-bit codes need 100 for above (L2), and 50 the
+ * 350 of inner product on non-unit vectors.
+ */
+static void test_recall_l2_ex4(void **st)
+{
+	rcase c = {CV_METRIC_L2, 0, 16, 20, 0.95, 4};
+
+	(void) st;
+	recall_case(&c);
+}
+
+static void test_recall_ip_nonunit_ex4(void **st)
+{
+	rcase c = {CV_METRIC_IP, 1, 16, 50, 0.95, 4};
+
+	(void) st;
+	recall_case(&c);
+}
+
+static void test_recall_cosine_ex2(void **st)
+{
+	rcase c = {CV_METRIC_COSINE, 0, 16, 50, 0.95, 2};
+
+	(void) st;
+	recall_case(&c);
+}
+
+/*
+ * On the same index data and settings (inner product, norms 0.3..3, probe
+ * 16, rescoreLimit 20), 4-bit codes against 1-bit ones: the finer estimate
+ * puts the true neighbours into the 20 rescored, the coarse one does not,
+ * and it reads fewer vectors to do it.
+ */
+static void test_extended_vs_1bit(void **st)
+{
+	cv_dataset *all = t_data(8100, 32, 40, 11 + CV_METRIC_IP, 1), base = *all;
+	const float *qs = all->data + 8000 * 32;
+	double r[2];
+	uint64_t rescored[2];
+
+	(void) st;
+	base.n = 8000;
+	for (int b = 0; b < 2; b++) {
+		cv_build_opts o;
+		cv_index *ix;
+		cv_io *io;
+		cv_io_opts io_o;
+		cv_query_opts qo;
+		cv_query_stats qs0 = {0};
+		char *dir = t_tmpdir();
+		cv_err e = {{0}};
+
+		cv_build_opts_default(&o);
+		o.metric = CV_METRIC_IP;
+		o.max_posting_kb = 16;
+		o.threads = 2;
+		o.code_bits = b ? 4 : 1;
+		assert_int_equal(cv_index_build("hfresh", &base, &o, dir, &e), 0);
+		assert_int_equal(cv_index_verify(dir, &e), 0);
+		assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+		cv_io_opts_default(&io_o);
+		assert_int_equal(cv_io_new(&io_o, &io), 0);
+		r[b] = run_queries(ix, &base, qs, 100, CV_METRIC_IP, 16, 20, CV_HIO_SERIAL, io, NULL);
+		cv_query_opts_default(&qo);
+		qo.search_probe = 16;
+		qo.rescore_limit = 20;
+		for (size_t i = 0; i < 100; i++) {
+			uint32_t ids[10];
+			float dd[10];
+			size_t n = 0;
+
+			assert_int_equal(cv_index_query(ix, io, qs + i * 32, &qo, ids, dd, &n, &qs0), 0);
+		}
+		rescored[b] = qs0.rescore_reads;
+		cv_io_free(io);
+		cv_index_close(ix);
+		t_rmdir(dir);
+		free(dir);
+	}
+	printf("# ip (norms 0.3..3), probe 16 rescore 20: recall@10 1-bit %.3f (%.1f rescoring "
+	       "reads/q), 4-bit %.3f (%.1f)\n", r[0], rescored[0] / 100.0, r[1], rescored[1] / 100.0);
+	assert_true(r[1] >= 0.95);
+	assert_true(r[1] >= r[0] + 0.05);
+	assert_true(rescored[1] < rescored[0]);
+	t_data_free(all);
 }
 
 /* Real data: 10,000 fashion-mnist training images, 100 test images. */
@@ -170,6 +269,10 @@ int main(void)
 		cmocka_unit_test(test_recall_l2),
 		cmocka_unit_test(test_recall_cosine),
 		cmocka_unit_test(test_recall_ip_nonunit),
+		cmocka_unit_test(test_recall_l2_ex4),
+		cmocka_unit_test(test_recall_ip_nonunit_ex4),
+		cmocka_unit_test(test_recall_cosine_ex2),
+		cmocka_unit_test(test_extended_vs_1bit),
 		cmocka_unit_test(test_recall_fashion),
 	};
 

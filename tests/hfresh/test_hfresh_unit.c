@@ -49,6 +49,20 @@ static void test_rotation(void **st)
 	hfr_rot_free(&r);
 }
 
+/* The estimator tests' data: c the mean of ds (128-d), q near row 5, qr = q - c. */
+static void est_setup(const cv_dataset *ds, float *c, float *q, float *qr)
+{
+	const uint32_t d = 128;
+
+	for (size_t i = 0; i < ds->n; i++)
+		for (uint32_t j = 0; j < d; j++)
+			c[j] += ds->data[i * d + j] / (float) ds->n;
+	for (uint32_t j = 0; j < d; j++)
+		q[j] = ds->data[5 * d + j] + 0.5f;
+	for (uint32_t j = 0; j < d; j++)
+		qr[j] = q[j] - c[j];
+}
+
 /* The estimator tracks true distances and its bound holds nearly always. */
 static void test_estimator(void **st)
 {
@@ -62,13 +76,7 @@ static void test_estimator(void **st)
 	hfr_fac f;
 
 	(void) st;
-	for (size_t i = 0; i < ds->n; i++)
-		for (uint32_t j = 0; j < d; j++)
-			c[j] += ds->data[i * d + j] / (float) ds->n;
-	for (uint32_t j = 0; j < d; j++)
-		q[j] = ds->data[5 * d + j] + 0.5f;
-	for (uint32_t j = 0; j < d; j++)
-		qr[j] = q[j] - c[j];
+	est_setup(ds, c, q, qr);
 	hfr_query_quant(qr, d, &qq);
 	/* identity rotation is fine for the estimator's algebra; residuals are dense */
 	for (size_t i = 0; i < ds->n; i++) {
@@ -76,7 +84,7 @@ static void test_estimator(void **st)
 
 		for (uint32_t j = 0; j < d; j++)
 			res[j] = ds->data[i * d + j] - c[j];
-		hfr_encode(res, d, code, &f);
+		hfr_encode(res, d, 1, code, NULL, &f);
 		est = hfr_estimate(&qq, code, &f, &err);
 		tru = cv_l2sq(ds->data + i * d, q, d);
 		sq += (double) (est - tru) * (est - tru);
@@ -127,11 +135,147 @@ static void test_estimator_paths_agree(void **st)
 	}
 }
 
+/*
+ * Extended codes (4 bits a dimension) on the estimator test's data: the
+ * estimate's rms error is under a third of the 1-bit code's, and its
+ * bound holds for at least 97% of the vectors.
+ */
+static void test_ex_estimator(void **st)
+{
+	const uint32_t d = 128;
+	cv_dataset *ds = t_data(2000, d, 4, 3, 0);
+	float c[128] = {0}, res[128], q[128], qr[128];
+	uint64_t code[2], planes[HFR_QUERY_BITS * 2];
+	uint8_t ex[64];
+	int8_t q8[128], q8p[128];
+	hfr_qq qq = {.planes = planes};
+	hfr_qx qx = {.q8 = q8, .q8p = q8p};
+	double s1 = 0, s4 = 0;
+	int inside = 0;
+	hfr_fac f;
+
+	(void) st;
+	est_setup(ds, c, q, qr);
+	hfr_query_quant(qr, d, &qq);
+	hfr_query_quant_ex(qr, d, &qx);
+	for (size_t i = 0; i < ds->n; i++) {
+		float e1, e4, est1, est4, tru;
+
+		for (uint32_t j = 0; j < d; j++)
+			res[j] = ds->data[i * d + j] - c[j];
+		hfr_encode(res, d, 4, code, ex, &f);
+		est1 = hfr_estimate(&qq, code, &f, &e1);
+		est4 = hfr_estimate_ex(&qx, &qq, ex, 4, &f, &e4);
+		tru = cv_l2sq(ds->data + i * d, q, d);
+		s1 += (double) (est1 - tru) * (est1 - tru);
+		s4 += (double) (est4 - tru) * (est4 - tru);
+		inside += fabsf(est4 - tru) <= e4;
+		assert_true(e4 < e1); /* the finer code's bound is the tighter one */
+		/* the sign bits of the extended code are the 1-bit code */
+		for (uint32_t j = 0; j < d; j++)
+			assert_int_equal(hfr_ex_level(ex, j) >= 8, (code[j / 64] >> (j % 64)) & 1);
+	}
+	printf("# rms error: 1-bit %.4f, 4-bit %.4f; 4-bit bound held for %d of %zu\n",
+	       sqrt(s1 / ds->n), sqrt(s4 / ds->n), inside, ds->n);
+	assert_true(sqrt(s4 / ds->n) < sqrt(s1 / ds->n) / 3);
+	assert_true(inside >= (int) (0.97 * ds->n));
+	t_data_free(ds);
+}
+
+/*
+ * The extended estimator's CPU path (AVX-512 VNNI here) gives exactly the
+ * portable loop's estimate and bound at every dimension count from 64 to
+ * 1280 (odd counts of 64 cover the masked tail), on random codes and
+ * byte queries over the whole range.
+ */
+static void test_ex_paths_agree(void **st)
+{
+	uint64_t seed = 777;
+	uint8_t ex[640];
+	int8_t q8[1280], q8p[1280];
+	float qr[1280];
+
+	(void) st;
+	for (uint32_t dp = 64; dp <= 1280; dp += 64) {
+		for (int rep = 0; rep < 20; rep++) {
+			hfr_qq qq = {.qn2 = 4.0f, .qn = 2.0f};
+			hfr_qx qx = {.q8 = q8, .q8p = q8p};
+			hfr_fac f = {.add = 3.0f, .rescale_ex = -1.25f, .err_ex = 0.2f, .qerr_ex = 0.1f};
+			float e1, e2, b1, b2;
+
+			for (uint32_t i = 0; i < dp / 2; i++) {
+				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+				ex[i] = (uint8_t) (seed >> 40);
+			}
+			for (uint32_t i = 0; i < dp; i++) {
+				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+				qr[i] = (float) ((int) (seed >> 56) - 128) / 17.0f;
+			}
+			hfr_query_quant_ex(qr, dp, &qx);
+			e1 = hfr_estimate_ex(&qx, &qq, ex, 4, &f, &b1);
+			e2 = hfr_estimate_ex_ref(&qx, &qq, ex, 4, &f, &b2);
+			assert_true(e1 == e2);
+			assert_true(b1 == b2);
+			/* a perturbed code byte changes the estimate on both paths alike */
+			ex[dp / 2 - 1] ^= 0x11;
+			e1 = hfr_estimate_ex(&qx, &qq, ex, 4, &f, &b1);
+			e2 = hfr_estimate_ex_ref(&qx, &qq, ex, 4, &f, &b2);
+			assert_true(e1 == e2);
+		}
+	}
+}
+
+/* A posting of extended codes round-trips; read as the wrong kind it is refused. */
+static void test_ex_posting_codec(void **st)
+{
+	const uint32_t dp = 128;
+	const unsigned bits = 4;
+	uint32_t n = 9, es = hfr_entry_size(dp, bits), len = (uint32_t) hfr_post_disk_len(n, dp, bits);
+	uint8_t *rec = calloc(1, len), ex[64];
+	uint64_t code[2] = {0x0123456789abcdefull, 0xfedcba9876543210ull};
+	hfr_fac f = {.add = 1, .rescale = -2, .err = 0.5f, .pop = 64, .rescale_ex = -2.5f,
+		     .err_ex = 0.125f, .qerr_ex = 0.25f};
+	hfr_post_hdr h;
+	cv_err e;
+
+	(void) st;
+	assert_int_equal(es, HFR_ENTRY_HDR + 64);
+	for (uint32_t i = 0; i < 64; i++)
+		ex[i] = (uint8_t) (i * 37);
+	for (uint32_t i = 0; i < n; i++)
+		hfr_entry_put(hfr_entry_at(rec, es, i), dp, bits, i + 100, 2, &f, code, ex);
+	hfr_post_seal(rec, 5, n, dp, bits);
+	assert_int_equal(hfr_post_check(rec, len, dp, bits, 5, n, 1, &h, &e), 0);
+	assert_int_equal(h.version, HFR_POST_VERSION_EX);
+	assert_int_equal(h.code_bits, bits);
+	{
+		uint32_t id, ver;
+		hfr_fac g;
+		const uint8_t *ent = hfr_entry_at(rec, es, 7);
+
+		hfr_entry_get(ent, dp, bits, &id, &ver, &g);
+		assert_int_equal(id, 107);
+		assert_int_equal(ver, 2);
+		assert_true(g.rescale_ex == -2.5f && g.err_ex == 0.125f && g.qerr_ex == 0.25f);
+		assert_true(g.add == 1);
+		assert_memory_equal(hfr_entry_ex(ent), ex, 64);
+	}
+	/* an index of 1-bit codes does not take it, nor one of 3-bit codes */
+	assert_int_equal(hfr_post_check(rec, len, dp, 1, 5, n, 1, NULL, &e), -EBADMSG);
+	assert_non_null(strstr(e.msg, "version"));
+	assert_int_equal(hfr_post_check(rec, len, dp, 3, 5, n, 1, NULL, &e), -EBADMSG);
+	assert_non_null(strstr(e.msg, "code bits"));
+	rec[HFR_POST_HDR + 7 * es + HFR_ENTRY_HDR + 3] ^= 0x04;
+	assert_int_equal(hfr_post_check(rec, len, dp, bits, 5, n, 1, NULL, &e), -EBADMSG);
+	assert_non_null(strstr(e.msg, "checksum"));
+	free(rec);
+}
+
 /* A sealed posting round-trips; a flipped bit or a cut record is -EBADMSG. */
 static void test_posting_codec(void **st)
 {
 	const uint32_t dp = 64;
-	uint32_t n = 10, len = (uint32_t) hfr_post_disk_len(n, dp);
+	uint32_t n = 10, len = (uint32_t) hfr_post_disk_len(n, dp, 1);
 	uint8_t *rec = calloc(1, len);
 	uint64_t code[1] = {0x0123456789abcdefull};
 	hfr_fac f = {.add = 1, .rescale = -2, .err = 0.5f, .pop = 32};
@@ -140,29 +284,29 @@ static void test_posting_codec(void **st)
 
 	(void) st;
 	for (uint32_t i = 0; i < n; i++)
-		hfr_entry_put(hfr_entry(rec, dp, i), dp, i * 3, 1, &f, code);
-	hfr_post_seal(rec, 7, n, dp);
-	assert_int_equal(hfr_post_check(rec, len, dp, 7, n, 1, &h, &e), 0);
+		hfr_entry_put(hfr_entry_at(rec, hfr_entry_size(dp, 1), i), dp, 1, i * 3, 1, &f, code, NULL);
+	hfr_post_seal(rec, 7, n, dp, 1);
+	assert_int_equal(hfr_post_check(rec, len, dp, 1, 7, n, 1, &h, &e), 0);
 	assert_int_equal(h.count, n);
 	{
 		uint32_t id, ver;
 		hfr_fac g;
 
-		hfr_entry_get(hfr_entry(rec, dp, 4), &id, &ver, &g);
+		hfr_entry_get(hfr_entry_at(rec, hfr_entry_size(dp, 1), 4), dp, 1, &id, &ver, &g);
 		assert_int_equal(id, 12);
 		assert_int_equal(ver, 1);
 		assert_float_equal(g.rescale, -2, 0);
-		assert_memory_equal(hfr_entry_code(hfr_entry(rec, dp, 4)), code, 8);
+		assert_memory_equal(hfr_entry_code(hfr_entry_at(rec, hfr_entry_size(dp, 1), 4)), code, 8);
 	}
-	assert_int_equal(hfr_post_check(rec, len, dp, 8, n, 1, NULL, &e), -EBADMSG);
-	assert_int_equal(hfr_post_check(rec, 100, dp, 7, n, 1, NULL, &e), -EBADMSG);
+	assert_int_equal(hfr_post_check(rec, len, dp, 1, 8, n, 1, NULL, &e), -EBADMSG);
+	assert_int_equal(hfr_post_check(rec, 100, dp, 1, 7, n, 1, NULL, &e), -EBADMSG);
 	assert_non_null(strstr(e.msg, "truncated"));
 	rec[HFR_POST_HDR + 50] ^= 0x10;
-	assert_int_equal(hfr_post_check(rec, len, dp, 7, n, 1, NULL, &e), -EBADMSG);
+	assert_int_equal(hfr_post_check(rec, len, dp, 1, 7, n, 1, NULL, &e), -EBADMSG);
 	assert_non_null(strstr(e.msg, "checksum"));
 	rec[HFR_POST_HDR + 50] ^= 0x10;
 	rec[0] ^= 1;
-	assert_int_equal(hfr_post_check(rec, len, dp, 7, n, 1, NULL, &e), -EBADMSG);
+	assert_int_equal(hfr_post_check(rec, len, dp, 1, 7, n, 1, NULL, &e), -EBADMSG);
 	assert_non_null(strstr(e.msg, "magic"));
 	free(rec);
 }
@@ -171,8 +315,8 @@ static void test_posting_codec(void **st)
 static void test_crc32c(void **st)
 {
 	const uint32_t dp = 64;
-	uint32_t n = 5, len = (uint32_t) hfr_post_disk_len(n, dp), c;
-	uint8_t buf[200], *rec = calloc(1, len);
+	uint32_t n = 5, len = (uint32_t) hfr_post_disk_len(n, dp, 1), c;
+	uint8_t buf[2000], *rec = calloc(1, len);
 	uint64_t code[1] = {0xfedcba9876543210ull};
 	hfr_fac f = {.add = 2, .rescale = -1, .err = 0.25f, .pop = 32};
 	hfr_post_hdr h;
@@ -183,29 +327,30 @@ static void test_crc32c(void **st)
 	assert_int_equal(hfr_crc32c_sw("123456789", 9), 0xE3069283u);
 	for (size_t i = 0; i < sizeof(buf); i++)
 		buf[i] = (uint8_t) (i * 37 + 11);
-	for (size_t k = 0; k < sizeof(buf); k += 7)
+	/* every length up to 1999 bytes: the three-chain stretches (768 bytes) and the tails */
+	for (size_t k = 0; k < sizeof(buf) - 1; k++)
 		assert_int_equal(hfr_crc32c(buf + 1, k), hfr_crc32c_sw(buf + 1, k));
 	for (uint32_t i = 0; i < n; i++)
-		hfr_entry_put(hfr_entry(rec, dp, i), dp, i, 1, &f, code);
-	hfr_post_seal(rec, 3, n, dp);
+		hfr_entry_put(hfr_entry_at(rec, hfr_entry_size(dp, 1), i), dp, 1, i, 1, &f, code, NULL);
+	hfr_post_seal(rec, 3, n, dp, 1);
 	memcpy(&h, rec, sizeof(h));
 	assert_int_equal(h.version, HFR_POST_VERSION);
-	assert_int_equal(hfr_post_check(rec, len, dp, 3, n, 1, NULL, &e), 0);
+	assert_int_equal(hfr_post_check(rec, len, dp, 1, 3, n, 1, NULL, &e), 0);
 	/* the same record as version 1 wrote it: zlib CRC-32 over header (crc 0) and entries */
 	h.version = HFR_POST_VERSION_ZLIB;
 	h.crc = 0;
 	memcpy(rec, &h, sizeof(h));
-	c = (uint32_t) crc32(0L, rec, (uInt) (HFR_POST_HDR + n * hfr_entry_size(dp)));
+	c = (uint32_t) crc32(0L, rec, (uInt) (HFR_POST_HDR + n * hfr_entry_size(dp, 1)));
 	h.crc = c;
 	memcpy(rec, &h, sizeof(h));
-	assert_int_equal(hfr_post_check(rec, len, dp, 3, n, 1, NULL, &e), 0);
+	assert_int_equal(hfr_post_check(rec, len, dp, 1, 3, n, 1, NULL, &e), 0);
 	rec[HFR_POST_HDR + 30] ^= 4;
-	assert_int_equal(hfr_post_check(rec, len, dp, 3, n, 1, NULL, &e), -EBADMSG);
+	assert_int_equal(hfr_post_check(rec, len, dp, 1, 3, n, 1, NULL, &e), -EBADMSG);
 	assert_non_null(strstr(e.msg, "checksum"));
 	rec[HFR_POST_HDR + 30] ^= 4;
 	h.version = 3;
 	memcpy(rec, &h, sizeof(h));
-	assert_int_equal(hfr_post_check(rec, len, dp, 3, n, 1, NULL, &e), -EBADMSG);
+	assert_int_equal(hfr_post_check(rec, len, dp, 1, 3, n, 1, NULL, &e), -EBADMSG);
 	assert_non_null(strstr(e.msg, "version"));
 	free(rec);
 }
@@ -297,7 +442,7 @@ static void test_build_placement(void **st)
 	assert_true(m.nposts > 10);
 	for (uint32_t p = 0; p < m.nposts; p++) {
 		assert_true(m.posts[p].count <= m.max_entries);
-		assert_true(HFR_POST_HDR + (uint64_t) m.posts[p].count * hfr_entry_size(m.dp) <=
+		assert_true(HFR_POST_HDR + (uint64_t) m.posts[p].count * hfr_entry_size(m.dp, m.code_bits) <=
 			    8 * 1024);
 		entries += m.posts[p].count;
 	}
@@ -433,13 +578,13 @@ static void test_query_integrity(void **st)
 	assert_int_equal(hfr_meta_read(dir, &m, &e), 0);
 	/* a bit deep in posting 1's entries (the header stays valid) */
 	flip(dir, "postings.0.dat", (off_t) m.posts[1].off + HFR_POST_HDR +
-	     (off_t) (m.posts[1].count / 2) * hfr_entry_size(m.dp) + 30);
+	     (off_t) (m.posts[1].count / 2) * hfr_entry_size(m.dp, m.code_bits) + 30);
 	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
 	for (int use_io = 0; use_io < 2; use_io++)
 		assert_int_equal(query_io(ix, ds->data, m.nposts, use_io, NULL, NULL), -EBADMSG);
 	cv_index_close(ix);
 	flip(dir, "postings.0.dat", (off_t) m.posts[1].off + HFR_POST_HDR +
-	     (off_t) (m.posts[1].count / 2) * hfr_entry_size(m.dp) + 30);
+	     (off_t) (m.posts[1].count / 2) * hfr_entry_size(m.dp, m.code_bits) + 30);
 	/* a bit in vector 7's slot: querying vector 7 itself rescores it */
 	voff = hfr_vec_off(&m, 7) + 4 * 5;
 	flip(dir, "vectors.dat", (off_t) voff);
@@ -536,6 +681,10 @@ static void test_bad_opts(void **st)
 	cv_build_opts_default(&o);
 	o.replicas = 11;
 	assert_int_equal(cv_index_build("hfresh", ds, &o, dir, &e), -EINVAL);
+	cv_build_opts_default(&o);
+	o.code_bits = 5;
+	assert_int_equal(cv_index_build("hfresh", ds, &o, dir, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "code-bits"));
 	t_rmdir(dir);
 	free(dir);
 	t_data_free(ds);
@@ -548,6 +697,9 @@ int main(void)
 		cmocka_unit_test(test_estimator),
 		cmocka_unit_test(test_estimator_paths_agree),
 		cmocka_unit_test(test_posting_codec),
+		cmocka_unit_test(test_ex_estimator),
+		cmocka_unit_test(test_ex_paths_agree),
+		cmocka_unit_test(test_ex_posting_codec),
 		cmocka_unit_test(test_crc32c),
 		cmocka_unit_test(test_rng_rule),
 		cmocka_unit_test(test_kmeans_balance),

@@ -47,8 +47,12 @@ static double mean_recall(const char *dir, const cv_dataset *ref, const uint32_t
 	return sum / nq;
 }
 
-/* Build on 90%, insert the other 10%, delete 10%: recall vs a fresh build on what is left. */
-static void test_update_recall(void **st)
+/*
+ * Build on 90%, insert the other 10%, delete 10%: recall vs a fresh build
+ * on what is left, with codes of bits bits (splits re-encode from full
+ * vectors, so extended codes must survive them as 1-bit ones do).
+ */
+static void update_recall(unsigned bits)
 {
 	const size_t N = 6000, B = 5400, NQ = 100;
 	cv_dataset *all = t_data(N + NQ, 24, 30, 21, 0), base = *all, ins, *fresh, ref;
@@ -64,13 +68,13 @@ static void test_update_recall(void **st)
 	size_t nf = 0;
 	uint64_t s = 99;
 
-	(void) st;
 	base.n = B;
 	ref = *all;
 	ref.n = N; /* the truth is over the indexed rows, not the queries */
 	cv_build_opts_default(&o);
-	o.max_posting_kb = 8;
+	o.max_posting_kb = bits > 1 ? 16 : 8;
 	o.threads = 2;
+	o.code_bits = bits;
 	assert_int_equal(cv_index_build("hfresh", &base, &o, dir, &e), 0);
 	ins = *all;
 	ins.data = all->data + B * 24;
@@ -112,7 +116,8 @@ static void test_update_recall(void **st)
 	fresh->n = nf;
 	assert_int_equal(cv_index_build("hfresh", fresh, &o, dir2, &e), 0);
 	r_fresh = mean_recall(dir2, &ref, map, del, qs, NQ, 32);
-	printf("# recall@10 after +10%%/-10%%: %.3f, fresh build: %.3f\n", r_upd, r_fresh);
+	printf("# %u-bit codes: recall@10 after +10%%/-10%%: %.3f, fresh build: %.3f\n", bits,
+	       r_upd, r_fresh);
 	assert_true(r_upd >= r_fresh - 0.02);
 	assert_true(r_upd >= 0.9);
 	/* delete most of the index: merges must run and it still answers */
@@ -140,6 +145,18 @@ static void test_update_recall(void **st)
 	free(dids);
 	free(map);
 	t_data_free(all);
+}
+
+static void test_update_recall(void **st)
+{
+	(void) st;
+	update_recall(1);
+}
+
+static void test_update_recall_ex4(void **st)
+{
+	(void) st;
+	update_recall(4);
 }
 
 /* The index opens, verifies, and answers; its count is one of the allowed ones. */
@@ -262,6 +279,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_update_recall),
+		cmocka_unit_test(test_update_recall_ex4),
 		cmocka_unit_test(test_crash_kills),
 	};
 

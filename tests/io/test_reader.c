@@ -137,6 +137,64 @@ static void strategy_reads(cv_io_strategy st)
 	free(buf);
 }
 
+/*
+ * Views (mmap, no buffer): the same bytes as a copy, without one (the
+ * pointer is into the mapping), counted and timed as reads; in a batch
+ * too; past the end -EIO; and refused by a strategy that must copy.
+ */
+static void test_views(void **state)
+{
+	cv_file *f;
+	cv_io *io, *io2;
+	cv_io_stats s;
+	uint64_t bytes = 0;
+	const void *d;
+	cv_read_req r[3];
+	uint8_t buf[16];
+
+	(void) state;
+	assert_int_equal(cv_file_open(path, 0, &f), 0);
+	io = open_io(CV_IO_MMAP, 8, f);
+	assert_non_null(io);
+	assert_true(cv_io_views(io));
+	for (size_t i = 0; i < NCASES; i++) {
+		assert_int_equal(cv_io_view(io, f, cases[i].off, cases[i].len, &d), 0);
+		assert_non_null(d);
+		assert_int_equal(check_bytes(d, cases[i].off, cases[i].len), 0);
+		bytes += cases[i].len;
+	}
+	for (int i = 0; i < 3; i++)
+		r[i] = (cv_read_req){.file = f, .off = 4096u * (uint64_t) (7 + 5 * i) + (uint64_t) i,
+				     .len = 5000, .buf = NULL};
+	assert_int_equal(cv_io_read_batch(io, r, 3), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(r[i].res, 0);
+		assert_int_equal(check_bytes(r[i].data, r[i].off, r[i].len), 0);
+		bytes += r[i].len;
+	}
+	/* a read with a buffer still copies, and data names the buffer */
+	r[0].buf = buf;
+	r[0].len = sizeof(buf);
+	assert_int_equal(cv_io_read_batch(io, r, 1), 0);
+	assert_ptr_equal(r[0].data, buf);
+	assert_int_equal(check_bytes(buf, r[0].off, sizeof(buf)), 0);
+	bytes += sizeof(buf);
+	assert_int_equal(cv_io_view(io, f, FILE_SIZE - 10, 20, &d), -EIO);
+	assert_null(d);
+	cv_io_stats_get(io, &s);
+	assert_int_equal(s.reads, NCASES + 3 + 1 + 1);
+	assert_int_equal(s.bytes, bytes);
+	io2 = open_io(CV_IO_PREAD, 8, f);
+	assert_non_null(io2);
+	assert_false(cv_io_views(io2));
+	assert_int_equal(cv_io_view(io2, f, 0, 10, &d), -EINVAL);
+	r[0].buf = NULL;
+	assert_int_equal(cv_io_read_batch(io2, r, 1), -EINVAL);
+	cv_io_free(io2);
+	cv_io_free(io);
+	cv_file_close(f);
+}
+
 static void test_mmap(void **state) { (void) state; strategy_reads(CV_IO_MMAP); }
 static void test_pread(void **state) { (void) state; strategy_reads(CV_IO_PREAD); }
 static void test_direct(void **state) { (void) state; strategy_reads(CV_IO_DIRECT); }
@@ -319,7 +377,7 @@ int main(void)
 		cmocka_unit_test(test_direct),      cmocka_unit_test(test_uring),
 		cmocka_unit_test(test_batch_pread), cmocka_unit_test(test_batch_uring),
 		cmocka_unit_test(test_async_trace), cmocka_unit_test(test_hist),
-		cmocka_unit_test(test_strategy_names),
+		cmocka_unit_test(test_strategy_names), cmocka_unit_test(test_views),
 	};
 
 	return cmocka_run_group_tests(tests, make_file, drop_file);
