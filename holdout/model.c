@@ -631,11 +631,11 @@ static int predict_loglinear(const holdout_obs *d, size_t n, const json_t *targe
 	if (!X || !y || !A)
 		goto out;
 	for (size_t i = 0; i < nr; i++) {
-		double v;
+		double v = 1.0;
 
 		for (int c = 0; c < nc; c++)
 			X[i * (size_t) nc + (size_t) c] = col_value(&cols[c], d[rows[i]].features);
-		get_num(d[rows[i]].metrics, metric, &v);
+		(void) get_num(d[rows[i]].metrics, metric, &v); /* rows hold only runs where it is > 0 */
 		y[i] = log(v);
 	}
 	for (int a = 0; a < nc; a++)
