@@ -19,7 +19,8 @@
  *     centroids (hfr_rng_select), and accepted while the posting has room
  *     (max_entries), so no posting exceeds maxPostingSizeKB.
  *  4. Encoding. Each (vector, posting) pair becomes an entry: the 1-bit
- *     RaBitQ code of R(x - c) and its factors (rabitq.c).
+ *     RaBitQ code of R(x - c) and its factors, or with code_bits > 1 its
+ *     extended code and factors (rabitq.c).
  *  5. Files. vectors.dat (slots), postings.0.dat (one 4 KiB-aligned
  *     record per posting), then hfresh.meta, renamed into place last; the
  *     dispatcher writes KIND after that, so a directory is an index only

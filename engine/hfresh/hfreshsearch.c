@@ -14,8 +14,10 @@
  *      issued (Weaviate's order); with concurrent:Q all of them in
  *      batches of Q via cv_io_read_batch;
  *   4. scores every entry whose version is current with the RaBitQ
- *      estimator against the 4-bit query residual, skipping ids already
- *      seen (replicas), keeping the best max(rescoreLimit, k) estimates;
+ *      estimator against the 4-bit query residual (with extended codes:
+ *      the byte query residual against the entry's B-bit code), skipping
+ *      ids already seen (replicas), keeping the best max(rescoreLimit, k)
+ *      estimates;
  *   5. prunes with the error bound: a candidate whose lower bound exceeds
  *      the k-th smallest upper bound cannot be in the top k;
  *   6. reads the survivors' full vectors (one aligned 4 KiB read each) in
