@@ -82,6 +82,9 @@ typedef struct cv_block_list {
 	size_t n, cap;
 } cv_block_list;
 
+/* Append (file, block) to bl, growing it; NULL bl: nothing. 0 or -ENOMEM. */
+CV_API int cv_block_list_add(cv_block_list *bl, uint32_t file, uint64_t block);
+
 typedef struct cv_query_opts {
 	size_t k;                 /* 10 */
 	unsigned ef_search;       /* hnsw/paged/phnsw: 40 */

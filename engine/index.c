@@ -66,6 +66,29 @@ CV_API void cv_build_opts_default(cv_build_opts *o)
 	o->code_bits = 1;
 }
 
+CV_API int cv_block_list_add(cv_block_list *bl, uint32_t file, uint64_t block)
+{
+	if (!bl)
+		return 0;
+	if (bl->n == bl->cap) {
+		size_t nc = bl->cap ? bl->cap * 2 : 1024;
+		uint32_t *nf = realloc(bl->file, nc * sizeof(*nf));
+		uint64_t *nb;
+
+		if (!nf)
+			return -ENOMEM;
+		bl->file = nf;
+		nb = realloc(bl->block, nc * sizeof(*nb));
+		if (!nb)
+			return -ENOMEM;
+		bl->block = nb;
+		bl->cap = nc;
+	}
+	bl->file[bl->n] = file;
+	bl->block[bl->n++] = block;
+	return 0;
+}
+
 CV_API void cv_open_opts_default(cv_open_opts *o)
 {
 	memset(o, 0, sizeof(*o));

@@ -580,22 +580,10 @@ static int record_read(cv_block_list *bl, uint32_t fi, uint64_t off, uint32_t le
 	if (!bl || fi == UINT32_MAX)
 		return 0;
 	for (uint64_t b = off / HFR_BLOCK; b * HFR_BLOCK < off + len; b++) {
-		if (bl->n == bl->cap) {
-			size_t nc = bl->cap ? bl->cap * 2 : 1024;
-			uint32_t *nf = realloc(bl->file, nc * sizeof(*nf));
-			uint64_t *nb;
+		int rc = cv_block_list_add(bl, fi, b);
 
-			if (!nf)
-				return -ENOMEM;
-			bl->file = nf;
-			nb = realloc(bl->block, nc * sizeof(*nb));
-			if (!nb)
-				return -ENOMEM;
-			bl->block = nb;
-			bl->cap = nc;
-		}
-		bl->file[bl->n] = fi;
-		bl->block[bl->n++] = b;
+		if (rc)
+			return rc;
 	}
 	return 0;
 }

@@ -557,25 +557,7 @@ static void phnsw_drop(void *st)
 
 static int record_block(cv_block_list *bl, uint32_t file, uint64_t blk)
 {
-	if (!bl)
-		return 0;
-	if (bl->n == bl->cap) {
-		size_t nc = bl->cap ? bl->cap * 2 : 1024;
-		uint32_t *nf = realloc(bl->file, nc * sizeof(*nf));
-		uint64_t *nb;
-
-		if (!nf)
-			return -ENOMEM;
-		bl->file = nf;
-		nb = realloc(bl->block, nc * sizeof(*nb));
-		if (!nb)
-			return -ENOMEM;
-		bl->block = nb;
-		bl->cap = nc;
-	}
-	bl->file[bl->n] = file;
-	bl->block[bl->n++] = blk;
-	return 0;
+	return cv_block_list_add(bl, file, blk);
 }
 
 /* Run one scan to completion, one synchronous read at a time. */
