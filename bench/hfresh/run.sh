@@ -9,7 +9,7 @@
 #                max_posting_kb=256, strategy=mmap, probes=..., ...)
 #   BENCH_CPU    the CPU both peers' query threads are pinned to after their
 #                builds (default: the last one; on these 2-vCPU guests the
-#                first one serves the interrupts and runs 25-30% slower)
+#                first one ran the same queries 20-27% slower, cause not found)
 #   FAISS_INDEX  a file to keep faiss's trained index in between runs
 set -eu
 B=${1:-build-bench}
