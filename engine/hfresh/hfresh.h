@@ -151,15 +151,16 @@ typedef struct hfr_qx {
 	int8_t *q8p;       /* dp, caller-owned: q8 in the extended code's nibble order */
 	float step;
 	int32_t sum8;      /* sum of q8 */
+	float qn2, qn;     /* |q_r|^2 and |q_r| */
 } hfr_qx;
 
 /* Quantise the rotated query residual qr (dp floats) into x (q8 preallocated). */
 void hfr_query_quant_ex(const float *qr, uint32_t dp, hfr_qx *x);
-/* Estimated squared distance from the extended code; q gives |q_r|. */
-float hfr_estimate_ex(const hfr_qx *x, const hfr_qq *q, const uint8_t *ex, unsigned bits,
-		      const hfr_fac *f, float *err);
-float hfr_estimate_ex_ref(const hfr_qx *x, const hfr_qq *q, const uint8_t *ex, unsigned bits,
-			  const hfr_fac *f, float *err);
+/* Estimated squared distance from the extended code; *err gets the bound. */
+float hfr_estimate_ex(const hfr_qx *x, const uint8_t *ex, unsigned bits, const hfr_fac *f,
+		      float *err);
+float hfr_estimate_ex_ref(const hfr_qx *x, const uint8_t *ex, unsigned bits, const hfr_fac *f,
+			  float *err);
 
 /* ---- posting records (hfreshformat.c) ---- */
 

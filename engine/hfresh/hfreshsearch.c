@@ -425,9 +425,10 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 		return rc;
 	for (uint32_t t = 0; t < m->dp; t++)
 		s->qr[t] = s->qrot[t] - cr[t];
-	hfr_query_quant(s->qr, m->dp, &qq); /* |q_r| for either estimator */
 	if (m->code_bits > 1)
 		hfr_query_quant_ex(s->qr, m->dp, &qx);
+	else
+		hfr_query_quant(s->qr, m->dp, &qq);
 	for (uint32_t i = 0; i < h.count; i++) {
 		const uint8_t *ent = hfr_entry_at(buf, h.entry_size, i);
 		uint32_t id, ver;
@@ -464,8 +465,7 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 		 * as the popcounts; so entries do not store the sign bits twice.
 		 */
 		if (m->code_bits > 1)
-			cd.est = hfr_estimate_ex(&qx, &qq, hfr_entry_ex(ent), m->code_bits, &f,
-						 &cd.err);
+			cd.est = hfr_estimate_ex(&qx, hfr_entry_ex(ent), m->code_bits, &f, &cd.err);
 		else
 			cd.est = hfr_estimate(&qq, hfr_entry_code(ent), &f, &cd.err);
 		heap_push(c->heap, &c->nheap, c->cap, cd);
@@ -596,16 +596,17 @@ static int record_read(cv_block_list *bl, uint32_t fi, uint64_t off, uint32_t le
 static int read_one(hfr_index *ix, cv_io *io, int which, uint64_t off, uint32_t len, void *buf,
 		    const uint8_t **data)
 {
-	int rc;
-
 	*data = buf;
-	if (io && cv_io_views(io))
-		return cv_io_view(io, which ? ix->fvec : ix->fpost, off, len,
-				  (const void **) data);
+	if (io && cv_io_views(io)) {
+		const void *v;
+		int rc = cv_io_view(io, which ? ix->fvec : ix->fpost, off, len, &v);
+
+		*data = v;
+		return rc;
+	}
 	if (io)
 		return cv_io_read(io, which ? ix->fvec : ix->fpost, off, len, buf);
-	rc = hfr_pread_all(which ? ix->fdvec : ix->fdpost, buf, len, off);
-	return rc;
+	return hfr_pread_all(which ? ix->fdvec : ix->fdpost, buf, len, off);
 }
 
 /* A batch; with views the requests' buffers are dropped and each r[i].data is the mapping. */
@@ -775,15 +776,7 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 							    .buf = s->vbuf[nb], .user = NULL};
 				nb++;
 			}
-			if (nb == 1) {
-				const uint8_t *vd;
-
-				rc = read_one(ix, io, 1, s->reqs[0].off, vlen, s->vbuf[0], &vd);
-				s->reqs[0].res = rc;
-				s->reqs[0].data = vd;
-			} else {
-				rc = read_batch(ix, io, s->reqs, nb);
-			}
+			rc = read_batch(ix, io, s->reqs, nb);
 			reads += nb;
 			rreads += nb;
 			bytes += (uint64_t) nb * vlen;
@@ -797,7 +790,8 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 					rc = s->reqs[j].res;
 					break;
 				}
-				const uint8_t *slot = (const uint8_t *) s->reqs[j].data + (off - s->reqs[j].off);
+				const uint8_t *slot = (const uint8_t *) s->reqs[j].data +
+						      (off - s->reqs[j].off);
 
 				if (hfr_vec_check(m, slot)) {
 					rc = -EBADMSG; /* a damaged slot: never a wrong distance */

@@ -428,9 +428,14 @@ void hfr_query_quant_ex(const float *qr, uint32_t dp, hfr_qx *x)
 {
 	float mx = 0, inv;
 	int32_t sum = 0;
+	double s2 = 0;
 
-	for (uint32_t t = 0; t < dp; t++)
+	for (uint32_t t = 0; t < dp; t++) {
 		mx = fmaxf(mx, fabsf(qr[t]));
+		s2 += (double) qr[t] * qr[t];
+	}
+	x->qn2 = (float) s2;
+	x->qn = (float) sqrt(s2);
 	x->dp = dp;
 	x->step = mx > 0 ? mx / 127.0f : 0.0f;
 	inv = mx > 0 ? 127.0f / mx : 0.0f;
@@ -457,13 +462,13 @@ void hfr_query_quant_ex(const float *qr, uint32_t dp, hfr_qx *x)
 }
 
 /* The estimate from ip = sum_t x_t q8_t; compiled once (see est_finish). */
-static inline float ex_finish(const hfr_qx *x, const hfr_qq *q, int64_t ip, unsigned bits,
-			      const hfr_fac *f, float *err)
+static inline float ex_finish(const hfr_qx *x, int64_t ip, unsigned bits, const hfr_fac *f,
+			      float *err)
 {
 	float yq = x->step * (float) (2 * ip - (int64_t) ((1u << bits) - 1) * x->sum8);
 
-	*err = f->err_ex * q->qn + f->qerr_ex * x->step;
-	return f->add + q->qn2 + f->rescale_ex * yq;
+	*err = f->err_ex * x->qn + f->qerr_ex * x->step;
+	return f->add + x->qn2 + f->rescale_ex * yq;
 }
 
 static int64_t ex_ip_generic(const hfr_qx *x, const uint8_t *ex)
@@ -512,14 +517,14 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static int64_t ex_ip_vnni
 
 static int64_t (*ex_ip_fn)(const hfr_qx *, const uint8_t *);
 
-float hfr_estimate_ex_ref(const hfr_qx *x, const hfr_qq *q, const uint8_t *ex, unsigned bits,
-			  const hfr_fac *f, float *err)
+float hfr_estimate_ex_ref(const hfr_qx *x, const uint8_t *ex, unsigned bits, const hfr_fac *f,
+			  float *err)
 {
-	return ex_finish(x, q, ex_ip_generic(x, ex), bits, f, err);
+	return ex_finish(x, ex_ip_generic(x, ex), bits, f, err);
 }
 
-float hfr_estimate_ex(const hfr_qx *x, const hfr_qq *q, const uint8_t *ex, unsigned bits,
-		      const hfr_fac *f, float *err)
+float hfr_estimate_ex(const hfr_qx *x, const uint8_t *ex, unsigned bits, const hfr_fac *f,
+		      float *err)
 {
 	int64_t (*fn)(const hfr_qx *, const uint8_t *) = __atomic_load_n(&ex_ip_fn, __ATOMIC_RELAXED);
 
@@ -533,5 +538,5 @@ float hfr_estimate_ex(const hfr_qx *x, const hfr_qq *q, const uint8_t *ex, unsig
 #endif
 		__atomic_store_n(&ex_ip_fn, fn, __ATOMIC_RELAXED);
 	}
-	return ex_finish(x, q, fn(x, ex), bits, f, err);
+	return ex_finish(x, fn(x, ex), bits, f, err);
 }

@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			hfr_entry_get(ent, dp, bits, &id, &ver, &f);
 			if (bits > 1)
-				(void) hfr_estimate_ex(&qx, &qq, hfr_entry_ex(ent), bits, &f, &err);
+				(void) hfr_estimate_ex(&qx, hfr_entry_ex(ent), bits, &f, &err);
 			else
 				(void) hfr_estimate(&qq, hfr_entry_code(ent), &f, &err);
 		}

@@ -165,7 +165,7 @@ static void test_ex_estimator(void **st)
 			res[j] = ds->data[i * d + j] - c[j];
 		hfr_encode(res, d, 4, code, ex, &f);
 		est1 = hfr_estimate(&qq, code, &f, &e1);
-		est4 = hfr_estimate_ex(&qx, &qq, ex, 4, &f, &e4);
+		est4 = hfr_estimate_ex(&qx, ex, 4, &f, &e4);
 		tru = cv_l2sq(ds->data + i * d, q, d);
 		s1 += (double) (est1 - tru) * (est1 - tru);
 		s4 += (double) (est4 - tru) * (est4 - tru);
@@ -198,7 +198,6 @@ static void test_ex_paths_agree(void **st)
 	(void) st;
 	for (uint32_t dp = 64; dp <= 1280; dp += 64) {
 		for (int rep = 0; rep < 20; rep++) {
-			hfr_qq qq = {.qn2 = 4.0f, .qn = 2.0f};
 			hfr_qx qx = {.q8 = q8, .q8p = q8p};
 			hfr_fac f = {.add = 3.0f, .rescale_ex = -1.25f, .err_ex = 0.2f, .qerr_ex = 0.1f};
 			float e1, e2, b1, b2;
@@ -212,14 +211,14 @@ static void test_ex_paths_agree(void **st)
 				qr[i] = (float) ((int) (seed >> 56) - 128) / 17.0f;
 			}
 			hfr_query_quant_ex(qr, dp, &qx);
-			e1 = hfr_estimate_ex(&qx, &qq, ex, 4, &f, &b1);
-			e2 = hfr_estimate_ex_ref(&qx, &qq, ex, 4, &f, &b2);
+			e1 = hfr_estimate_ex(&qx, ex, 4, &f, &b1);
+			e2 = hfr_estimate_ex_ref(&qx, ex, 4, &f, &b2);
 			assert_true(e1 == e2);
 			assert_true(b1 == b2);
 			/* a perturbed code byte changes the estimate on both paths alike */
 			ex[dp / 2 - 1] ^= 0x11;
-			e1 = hfr_estimate_ex(&qx, &qq, ex, 4, &f, &b1);
-			e2 = hfr_estimate_ex_ref(&qx, &qq, ex, 4, &f, &b2);
+			e1 = hfr_estimate_ex(&qx, ex, 4, &f, &b1);
+			e2 = hfr_estimate_ex_ref(&qx, ex, 4, &f, &b2);
 			assert_true(e1 == e2);
 		}
 	}
