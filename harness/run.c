@@ -98,6 +98,7 @@ typedef struct load {
 	atomic_uint_fast64_t next, done;
 	atomic_uint_fast64_t end_ns;  /* the latest query completion: the end of the wall */
 	atomic_uint_fast64_t start_ns; /* the first query's submission: the start of the wall */
+	atomic_uint_fast64_t vlat_ns;  /* virtual time: the modelled latencies so far (progress) */
 	atomic_int failed;
 	atomic_uint fanout_via;       /* how a fan-out overlapped its reads (cv_fanout_via) */
 	char fail_msg[256];
@@ -271,6 +272,7 @@ static void *client(void *p)
 			}
 			r->vlat_ms = vq.lat_ms;
 			r->vread_ms = vq.read_ms;
+			atomic_fetch_add(&L->vlat_ns, (uint_fast64_t) (vq.lat_ms * 1e6));
 			r->vdev_reads = vq.device_reads;
 			r->vhits = vq.hit_reads;
 		}
@@ -552,19 +554,40 @@ static void record_abort(ledger *l, const char *run_id, const char *because)
 	json_decref(d);
 }
 
+/*
+ * The load's progress line on stderr. A virtual-time run shows the QPS the
+ * device model gives (what its record will say) beside the real disk's;
+ * the time left is "estimating" until a query has returned.
+ */
 static void progress(const load *L, uint64_t total, int final)
 {
 	double el = (double) (cs_mono_ns() - L->t0) / 1e9;
 	uint64_t done = atomic_load(&L->done);
 	double qps = el > 0 ? (double) done / el : 0, left;
+	char rate[96], lefts[48];
 
 	if (L->deadline_ns)
 		left = (double) (L->deadline_ns > cs_mono_ns() ? L->deadline_ns - cs_mono_ns() : 0) / 1e9;
 	else
 		left = qps > 0 ? (double) (total - (done < total ? done : total)) / qps : NAN;
-	fprintf(stderr, "\r  queries %llu%s%llu  %.2f qps  %.0f s elapsed  %s%.0f s left   %s",
-		(unsigned long long) done, total ? "/" : "", (unsigned long long) total, qps, el,
-		isfinite(left) ? "" : "?", isfinite(left) ? left : 0.0, final ? "\n" : "");
+	if (L->vdev) {
+		/* Clients run side by side in virtual time: each one's share of the modelled time. */
+		double vs = (double) atomic_load(&L->vlat_ns) / 1e9 / (L->clients ? L->clients : 1);
+
+		snprintf(rate, sizeof(rate), "%.2f qps modelled (%.2f real)",
+			 vs > 0 ? (double) done / vs : 0.0, qps);
+	} else {
+		snprintf(rate, sizeof(rate), "%.2f qps", qps);
+	}
+	if (final)
+		snprintf(lefts, sizeof(lefts), "done");
+	else if (isfinite(left))
+		snprintf(lefts, sizeof(lefts), "%.0f s left", left);
+	else
+		snprintf(lefts, sizeof(lefts), "estimating");
+	fprintf(stderr, "\r  queries %llu%s%llu  %s  %.0f s elapsed, %s   %s",
+		(unsigned long long) done, total ? "/" : "", (unsigned long long) total, rate, el,
+		lefts, final ? "\n" : "");
 	fflush(stderr);
 }
 
