@@ -203,14 +203,18 @@ static int score(const char *dir, const holdout_score_opts *o, int as_json)
 	       json_number_value(json_object_get(s, "mdape")),
 	       json_number_value(json_object_get(s, "threshold")),
 	       json_string_value(json_object_get(s, "threshold_source")),
-	       json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL");
-	printf("%lld of %lld inside their %g%% bands%s; two-sided binomial p = %.3f over the rows, "
+	       json_is_true(json_object_get(s, "passed_mdape")) ? "met" : "missed");
+	if (json_is_integer(json_object_get(s, "min_inside")))
+		printf("inside their bands: %lld, the plan asks for at least %lld: %s\n",
+		       (long long) json_integer_value(json_object_get(s, "inside")),
+		       (long long) json_integer_value(json_object_get(s, "min_inside")),
+		       json_is_true(json_object_get(s, "passed_inside")) ? "met" : "missed");
+	printf("the registered test: %s\n", json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL");
+	printf("%lld of %lld inside their %g%% bands; two-sided binomial p = %.3f over the rows, "
 	       "%.3f over the %lld independent holdout runs behind them%s\n",
 	       (long long) json_integer_value(json_object_get(s, "inside")),
 	       (long long) json_integer_value(json_object_get(s, "n")),
 	       100 * json_number_value(json_object_get(s, "band_level")),
-	       json_is_integer(json_object_get(s, "min_inside")) ? " (the plan asks for a minimum)"
-								 : "",
 	       json_number_value(json_object_get(s, "coverage_p_two_sided")),
 	       json_number_value(json_object_get(s, "coverage_p_two_sided_runs")),
 	       (long long) json_integer_value(json_object_get(s, "independent_runs")),

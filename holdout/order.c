@@ -454,9 +454,13 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 		const json_t *mi = json_object_get(ph, "min_inside");
 		int passed = s.passed;
 
+		json_object_set_new(payload, "passed_mdape", json_boolean(s.passed));
 		if (json_is_integer(mi)) {
+			int enough = s.inside >= (size_t) json_integer_value(mi);
+
 			json_object_set_new(payload, "min_inside", json_integer(json_integer_value(mi)));
-			passed = passed && s.inside >= (size_t) json_integer_value(mi);
+			json_object_set_new(payload, "passed_inside", json_boolean(enough));
+			passed = passed && enough;
 		}
 		json_object_set_new(payload, "passed", json_boolean(passed));
 	}
