@@ -84,20 +84,20 @@ for r in gate-cold-serial-hdd gate-cold-fanout16-hdd gate-warm-serial gate-cold-
 	partition-cold-serial-hdd-load partition-cold-serial-hdd-client-alt \
 	partition-cold-serial-hdd-bulkwrite partition-spread-p12-ssd partition-spread-p25-hdd; do
 	printf '%-40s ' "$r"
-	"$CS" run "$S" "$r.json" --no-progress || die "run $r failed (exit $?)"
+	"$CS" run "$S" "$r.json" -q || die "run $r failed (exit $?)"
 done
 
 step "sceptic runs (the plan's attempts to refute H1, H2, H5, H7, H8, H10)"
 for f in sceptic/*.json; do
 	printf '%-40s ' "$f"
-	"$CS" run "$S" "$f" --no-progress || die "sceptic run $f failed (exit $?)"
+	"$CS" run "$S" "$f" -q || die "sceptic run $f failed (exit $?)"
 done
 
 step "post hoc: H11 registered after the design runs, and one exploratory run (not in the plan)"
 "$CS" register "$S" "$top/studies/cold-query/hypotheses/H11.json"
 for f in explore/*.json; do
 	printf '%-40s ' "$f"
-	"$CS" run "$S" "$f" --no-progress || die "exploratory run $f failed (exit $?)"
+	"$CS" run "$S" "$f" -q || die "exploratory run $f failed (exit $?)"
 done
 
 step "holdout predictions: the plan's targets and metrics (frozen at the first holdout run)"
@@ -106,8 +106,12 @@ step "holdout predictions: the plan's targets and metrics (frozen at the first h
 step "holdout runs (partitions and queries no design run used; holdout by the plan, no flag)"
 for f in holdout/*.json; do
 	printf '%-40s ' "$f"
-	"$CS" run "$S" "$f" --no-progress || die "holdout run $f failed (exit $?)"
+	"$CS" run "$S" "$f" -q || die "holdout run $f failed (exit $?)"
 done
+
+step "the runs (every column: $W/runs.csv; one run: coldstudy run show S R0001)"
+"$CS" runs "$S"
+"$CS" runs "$S" --csv > ../runs.csv
 
 step "score, verdicts, report"
 # exit 6: the registered test failed (the study's result, not the demo's failure)
