@@ -1272,13 +1272,16 @@ static void sec_verdicts(doc *d, const model *m)
 	add_p(
 	    d,
 	    "Evaluated from the registered accept and reject rules over every record (as of seq "
-	    "%lld), as 'coldstudy verdicts' does, without recording anything. A hypothesis is "
-	    "accepted only if its accept rule holds and no refutation is on record; a reject rule "
-	    "that holds wins.",
+	    "%lld), as 'coldstudy verdicts' does, without recording anything. A confirmatory "
+	    "hypothesis sees only the design runs the plan maps to it, and is accepted only if its "
+	    "accept rule holds, the plan's sceptic runs for it are done and do not refute it, and no "
+	    "refutation is on record (provisional while sceptic runs are missing or none are "
+	    "planned); a reject rule that holds wins. Exploratory ones (kind exploratory, post hoc, "
+	    "or no plan) see the runs that serve them and are never counted as confirmatory.",
 	    (long long) m->size);
-	t = add_table(d, "Table 11. Verdicts.", "Hypothesis", "Kind", "Verdict", "Accept rule",
-	              "Reject rule", "Runs", "Refutations (seq)", "Deviations (seq)",
-	              "Last recorded verdict", NULL);
+	t = add_table(d, "Table 11. Verdicts.", "Hypothesis", "Kind", "Verdict", "Counted as",
+	              "Accept rule", "Reject rule", "Runs", "Sceptic runs (done of planned)",
+	              "Refutations (seq)", "Deviations (seq)", "Last recorded verdict", NULL);
 	json_array_foreach(m->verdicts, i, v)
 	{
 		const char *h = str_of(v, "hypothesis");
@@ -1292,6 +1295,10 @@ static void sec_verdicts(doc *d, const model *m)
 		cell_s(r, h);
 		cell_s(r, str_of(v, "kind"));
 		cell_s(r, str_of(v, "verdict"));
+		cell_s(r, !strcmp(str_of(v, "class") ?: "", "exploratory")
+		              ? (json_is_true(json_object_get(v, "post_hoc")) ? "exploratory (post hoc)"
+		                                                               : "exploratory")
+		              : "confirmatory");
 		cell_s(r, str_of(json_object_get(v, "accept"), "result"));
 		cell_s(r, str_of(json_object_get(v, "reject"), "result"));
 		rb_init(&b, 0);
@@ -1303,6 +1310,17 @@ static void sec_verdicts(doc *d, const model *m)
 		}
 		cell_s(r, b.p ? b.p : "none");
 		rb_free(&b);
+		if (json_object_get(v, "sceptic")) {
+			char sct[64];
+			const json_t *sc = json_object_get(v, "sceptic");
+
+			snprintf(sct, sizeof(sct), "%lld of %lld",
+			         (long long) json_integer_value(json_object_get(sc, "done")),
+			         (long long) json_integer_value(json_object_get(sc, "planned")));
+			cell_s(r, sct);
+		} else {
+			cell_s(r, "n/a");
+		}
 		cell_j(r, json_object_get(v, "refutations"));
 		cell_j(r, json_object_get(v, "deviations"));
 		if (last) {

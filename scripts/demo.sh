@@ -94,7 +94,7 @@ for f in sceptic/*.json; do
 done
 
 step "post hoc: H11 registered after the design runs, and one exploratory run (not in the plan)"
-"$CS" register "$S" "$top/studies/cold-query/hypotheses/H11.json"
+"$CS" register "$S" "$top/studies/cold-query/hypotheses/post-hoc/H11.json"
 for f in explore/*.json; do
 	printf '%-40s ' "$f"
 	"$CS" run "$S" "$f" -q || die "exploratory run $f failed (exit $?)"
