@@ -225,6 +225,7 @@ static int judge(gather *g, const char *id, json_t **out, cs_err *e)
 	size_t i;
 	json_t *r;
 
+	*out = NULL;
 	if (!exploratory) {
 		decide = ledger_plan_hyp_specs(&g->plan, id, "runs");
 		sceptic = ledger_plan_hyp_specs(&g->plan, id, "sceptic");
@@ -377,7 +378,7 @@ int report_verdicts(struct ledger *l, int64_t as_of, int record, json_t **out, c
 	if (record && (rc = ledger_begin(l, e)))
 		goto out;
 	json_array_foreach(g.order, i, id) {
-		json_t *v;
+		json_t *v = NULL;
 
 		rc = judge(&g, json_string_value(id), &v, e);
 		if (rc)
