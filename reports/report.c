@@ -1471,7 +1471,7 @@ static void sec_summary(doc *d, const model *m)
 	          : 0,
 	      acc, rej, ref, unres, prov);
 	add_p(d,
-	      "Exploratory, never counted as confirmatory: %zu hypotheses (%zu post hoc: "
+	      "Exploratory hypotheses, never counted as confirmatory: %zu (%zu post hoc: "
 	      "registered or amended after the first run)%s%s%s.",
 	      expl, post, expl ? ": " : "", expl && eb.p ? eb.p : "", "");
 	rb_free(&eb);

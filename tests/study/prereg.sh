@@ -242,7 +242,7 @@ expect 3 "finding 7: a changed hypothesis without --amend" "$cs" register "$S" "
 	die "finding 7: the refused change left no refusal record"
 expect 0 "log verify" "$cs" log verify "$S"
 expect 0 report "$cs" report "$S" --out "$T/R"
-for s in "Provisional (the accept rule holds" "Exploratory, never counted as confirmatory: 1 hypotheses (1 post hoc" \
+for s in "Provisional (the accept rule holds" "Exploratory hypotheses, never counted as confirmatory: 1 (1 post hoc" \
 	"runs: 4 design, 1 sceptic, 3 holdout, 1 exploratory" "Holdout (the score of record"; do
 	grep -qF "$s" "$T/R/report.md" || die "report summary lacks: $s"
 done
