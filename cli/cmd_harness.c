@@ -184,10 +184,11 @@ int cmd_study(int argc, char **argv)
 		       "Register the study spec (production targets, datasets, indexes, defaults and\n"
 		       "the plan: design run specs, holdout targets and scoring rule, the runs that\n"
 		       "decide each hypothesis and its sceptic runs) as a study record, strictly\n"
-		       "validated (exit 5 with file, JSON path and why); every run spec the plan names\n"
-		       "is hashed. The plan freezes at the first run: a different spec after that is\n"
-		       "refused (exit 3, a refusal record) unless --amend --rationale TEXT, recorded\n"
-		       "with the access state. show prints the one in force.\n");
+		       "validated (exit 5 with file, JSON path and why; dataset files must exist);\n"
+		       "every run spec the plan names is hashed. The plan freezes at the first run: a\n"
+		       "different spec after that is refused (exit 3, a refusal record) unless --amend\n"
+		       "--rationale TEXT, recorded with the access state. show prints the one in\n"
+		       "force. Every key: 'coldstudy schema study' and docs/specs.md.\n");
 		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "register")) {
