@@ -468,8 +468,9 @@ static void log_help(FILE *f)
 		"      inclusion proof of record SEQ (JSON: leaf index, tree size, hashes)\n"
 		"  log prove DIR --old-size N [--size N]\n"
 		"      consistency proof from tree size N to the current (or given) size\n"
-		"  log verify-proof FILE|- [--checkpoint FILE] [--old-checkpoint FILE]\n"
-		"      check a proof offline, optionally against saved checkpoints\n"
+		"  log verify-proof FILE|- (--checkpoint FILE | --root HEX) [--old-checkpoint FILE]\n"
+		"      check a proof offline against a tree head you trust: a saved checkpoint\n"
+		"      or its root (without one, exit 2: a proof alone only agrees with itself)\n"
 		"  log export DIR\n"
 		"      JSONL, one record a line, byte-identical for the same ledger\n"
 		"  log publish DIR --url URL [--origin NAME] [--dry-run]\n"
@@ -626,8 +627,9 @@ static int log_prove(int argc, char **argv)
 
 static int log_verify_proof(int argc, char **argv)
 {
-	const char *file = NULL, *cpf = NULL, *oldf = NULL, *v;
+	const char *file = NULL, *cpf = NULL, *oldf = NULL, *roots = NULL, *v;
 	char *buf = NULL, *cp = NULL, *ocp = NULL, root[65];
+	unsigned char anchor[32];
 	ledger_tree_head th, oth;
 	ledger_proof p = {0};
 	size_t len = 0;
@@ -639,6 +641,8 @@ static int log_verify_proof(int argc, char **argv)
 			cpf = v;
 		else if ((v = opt_value(argc, argv, &i, "--old-checkpoint", &missing)))
 			oldf = v;
+		else if ((v = opt_value(argc, argv, &i, "--root", &missing)))
+			roots = v;
 		else if (missing || (argv[i][0] == '-' && argv[i][1]) || file)
 			return cli_usage("log verify-proof", "unexpected argument '%s'", argv[i]);
 		else
@@ -646,6 +650,15 @@ static int log_verify_proof(int argc, char **argv)
 	}
 	if (!file)
 		return cli_usage("log verify-proof", "missing the proof FILE (or - for stdin)");
+	if (!cpf && !roots)
+		return cli_usage("log verify-proof",
+				 "no trust anchor: a proof checked only against the root it carries "
+				 "proves nothing; give --checkpoint FILE or --root HEX of a tree head "
+				 "you trust");
+	if (roots && ledger_root_parse(roots, anchor))
+		return cli_usage("log verify-proof",
+				 "--root: expected 64 hex digits or 44 characters of base64, got '%s'",
+				 roots);
 	if (!strcmp(file, "-")) {
 		size_t cap = 4096;
 
@@ -688,6 +701,12 @@ static int log_verify_proof(int argc, char **argv)
 			   "%s: the proof is for size %lld with another root than checkpoint %s "
 			   "(size %lld)",
 			   file, (long long) p.tree_size, cpf, (long long) th.size);
+		rc = cli_fail("log verify-proof", &e);
+		goto out;
+	}
+	if (roots && memcmp(anchor, p.root, 32)) {
+		cs_err_set(&e, CS_EXIT_VERIFY, "%s: the proof leads to another root than --root %s",
+			   file, roots);
 		rc = cli_fail("log verify-proof", &e);
 		goto out;
 	}

@@ -157,6 +157,9 @@ int ledger_checkpoint_format(const char *origin, int64_t size, const unsigned ch
 int ledger_checkpoint_parse(const char *text, size_t len, const char *name, ledger_tree_head *out,
 			    cs_err *e);
 
+/* A root hash given by hand: 64 hex digits or 44 characters of base64; 0 or -1. */
+int ledger_root_parse(const char *s, unsigned char root[32]);
+
 enum { LEDGER_PROOF_INCLUSION = 1, LEDGER_PROOF_CONSISTENCY = 2 };
 
 /*

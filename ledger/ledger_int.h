@@ -103,7 +103,35 @@ size_t lg_record_bytes(char **buf, size_t *cap, int64_t seq, const char *ts, con
 int lg_append_canonical(ledger *l, const char *kind, const char *payload, size_t plen,
 			int64_t *seq_out, cs_err *e);
 
-/* All leaf hashes of the first n records (malloc'd, n * 32 bytes). */
+/*
+ * Walking the records in seq order, recomputing each hash (verify.c):
+ * begin (limit < 0: all records), then next until it returns 0 (the end)
+ * or -1 (e filled: exit 4 naming the first bad seq, or an SQLite error).
+ * After a 1, seq/ts/kind/payload (borrowed, valid until the next step),
+ * prev and hash (recomputed, equal to what is stored) describe the record.
+ * end accepts a walk that was never begun (zeroed).
+ */
+typedef struct lg_walk {
+	sqlite3_stmt *st;
+	int64_t expect, limit, seq;
+	const char *ts, *kind, *payload;
+	size_t plen;
+	unsigned char prev[32], hash[32];
+	unsigned char last_ts[27];
+} lg_walk;
+
+int lg_walk_begin(ledger *l, lg_walk *w, int64_t limit, cs_err *e);
+int lg_walk_next(ledger *l, lg_walk *w, cs_err *e);
+void lg_walk_end(lg_walk *w);
+
+/*
+ * Check a payload against its kind's schema (schema.c): canonical JSON of
+ * an object, with the members the kind requires, of the right types.
+ * Returns 0, or -1 with why (a JSON path and what was expected) filled.
+ */
+int lg_payload_check(const char *kind, const char *payload, size_t len, char *why, size_t cap);
+
+/* All leaf hashes of the first n records (malloc'd, n * 32 bytes), each record's hash recomputed. */
 int lg_load_leaves(ledger *l, int64_t n, unsigned char (**leaves)[32], cs_err *e);
 
 /* Report an SQLite failure as an internal error naming what was being done. */

@@ -84,6 +84,15 @@ int lg_unb64_32(const char *s, size_t len, unsigned char out[32])
 	return 0;
 }
 
+int ledger_root_parse(const char *s, unsigned char root[32])
+{
+	size_t n = strlen(s);
+
+	if (n == 64)
+		return lg_unhex(s, n, root, 32);
+	return lg_unb64_32(s, n, root);
+}
+
 int ledger_checkpoint_format(const char *origin, int64_t size, const unsigned char root[32],
 			     char **text, cs_err *e)
 {
@@ -545,35 +554,29 @@ int ledger_proof_verify(const ledger_proof *p, cs_err *e)
 
 int ledger_export(ledger *l, FILE *out, cs_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	lg_walk w = {0};
 	char prev[65], hash[65];
 	int s, rc = 0;
 
-	if (sqlite3_prepare_v2(l->db,
-			       "SELECT seq, ts, kind, payload, prev, hash FROM records ORDER BY seq",
-			       -1, &st, NULL) != SQLITE_OK)
-		return lg_sqlerr(l, e, "cannot read records");
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sqlite3_column_bytes(st, 4) != 32 || sqlite3_column_bytes(st, 5) != 32) {
-			rc = cs_err_set(e, CS_EXIT_VERIFY, "%s/ledger.db: seq %lld: malformed hash",
-					l->dir, (long long) sqlite3_column_int64(st, 0));
-			goto out;
-		}
-		cs_hex(sqlite3_column_blob(st, 4), 32, prev);
-		cs_hex(sqlite3_column_blob(st, 5), 32, hash);
+	/* one read snapshot, every hash recomputed before it is printed */
+	if (sqlite3_exec(l->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		return lg_sqlerr(l, e, "cannot start a read");
+	if ((rc = lg_walk_begin(l, &w, -1, e)))
+		goto out;
+	while ((s = lg_walk_next(l, &w, e)) == 1) {
+		cs_hex(w.prev, 32, prev);
+		cs_hex(w.hash, 32, hash);
 		/* keys in sorted order, payload already canonical: the line is canonical JSON */
 		fprintf(out, "{\"hash\":\"%s\",\"kind\":\"%s\",\"payload\":%s,\"prev\":\"%s\","
 			     "\"seq\":%lld,\"ts\":\"%s\"}\n",
-			hash, (const char *) sqlite3_column_text(st, 2),
-			(const char *) sqlite3_column_text(st, 3), prev,
-			(long long) sqlite3_column_int64(st, 0),
-			(const char *) sqlite3_column_text(st, 1));
+			hash, w.kind, w.payload, prev, (long long) w.seq, w.ts);
 	}
-	if (s != SQLITE_DONE)
-		rc = lg_sqlerr(l, e, "cannot read records");
+	if (s < 0)
+		rc = e->code;
 	if (!rc && (fflush(out) || ferror(out)))
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "export: write failed");
 out:
-	sqlite3_finalize(st);
+	lg_walk_end(&w);
+	sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL);
 	return rc;
 }

@@ -70,13 +70,28 @@ expect 0 "log verify --checkpoint" "$cs" log verify "$d/s" --checkpoint "$d/cp"
 expect 0 "log prove" "$cs" log prove "$d/s" 2; cp "$d/out" "$d/p.json"
 expect 0 "verify-proof" "$cs" log verify-proof "$d/p.json" --checkpoint "$d/cp"
 sed 's/"leaf_index":1/"leaf_index":0/; s/"seq":2/"seq":1/' "$d/p.json" > "$d/p2.json"
-expect 4 "verify-proof, wrong index" "$cs" log verify-proof "$d/p2.json"
-expect 5 "verify-proof, garbage" "$cs" log verify-proof "$data/H1.json"
+expect 4 "verify-proof, wrong index" "$cs" log verify-proof "$d/p2.json" --checkpoint "$d/cp"
+# without a trust anchor a proof only agrees with itself: refused, saying why
+expect 2 "verify-proof without an anchor" "$cs" log verify-proof "$d/p.json"
+grep -q "trust anchor" "$d/out" || { echo "FAIL: no-anchor message"; cat "$d/out"; fail=1; }
+r64=$(sed -n 3p "$d/cp")
+expect 0 "verify-proof --root (base64)" "$cs" log verify-proof "$d/p.json" --root "$r64"
+rhex=$(python3 -c "import base64,sys; print(base64.b64decode(sys.argv[1]).hex())" "$r64")
+expect 0 "verify-proof --root (hex)" "$cs" log verify-proof "$d/p.json" --root "$rhex"
+expect 4 "verify-proof --root of another tree" "$cs" log verify-proof "$d/p.json" --root "$(printf '%064d' 0)"
+# a proof with a raised size and a root of its own: self-consistent, refused against the anchor
+python3 - "$d/p.json" "$d/p3.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1])); p["tree_size"] = 4; p["hashes"] = p["hashes"] + ["00" * 32]
+json.dump(p, open(sys.argv[2], "w"))
+PY
+expect 4 "verify-proof, raised size" "$cs" log verify-proof "$d/p3.json" --checkpoint "$d/cp"
+expect 5 "verify-proof, garbage" "$cs" log verify-proof "$data/H1.json" --checkpoint "$d/cp"
 "$cs" register "$d/s" "$d/H7.json" >/dev/null
 expect 0 "log prove --old-size" "$cs" log prove "$d/s" --old-size 3; cp "$d/out" "$d/c.json"
 "$cs" log checkpoint "$d/s" --origin example.org/s > "$d/cp4"
 expect 0 "consistency proof between checkpoints" "$cs" log verify-proof "$d/c.json" --old-checkpoint "$d/cp" --checkpoint "$d/cp4"
-expect 4 "consistency proof, wrong old checkpoint" "$cs" log verify-proof "$d/c.json" --old-checkpoint "$d/cp4"
+expect 4 "consistency proof, wrong old checkpoint" "$cs" log verify-proof "$d/c.json" --old-checkpoint "$d/cp4" --checkpoint "$d/cp4"
 expect 5 "log prove beyond the log" "$cs" log prove "$d/s" 99
 expect 2 "log prove without SEQ" "$cs" log prove "$d/s"
 "$cs" log export "$d/s" > "$d/e1"; "$cs" log export "$d/s" > "$d/e2"
