@@ -40,6 +40,22 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, in
 
 /* ---- init ---- */
 
+/* Print DIR's verifier key as "key: VKEY" (init) ; exit code. */
+static int log_print_key(const char *dir)
+{
+	char vk[512];
+	ledger *l = NULL;
+	cs_err e = {0};
+	int rc;
+
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_key(l, vk, sizeof(vk), &e)))
+		rc = cli_fail("init", &e);
+	else
+		printf("verifier key: %s\n", vk);
+	ledger_close(l);
+	return rc;
+}
+
 int cmd_init(int argc, char **argv)
 {
 	cs_err e = {0};
@@ -47,9 +63,11 @@ int cmd_init(int argc, char **argv)
 
 	if (cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy init DIR\n\n"
-		       "Create a study: DIR/ledger.db (the append-only, hash-chained experiment log)\n"
-		       "and DIR/frozen/ (frozen copies of registered files). Refuses (exit 3) if\n"
-		       "DIR already holds a ledger.\n");
+		       "Create a study: DIR/ledger.db (the append-only, hash-chained experiment log),\n"
+		       "DIR/frozen/ (frozen copies of registered files), an Ed25519 key for the\n"
+		       "study's unique origin (DIR/signing.key, mode 0600) and DIR/checkpoint, the\n"
+		       "latest signed checkpoint, which every command that appends renews. Prints the\n"
+		       "verifier key: keep it elsewhere. Refuses (exit 3) if DIR already holds a ledger.\n");
 		return CS_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -63,8 +81,10 @@ int cmd_init(int argc, char **argv)
 		return cli_usage("init", "missing DIR");
 	if (ledger_init(dir, &e))
 		return cli_fail("init", &e);
-	printf("created %s/ledger.db and %s/frozen/\n", dir, dir);
-	return CS_EXIT_OK;
+	printf("created %s/ledger.db, %s/frozen/, %s/signing.key (keep it private) and "
+	       "%s/checkpoint\n",
+	       dir, dir, dir, dir);
+	return log_print_key(dir);
 }
 
 /* ---- register ---- */
@@ -458,12 +478,17 @@ static void log_help(FILE *f)
 {
 	fprintf(f,
 		"usage: coldstudy log SUBCOMMAND ...\n\n"
-		"  log verify DIR [--checkpoint FILE] [--json]\n"
-		"      recompute every record hash, the chain, the RFC 6962 root and every raw\n"
-		"      blob; with a saved checkpoint, check the log still extends it (exit 4\n"
-		"      naming the first bad seq or the checkpoint)\n"
+		"  log verify DIR [--checkpoint FILE] [--key VKEY] [--json]\n"
+		"      recompute every record hash, the chain, the RFC 6962 root, every raw\n"
+		"      blob and each payload against its kind's schema; check that a checkpoint\n"
+		"      signed by the study's key (or VKEY) covers every record and that the log\n"
+		"      was not rewritten below a signed size; with a saved checkpoint, check the\n"
+		"      log still extends it (exit 4 naming the first bad seq or checkpoint)\n"
+		"  log key DIR\n"
+		"      print the study's verifier key (C2SP signed-note format NAME+HASH+BASE64)\n"
 		"  log checkpoint DIR [--origin NAME]\n"
-		"      print a C2SP tlog-checkpoint: origin, size, base64 root\n"
+		"      print the signed C2SP tlog-checkpoint (origin, size, base64 root,\n"
+		"      signature) after recomputing it; with --origin, an unsigned body\n"
 		"  log prove DIR SEQ [--size N]\n"
 		"      inclusion proof of record SEQ (JSON: leaf index, tree size, hashes)\n"
 		"  log prove DIR --old-size N [--size N]\n"
@@ -495,7 +520,7 @@ static int read_checkpoint(const char *path, char **text, ledger_tree_head *th, 
 
 static int log_verify(int argc, char **argv)
 {
-	const char *dir = NULL, *cpf = NULL, *v;
+	const char *dir = NULL, *cpf = NULL, *vkey = NULL, *v;
 	int as_json = 0, missing = 0, rc;
 	char *cp = NULL, root[65];
 	ledger_tree_head th;
@@ -508,6 +533,8 @@ static int log_verify(int argc, char **argv)
 			as_json = 1;
 		else if ((v = opt_value(argc, argv, &i, "--checkpoint", &missing)))
 			cpf = v;
+		else if ((v = opt_value(argc, argv, &i, "--key", &missing)))
+			vkey = v;
 		else if (missing || argv[i][0] == '-' || dir)
 			return cli_usage("log verify", "unexpected argument '%s'", argv[i]);
 		else
@@ -517,19 +544,28 @@ static int log_verify(int argc, char **argv)
 		return cli_usage("log verify", "missing DIR");
 	if (cpf && (rc = read_checkpoint(cpf, &cp, &th, &e)))
 		return cli_fail("log verify", &e);
-	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_verify_ex(l, cp, &info, &e))) {
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_verify_pinned(l, cp, vkey, &info, &e))) {
 		rc = cli_fail("log verify", &e);
 		goto out;
 	}
 	cs_hex(info.root, 32, root);
 	if (as_json)
 		printf("{\"checkpoint_size\":%lld,\"ok\":true,\"raw_blobs\":%lld,\"root\":\"%s\","
-		       "\"size\":%lld}\n",
+		       "\"signed\":%s,\"signed_size\":%lld,\"size\":%lld}\n",
 		       (long long) info.checkpoint_size, (long long) info.raw_blobs, root,
+		       info.keyed ? "true" : "false", (long long) info.signed_size,
 		       (long long) info.size);
 	else {
 		printf("ok: %lld records, %lld raw blobs, root %s\n", (long long) info.size,
 		       (long long) info.raw_blobs, root);
+		if (info.keyed)
+			printf("ok: signed by %s%s at size %lld, covering every record\n",
+			       ledger_origin(l), vkey ? " (the key given)" : " (the study's own key; "
+			       "pin it with --key)", (long long) info.signed_size);
+		else
+			printf("unsigned: this study was made before studies had keys; records "
+			       "appended without the study (or a rewritten log) are caught only "
+			       "against a checkpoint saved elsewhere (--checkpoint)\n");
 		if (cpf)
 			printf("ok: extends checkpoint '%s' at size %lld (%s)\n", th.origin,
 			       (long long) th.size, cpf);
@@ -559,7 +595,9 @@ static int log_checkpoint(int argc, char **argv)
 	}
 	if (!dir)
 		return cli_usage("log checkpoint", "missing DIR");
-	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_checkpoint_origin(l, origin, &text, &e)))
+	if ((rc = ledger_open(dir, &l, &e)) ||
+	    (rc = origin || !ledger_signed(l) ? ledger_checkpoint_origin(l, origin, &text, &e)
+						   : ledger_checkpoint_signed(l, &text, &e)))
 		rc = cli_fail("log checkpoint", &e);
 	else
 		fputs(text, stdout);
@@ -738,6 +776,29 @@ out:
 	return rc;
 }
 
+static int log_key(int argc, char **argv)
+{
+	const char *dir = NULL;
+	char vk[512];
+	ledger *l = NULL;
+	cs_err e = {0};
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-' || dir)
+			return cli_usage("log key", "unexpected argument '%s'", argv[i]);
+		dir = argv[i];
+	}
+	if (!dir)
+		return cli_usage("log key", "missing DIR");
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_key(l, vk, sizeof(vk), &e)))
+		rc = cli_fail("log key", &e);
+	else
+		printf("%s\n", vk);
+	ledger_close(l);
+	return rc;
+}
+
 static int log_export(int argc, char **argv)
 {
 	const char *dir = NULL;
@@ -767,6 +828,7 @@ int cmd_log(int argc, char **argv)
 		{"verify", log_verify},         {"checkpoint", log_checkpoint},
 		{"prove", log_prove},           {"verify-proof", log_verify_proof},
 		{"export", log_export},         {"publish", cmd_log_publish},
+		{"key", log_key},
 	};
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||

@@ -137,10 +137,42 @@ typedef struct ledger_verify_info {
 	unsigned char root[32];
 	int64_t raw_blobs;
 	int64_t checkpoint_size; /* -1 without a checkpoint */
+	int keyed;               /* the study has a signing key (else: unsigned, made before keys) */
+	int64_t signed_size;     /* keyed: the newest signed size (= size when verify passed) */
 } ledger_verify_info;
 
 /* ledger_verify, also reporting what it checked (info may be NULL). */
 int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info *info, cs_err *e);
+
+/*
+ * ledger_verify_ex, checking the signatures against vkey, a verifier key
+ * the caller trusts ("<name>+<hash>+<base64>", from `log key` kept
+ * elsewhere), instead of the one the study holds (vkey NULL). A signed
+ * study verifies only if a checkpoint signed by its key covers every
+ * record and the log has the signed roots at the signed sizes (exit 4:
+ * records appended without the key; a rewrite below a signed size). A
+ * given checkpoint_text that carries a signature by the study's key must
+ * verify too.
+ */
+int ledger_verify_pinned(ledger *l, const char *checkpoint_text, const char *vkey,
+			 ledger_verify_info *info, cs_err *e);
+
+/* The study's verifier key "<origin>+<hash>+<base64>" into out; exit 5 for an unsigned study. */
+int ledger_key(ledger *l, char *out, size_t cap, cs_err *e);
+
+/* 1 if the study has a signing key (made by an init that makes keys), else 0. */
+int ledger_signed(const ledger *l);
+
+/* The study's origin (borrowed). */
+const char *ledger_origin(const ledger *l);
+
+/*
+ * The signed checkpoint of the whole log (caller frees): the newest one
+ * the study signed, after recomputing every hash and checking that it
+ * covers every record with the root they have (exit 4 otherwise). Exit 5
+ * for an unsigned study.
+ */
+int ledger_checkpoint_signed(ledger *l, char **note, cs_err *e);
 
 /* Checkpoint of the whole log under origin (NULL: the origin stored at init); caller frees. */
 int ledger_checkpoint_origin(ledger *l, const char *origin, char **text, cs_err *e);
@@ -151,8 +183,9 @@ int ledger_checkpoint_format(const char *origin, int64_t size, const unsigned ch
 
 /*
  * Parse a checkpoint (the body, optionally followed by extension lines and
- * a blank line with signature lines, which are not checked). name is for
- * messages. Exit 5 with the line and what was expected on bad input.
+ * a blank line with signature lines, which are checked by verify, not
+ * here). name is for messages. Exit 5 with the line and what was expected
+ * on bad input.
  */
 int ledger_checkpoint_parse(const char *text, size_t len, const char *name, ledger_tree_head *out,
 			    cs_err *e);

@@ -199,37 +199,15 @@ int ledger_checkpoint_parse(const char *text, size_t len, const char *name, ledg
 	return 0;
 }
 
-/* The origin stored at init. */
-static int stored_origin(ledger *l, char *buf, size_t cap, cs_err *e)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = 0;
-
-	if (sqlite3_prepare_v2(l->db, "SELECT value FROM meta WHERE key = 'origin'", -1, &st,
-			       NULL) != SQLITE_OK)
-		return lg_sqlerr(l, e, "cannot read the origin");
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-		snprintf(buf, cap, "%s", (const char *) sqlite3_column_text(st, 0));
-	else
-		snprintf(buf, cap, "coldstudy");
-	sqlite3_finalize(st);
-	return rc;
-}
-
 int ledger_checkpoint_origin(ledger *l, const char *origin, char **text, cs_err *e)
 {
-	char obuf[ORIGIN_MAX + 1];
 	unsigned char root[32];
 	int64_t n;
 	int rc;
 
 	*text = NULL;
-	if (!origin) {
-		rc = stored_origin(l, obuf, sizeof(obuf), e);
-		if (rc)
-			return rc;
-		origin = obuf;
-	}
+	if (!origin)
+		origin = l->origin;
 	/* size and root from one read snapshot, so a concurrent append cannot split them */
 	if (sqlite3_exec(l->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 		return lg_sqlerr(l, e, "cannot start a read");
@@ -239,6 +217,58 @@ int ledger_checkpoint_origin(ledger *l, const char *origin, char **text, cs_err 
 	if (rc)
 		return rc;
 	return ledger_checkpoint_format(origin, n, root, text, e);
+}
+
+int ledger_signed(const ledger *l)
+{
+	return l->keyed;
+}
+
+const char *ledger_origin(const ledger *l)
+{
+	return l->origin;
+}
+
+int ledger_key(ledger *l, char *out, size_t cap, cs_err *e)
+{
+	if (!l->keyed)
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "%s: unsigned study: it was made before studies had keys, so it "
+				  "has no verifier key",
+				  l->dir);
+	if (lg_vkey_format(l->vkey.name, l->vkey.pub, out, cap))
+		return cs_err_set(e, CS_EXIT_INTERNAL, "verifier key too long");
+	return 0;
+}
+
+int ledger_checkpoint_signed(ledger *l, char **note, cs_err *e)
+{
+	ledger_verify_info vi;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	*note = NULL;
+	if (!l->keyed)
+		return ledger_key(l, NULL, 0, e);
+	/* every hash recomputed, the newest signature checked to cover them all */
+	rc = ledger_verify_ex(l, NULL, &vi, e);
+	if (rc)
+		return rc;
+	if (sqlite3_prepare_v2(l->db, "SELECT note FROM signed WHERE size = ?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return lg_sqlerr(l, e, "cannot read signed checkpoints");
+	sqlite3_bind_int64(st, 1, vi.signed_size);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		*note = strdup((const char *) sqlite3_column_text(st, 0));
+	else
+		rc = cs_err_set(e, CS_EXIT_VERIFY,
+				"%s/ledger.db: no signed checkpoint of size %lld in the ledger "
+				"(only in %s/checkpoint)",
+				l->dir, (long long) vi.signed_size, l->dir);
+	if (!rc && !*note)
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	sqlite3_finalize(st);
+	return rc;
 }
 
 int ledger_checkpoint(ledger *l, char **text, cs_err *e)

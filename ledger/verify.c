@@ -18,6 +18,12 @@
  * recomputing every hash, leaves a valid chain: only a checkpoint saved
  * earlier (size + root) catches that, as in Certificate Transparency.
  *
+ * A signed study (signed.c) must also have a checkpoint signed by its key
+ * that covers every record, and the signed roots at the signed sizes: so
+ * records appended with raw SQL (a correct chain, no key) and a log
+ * rewritten below a signed size are caught without a checkpoint saved
+ * elsewhere. Every payload is checked against its kind's schema (schema.c).
+ *
  * Error convention: 0, or CS_EXIT_VERIFY naming the first bad seq (or the
  * checkpoint), or another CS_EXIT_* with the caller's cs_err filled.
  */
@@ -273,7 +279,14 @@ int lg_walk_next(ledger *l, lg_walk *w, cs_err *e)
 
 int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info *info, cs_err *e)
 {
+	return ledger_verify_pinned(l, checkpoint_text, NULL, info, e);
+}
+
+int ledger_verify_pinned(ledger *l, const char *checkpoint_text, const char *vkey,
+			 ledger_verify_info *info, cs_err *e)
+{
 	lg_walk w = {0};
+	lg_signed_set sigs;
 	lg_range range;
 	ledger_tree_head cp;
 	unsigned char leaf[32], cp_root[32];
@@ -291,12 +304,21 @@ int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info 
 		if (rc)
 			return rc;
 		have_cp = 1;
+		/* a signature by the study's key on a given checkpoint must hold (others are ignored) */
+		if (l->keyed) {
+			size_t tl;
+			int r = lg_note_open(checkpoint_text, strlen(checkpoint_text), &l->vkey, &tl,
+					     why, sizeof(why));
+
+			if (r < 0 && strstr(checkpoint_text, "\n\n"))
+				return cs_err_set(e, CS_EXIT_VERIFY, "checkpoint: %s", why);
+		}
 	}
 	if (sqlite3_exec(l->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = lg_sqlerr(l, e, "cannot start a read");
 		goto out_nocommit;
 	}
-	if ((rc = lg_walk_begin(l, &w, -1, e)))
+	if ((rc = lg_signed_load(l, vkey, &sigs, e)) || (rc = lg_walk_begin(l, &w, -1, e)))
 		goto out;
 	while ((s = lg_walk_next(l, &w, e)) == 1) {
 		if (lg_payload_check(w.kind, w.payload, w.plen, why, sizeof(why))) {
@@ -308,6 +330,7 @@ int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info 
 		lg_range_push(&range, &l->sha, leaf);
 		if (have_cp && w.seq == cp.size)
 			lg_range_root(&range, &l->sha, cp_root);
+		lg_signed_observe(&sigs, w.seq, &range, &l->sha);
 	}
 	if (s < 0) {
 		rc = e->code;
@@ -319,6 +342,8 @@ int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info 
 		rc = verify_raw_refs(l, e);
 	if (!rc)
 		rc = verify_frozen(l, e);
+	if (!rc)
+		rc = lg_signed_judge(l, &sigs, w.expect - 1, e);
 	if (rc)
 		goto out;
 	if (have_cp) {
@@ -374,6 +399,8 @@ int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info 
 		lg_range_root(&range, &l->sha, info->root);
 		info->raw_blobs = raw_count;
 		info->checkpoint_size = have_cp ? cp.size : -1;
+		info->keyed = sigs.keyed;
+		info->signed_size = sigs.keyed ? sigs.signed_size : -1;
 	}
 out:
 	lg_walk_end(&w);
