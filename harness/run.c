@@ -1171,6 +1171,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		}
 		json_object_set_new(rec, "device_time",
 				    dev ? json_string(virt ? "virtual" : "realtime") : json_null());
+		/* The file the run was asked with, as given (runs tables name it). */
+		json_object_set_new(rec, "spec_file", json_string(spec_path));
 		if (virt) {
 			json_object_set(rec, "metrics_real", metrics_real);
 			json_object_set(rec, "virtual", vinfo);
