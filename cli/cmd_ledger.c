@@ -4,9 +4,11 @@
  * register is all-or-nothing across its files: every file is validated
  * (hyp_parse_file) and checked against what is already registered before
  * anything is written; then, inside one IMMEDIATE transaction, each file is
- * frozen (DIR/frozen/<id>-<sha8>.json, mode 0444) and its record appended.
- * A refusal or a bad file changes nothing. Frozen copies are named by
- * content, so one left behind by a failed commit is harmless.
+ * frozen (ledger_freeze: DIR/frozen/<id>-<SHA-256 of the file>.json, mode
+ * 0444) and its record appended, with SIGINT/SIGTERM held until the commit
+ * or rollback. A refusal or a bad file changes nothing. Frozen copies are
+ * named by the file's bytes, so one left behind by a killed register can
+ * never pass for another file's copy, and the next register sweeps it.
  */
 #include "cmds.h"
 #include "hyp.h"
@@ -98,6 +100,7 @@ typedef struct reg_item {
 	int64_t prev_seq;     /* latest registered version, 0 if none */
 	char prev_sha[65];
 	int action;           /* 0 nothing to do, 1 register, 2 amend */
+	char frozen[512];     /* "frozen/<id>-<file sha256>.json" once frozen */
 } reg_item;
 
 /* The latest hypothesis or amendment record for id; 1 found (seq, sha filled), 0 none, -1 error. */
@@ -153,19 +156,13 @@ static const char *base_name(const char *p)
 static int register_one(ledger *l, reg_item *it, const char *rationale, const char *dir,
 			int64_t *seq, cs_err *e)
 {
-	char rel[64], *path = NULL;
+	char *rel = it->frozen;
 	json_t *p = NULL;
-	size_t n;
 	int rc;
 
-	snprintf(rel, sizeof(rel), "frozen/%s-%.8s.json", it->h->id, it->h->sha256);
-	n = strlen(dir) + strlen(rel) + 2;
-	path = malloc(n);
-	if (!path)
-		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-	snprintf(path, n, "%s/%s", dir, rel);
-	/* an existing copy has the same canonical content (its name says so): keep the first */
-	if (access(path, F_OK) != 0 && (rc = cs_write_file_atomic(path, it->bytes, it->len, 0444, e)))
+	(void) dir;
+	/* named by the file's own SHA-256, so an orphan can never pass for another file's copy */
+	if ((rc = ledger_freeze(l, it->h->id, it->bytes, it->len, rel, sizeof(it->frozen), e)))
 		goto out;
 	p = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O}", "id", it->h->id, "file",
 		      base_name(it->path), "file_sha256", it->file_sha, "sha256", it->h->sha256,
@@ -182,14 +179,13 @@ static int register_one(ledger *l, reg_item *it, const char *rationale, const ch
 	rc = ledger_append(l, it->action == 2 ? "amendment" : "hypothesis", p, seq, e);
 out:
 	json_decref(p);
-	free(path);
 	return rc;
 }
 
 int cmd_register(int argc, char **argv)
 {
 	const char *dir = NULL, *rationale = NULL;
-	int amend = 0, nfiles = 0, rc = 0, missing = 0;
+	int amend = 0, nfiles = 0, rc = 0, missing = 0, held = 0;
 	reg_item *items = NULL;
 	ledger *l = NULL;
 	cs_err e = {0};
@@ -197,7 +193,7 @@ int cmd_register(int argc, char **argv)
 	if (cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy register DIR FILE... [--amend --rationale TEXT]\n\n"
 		       "Validate each hypothesis file, canonicalise and hash it (SHA-256), freeze a\n"
-		       "copy as DIR/frozen/<id>-<sha8>.json (mode 0444) and append a 'hypothesis'\n"
+		       "copy as DIR/frozen/<id>-<SHA-256 of the file>.json (mode 0444) and append a 'hypothesis'\n"
 		       "record with the UTC time. All files or none: a bad file (exit 5) or a\n"
 		       "refusal (exit 3) writes nothing. The same content again is a no-op (exit 0).\n"
 		       "The same id with new content is refused unless --amend --rationale TEXT,\n"
@@ -286,7 +282,13 @@ int cmd_register(int argc, char **argv)
 			goto out;
 		}
 	}
-	/* Phase 3: freeze and append, then commit once. */
+	/* Phase 3: freeze and append, then commit once; Ctrl-C waits for the commit or rollback. */
+	ledger_signals_hold();
+	held = 1;
+	if ((rc = ledger_sweep(l, &e))) {
+		rc = cli_fail("register", &e);
+		goto out;
+	}
 	for (int i = 0; i < nfiles; i++) {
 		reg_item *it = &items[i];
 		int64_t seq = 0;
@@ -311,12 +313,15 @@ int cmd_register(int argc, char **argv)
 		reg_item *it = &items[i];
 
 		if (it->action)
-			printf("%s: %s %s at seq %lld, sha256 %s -> frozen/%s-%.8s.json\n", it->path,
+			printf("%s: %s %s at seq %lld, sha256 %s -> %s\n", it->path,
 			       it->action == 2 ? "amended" : "registered", it->h->id,
-			       (long long) it->prev_seq, it->h->sha256, it->h->id, it->h->sha256);
+			       (long long) it->prev_seq, it->h->sha256, it->frozen);
 	}
+	fflush(stdout);
 out:
 	ledger_close(l); /* rolls back an open transaction */
+	if (held)
+		ledger_signals_release();
 	for (int i = 0; items && i < nfiles; i++) {
 		hyp_free(items[i].h);
 		free(items[i].bytes);

@@ -363,6 +363,7 @@ int ledger_begin(ledger *l, cs_err *e)
 	l->tail_valid = 0;
 	l->tx_base = -1;
 	l->appended = 0;
+	l->swept = 0;
 	return 0;
 }
 

@@ -85,6 +85,27 @@ int ledger_find(ledger *l, const char *kind, const char *id, ledger_record *out,
  */
 const char *ledger_access_state(ledger *l);
 
+/*
+ * Freeze a registered file's bytes as DIR/frozen/<id>-<SHA-256 of the
+ * bytes>.json (mode 0444, atomic), inside a transaction; rel (cap bytes)
+ * gets "frozen/..." for the record. The first freeze of a transaction
+ * sweeps what killed writers left (temporary files, copies no record
+ * names). See ledger/frozen.c.
+ */
+int ledger_freeze(ledger *l, const char *id, const void *bytes, size_t len, char *rel,
+		  size_t cap, cs_err *e);
+
+/* The sweep alone (once a transaction; inside one, under the write lock). */
+int ledger_sweep(ledger *l, cs_err *e);
+
+/*
+ * Hold SIGINT, SIGTERM and SIGHUP around a short critical section (freeze,
+ * append, commit); release delivers what arrived meanwhile, after the
+ * commit or rollback. Nested calls count.
+ */
+void ledger_signals_hold(void);
+void ledger_signals_release(void);
+
 /* ---- verification and transparency ---- */
 
 /* Recompute every hash and the Merkle root; exit 4 naming the first bad seq. */

@@ -153,6 +153,7 @@ struct ledger {
 	int64_t tx_base;    /* log size when this transaction first read the tail, -1 */
 	int64_t appended;   /* records appended in this transaction */
 	char *pending_note; /* signed at commit; written to DIR/checkpoint after it */
+	int swept;          /* leftovers swept in this transaction (frozen.c) */
 };
 
 /*

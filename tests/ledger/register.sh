@@ -38,8 +38,9 @@ expect 0 "amend" "$cs" register "$d/s" --amend --rationale "pilot runs narrowed 
 for f in "$d"/s/frozen/*.json; do
 	[ "$(stat -c %a "$f")" = 444 ] || { echo "FAIL: $f mode"; fail=1; }
 done
-sha=$(sqlite3 "$d/s/ledger.db" "SELECT json_extract(payload, '\$.sha256') FROM records WHERE seq = 1")
-cmp -s "$d/s/frozen/H1-$(echo "$sha" | cut -c1-8).json" "$data/H1.json" || { echo "FAIL: frozen copy differs"; fail=1; }
+# named by the SHA-256 of the file's own bytes
+cmp -s "$d/s/frozen/H1-$(sha256sum "$data/H1.json" | cut -d' ' -f1).json" "$data/H1.json" || { echo "FAIL: frozen copy differs"; fail=1; }
+[ "$(sqlite3 "$d/s/ledger.db" "SELECT json_extract(payload, '\$.frozen') FROM records WHERE seq = 1")" = "frozen/H1-$(sha256sum "$data/H1.json" | cut -d' ' -f1).json" ] || { echo "FAIL: frozen name in the record"; fail=1; }
 fsha=$(sqlite3 "$d/s/ledger.db" "SELECT json_extract(payload, '\$.file_sha256') FROM records WHERE seq = 1")
 [ "$fsha" = "$(sha256sum "$data/H1.json" | cut -d' ' -f1)" ] || { echo "FAIL: file_sha256"; fail=1; }
 # a changed or missing frozen copy fails verify
