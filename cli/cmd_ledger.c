@@ -501,6 +501,9 @@ static void log_help(FILE *f)
 		"  log verify-proof FILE|- (--checkpoint FILE | --root HEX) [--old-checkpoint FILE]\n"
 		"      check a proof offline against a tree head you trust: a saved checkpoint\n"
 		"      or its root (without one, exit 2: a proof alone only agrees with itself)\n"
+		"  log tiles DIR --out OUTDIR\n"
+		"      write the log as C2SP tlog-tiles (checkpoint, tile/<L>/<N>, tile/entries/<N>)\n"
+		"      for any static web server; unchanged tiles are left, others refused\n"
 		"  log export DIR\n"
 		"      JSONL, one record a line, byte-identical for the same ledger\n"
 		"  log publish DIR --url URL [--origin NAME] [--dry-run]\n"
@@ -804,6 +807,36 @@ static int log_key(int argc, char **argv)
 	return rc;
 }
 
+static int log_tiles(int argc, char **argv)
+{
+	const char *dir = NULL, *out = NULL, *v;
+	int64_t written = 0, same = 0;
+	int missing = 0, rc;
+	char *note = NULL;
+	ledger *l = NULL;
+	cs_err e = {0};
+
+	for (int i = 1; i < argc; i++) {
+		if ((v = opt_value(argc, argv, &i, "--out", &missing)))
+			out = v;
+		else if (missing || argv[i][0] == '-' || dir)
+			return cli_usage("log tiles", "unexpected argument '%s'", argv[i]);
+		else
+			dir = argv[i];
+	}
+	if (!dir || !out)
+		return cli_usage("log tiles", "expected DIR --out OUTDIR");
+	if ((rc = ledger_open(dir, &l, &e)) ||
+	    (rc = ledger_tiles_write(l, out, &written, &same, &note, &e)))
+		rc = cli_fail("log tiles", &e);
+	else
+		printf("%s: %lld tiles written, %lld already there; checkpoint:\n%s", out,
+		       (long long) written, (long long) same, note);
+	free(note);
+	ledger_close(l);
+	return rc;
+}
+
 static int log_export(int argc, char **argv)
 {
 	const char *dir = NULL;
@@ -833,7 +866,7 @@ int cmd_log(int argc, char **argv)
 		{"verify", log_verify},         {"checkpoint", log_checkpoint},
 		{"prove", log_prove},           {"verify-proof", log_verify_proof},
 		{"export", log_export},         {"publish", cmd_log_publish},
-		{"key", log_key},
+		{"key", log_key},               {"tiles", log_tiles},
 	};
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||

@@ -257,4 +257,40 @@ int ledger_proof_verify(const ledger_proof *p, cs_err *e);
  */
 int ledger_export(ledger *l, FILE *out, cs_err *e);
 
+/* ---- C2SP tlog-tiles (ledger/tiles.c) ---- */
+
+/* The C2SP path of level's tile n of width w (level -1: the entry bundle); 0 or -1. */
+int ledger_tile_path(int level, uint64_t n, unsigned w, char *out, size_t cap);
+
+/*
+ * Call cb(path, data, len, ud) for every tile and entry bundle of the tree
+ * that checkpoint note (signed or not) names which the tree of old_size
+ * records did not have (old_size 0: all of them), after recomputing every
+ * record hash up to the note's size and checking its root (exit 4). cb
+ * returns 0 or an exit code that stops the walk. *count = tiles passed.
+ */
+int ledger_tiles_foreach(ledger *l, const char *note, int64_t old_size,
+			 int (*cb)(const char *path, const void *data, size_t len, void *ud),
+			 void *ud, int64_t *count, cs_err *e);
+
+/*
+ * Is the checkpoint note (len bytes, named src in messages) an ancestor of
+ * this log at size: signed by the study's key (a signed study), of its
+ * origin, no larger, with the root this log has at its size? 0 with
+ * *old_size its size, or exit 4 saying which.
+ */
+int ledger_check_ancestor(ledger *l, const char *note, size_t len, const char *src,
+			  int64_t size, int64_t *old_size, cs_err *e);
+
+/*
+ * Write the log's tiles and its (signed) checkpoint under outdir, the
+ * checkpoint last. A checkpoint already there must be an ancestor
+ * (ledger_check_ancestor, exit 4). Tiles already there with the same
+ * bytes are left (counted in *same); one with other bytes is refused
+ * (exit 4). *note_out
+ * is the checkpoint written (caller frees).
+ */
+int ledger_tiles_write(ledger *l, const char *outdir, int64_t *written, int64_t *same,
+		       char **note_out, cs_err *e);
+
 #endif
