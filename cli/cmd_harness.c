@@ -182,8 +182,9 @@ int cmd_study(int argc, char **argv)
 		printf("usage: coldstudy study register DIR study.json\n"
 		       "       coldstudy study show DIR\n\n"
 		       "Register the study spec (production targets, datasets, indexes, defaults) as a\n"
-		       "study record, strictly validated (exit 5 with file, JSON path and why), or\n"
-		       "print the one registered last.\n");
+		       "study record, strictly validated (exit 5 with file, JSON path and why; dataset\n"
+		       "files must exist), or print the one registered last. Every key: 'coldstudy\n"
+		       "schema study' and docs/specs.md.\n");
 		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "register")) {
