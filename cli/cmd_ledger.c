@@ -506,8 +506,12 @@ static void log_help(FILE *f)
 		"      for any static web server; unchanged tiles are left, others refused\n"
 		"  log export DIR\n"
 		"      JSONL, one record a line, byte-identical for the same ledger\n"
+		"  log publish DIR --to URL [--witness URL]\n"
+		"      PUT the new tiles and the signed checkpoint to a static web server,\n"
+		"      refusing (exit 4) if its checkpoint is not an ancestor of this log;\n"
+		"      resumable; --witness asks a C2SP tlog-witness to cosign\n"
 		"  log publish DIR --url URL [--origin NAME] [--dry-run]\n"
-		"      POST the checkpoint and the export to a transparency endpoint\n");
+		"      (older) POST the checkpoint and the export to an endpoint\n");
 }
 
 /* Read a checkpoint file into *text (caller frees). */

@@ -364,7 +364,7 @@ int lg_note_open(const char *note, size_t len, const lg_vkey *v, size_t *text_le
 	*text_len = (size_t) (split - note) + 1;
 	for (p = split + 2; p < end; lines++) {
 		const char *nl = memchr(p, '\n', (size_t) (end - p)), *sp;
-		unsigned char sig[72];
+		unsigned char sig[1024]; /* ours: 4 + 64; a witness cosignature: 4 + 8 + 64 */
 		long n;
 
 		if (lines >= SIG_LINES_MAX) {
