@@ -78,8 +78,11 @@ static int type_ok(const json_t *v, char t)
 		return 1;
 	case 'T':
 		s = json_string_value(v);
-		return s && (!strcmp(s, "nothing run") || !strcmp(s, "runs recorded") ||
-			     !strcmp(s, "results seen") || !strcmp(s, "unknown"));
+		/* every state this or an earlier version wrote (ledger_access_state) */
+		return s && (!strcmp(s, "none") || !strcmp(s, "runs started") ||
+			     !strcmp(s, "results seen") || !strcmp(s, "holdout seen") ||
+			     !strcmp(s, "nothing run") || !strcmp(s, "runs recorded") ||
+			     !strcmp(s, "unknown"));
 	case 'P':
 		return json_is_array(v) && json_array_size(v) == 2 &&
 		       json_is_number(json_array_get(v, 0)) && json_is_number(json_array_get(v, 1));
@@ -104,7 +107,7 @@ static const char *type_name(char t)
 	case 'H':
 		return "64 lowercase hex digits";
 	case 'T':
-		return "an access state (nothing run, runs recorded, results seen)";
+		return "an access state (none, runs started, results seen, holdout seen)";
 	case 'P':
 		return "[lo, hi] numbers";
 	default:
