@@ -176,11 +176,9 @@ static int register_one(ledger *l, reg_item *it, const char *rationale, const ch
 		json_object_set_new(p, "rationale", json_string(rationale));
 		json_object_set_new(p, "replaces", json_string(it->prev_sha));
 	}
-	/* after the first run_start a hypothesis (or its change) is post hoc: exploratory */
-	if (it->action == 2 || strcmp(ledger_access_state(l), "none"))
+	if (it->action == 2)
 		json_object_set_new(p, "access_state", json_string(ledger_access_state(l)));
-	if (strcmp(ledger_access_state(l), "none"))
-		json_object_set_new(p, "post_hoc", json_true());
+	ledger_mark_post_hoc(l, p);
 	rc = ledger_append(l, it->action == 2 ? "amendment" : "hypothesis", p, seq, e);
 out:
 	json_decref(p);

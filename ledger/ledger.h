@@ -138,6 +138,13 @@ json_t *ledger_plan_hyp_specs(const ledger_plan *p, const char *id, const char *
 /* Spec hashes of the holdout targets (new array, empty without a plan). */
 json_t *ledger_plan_targets(const ledger_plan *p);
 
+/*
+ * The study's order on a hypothesis or amendment payload about to be
+ * appended: after the first run_start it is post hoc ("post_hoc": true and
+ * "access_state"), and verdicts list it as exploratory.
+ */
+void ledger_mark_post_hoc(ledger *l, json_t *payload);
+
 /* 1 if hypothesis id has a hypothesis or amendment record, 0 if not, -1 on error. */
 int ledger_hyp_registered(ledger *l, const char *id, cs_err *e);
 /* 1 if a run_start record names run_id, 0 if not, -1 on error. */
