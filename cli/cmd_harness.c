@@ -52,17 +52,23 @@ int cmd_clone(int argc, char **argv)
 	const char *src = NULL, *dst = NULL, *study = NULL;
 	harness_clone_info info;
 	ledger *l = NULL;
-	json_t *sdoc = NULL, *note;
+	guard_held held;
+	json_t *note;
 	cs_err e = {0};
 	int rc;
 
+	guard_held_init(&held);
 	if (cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy clone SRC DST [--study DIR]\n\n"
 		       "Clone index directory SRC into DST (which must not exist): FICLONE reflinks\n"
 		       "where the file system can, a full copy otherwise, recorded as which in the\n"
-		       "clone marker DST/.coldstudy-clone (bound to DST's device and inode and to\n"
-		       "SRC's content hash). With --study, DST is refused if it is production, and\n"
-		       "the clone is noted in the study's ledger.\n");
+		       "clone marker DST/.coldstudy-clone (bound to DST's device and inode, each\n"
+		       "file's inode and size, and SRC's content hash). DST is resolved once and\n"
+		       "refused (exit 3) when it is, lies inside, or contains a production item of\n"
+		       "the machine registry (and, with --study, of the study); it is created beneath\n"
+		       "its held parent and filled through the held directory. With --study the\n"
+		       "marker is authenticated with the study's clone key (HMAC-SHA-256) and the\n"
+		       "clone is noted in the ledger; only such clones are accepted by `run`.\n");
 		return CS_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -82,12 +88,12 @@ int cmd_clone(int argc, char **argv)
 	}
 	if (!src || !dst)
 		return cli_usage(argv[0], "need SRC and DST");
-	if (study) {
-		if ((rc = ledger_open(study, &l, &e)) || (rc = guard_study(l, "clone", &sdoc, &e)) ||
-		    (rc = guard_production(l, sdoc, dst, "clone", &e)))
-			goto out;
-	}
-	rc = harness_clone(src, dst, &info, &e);
+	if (study && (rc = ledger_open(study, &l, &e)))
+		goto out;
+	rc = harness_clone_target(l, dst, &held, &e);
+	if (rc)
+		goto out;
+	rc = harness_clone(src, guard_held_via(&held), study, &info, &e);
 	if (rc)
 		goto out;
 	printf("%s: %s of %llu files (%llu bytes, %llu reflinked), source sha256 %s\n", dst,
@@ -101,7 +107,7 @@ int cmd_clone(int argc, char **argv)
 		json_decref(note);
 	}
 out:
-	json_decref(sdoc);
+	guard_held_close(&held);
 	ledger_close(l);
 	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }
@@ -159,19 +165,35 @@ int cmd_study(int argc, char **argv)
 	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv) || argc < 2) {
-		printf("usage: coldstudy study register DIR study.json\n"
+		printf("usage: coldstudy study register DIR study.json [--amend --rationale TEXT]\n"
 		       "       coldstudy study show DIR\n\n"
 		       "Register the study spec (production targets, datasets, indexes, defaults) as a\n"
 		       "study record, strictly validated (exit 5 with file, JSON path and why), or\n"
-		       "print the one registered last.\n");
+		       "print the one registered last. Production paths are resolved against DIR (the\n"
+		       "study folder, never the current directory), must exist (exit 5), and are\n"
+		       "recorded by identity (device, inode, file system, a block device's backing)\n"
+		       "in the record and in the machine-wide production registry. Registering again\n"
+		       "may add items; a spec that drops one is refused (exit 3) unless --amend\n"
+		       "--rationale TEXT, which records an amendment.\n");
 		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "register")) {
+		harness_study_reg_opts ro = {0};
 		int64_t seq = 0;
 
-		if (argc != 4)
+		for (int i = 4; i < argc; i++) {
+			if (!strcmp(argv[i], "--amend"))
+				ro.amend = 1;
+			else if (!strcmp(argv[i], "--rationale") && i + 1 < argc)
+				ro.rationale = argv[++i];
+			else
+				return cli_usage(argv[0], "unknown option '%s'", argv[i]);
+		}
+		if (argc < 4)
 			return cli_usage(argv[0], "register needs DIR and study.json");
-		if (harness_study_register(argv[2], argv[3], &seq, &e))
+		if (ro.rationale && !ro.amend)
+			return cli_usage(argv[0], "--rationale goes with --amend");
+		if (harness_study_register(argv[2], argv[3], &ro, &seq, &e))
 			return cli_fail(argv[0], &e);
 		printf("study registered as record %lld\n", (long long) seq);
 		return CS_EXIT_OK;

@@ -27,6 +27,7 @@ static const verb verbs[] = {
 	{"clone", cmd_clone, "clone an index (reflink where possible) with a clone marker"},
 	{"run", cmd_run, "execute one study run: guards, evict, prove cold, load, measure, record"},
 	{"study", cmd_study, "register and show a study spec (production targets, datasets)"},
+	{"production", cmd_production, "list, add and remove machine-wide production items"},
 	{"holdout", cmd_holdout, "predict holdout runs from design runs; score the predictions"},
 	{"refute", cmd_refute, "record the sceptic's refutation of a hypothesis"},
 	{"verdicts", cmd_verdicts, "evaluate every hypothesis's registered rules"},

@@ -79,7 +79,18 @@ int harness_run_effective_study(struct ledger *l, const json_t *run, json_t **ou
 int harness_spec_features(const json_t *spec, json_t **features, cs_err *e);
 
 /* coldstudy study register DIR study.json: validate and append a `study` record. */
-int harness_study_register(const char *dir, const char *path, int64_t *seq, cs_err *e);
+typedef struct harness_study_reg_opts {
+	int amend;             /* an amendment: may drop production items */
+	const char *rationale; /* required with amend */
+} harness_study_reg_opts;
+
+/*
+ * Register study.json: production items resolved against DIR (each must
+ * exist), recorded by identity in the study record and the machine
+ * registry; a spec that drops a protected item is refused unless amended.
+ */
+int harness_study_register(const char *dir, const char *path, const harness_study_reg_opts *o,
+			   int64_t *seq, cs_err *e);
 
 /* The latest registered study document of DIR's ledger (new reference); exit 3 when none. */
 struct ledger;
@@ -96,12 +107,24 @@ typedef struct harness_clone_info {
 } harness_clone_info;
 
 /*
- * Clone index directory src into dst (must not exist): FICLONE per file
- * where the file system can, a full copy otherwise (method "copy" if any
- * file had to be copied). Writes dst/.coldstudy-clone last, bound to
- * dst's own st_dev and st_ino and to src's content hash.
+ * Clone index directory src into dst (must not exist, or be an empty
+ * directory): FICLONE per file where the file system can, a full copy
+ * otherwise (method "copy" if any file had to be copied). Writes
+ * dst/.coldstudy-clone last, bound to dst's own st_dev and st_ino, each
+ * file's inode and size and src's content hash, authenticated with an
+ * HMAC under study_dir's clone key (made on first use; NULL: no HMAC, and
+ * no study run will accept the clone).
  */
-int harness_clone(const char *src, const char *dst, harness_clone_info *info, cs_err *e);
+int harness_clone(const char *src, const char *dst, const char *study_dir,
+		  harness_clone_info *info, cs_err *e);
+
+/*
+ * Resolve a clone's destination once and make it: refused (recorded with
+ * l) when it exists, or is, lies in or contains production; created
+ * beneath its held parent; h then holds the new, empty directory.
+ */
+struct guard_held;
+int harness_clone_target(struct ledger *l, const char *dst, struct guard_held *h, cs_err *e);
 
 /* SHA-256 over a directory's index files (sorted names, each name + length + bytes). */
 int harness_dir_sha256(const char *dir, char out[65], cs_err *e);

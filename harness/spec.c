@@ -20,10 +20,12 @@
 #include "ledger.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 /* ---- small schema helpers ---- */
@@ -679,14 +681,20 @@ int harness_study_current(struct ledger *l, json_t **doc, cs_err *e)
 	return guard_study(l, "study", doc, e);
 }
 
-int harness_study_register(const char *dir, const char *path, int64_t *seq, cs_err *e)
+int harness_study_register(const char *dir, const char *path, const harness_study_reg_opts *o,
+			   int64_t *seq, cs_err *e)
 {
 	ledger *l = NULL;
-	json_t *doc = NULL, *rec = NULL;
-	char *canon = NULL, sha[65];
+	json_t *doc = NULL, *rec = NULL, *items = NULL, *removed = NULL;
+	char *canon = NULL, sha[65], owner[PATH_MAX + 80], real[PATH_MAX], link[64];
+	guard_held sh;
+	ssize_t rl;
 	size_t len;
 	int rc;
 
+	guard_held_init(&sh);
+	if (o && o->amend && (!o->rationale || !*o->rationale))
+		return cs_err_set(e, CS_EXIT_USAGE, "--amend needs --rationale TEXT");
 	rc = harness_study_load(path, &doc, e);
 	if (rc)
 		return rc;
@@ -697,15 +705,44 @@ int harness_study_register(const char *dir, const char *path, int64_t *seq, cs_e
 	rc = ledger_open(dir, &l, e);
 	if (rc)
 		goto out;
-	rec = json_pack("{s:O, s:s, s:O}", "id", json_object_get(doc, "id"), "sha256", sha, "doc",
-			doc);
+	/* Production paths are resolved once, against the study folder, and must exist. */
+	rc = guard_hold(dir, AT_FDCWD, &sh, e);
+	if (rc)
+		goto out;
+	rc = guard_production_resolve(doc, sh.fd, path, &items, e);
+	if (rc)
+		goto out;
+	rc = guard_production_keep(l, items, o && o->amend, "study register", &removed, e);
+	if (rc)
+		goto out;
+	rec = json_pack("{s:O, s:s, s:O, s:O}", "id", json_object_get(doc, "id"), "sha256", sha,
+			"doc", doc, "production_items", items);
 	if (!rec) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
 	}
+	if (o && o->amend && json_array_size(removed)) {
+		json_object_set_new(rec, "production_amended", json_true());
+		json_object_set_new(rec, "amend",
+				    json_pack("{s:s, s:O, s:s}", "rationale", o->rationale,
+					      "production_removed", removed, "access_state",
+					      ledger_access_state(l)));
+	}
 	rc = ledger_append(l, "study", rec, seq, e);
+	if (rc)
+		goto out;
+	/* The machine-wide registry: every verb on this machine checks it, study or not. */
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", sh.fd);
+	rl = readlink(link, real, sizeof(real) - 1);
+	real[rl > 0 ? rl : 0] = '\0';
+	snprintf(owner, sizeof(owner), "study:%s@%s", json_string_value(json_object_get(doc, "id")),
+		 real);
+	rc = guard_registry_add(items, owner, e);
 out:
+	guard_held_close(&sh);
 	json_decref(rec);
+	json_decref(items);
+	json_decref(removed);
 	json_decref(doc);
 	free(canon);
 	ledger_close(l);
