@@ -94,8 +94,10 @@ int cmd_clone(int argc, char **argv)
 	if (rc)
 		goto out;
 	rc = harness_clone(src, guard_held_via(&held), study, &info, &e);
-	if (rc)
+	if (rc) {
+		guard_held_rmdir(&held); /* the empty DST made for it, by name in its held parent */
 		goto out;
+	}
 	printf("%s: %s of %llu files (%llu bytes, %llu reflinked), source sha256 %s\n", dst,
 	       info.method, (unsigned long long) info.files, (unsigned long long) info.bytes,
 	       (unsigned long long) info.reflinked_files, info.source_sha256);

@@ -191,7 +191,7 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 	memset(info, 0, sizeof(*info));
 	if (!realpath(src, srcabs) || stat(srcabs, &st) < 0 || !S_ISDIR(st.st_mode))
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: not an index directory", src);
-	if (lstat(dst, &st) == 0 && !(S_ISDIR(st.st_mode) && empty_dir(dst)))
+	if (stat(dst, &st) == 0 && !(S_ISDIR(st.st_mode) && empty_dir(dst)))
 		return cs_err_set(e, CS_EXIT_REFUSED, "%s: already exists; a clone is made fresh",
 				  dst);
 	rc = guard_dir_files(srcabs, &names, &n, e);

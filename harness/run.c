@@ -1218,9 +1218,11 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			ledger_rollback(l);
 			goto out;
 		}
-		ixj = json_pack("{s:s, s:s, s:{s:O, s:O}}", "kind", cv_index_kind(ix), "dir", index_shown,
-				"clone", "method", json_object_get(marker, "method"), "source_sha256",
-				json_object_get(marker, "source_sha256"));
+		/* What was read: the held directory's identity, whatever its spelling resolved to later. */
+		ixj = json_pack("{s:s, s:s, s:{s:O, s:O}, s:I, s:I}", "kind", cv_index_kind(ix), "dir",
+				index_shown, "clone", "method", json_object_get(marker, "method"),
+				"source_sha256", json_object_get(marker, "source_sha256"), "dev",
+				(json_int_t) ihold.st.st_dev, "ino", (json_int_t) ihold.st.st_ino);
 		rec = json_pack("{s:s, s:O, s:s, s:O, s:O, s:b, s:o, s:O, s:O, s:{s:s, s:s, s:s, s:s},"
 				" s:O, s:s, s:s, s:s, s:O, s:o}",
 				"run_id", run_id, "spec", eff, "spec_sha256", sha, "tags",
