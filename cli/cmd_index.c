@@ -630,9 +630,13 @@ static int index_query(int argc, char **argv)
 	{
 		cs_err ge = {0};
 
-		rc = a.cold ? guard_target(NULL, NULL, a.dir, AT_FDCWD, "index query --cold", "index",
+		rc = a.cold ? guard_existing(NULL, NULL, a.dir, AT_FDCWD, "index query --cold", "index",
 					   &held, &ge)
 			    : guard_hold(a.dir, AT_FDCWD, &held, &ge);
+		if (!rc && !held.exists) {
+			guard_held_close(&held);
+			rc = cs_err_set(&ge, CS_EXIT_BADINPUT, "%s: does not exist", a.dir);
+		}
 		if (rc) {
 			free(a.parts);
 			return cli_fail("index", &ge);
@@ -968,7 +972,7 @@ static int index_update(int argc, char **argv, int insert)
 		cs_err ge = {0};
 
 		/* A production index is never changed: resolve once, check, update through the hold. */
-		if ((rc = guard_target(NULL, NULL, dir, AT_FDCWD, insert ? "index insert" : "index delete",
+		if ((rc = guard_existing(NULL, NULL, dir, AT_FDCWD, insert ? "index insert" : "index delete",
 				       "index", &held, &ge)))
 			return cli_fail("index", &ge);
 		shown = dir;

@@ -47,7 +47,7 @@ static int cache_evict(int argc, char **argv)
 		int rc;
 
 		/* Production's cache is never evicted: resolve once, check, evict through the hold. */
-		if ((rc = guard_target(NULL, NULL, argv[i], AT_FDCWD, "cache evict", "file", &h, &e)))
+		if ((rc = guard_existing(NULL, NULL, argv[i], AT_FDCWD, "cache evict", "file", &h, &e)))
 			return cli_fail("cache", &e);
 		rc = cv_cache_evict(guard_held_via(&h));
 		guard_held_close(&h);
@@ -225,7 +225,7 @@ static int cache_prewarm(int argc, char **argv)
 		guard_held h;
 		cs_err e = {0};
 
-		if ((rc = guard_target(NULL, NULL, file, AT_FDCWD, "cache prewarm", "file", &h, &e))) {
+		if ((rc = guard_existing(NULL, NULL, file, AT_FDCWD, "cache prewarm", "file", &h, &e))) {
 			free(list);
 			return cli_fail("cache", &e);
 		}
@@ -471,7 +471,7 @@ int cmd_probe(int argc, char **argv)
 		cs_err ge = {0};
 
 		/* Load on production (a file or a device) is refused; the probe reads through the hold. */
-		if ((rc = guard_target(NULL, NULL, file, AT_FDCWD, "probe", "file", &held, &ge)))
+		if ((rc = guard_existing(NULL, NULL, file, AT_FDCWD, "probe", "file", &held, &ge)))
 			return cli_fail("probe", &ge);
 		shown = file;
 		file = guard_held_via(&held);

@@ -142,6 +142,10 @@ int guard_registry_remove(const char *name, size_t *removed, cs_err *e);
 /* The registry's items (new reference). */
 int guard_registry_list(json_t **items, cs_err *e);
 
+/* guard_target for a target that must exist (exit 5 otherwise): what evicts, reads or loads. */
+int guard_existing(struct ledger *l, guard_prodset *ps, const char *path, int base_fd,
+		   const char *verb, const char *role, guard_held *h, cs_err *e);
+
 /*
  * A dataset spec's file (fvecs:PATH, npy:PATH, ...) checked like a target:
  * a study run reads clones and generated data, never production's files.

@@ -743,6 +743,18 @@ int guard_target(struct ledger *l, guard_prodset *ps, const char *path, int base
 	return rc;
 }
 
+int guard_existing(struct ledger *l, guard_prodset *ps, const char *path, int base_fd,
+		   const char *verb, const char *role, guard_held *h, cs_err *e)
+{
+	int rc = guard_target(l, ps, path, base_fd, verb, role, h, e);
+
+	if (rc || h->exists)
+		return rc;
+	guard_held_close(h);
+	/* Never hand out a path with unresolved components: they would be walked again by name. */
+	return cs_err_set(e, CS_EXIT_BADINPUT, "%s %s: does not exist", role, path);
+}
+
 int guard_dataset(struct ledger *l, guard_prodset *ps, const char *spec, const char *verb,
 		  const char *role, cs_err *e)
 {

@@ -740,7 +740,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	 * renaming a directory after this point changes nothing.
 	 */
 	if ((rc = guard_prodset_load(l, &prod, e)) ||
-	    (rc = guard_target(l, prod, index, AT_FDCWD, "run", "index", &ihold, e)) ||
+	    (rc = guard_existing(l, prod, index, AT_FDCWD, "run", "index", &ihold, e)) ||
 	    (rc = guard_clone(l, ledger_dir(l), guard_held_via(&ihold), "run", 0, &marker, e)) ||
 	    (rc = run_guard_inputs(l, prod, study, eff, &ihold, &whold, e)))
 		goto out;
