@@ -132,22 +132,6 @@ static void fail(load *L, const char *msg, int rc)
 	pthread_mutex_unlock(&L->mu);
 }
 
-/* Resident fraction of files (NaN when it cannot be measured). */
-static double prewarm_residency(char **files, size_t n)
-{
-	uint64_t pages = 0, res = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		cv_residency r;
-
-		if (cv_cache_residency(files[i], &r))
-			return NAN;
-		pages += r.pages;
-		res += r.resident;
-	}
-	return pages ? (double) res / (double) pages : 0.0;
-}
-
 /* One client: closed loop, the next query only when the last returned. */
 static void *client(void *p)
 {
@@ -205,10 +189,14 @@ static void *client(void *p)
 			cv_index_drop_buffers(L->ix);
 			for (size_t f = 0; f < L->nfiles && !rc; f++)
 				rc = cv_cache_evict(L->files[f]);
-			res = prewarm_residency(L->files, L->nfiles);
-			if (!rc && !(res == 0.0)) {
-				fail(L, "page cache not cold after eviction before the query", -EBUSY);
-				break;
+			/* The cold proof is the guard's (guard_cold), as at the start of the run. */
+			if (!rc) {
+				cs_err ge = {0};
+
+				if (guard_cold(NULL, L->files, L->nfiles, "run", &res, &ge)) {
+					fail(L, "page cache not cold after eviction before the query", -EBUSY);
+					break;
+				}
 			}
 			if (!rc && L->pw)
 				rc = harness_prewarm(L->files, L->nfiles, &L->pw[q]);
