@@ -118,21 +118,35 @@ int cmd_run(int argc, char **argv)
 {
 	harness_run_opts o = {0};
 	const char *dir = NULL, *spec = NULL;
+	int quiet = 0, json = 0;
 	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy run DIR run.json [--holdout] [--enforce-clean]\n"
-		       "                    [--declare-overlap TEXT] [--progress|--no-progress]\n\n"
+		       "                    [--declare-overlap TEXT] [--progress|--no-progress]\n"
+		       "                    [-q|--quiet] [--json]\n"
+		       "       coldstudy run show DIR RUN_ID [--queries] [--csv|--jsonl|--json]\n\n"
 		       "One study run: guards (production, clone marker, registered hypotheses,\n"
 		       "validation passed, holdout predictions frozen), a run_start record, evict and\n"
 		       "prove the cache cold (residency 0.0 on every index file), a closed-loop load\n"
 		       "of C clients for N queries or T seconds with samplers beside it, and one run\n"
-		       "record with the raw per-query rows and series. Exit 3 when a guard refused.\n");
+		       "record with the raw per-query rows and series. Exit 3 when a guard refused.\n\n"
+		       "Prints the run id on the first line (scripts: first line), then a summary of\n"
+		       "what it measured; -q prints the id only and no progress; --json prints the run\n"
+		       "record instead. 'coldstudy runs DIR' lists every run; 'run show' shows one.\n"
+		       "The run spec's keys: 'coldstudy schema run' (JSON Schema) and the README.\n");
 		return CS_EXIT_OK;
 	}
+	if (argc > 1 && !strcmp(argv[1], "show"))
+		return cmd_run_show(argc - 1, argv + 1);
 	o.progress = -1;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--holdout")) {
+		if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
+			quiet = 1;
+			o.progress = 0;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if (!strcmp(argv[i], "--holdout")) {
 			o.holdout = 1;
 		} else if (!strcmp(argv[i], "--enforce-clean")) {
 			o.enforce_clean = 1;
@@ -156,9 +170,15 @@ int cmd_run(int argc, char **argv)
 	}
 	if (!dir || !spec)
 		return cli_usage(argv[0], "need DIR and run.json");
+	if (quiet && o.progress > 0)
+		return cli_usage(argv[0], "--quiet and --progress contradict each other");
 	if (harness_run(dir, spec, &o, &e))
 		return cli_fail(argv[0], &e);
+	if (json)
+		return cli_run_json(dir, o.run_id);
 	printf("%s\n", o.run_id);
+	if (!quiet)
+		cli_run_summary(dir, o.run_id);
 	return CS_EXIT_OK;
 }
 

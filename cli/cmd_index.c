@@ -47,6 +47,7 @@ static const char usage[] =
 	"                             [--buffers SIZE] [--search-probe N] [--rescore-limit N]\n"
 	"                             [--io serial|concurrent:Q] [--partitions LIST]\n"
 	"                             [--record-blocks PREFIX] [--trace FILE] [--json]\n"
+	"                             [--repeat N] [--warmup W]\n"
 	"       coldstudy index verify DIR\n"
 	"       coldstudy index insert DIR --data SPEC [--first-id N]\n"
 	"       coldstudy index delete DIR --ids FILE | --data SPEC [--first-id N]\n\n"
@@ -54,6 +55,10 @@ static const char usage[] =
 	"(ann-benchmarks' definition), QPS, latency mean/p50/p99, reads per query,\n"
 	"bytes per read, mean read latency, buffer hits, heap/posting/rescore reads.\n"
 	"--cold evicts the index's files and empties the buffer pool before each query.\n"
+	"--warmup W runs the queries W times untimed, then --repeat N times timed (the\n"
+	"query loop only: loading, ground truth and parsing are outside); QPS is the\n"
+	"median pass's, with the best and the min..max spread; percentiles over every\n"
+	"timed query (linear interpolation).\n"
 	"--simulate replays each query's reads against PROFILE in virtual time.\n"
 	"--trace writes each query's reads (cvtrace format: FILE, or FILE.N for several\n"
 	"queries) for `coldstudy device replay FILE --device PROFILE`.\n"
@@ -324,20 +329,6 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double pct(const double *sorted, size_t n, double q)
-{
-	size_t i;
-
-	if (!n)
-		return 0;
-	i = (size_t) ceil(q * (double) n);
-	if (i > 0)
-		i--;
-	if (i >= n)
-		i = n - 1;
-	return sorted[i];
-}
-
 /* Read DIR/DATA (the spec the index was built from) into buf; 0 or -ENOENT. */
 static int read_data_spec(const char *dir, char *buf, size_t len)
 {
@@ -386,6 +377,7 @@ static int write_blocks(const char *prefix, const cv_block_list *bl, char **file
 typedef struct qargs {
 	const char *dir, *queries, *data, *gt, *device, *simulate, *record, *tracefile;
 	uint64_t nq, buffers;
+	uint64_t repeat, warmup; /* timed passes over the queries, untimed ones first */
 	int cold, json;
 	cv_io_strategy strategy;
 	cv_query_opts qo;
@@ -402,6 +394,7 @@ static int parse_query_args(int argc, char **argv, qargs *a)
 	cv_query_opts_default(&a->qo);
 	a->strategy = CV_IO_PREAD;
 	a->buffers = 128ull << 20;
+	a->repeat = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -438,6 +431,12 @@ static int parse_query_args(int argc, char **argv, qargs *a)
 			a->tracefile = val;
 		else if (!strcmp(o, "--nq")) {
 			if ((rc = opt_uint(o, val, 1, UINT32_MAX, &a->nq)))
+				return rc;
+		} else if (!strcmp(o, "--repeat")) {
+			if ((rc = opt_uint(o, val, 1, 1000, &a->repeat)))
+				return rc;
+		} else if (!strcmp(o, "--warmup")) {
+			if ((rc = opt_uint(o, val, 0, 1000, &a->warmup)))
 				return rc;
 		} else if (!strcmp(o, "--k")) {
 			if ((rc = opt_uint(o, val, 1, 10000, &v)))
@@ -500,11 +499,15 @@ static int parse_query_args(int argc, char **argv, qargs *a)
 	}
 	if (!a->dir || !a->queries)
 		return cli_usage("index", "query needs DIR and --queries SPEC");
+	if (a->repeat > 1 && a->tracefile)
+		return cli_usage("index", "--trace writes one pass: it takes --repeat 1");
 	return 0;
 }
 
 typedef struct qsum {
-	size_t nq;
+	size_t nq;           /* queries per pass */
+	size_t passes;       /* timed passes done */
+	double *pass_qps;    /* each timed pass's QPS (queries / the sum of their latencies) */
 	double wall_s, cpu_s, user_s, sys_s, recall;
 	int have_recall;
 	double *lat_ms;
@@ -516,23 +519,34 @@ typedef struct qsum {
 
 static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 {
-	double nq = (double) (s->nq ? s->nq : 1);
-	double lat_mean = 0, p50, p99;
-	double *sorted = malloc((s->nq ? s->nq : 1) * sizeof(double));
+	size_t ntot = s->nq * s->passes;
+	double nq = (double) (ntot ? ntot : 1);
+	double lat_mean = 0, p50, p99, qps, qps_best, qps_min;
+	double *sorted = malloc((ntot ? ntot : 1) * sizeof(double));
+	double *qsorted = malloc((s->passes ? s->passes : 1) * sizeof(double));
 	double read_ms = cv_hist_mean(&s->io.lat_ns) / 1e6;
 	double bpr = s->st.reads ? (double) s->st.bytes / (double) s->st.reads : 0;
 
-	if (!sorted)
+	if (!sorted || !qsorted) {
+		free(sorted);
+		free(qsorted);
 		return;
-	for (size_t i = 0; i < s->nq; i++) {
+	}
+	for (size_t i = 0; i < ntot; i++) {
 		lat_mean += s->lat_ms[i];
 		sorted[i] = s->lat_ms[i];
 	}
 	lat_mean /= nq;
-	qsort(sorted, s->nq, sizeof(double), cmp_double);
-	p50 = pct(sorted, s->nq, 0.5);
-	p99 = pct(sorted, s->nq, 0.99);
+	qsort(sorted, ntot, sizeof(double), cmp_double);
+	p50 = ntot ? cs_quantile(sorted, ntot, 0.5) : 0;
+	p99 = ntot ? cs_quantile(sorted, ntot, 0.99) : 0;
 	free(sorted);
+	/* QPS: the median pass's, the best pass's and the spread (min to max = best) */
+	memcpy(qsorted, s->pass_qps, s->passes * sizeof(double));
+	qsort(qsorted, s->passes, sizeof(double), cmp_double);
+	qps = s->passes ? cs_quantile(qsorted, s->passes, 0.5) : 0;
+	qps_best = s->passes ? qsorted[s->passes - 1] : 0;
+	qps_min = s->passes ? qsorted[0] : 0;
 	if (a->json) {
 		printf("{\"kind\":\"%s\",\"queries\":%zu,\"k\":%zu,\"ef_search\":%u,"
 		       "\"mode\":\"%s\",\"fanout\":%u,\"merge\":\"%s\",\"strategy\":\"%s\","
@@ -542,10 +556,20 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 		       a->qo.merge == CV_MERGE_SORT ? "sort" : "stream", cv_io_strategy_name(a->strategy),
 		       a->cold ? "true" : "false", (unsigned long long) a->buffers,
 		       a->nparts ? (unsigned) a->nparts : cv_index_partitions(ix));
+		if (cv_fanout_via_name(s->st.fanout_via))
+			printf("\"fanout_via\":\"%s\",", cv_fanout_via_name(s->st.fanout_via));
+		else
+			printf("\"fanout_via\":null,");
 		if (s->have_recall)
 			printf("\"recall_at_k\":%.6f,", s->recall);
 		else
 			printf("\"recall_at_k\":null,");
+		printf("\"repeat\":%zu,\"warmup\":%llu,\"qps_best\":%.3f,\"qps_min\":%.3f,"
+		       "\"qps_max\":%.3f,\"qps_passes\":[",
+		       s->passes, (unsigned long long) a->warmup, qps_best, qps_min, qps_best);
+		for (size_t i = 0; i < s->passes; i++)
+			printf("%s%.3f", i ? "," : "", s->pass_qps[i]);
+		printf("],\"lat_samples\":%zu,", ntot);
 		printf("\"wall_s\":%.6f,\"qps\":%.3f,\"lat_mean_ms\":%.4f,\"lat_p50_ms\":%.4f,"
 		       "\"lat_p99_ms\":%.4f,\"engine_reads\":%llu,\"reads_per_query\":%.2f,"
 		       "\"bytes_per_read\":%.1f,\"engine_read_ms_mean\":%.5f,\"buffer_hits_per_query\":%.2f,"
@@ -553,7 +577,7 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 		       "\"rescore_reads_per_query\":%.2f,\"distances_per_query\":%.1f,"
 		       "\"inflight_max\":%llu,\"cpu_ms_per_query\":%.3f,\"cpu_us_per_read\":%.2f,"
 		       "\"user_us_per_read\":%.2f,\"sys_us_per_read\":%.2f,\"inflight_mean\":%.2f",
-		       s->wall_s, s->wall_s > 0 ? nq / s->wall_s : 0, lat_mean, p50, p99,
+		       s->wall_s, qps, lat_mean, p50, p99,
 		       (unsigned long long) s->st.reads, (double) s->st.reads / nq, bpr, read_ms,
 		       (double) s->st.buffer_hits / nq, (double) s->st.heap_reads / nq,
 		       (double) s->st.posting_reads / nq, (double) s->st.rescore_reads / nq,
@@ -568,20 +592,29 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 			       a->simulate, s->sim_ms / nq, s->sim_read_ms, s->sim_inflight,
 			       (double) s->sim_reads / nq);
 		printf("}\n");
+		free(qsorted);
 		return;
 	}
 	printf("kind %s, %zu queries, k=%zu, ef_search=%u, mode %s", cv_index_kind(ix), s->nq,
 	       a->qo.k, a->qo.ef_search, a->qo.mode == CV_MODE_FANOUT ? "fanout" : "serial");
 	if (a->qo.mode == CV_MODE_FANOUT)
 		printf(":%u", a->qo.fanout);
+	if (cv_fanout_via_name(s->st.fanout_via))
+		printf(" via %s", cv_fanout_via_name(s->st.fanout_via));
 	printf(", merge %s, strategy %s%s\n", a->qo.merge == CV_MERGE_SORT ? "sort" : "stream",
 	       cv_io_strategy_name(a->strategy), a->cold ? ", cold" : "");
 	if (s->have_recall)
 		printf("recall@%zu        %.4f\n", a->qo.k, s->recall);
 	else
 		printf("recall@%zu        n/a (no --gt and no data spec)\n", a->qo.k);
-	printf("QPS              %.2f\n", s->wall_s > 0 ? nq / s->wall_s : 0);
-	printf("latency ms       mean %.3f  p50 %.3f  p99 %.3f\n", lat_mean, p50, p99);
+	if (s->passes > 1)
+		printf("QPS              %.2f median of %zu passes (best %.2f, min %.2f; %llu warm-up "
+		       "passes untimed)\n",
+		       qps, s->passes, qps_best, qps_min, (unsigned long long) a->warmup);
+	else
+		printf("QPS              %.2f\n", qps);
+	printf("latency ms       mean %.3f  p50 %.3f  p99 %.3f (%zu queries)\n", lat_mean, p50, p99,
+	       ntot);
 	printf("reads/query      %.1f (%.0f bytes per read, mean read %.4f ms, max in flight %llu)\n",
 	       (double) s->st.reads / nq, bpr, read_ms, (unsigned long long) s->io.inflight_max);
 	printf("cpu/query        %.3f ms (%.2f us per read: user %.2f, system %.2f)\n",
@@ -595,6 +628,7 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 	if (a->simulate)
 		printf("virtual time     %s: %.2f ms per query, read %.3f ms, %.2f in flight\n",
 		       a->simulate, s->sim_ms / nq, s->sim_read_ms, s->sim_inflight);
+	free(qsorted);
 }
 
 static int index_query(int argc, char **argv)
@@ -756,76 +790,99 @@ static int index_query(int argc, char **argv)
 	a.qo.blocks = a.record ? &bl : NULL;
 	ids = calloc(a.qo.k, sizeof(*ids));
 	dists = calloc(a.qo.k, sizeof(*dists));
-	s.lat_ms = calloc(s.nq ? s.nq : 1, sizeof(double));
-	if (!ids || !dists || !s.lat_ms) {
+	s.lat_ms = calloc((s.nq * a.repeat) ? s.nq * a.repeat : 1, sizeof(double));
+	s.pass_qps = calloc(a.repeat, sizeof(double));
+	if (!ids || !dists || !s.lat_ms || !s.pass_qps) {
 		exitc = CS_EXIT_INTERNAL;
 		goto out;
 	}
-	for (size_t i = 0; i < s.nq; i++) {
-		size_t nout = 0;
-		uint64_t t0, t1, c0, c1, u0, u1, k0, k1;
+	/*
+	 * warmup untimed passes, then repeat timed ones, over the same queries.
+	 * Only the timed passes count: latencies, QPS per pass, read counters
+	 * (the context's are reset after the warm-up), recall (the first timed
+	 * pass; later ones return the same ids), traces and virtual time.
+	 */
+	for (uint64_t pass = 0; pass < a.warmup + a.repeat; pass++) {
+		int timed = pass >= a.warmup, first = pass == a.warmup;
+		double *lat = timed ? s.lat_ms + (pass - a.warmup) * s.nq : NULL;
+		double pass_s = 0;
+		cv_query_stats wst = {0};
 
-		if (a.cold) {
-			for (size_t f = 0; f < nfiles; f++)
-				if ((rc = cv_cache_evict(files[f]))) {
-					fprintf(stderr, "coldstudy index: %s: cannot evict: %s\n", files[f],
-						strerror(-rc));
+		if (first)
+			cv_io_stats_reset(io);
+		for (size_t i = 0; i < s.nq; i++) {
+			size_t nout = 0;
+			uint64_t t0, t1, c0, c1, u0, u1, k0, k1;
+
+			if (a.cold) {
+				for (size_t f = 0; f < nfiles; f++)
+					if ((rc = cv_cache_evict(files[f]))) {
+						fprintf(stderr, "coldstudy index: %s: cannot evict: %s\n", files[f],
+							strerror(-rc));
+						exitc = CS_EXIT_INTERNAL;
+						goto out;
+					}
+				cv_index_drop_buffers(ix);
+			}
+			if (trace)
+				cv_trace_clear(trace);
+			cpu_split(&u0, &k0);
+			c0 = cpu_ns();
+			t0 = now_ns();
+			rc = cv_index_query(ix, io, cv_row(qs, i), &a.qo, ids, dists, &nout,
+					    timed ? &s.st : &wst);
+			t1 = now_ns();
+			c1 = cpu_ns();
+			cpu_split(&u1, &k1);
+			if (rc) {
+				fprintf(stderr, "coldstudy index: query %zu: %s\n", i, strerror(-rc));
+				exitc = cli_exit_from_errno(rc);
+				goto out;
+			}
+			if (!timed)
+				continue;
+			lat[i] = (double) (t1 - t0) / 1e6;
+			pass_s += (double) (t1 - t0) / 1e9;
+			s.cpu_s += (double) (c1 - c0) / 1e9;
+			s.user_s += (double) (u1 - u0) / 1e9;
+			s.sys_s += (double) (k1 - k0) / 1e9;
+			if (first && gt && base) {
+				s.recall += cv_recall_at_k(base, cv_row(qs, i), cv_index_metric(ix),
+							   gt + i * a.qo.k, a.qo.k, ids, nout);
+				s.have_recall = 1;
+			}
+			if (a.tracefile) {
+				char tpath[4200];
+
+				/* one file per query: FILE for a single query, FILE.N otherwise */
+				if (s.nq == 1)
+					snprintf(tpath, sizeof(tpath), "%s", a.tracefile);
+				else
+					snprintf(tpath, sizeof(tpath), "%s.%zu", a.tracefile, i);
+				rc = cv_trace_save(trace, tpath, &e);
+				if (rc) {
+					exitc = fail(rc, &e);
+					goto out;
+				}
+			}
+			if (simdev) {
+				cv_sim_result r;
+
+				rc = cv_device_simulate(simdev, trace, i + 1, &r);
+				if (rc) {
+					fprintf(stderr, "coldstudy index: simulate: %s\n", strerror(-rc));
 					exitc = CS_EXIT_INTERNAL;
 					goto out;
 				}
-			cv_index_drop_buffers(ix);
-		}
-		if (trace)
-			cv_trace_clear(trace);
-		cpu_split(&u0, &k0);
-		c0 = cpu_ns();
-		t0 = now_ns();
-		rc = cv_index_query(ix, io, cv_row(qs, i), &a.qo, ids, dists, &nout, &s.st);
-		t1 = now_ns();
-		c1 = cpu_ns();
-		cpu_split(&u1, &k1);
-		if (rc) {
-			fprintf(stderr, "coldstudy index: query %zu: %s\n", i, strerror(-rc));
-			exitc = cli_exit_from_errno(rc);
-			goto out;
-		}
-		s.lat_ms[i] = (double) (t1 - t0) / 1e6;
-		s.wall_s += (double) (t1 - t0) / 1e9;
-		s.cpu_s += (double) (c1 - c0) / 1e9;
-		s.user_s += (double) (u1 - u0) / 1e9;
-		s.sys_s += (double) (k1 - k0) / 1e9;
-		if (gt && base) {
-			s.recall += cv_recall_at_k(base, cv_row(qs, i), cv_index_metric(ix),
-						   gt + i * a.qo.k, a.qo.k, ids, nout);
-			s.have_recall = 1;
-		}
-		if (a.tracefile) {
-			char tpath[4200];
-
-			/* one file per query: FILE for a single query, FILE.N otherwise */
-			if (s.nq == 1)
-				snprintf(tpath, sizeof(tpath), "%s", a.tracefile);
-			else
-				snprintf(tpath, sizeof(tpath), "%s.%zu", a.tracefile, i);
-			rc = cv_trace_save(trace, tpath, &e);
-			if (rc) {
-				exitc = fail(rc, &e);
-				goto out;
+				s.sim_ms += r.wall_ms;
+				s.sim_reads += r.reads;
+				sim_read_sum += r.read_ms_mean * (double) r.reads;
+				sim_infl_sum += r.inflight_mean * r.wall_ms;
 			}
 		}
-		if (simdev) {
-			cv_sim_result r;
-
-			rc = cv_device_simulate(simdev, trace, i + 1, &r);
-			if (rc) {
-				fprintf(stderr, "coldstudy index: simulate: %s\n", strerror(-rc));
-				exitc = CS_EXIT_INTERNAL;
-				goto out;
-			}
-			s.sim_ms += r.wall_ms;
-			s.sim_reads += r.reads;
-			sim_read_sum += r.read_ms_mean * (double) r.reads;
-			sim_infl_sum += r.inflight_mean * r.wall_ms;
+		if (timed) {
+			s.wall_s += pass_s;
+			s.pass_qps[s.passes++] = pass_s > 0 ? (double) s.nq / pass_s : 0;
 		}
 	}
 	if (s.have_recall)
@@ -847,6 +904,7 @@ out:
 	free(ids);
 	free(dists);
 	free(s.lat_ms);
+	free(s.pass_qps);
 	free(gt);
 	free(a.parts);
 	cv_index_files_free(files, nfiles);

@@ -26,6 +26,7 @@ static const verb verbs[] = {
 	{"validate", cmd_validate, "the checks that must pass before any study run"},
 	{"clone", cmd_clone, "clone an index (reflink where possible) with a clone marker"},
 	{"run", cmd_run, "execute one study run: guards, evict, prove cold, load, measure, record"},
+	{"runs", cmd_runs, "the study's runs, one row each: settings and metrics (table, CSV, JSON)"},
 	{"study", cmd_study, "register and show a study spec (production targets, datasets)"},
 	{"production", cmd_production, "list, add and remove machine-wide production items"},
 	{"holdout", cmd_holdout, "predict holdout runs from design runs; score the predictions"},

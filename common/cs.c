@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,24 @@ uint64_t cs_mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+double cs_quantile(const double *sorted, size_t n, double q)
+{
+	double pos;
+	size_t lo;
+
+	if (!n)
+		return NAN;
+	if (!(q > 0))
+		q = 0;
+	if (q > 1)
+		q = 1;
+	pos = q * (double) (n - 1);
+	lo = (size_t) pos;
+	if (lo + 1 >= n)
+		return sorted[n - 1];
+	return sorted[lo] + (pos - (double) lo) * (sorted[lo + 1] - sorted[lo]);
 }
 
 void cs_format_rfc3339(int64_t us, char out[32])

@@ -63,6 +63,15 @@ int cs_parse_rfc3339(const char *s, int64_t *us);
 uint64_t cs_mono_ns(void);
 
 /*
+ * The project's one percentile definition: the q-quantile (q in [0,1]) of
+ * sorted[0..n) by linear interpolation between the closest ranks
+ * (numpy's default, Hyndman & Fan type 7): pos = q (n - 1), the value at
+ * floor(pos) plus that fraction of the step to the next. NaN when n is 0.
+ * Run records, index query, reports and the hold-out statistics use it.
+ */
+double cs_quantile(const double *sorted, size_t n, double q);
+
+/*
  * Load a JSON document strictly: at most cap bytes, valid UTF-8, no
  * duplicate keys, no trailing garbage, an object at the top. On failure
  * the message names the file and line:column. Returns a new reference.

@@ -110,7 +110,23 @@ typedef struct cv_query_stats {
 	uint64_t posting_reads;   /* hfresh */
 	uint64_t rescore_reads;   /* hfresh */
 	uint64_t distances;       /* distance computations */
+	uint32_t fanout_via;      /* phnsw fanout:C: how its reads overlapped (cv_fanout_via;
+				     set by the query, not added) */
 } cv_query_stats;
+
+/*
+ * How a fan-out kept its reads in flight together: io_uring submissions
+ * from one driver thread (strategy uring), or C synchronous readers, a
+ * thread each (pread, direct, mmap). Never serial.
+ */
+typedef enum cv_fanout_via {
+	CV_FANOUT_NONE = 0,    /* no fan-out ran */
+	CV_FANOUT_URING = 1,
+	CV_FANOUT_THREADS = 2,
+} cv_fanout_via;
+
+/* "uring", "threads", or NULL for CV_FANOUT_NONE and unknown values. */
+CV_API const char *cv_fanout_via_name(uint32_t via);
 
 /*
  * Nearest neighbours of q: up to o->k ids and distances (nearest first for

@@ -109,6 +109,18 @@ CV_API void cv_query_opts_default(cv_query_opts *o)
 	o->io_depth = 64;
 }
 
+CV_API const char *cv_fanout_via_name(uint32_t via)
+{
+	switch (via) {
+	case CV_FANOUT_URING:
+		return "uring";
+	case CV_FANOUT_THREADS:
+		return "threads";
+	default:
+		return NULL;
+	}
+}
+
 CV_API int cv_index_build(const char *kind, const cv_dataset *data, const cv_build_opts *o,
 			  const char *dir, cv_err *e)
 {

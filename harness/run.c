@@ -100,6 +100,7 @@ typedef struct load {
 	atomic_uint_fast64_t end_ns;  /* the latest query completion: the end of the wall */
 	atomic_uint_fast64_t start_ns; /* the first query's submission: the start of the wall */
 	atomic_int failed;
+	atomic_uint fanout_via;       /* how a fan-out overlapped its reads (cv_fanout_via) */
 	char fail_msg[256];
 	pthread_mutex_t mu;
 	/* per client */
@@ -217,6 +218,8 @@ static void *client(void *p)
 			break;
 		}
 		cv_io_stats_get(ctx, &after);
+		if (qs.fanout_via)
+			atomic_store(&L->fanout_via, qs.fanout_via);
 		if (L->nrows[c] == L->caprows[c]) {
 			size_t nc = L->caprows[c] ? L->caprows[c] * 2 : 256;
 			qrow *nr = realloc(L->rows[c], nc * sizeof(*nr));
@@ -292,20 +295,6 @@ static int cmp_double(const void *a, const void *b)
 	double x = *(const double *) a, y = *(const double *) b;
 
 	return x < y ? -1 : x > y;
-}
-
-/* The q-quantile of sorted v[0..n) by linear interpolation (numpy's default). */
-static double quantile(const double *v, size_t n, double q)
-{
-	double pos, frac;
-	size_t lo;
-
-	if (!n)
-		return NAN;
-	pos = q * (double) (n - 1);
-	lo = (size_t) pos;
-	frac = pos - (double) lo;
-	return lo + 1 < n ? v[lo] + frac * (v[lo + 1] - v[lo]) : v[lo];
 }
 
 static json_t *num_or_null(double v)
@@ -456,8 +445,8 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 	json_object_set_new(m, "queries", json_integer((json_int_t) n));
 	json_object_set_new(m, "qps", json_real(wall_s > 0 ? (double) n / wall_s : 0));
 	json_object_set_new(m, "lat_mean_ms", num_or_null(n ? sum_lat / (double) n : NAN));
-	json_object_set_new(m, "lat_p50_ms", num_or_null(quantile(lat, n, 0.5)));
-	json_object_set_new(m, "lat_p99_ms", num_or_null(quantile(lat, n, 0.99)));
+	json_object_set_new(m, "lat_p50_ms", num_or_null(cs_quantile(lat, n, 0.5)));
+	json_object_set_new(m, "lat_p99_ms", num_or_null(cs_quantile(lat, n, 0.99)));
 	json_object_set_new(m, "recall_at_k", num_or_null(nrec ? sum_rec / (double) nrec : NAN));
 	json_object_set_new(m, "engine_reads", json_integer((json_int_t) all->reads));
 	json_object_set_new(m, "engine_read_ms_mean",
@@ -488,6 +477,13 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 	json_object_set_new(m, "inflight_median",
 			    all->inflight.count ? json_real(cv_hist_quantile(&all->inflight, 0.5))
 						: json_integer(0));
+	json_object_set_new(m, "inflight_max", json_integer((json_int_t) all->inflight_max));
+	{
+		const char *via = cv_fanout_via_name(atomic_load(&L->fanout_via));
+
+		/* a fan-out's concurrency, and how it was had: "uring" or "threads" */
+		json_object_set_new(m, "fanout_via", via ? json_string(via) : json_null());
+	}
 	json_object_set_new(m, "resident_fraction_before", num_or_null(resident_before));
 	json_object_set_new(m, "mem_peak_bytes", json_integer((json_int_t) mem_peak));
 	free(lat);
@@ -1229,6 +1225,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		}
 		json_object_set_new(rec, "device_time",
 				    dev ? json_string(virt ? "virtual" : "realtime") : json_null());
+		/* The file the run was asked with, as given (runs tables name it). */
+		json_object_set_new(rec, "spec_file", json_string(spec_path));
 		if (virt) {
 			json_object_set(rec, "metrics_real", metrics_real);
 			json_object_set(rec, "virtual", vinfo);

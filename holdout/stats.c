@@ -20,18 +20,10 @@ static int dbl_cmp(const void *a, const void *b)
 
 double holdout_quantile(double *v, size_t n, double q)
 {
-	double h, lo;
-	size_t i;
-
 	if (n == 0)
 		return NAN;
 	qsort(v, n, sizeof(*v), dbl_cmp);
-	h = (double) (n - 1) * q;
-	i = (size_t) floor(h);
-	if (i + 1 >= n)
-		return v[n - 1];
-	lo = v[i];
-	return lo + (h - (double) i) * (v[i + 1] - lo);
+	return cs_quantile(v, n, q);
 }
 
 double holdout_median(double *v, size_t n)

@@ -671,15 +671,10 @@ static int dbl_cmp(const void *x, const void *y)
 /* Quantile q of v[0..n) (sorted here); NAN when n is 0. */
 static double quantile_of(double *v, size_t n, double q)
 {
-	double pos;
-	size_t i;
-
 	if (!n)
 		return NAN;
 	qsort(v, n, sizeof(*v), dbl_cmp);
-	pos = q * (double) (n - 1);
-	i = (size_t) pos;
-	return i + 1 < n ? v[i] + (v[i + 1] - v[i]) * (pos - (double) i) : v[n - 1];
+	return cs_quantile(v, n, q);
 }
 
 /* "lo to hi (median m, n runs)" of the finite values; "n/a" when none. */

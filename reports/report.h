@@ -58,4 +58,44 @@ int report_write(struct ledger *l, const char *out, const char *title, cs_err *e
 int report_publish(struct ledger *l, const char *url, const char *origin, int dry_run,
 		   long timeout_s, FILE *out, cs_err *e);
 
+/* ---- runs as tables (reports/results.c) ---- */
+
+/* Output formats of the tables: aligned text, CSV (RFC 4180), JSON lines, one JSON array. */
+enum { REPORT_FMT_TEXT = 0, REPORT_FMT_CSV, REPORT_FMT_JSONL, REPORT_FMT_JSON };
+
+/* A percentile from fewer samples than this is flagged as indicative only. */
+#define REPORT_PCT_MIN_SAMPLES 100
+
+/*
+ * The kind of a run record: the kind it states, else "holdout" for a
+ * holdout run, "design" for a run serving hypotheses, else "exploratory".
+ * The one place a run's kind is decided for tables.
+ */
+const char *report_run_kind(const json_t *run);
+
+/*
+ * One flat row per run the ledger knows of (run_start order): run_id, kind,
+ * status ("not recorded" for a run_start without its run record), spec
+ * file and hash, index, settings, then every metric of the vocabulary.
+ * *rows is a new array.
+ */
+int report_runs(struct ledger *l, json_t **rows, cs_err *e);
+
+/* Write rows (an array of flat objects) in format (REPORT_FMT_*) to out. */
+int report_rows_write(const json_t *rows, int format, FILE *out, cs_err *e);
+
+/* The run record of run_id (new reference); exit 5 naming the id when there is none. */
+int report_run_get(struct ledger *l, const char *run_id, json_t **rec, cs_err *e);
+
+/*
+ * `coldstudy run show`: the run (text: a summary, settings and every
+ * metric; JSON: the record; CSV: its row), or with queries its per-query
+ * rows from the raw table.
+ */
+int report_run_show(struct ledger *l, const char *run_id, int queries, int format, FILE *out,
+		    cs_err *e);
+
+/* A few lines saying what a run record measured (what `coldstudy run` prints). */
+void report_run_summary(const json_t *rec, FILE *out);
+
 #endif

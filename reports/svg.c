@@ -223,14 +223,10 @@ static int dbl_cmp(const void *x, const void *y)
 	return (a > c) - (a < c);
 }
 
-/* Quantile q of sorted v[0..n) by linear interpolation (n > 0). */
+/* Quantile q of sorted v[0..n) (n > 0): the project's definition. */
 static double quantile(const double *v, size_t n, double q)
 {
-	double pos = q * (double) (n - 1);
-	size_t i = (size_t) pos;
-	double f = pos - (double) i;
-
-	return i + 1 < n ? v[i] * (1 - f) + v[i + 1] * f : v[n - 1];
+	return cs_quantile(v, n, q);
 }
 
 void svg_strips(rbuf *b, const char *title, const char *xlabel, const svg_strip *rows, size_t n)

@@ -84,7 +84,7 @@ for r in gate-cold-serial-hdd gate-cold-fanout16-hdd gate-warm-serial gate-cold-
 	partition-cold-serial-hdd-load partition-cold-serial-hdd-client-alt \
 	partition-cold-serial-hdd-bulkwrite partition-spread-p12-ssd partition-spread-p25-hdd; do
 	printf '%-40s ' "$r"
-	"$CS" run "$S" "$r.json" --no-progress || die "run $r failed (exit $?)"
+	"$CS" run "$S" "$r.json" -q || die "run $r failed (exit $?)"
 done
 
 step "holdout predictions (frozen before the first holdout run)"
@@ -102,8 +102,12 @@ step "holdout predictions (frozen before the first holdout run)"
 step "holdout runs (partitions and queries no design run used)"
 for f in holdout/*.json; do
 	printf '%-40s ' "$f"
-	"$CS" run "$S" "$f" --holdout --no-progress || die "holdout run $f failed (exit $?)"
+	"$CS" run "$S" "$f" --holdout -q || die "holdout run $f failed (exit $?)"
 done
+
+step "the runs (every column: $W/runs.csv; one run: coldstudy run show S R0001)"
+"$CS" runs "$S"
+"$CS" runs "$S" --csv > ../runs.csv
 
 step "score, verdicts, report"
 "$CS" holdout score "$S" | tee score.txt

@@ -14,13 +14,17 @@
  *              child, in order: each child runs its whole HNSW search
  *              (pagedscan.c) and fetches the heap row of its first TID;
  *              one read at a time on one stream, queue depth one.
- *   fanout:C   the same P scans, C of them in flight at once from one
- *              driver thread (or a few; see fanout_threads): each scan
- *              is a resumable state machine
+ *   fanout:C   the same P scans, C of them in flight at once. With the
+ *              uring strategy from one driver thread (or a few; see
+ *              fanout_threads): each scan is a resumable state machine
  *              whose reads are submitted through its driver's cv_io
  *              (io_uring; stream = its slot, so a trace replays C
  *              dependent chains) and resumed when cv_io_reap returns
- *              them. Same pages, same results.
+ *              them. With pread, direct and mmap, whose reads complete
+ *              inside submit, C synchronous readers (a thread and a
+ *              cv_io each, stream = the reader) take the scans, as C
+ *              database connections would. Same pages, same results;
+ *              the query's stats say which (fanout_via).
  *   stream     k-way merge on the executor's distance (double, from the
  *              heap row) trusting each child's order, as Merge Append:
  *              after a row is returned its child is advanced (one more
@@ -602,6 +606,8 @@ typedef struct fan_shared {
 	atomic_int stop;         /* an error anywhere: take no more scans */
 	cv_block_list *bl;
 	pthread_mutex_t bl_mu;   /* the block list is appended from every thread */
+	atomic_uint inflight;    /* synchronous readers: reads in flight across the threads */
+	atomic_uint inflight_max;
 } fan_shared;
 
 /* The next partition scan to start, or NULL when none is left (or after an error). */
@@ -853,6 +859,130 @@ static unsigned fanout_threads(unsigned C)
 }
 
 /*
+ * A synchronous reader of a threaded fan-out: one thread with its own
+ * cv_io (the caller's strategy, device and trace; stream = its number),
+ * taking partition scans one after another and reading each scan's pages
+ * one at a time, as one database connection of C would. The fan-out's
+ * concurrency is the readers': inflight counts the reads in flight across
+ * all of them, sampled here at each read's start.
+ */
+typedef struct sync_reader {
+	fan_shared *sh;
+	const cv_io_opts *o;
+	uint32_t stream;
+	cv_hist inflight;  /* the fan-out's reads in flight, at each of this reader's reads */
+	cv_io_stats st;
+	int rc;
+	pthread_t tid;
+} sync_reader;
+
+/* One read of a synchronous reader, counted in the fan-out's reads in flight. */
+static int reader_read(sync_reader *r, cv_io *io, cv_file *f, uint64_t off, void *page)
+{
+	fan_shared *sh = r->sh;
+	unsigned n = atomic_fetch_add(&sh->inflight, 1) + 1, m = atomic_load(&sh->inflight_max);
+	int rc;
+
+	while (n > m && !atomic_compare_exchange_weak(&sh->inflight_max, &m, n))
+		;
+	cv_hist_add(&r->inflight, n);
+	rc = cv_io_read(io, f, off, PG_BLCKSZ, page);
+	atomic_fetch_sub(&sh->inflight, 1);
+	return rc;
+}
+
+/* Run scan s to completion on reader r, one synchronous read at a time. */
+static int reader_scan(sync_reader *r, cv_io *io, ps_scan *s)
+{
+	phnsw_state *st = r->sh->st;
+
+	for (;;) {
+		int rc = ps_scan_run(s);
+		const ps_need *nd;
+
+		if (rc == PS_DONE || rc < 0)
+			return rc;
+		if (rc == PS_BLOCKED) { /* another reader is reading the block */
+			sched_yield();
+			continue;
+		}
+		nd = ps_scan_need(s);
+		rc = reader_read(r, io, st->files[nd->file], (uint64_t) nd->blk * PG_BLCKSZ, nd->page);
+		if (!rc)
+			rc = record_block_shared(r->sh, st->listidx[nd->file], nd->blk);
+		rc = ps_scan_io_done(s, rc);
+		if (rc)
+			return rc;
+	}
+}
+
+static void *sync_reader_main(void *arg)
+{
+	sync_reader *r = arg;
+	cv_io_opts o = *r->o;
+	cv_io *io = NULL;
+	ps_scan *sc;
+
+	o.queue_depth = 1;
+	o.stream = r->stream;
+	r->rc = cv_io_new(&o, &io);
+	while (!r->rc && (sc = take_scan(r->sh)))
+		r->rc = reader_scan(r, io, sc);
+	if (r->rc)
+		atomic_store(&r->sh->stop, 1);
+	if (io)
+		cv_io_stats_get(io, &r->st);
+	cv_io_free(io);
+	return NULL;
+}
+
+/* The most synchronous readers one fan-out starts (a thread each). */
+#define FANOUT_MAX_READERS 256
+
+/*
+ * fanout:C without io_uring (pread, direct, mmap): C synchronous readers,
+ * each a thread with one read in flight, take the scans. Every page is
+ * read exactly as in serial mode (the pool is shared; a page another
+ * reader is reading is waited for, then a hit), so reads and results are
+ * serial's. The readers' counters are folded into io, with the in-flight
+ * samples and maximum taken across the readers. -EAGAIN when no reader
+ * thread could be started (never a silent serial run).
+ */
+static int fanout_threads_run(fan_shared *sh, unsigned C, cv_io *io)
+{
+	unsigned T = C, started = 0;
+	sync_reader *r;
+	int rc = 0;
+
+	if (T > sh->n)
+		T = (unsigned) sh->n;
+	if (T > FANOUT_MAX_READERS)
+		T = FANOUT_MAX_READERS;
+	if (T == 0)
+		return 0;
+	r = calloc(T, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	for (unsigned t = 0; t < T; t++) {
+		r[t] = (sync_reader){.sh = sh, .o = cv_io_get_opts(io), .stream = t};
+		if (pthread_create(&r[t].tid, NULL, sync_reader_main, &r[t]))
+			break;
+		started++;
+	}
+	for (unsigned t = 0; t < started; t++) {
+		pthread_join(r[t].tid, NULL);
+		r[t].st.inflight = r[t].inflight;
+		cv_io_stats_add(io, &r[t].st, atomic_load(&sh->inflight_max));
+		if (!rc && r[t].rc)
+			rc = r[t].rc;
+	}
+	if (!started)
+		rc = -EAGAIN;
+	free(r);
+	return rc;
+}
+
+/*
  * fanout:C: the scans are shared out among T driver threads (this one
  * and T-1 helpers), each holding its share of the C scans in flight on
  * its own io_uring. Every page is read exactly as in serial mode (the
@@ -861,7 +991,7 @@ static unsigned fanout_threads(unsigned C)
  * counters are folded into io.
  */
 static int fanout(phnsw_state *st, ps_scan **scans, size_t n, unsigned C, cv_io *io,
-		  cv_block_list *bl)
+		  cv_block_list *bl, uint32_t *via)
 {
 	fan_shared sh = {.st = st, .scans = scans, .n = n, .bl = bl};
 	unsigned T = fanout_threads(C), started = 0, base = C / T, extra = C % T;
@@ -872,7 +1002,17 @@ static int fanout(phnsw_state *st, ps_scan **scans, size_t n, unsigned C, cv_io 
 
 	atomic_init(&sh.next, 0);
 	atomic_init(&sh.stop, 0);
+	atomic_init(&sh.inflight, 0);
+	atomic_init(&sh.inflight_max, 0);
 	pthread_mutex_init(&sh.bl_mu, NULL);
+	if (cv_io_get_opts(io)->strategy != CV_IO_URING) {
+		/* no ring: a synchronous submit completes at once, so C need C threads */
+		*via = CV_FANOUT_THREADS;
+		rc = fanout_threads_run(&sh, C, io);
+		pthread_mutex_destroy(&sh.bl_mu);
+		return rc;
+	}
+	*via = CV_FANOUT_URING;
 	if (T > 1) {
 		w = calloc(T - 1, sizeof(*w));
 		if (!w)
@@ -1007,7 +1147,11 @@ static int phnsw_query(void *state, cv_io *io, const float *q, const cv_query_op
 		ps_scan_set_heap(scans[i], P, stream ? 1 : k, st->cat.heap_rows_per_page);
 	}
 	if (o->mode == CV_MODE_FANOUT && o->fanout > 1) {
-		rc = fanout(st, scans, np, o->fanout, io, o->blocks);
+		uint32_t via = CV_FANOUT_NONE;
+
+		rc = fanout(st, scans, np, o->fanout, io, o->blocks, &via);
+		if (stats)
+			stats->fanout_via = via;
 		if (rc)
 			goto out;
 	} else {

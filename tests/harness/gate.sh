@@ -16,7 +16,7 @@ q='"queries":{"spec":"synth:n=20,d=32,clusters=16,seed=7","count":5}'
 printf '{"index":"%s",%s,"cold":true,"cold_each_query":true,"tags":["gate","serial"]}' "$T/clone" "$q" > "$T/gate.json"
 printf '{"index":"%s",%s,"cold":true,"query_count":1,"partitions":[0,1,2],"device":"hdd-pool","tags":["gate","hdd"]}' "$T/clone" "$q" > "$T/hdd.json"
 fail=0 low=0
-id=$("$cs" run "$S" "$T/gate.json" --no-progress) || { echo "FAIL: gate run"; exit 1; }
+id=$("$cs" run "$S" "$T/gate.json" -q) || { echo "FAIL: gate run"; exit 1; }
 iow=$(metric "$id" io_over_wall); er=$(metric "$id" engine_reads); dr=$(metric "$id" device_reads)
 echo "serial cold gate: io_over_wall $iow, engine reads $er, device reads $dr, wall $(metric "$id" wall_s) s"
 python3 -c "import sys; sys.exit(0 if $iow >= 0.95 else 1)" || { echo "io_over_wall $iow < 0.95"; low=1; }
@@ -24,7 +24,7 @@ if [ "$dr" != null ]; then
 	python3 -c "import sys; sys.exit(0 if abs($dr / $er - 1) <= 0.10 else 1)" ||
 		{ echo "FAIL: device reads $dr vs engine reads $er differ by more than 10%"; fail=1; }
 fi
-id=$("$cs" run "$S" "$T/hdd.json" --no-progress) || { echo "FAIL: hdd-pool run"; exit 1; }
+id=$("$cs" run "$S" "$T/hdd.json" -q) || { echo "FAIL: hdd-pool run"; exit 1; }
 iow=$(metric "$id" io_over_wall)
 echo "hdd-pool profile, real time: io_over_wall $iow, engine read ms $(metric "$id" engine_read_ms_mean), reads $(metric "$id" engine_reads), wall $(metric "$id" wall_s) s"
 python3 -c "import sys; sys.exit(0 if $iow >= 0.95 else 1)" || { echo "hdd io_over_wall $iow < 0.95"; low=1; }

@@ -76,8 +76,8 @@ import json, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 want = ["wall_s", "queries", "qps", "lat_mean_ms", "lat_p50_ms", "lat_p99_ms", "recall_at_k",
         "engine_reads", "engine_read_ms_mean", "reads_per_query", "bytes_per_read", "device_reads",
-        "device_read_ms_mean", "device_busy", "io_over_wall", "inflight_median",
-        "resident_fraction_before", "mem_peak_bytes"]
+        "device_read_ms_mean", "device_busy", "io_over_wall", "inflight_median", "inflight_max",
+        "fanout_via", "resident_fraction_before", "mem_peak_bytes"]
 runs = [json.loads(p) for (p,) in db.execute("select payload from records where kind='run' order by seq")]
 refusals = [json.loads(p)["guard"] for (p,) in db.execute("select payload from records where kind='refusal'")]
 bad = 0
@@ -96,6 +96,9 @@ for r in runs:
     print("%s %-14s wall %.3f s  qps %.1f  reads/q %.1f  io/wall %.3f  recall %.3f  resident %.3f  dev reads %s" % (
         r["run_id"], ",".join(r["tags"]), m["wall_s"], m["qps"], m["reads_per_query"],
         m["io_over_wall"], m["recall_at_k"] or -1, m["resident_fraction_before"], m["device_reads"]))
+# the pread fan-out ran on synchronous readers, and the record says so; serial runs have none
+if len(runs) > 1 and (runs[1]["metrics"]["fanout_via"] != "threads" or runs[0]["metrics"]["fanout_via"] is not None):
+    print("FAIL: fanout_via %s / %s" % (runs[1]["metrics"]["fanout_via"], runs[0]["metrics"]["fanout_via"])); bad = 1
 if len(runs) > 1 and runs[1]["mem_cap"].get("requested_bytes") != 2147483648:
     print("FAIL: the fan-out run's memory cap was not recorded"); bad = 1
 cold = [r for r in runs if r["spec"]["cold"]]

@@ -25,6 +25,36 @@ reads=$(sed 's/.*"engine_reads":\([0-9]*\).*/\1/' "$T/out")
 [ "${reads:-0}" -gt 0 ] || { echo "FAIL: no reads in cold query"; fail=1; }
 check 0 "query phnsw fanout" "$cs" index query "$T/h" --queries "$Q" --mode fanout:4 --merge sort --strategy uring --cold --buffers 4M --json
 grep -q '"partitions":4' "$T/out" || { echo "FAIL: partitions in $(cat "$T/out")"; fail=1; }
+grep -q '"fanout_via":"uring"' "$T/out" || { echo "FAIL: uring fan-out not said: $(cat "$T/out")"; fail=1; }
+# without io_uring the fan-out runs synchronous readers (threads), and says so;
+# the device model delays every read, so the readers' reads overlap
+for st in pread direct mmap; do
+	check 0 "query phnsw fanout $st" "$cs" index query "$T/h" --queries "$Q" --nq 3 --mode fanout:4 --strategy $st --device nvme --cold --json
+	grep -q '"fanout_via":"threads"' "$T/out" || { echo "FAIL: $st fan-out: $(cat "$T/out")"; fail=1; }
+	infl=$(sed 's/.*"inflight_max":\([0-9]*\).*/\1/' "$T/out")
+	[ "${infl:-0}" -ge 2 ] && [ "${infl:-0}" -le 4 ] || { echo "FAIL: $st fan-out inflight_max $infl"; fail=1; }
+done
+check 0 "query serial says no fan-out" "$cs" index query "$T/h" --queries "$Q" --nq 2 --json
+grep -q '"fanout_via":null' "$T/out" || { echo "FAIL: serial fanout_via: $(cat "$T/out")"; fail=1; }
+# --repeat N --warmup W: N timed passes (each pass's QPS listed), the queries counted once per pass
+check 0 "query repeat" "$cs" index query "$T/p" --queries "$Q" --nq 5 --repeat 3 --warmup 2 --json
+grep -q '"repeat":3,"warmup":2,' "$T/out" || { echo "FAIL: repeat: $(cat "$T/out")"; fail=1; }
+grep -q '"qps_passes":\[[0-9.]*,[0-9.]*,[0-9.]*\]' "$T/out" || { echo "FAIL: passes: $(cat "$T/out")"; fail=1; }
+grep -q '"lat_samples":15,' "$T/out" || { echo "FAIL: lat samples: $(cat "$T/out")"; fail=1; }
+grep -q '"queries":5,' "$T/out" || { echo "FAIL: queries per pass: $(cat "$T/out")"; fail=1; }
+python3 - "$T/out" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+p = sorted(r["qps_passes"])
+ok = p[0] == r["qps_min"] and p[-1] == r["qps_best"] == r["qps_max"] and r["qps"] == p[1]
+# warm, one buffer pool: reads per query are a pass's, not the sum of the passes'
+if not ok or r["recall_at_k"] is None:
+    print("FAIL: repeat summary", r); sys.exit(1)
+PY
+check 0 "query repeat text" "$cs" index query "$T/p" --queries "$Q" --nq 5 --repeat 2
+grep -q 'median of 2 passes' "$T/out" || { echo "FAIL: repeat text: $(cat "$T/out")"; fail=1; }
+check 2 "repeat with trace" "$cs" index query "$T/p" --queries "$Q" --repeat 2 --trace "$T/rt"
+check 2 "repeat 0" "$cs" index query "$T/p" --queries "$Q" --repeat 0
 check 0 "query phnsw subset, blocks" "$cs" index query "$T/h" --queries "$Q" --nq 2 --partitions 0,2-3 --record-blocks "$T/bl"
 [ -s "$T/bl.part-000" ] || { echo "FAIL: no block list written"; fail=1; }
 check 0 "query text" "$cs" index query "$T/h" --queries "$Q" --nq 3 --simulate hdd-pool

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- helpers ---- */
@@ -43,6 +44,14 @@ static void rm_index(const char *dir)
 		cv_index_files_free(paths, n);
 	}
 	rmdir(dir);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
 static char *tmpdir_new(void)
@@ -371,6 +380,75 @@ static void test_modes(void **state)
 	cv_dataset_free(all);
 }
 
+/*
+ * Fan-out without io_uring: pread, direct and mmap complete a read inside
+ * submit, so the fan-out runs C synchronous readers (threads). Under a
+ * device model that delays every read in real time, the readers' reads
+ * must overlap (inflight_max >= 2), the query must say it ran on threads,
+ * and its answers and reads must be serial's.
+ */
+static void test_fanout_threads(void **state)
+{
+	static const cv_io_strategy strats[] = {CV_IO_PREAD, CV_IO_DIRECT, CV_IO_MMAP};
+	cv_dataset *all = NULL, *base = NULL;
+	cv_device *dev = NULL;
+	cv_err e = {{0}};
+	cv_index *ix = NULL;
+	char *dir;
+
+	(void) state;
+	assert_int_equal(cv_dataset_load("synth:n=2010,d=16,clusters=8,seed=9", &all, &e), 0);
+	assert_int_equal(cv_dataset_slice(all, 0, 2000, &base), 0);
+	dir = build("phnsw", base, 8, CV_METRIC_L2);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	assert_int_equal(cv_device_new("nvme", 7, &dev, &e), 0);
+	for (size_t si = 0; si < sizeof(strats) / sizeof(strats[0]); si++) {
+		cv_io_opts o;
+		cv_io *io = NULL;
+
+		cv_io_opts_default(&o);
+		o.strategy = strats[si];
+		o.device = dev;
+		assert_int_equal(cv_io_new(&o, &io), 0);
+		for (size_t qi = 2000; qi < 2004; qi++) {
+			const float *q = cv_row(all, qi);
+			cv_io_stats a;
+			uint64_t t0, t1, t2;
+			res s, f;
+
+			t0 = now_ns();
+			query(ix, io, q, CV_MODE_SERIAL, 1, CV_MERGE_STREAM, 40, &s);
+			t1 = now_ns();
+			cv_io_stats_reset(io);
+			query(ix, io, q, CV_MODE_FANOUT, 8, CV_MERGE_STREAM, 40, &f);
+			t2 = now_ns();
+			cv_io_stats_get(io, &a);
+			assert_int_equal(s.st.fanout_via, CV_FANOUT_NONE);
+			assert_int_equal(f.st.fanout_via, CV_FANOUT_THREADS);
+			assert_string_equal(cv_fanout_via_name(f.st.fanout_via), "threads");
+			assert_int_equal(s.n, f.n);
+			assert_memory_equal(s.ids, f.ids, sizeof(s.ids));
+			assert_memory_equal(s.d, f.d, sizeof(s.d));
+			assert_int_equal(s.st.reads, f.st.reads);
+			/* the readers' counters are folded into the caller's context */
+			assert_int_equal(a.reads, f.st.reads);
+			/* concurrent, and never more than the fan-out */
+			assert_true(a.inflight_max >= 2);
+			assert_true(a.inflight_max <= 8);
+			assert_true(cv_hist_mean(&a.inflight) > 1.0);
+			/* 8 chains of modelled reads overlap: well under serial's wall */
+			assert_true(t2 - t1 < (t1 - t0) * 4 / 5);
+		}
+		cv_io_free(io);
+	}
+	cv_device_free(dev);
+	cv_index_close(ix);
+	rm_index(dir);
+	free(dir);
+	cv_dataset_free(base);
+	cv_dataset_free(all);
+}
+
 /* ---- at most ef_search elements per scan ---- */
 
 static void test_ef_cap(void **state)
@@ -561,7 +639,8 @@ int main(void)
 		cmocka_unit_test(test_page),      cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_checksum_simd),
 		cmocka_unit_test(test_bufpool),   cmocka_unit_test(test_layout),
-		cmocka_unit_test(test_modes),     cmocka_unit_test(test_ef_cap),
+		cmocka_unit_test(test_modes),     cmocka_unit_test(test_fanout_threads),
+		cmocka_unit_test(test_ef_cap),
 		cmocka_unit_test(test_near_tie),  cmocka_unit_test(test_corrupt),
 	};
 

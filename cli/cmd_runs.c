@@ -1,0 +1,149 @@
+/*
+ * cmd_runs.c - the verbs that get results out: `runs` (one row per run)
+ * and `run show` (one run, its per-query rows). Argument parsing only;
+ * the tables are built in reports/results.c.
+ */
+#include "cmds.h"
+
+#include "ledger.h"
+#include "report.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* --csv / --jsonl / --json into *fmt; 1 when argument a was one of them, -1 when a second. */
+static int format_opt(const char *a, int *fmt)
+{
+	int f = !strcmp(a, "--csv")     ? REPORT_FMT_CSV
+		: !strcmp(a, "--jsonl") ? REPORT_FMT_JSONL
+		: !strcmp(a, "--json")  ? REPORT_FMT_JSON
+					: -1;
+
+	if (f < 0)
+		return 0;
+	if (*fmt != REPORT_FMT_TEXT && *fmt != f)
+		return -1;
+	*fmt = f;
+	return 1;
+}
+
+int cmd_runs(int argc, char **argv)
+{
+	const char *dir = NULL;
+	int fmt = REPORT_FMT_TEXT, rc;
+	ledger *l = NULL;
+	json_t *rows = NULL;
+	cs_err e = {0};
+
+	if (cli_wants_help(argc, argv)) {
+		printf("usage: coldstudy runs DIR [--csv|--jsonl|--json]\n\n"
+		       "Every run of the study, one row each: run_id, kind (design, holdout,\n"
+		       "exploratory), status, spec file and spec_sha256, the index, the settings\n"
+		       "(clients, mode, device, ..., query_count) and every metric of the\n"
+		       "vocabulary. Without a format, a table of the main columns; --csv (RFC 4180,\n"
+		       "a header line, empty cells for null), --jsonl (one object a line) and\n"
+		       "--json (an array) carry every column. A run that started but was stopped\n"
+		       "has status 'not recorded' and no metrics.\n");
+		return CS_EXIT_OK;
+	}
+	for (int i = 1; i < argc; i++) {
+		int f = format_opt(argv[i], &fmt);
+
+		if (f < 0)
+			return cli_usage(argv[0], "one output format at most");
+		if (f)
+			continue;
+		if (argv[i][0] == '-')
+			return cli_usage(argv[0], "unknown option '%s'", argv[i]);
+		if (dir)
+			return cli_usage(argv[0], "unexpected argument '%s'", argv[i]);
+		dir = argv[i];
+	}
+	if (!dir)
+		return cli_usage(argv[0], "missing study directory");
+	rc = ledger_open(dir, &l, &e);
+	if (!rc)
+		rc = report_runs(l, &rows, &e);
+	if (!rc)
+		rc = report_rows_write(rows, fmt, stdout, &e);
+	json_decref(rows);
+	ledger_close(l);
+	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
+}
+
+int cmd_run_show(int argc, char **argv)
+{
+	const char *dir = NULL, *id = NULL;
+	int fmt = REPORT_FMT_TEXT, queries = 0, rc;
+	ledger *l = NULL;
+	cs_err e = {0};
+
+	if (cli_wants_help(argc, argv)) {
+		printf("usage: coldstudy run show DIR RUN_ID [--queries] [--csv|--jsonl|--json]\n\n"
+		       "One run: what it measured, its settings and every metric (--json: the whole\n"
+		       "run record; --csv: its row as in 'coldstudy runs --csv'). With --queries, the\n"
+		       "per-query rows kept in the ledger's raw table (q, client, t_ms, lat_ms,\n"
+		       "read_ms, reads, bytes, recall, n, and a virtual-time run's real figures).\n");
+		return CS_EXIT_OK;
+	}
+	for (int i = 1; i < argc; i++) {
+		int f = format_opt(argv[i], &fmt);
+
+		if (f < 0)
+			return cli_usage("run show", "one output format at most");
+		if (f)
+			continue;
+		if (!strcmp(argv[i], "--queries"))
+			queries = 1;
+		else if (argv[i][0] == '-')
+			return cli_usage("run show", "unknown option '%s'", argv[i]);
+		else if (!dir)
+			dir = argv[i];
+		else if (!id)
+			id = argv[i];
+		else
+			return cli_usage("run show", "unexpected argument '%s'", argv[i]);
+	}
+	if (!dir || !id)
+		return cli_usage("run show", "need DIR and RUN_ID");
+	rc = ledger_open(dir, &l, &e);
+	if (!rc)
+		rc = report_run_show(l, id, queries, fmt, stdout, &e);
+	ledger_close(l);
+	return rc ? cli_fail("run show", &e) : CS_EXIT_OK;
+}
+
+int cli_run_summary(const char *dir, const char *run_id)
+{
+	ledger *l = NULL;
+	json_t *rec = NULL;
+	cs_err e = {0};
+	int rc;
+
+	rc = ledger_open(dir, &l, &e);
+	if (!rc)
+		rc = report_run_get(l, run_id, &rec, &e);
+	if (!rc) {
+		report_run_summary(rec, stdout);
+		printf("  details: coldstudy run show %s %s [--queries] [--csv|--json]\n", dir, run_id);
+	}
+	json_decref(rec);
+	ledger_close(l);
+	if (rc)
+		fprintf(stderr, "coldstudy run: warning: %s recorded, but no summary: %s\n", run_id,
+			e.msg);
+	return rc;
+}
+
+int cli_run_json(const char *dir, const char *run_id)
+{
+	ledger *l = NULL;
+	cs_err e = {0};
+	int rc;
+
+	rc = ledger_open(dir, &l, &e);
+	if (!rc)
+		rc = report_run_show(l, run_id, 0, REPORT_FMT_JSON, stdout, &e);
+	ledger_close(l);
+	return rc ? cli_fail("run", &e) : CS_EXIT_OK;
+}
