@@ -9,6 +9,7 @@
  * content, so one left behind by a failed commit is harmless.
  */
 #include "cmds.h"
+#include "guard.h"
 #include "hyp.h"
 #include "ledger.h"
 
@@ -156,9 +157,13 @@ static int register_one(ledger *l, reg_item *it, const char *rationale, const ch
 	}
 	if (it->action == 2) {
 		json_object_set_new(p, "rationale", json_string(rationale));
-		json_object_set_new(p, "access_state", json_string(ledger_access_state(l)));
 		json_object_set_new(p, "replaces", json_string(it->prev_sha));
 	}
+	/* after the first run_start a hypothesis (or its change) is post hoc: exploratory */
+	if (it->action == 2 || strcmp(ledger_access_state(l), "none"))
+		json_object_set_new(p, "access_state", json_string(ledger_access_state(l)));
+	if (strcmp(ledger_access_state(l), "none"))
+		json_object_set_new(p, "post_hoc", json_true());
 	rc = ledger_append(l, it->action == 2 ? "amendment" : "hypothesis", p, seq, e);
 out:
 	json_decref(p);
@@ -180,8 +185,10 @@ int cmd_register(int argc, char **argv)
 		       "copy as DIR/frozen/<id>-<sha8>.json (mode 0444) and append a 'hypothesis'\n"
 		       "record with the UTC time. All files or none: a bad file (exit 5) or a\n"
 		       "refusal (exit 3) writes nothing. The same content again is a no-op (exit 0).\n"
-		       "The same id with new content is refused unless --amend --rationale TEXT,\n"
-		       "which appends an 'amendment' record with the access state at that moment.\n");
+		       "The same id with new content is refused (exit 3, a refusal record) unless\n"
+		       "--amend --rationale TEXT, which appends an 'amendment' record with the access\n"
+		       "state at that moment. A hypothesis registered or amended after the first run\n"
+		       "has started carries post_hoc: true and is listed as exploratory.\n");
 		return CS_EXIT_OK;
 	}
 	items = calloc((size_t) argc, sizeof(*items));
@@ -256,12 +263,12 @@ int cmd_register(int argc, char **argv)
 		else if (amend)
 			it->action = 2;
 		else {
-			cs_err_set(&e, CS_EXIT_REFUSED,
-				   "%s: %s is already registered with other content (seq %lld, "
-				   "sha256 %.12s..., this file %.12s...); nothing written. Amend with "
-				   "--amend --rationale TEXT",
-				   it->path, it->h->id, (long long) it->prev_seq, it->prev_sha,
-				   it->h->sha256);
+			char what[256];
+
+			snprintf(what, sizeof(what), "%s: %s (seq %lld, sha256 %.12s..., this file %.12s...)",
+				 it->path, it->h->id, (long long) it->prev_seq, it->prev_sha,
+				 it->h->sha256);
+			(void) guard_registration(l, what, 1, 0, "register", &e); /* records the refusal */
 			rc = cli_fail("register", &e);
 			goto out;
 		}

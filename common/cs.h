@@ -25,6 +25,7 @@ enum {
 	CS_EXIT_REFUSED = 3,
 	CS_EXIT_VERIFY = 4,
 	CS_EXIT_BADINPUT = 5,
+	CS_EXIT_FAILED = 6, /* the registered test failed (a holdout score against its plan) */
 };
 
 #define CS_ERR_MAX 1024

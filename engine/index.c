@@ -60,10 +60,10 @@ CV_API void cv_build_opts_default(cv_build_opts *o)
 	o->partitions = 64;
 	o->threads = 0;
 	o->seed = 42;
-	o->max_posting_kb = 48;
-	o->replicas = 4;
+	o->max_posting_kb = 0; /* hfresh: 0, 0, 0: from the dimension (hfresh.h) */
+	o->replicas = 0;
 	o->rng_factor = 1.0;
-	o->code_bits = 1;
+	o->code_bits = 0;
 }
 
 CV_API int cv_block_list_add(cv_block_list *bl, uint32_t file, uint64_t block)

@@ -662,6 +662,10 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	struct sigaction sa, old_int, old_term;
 	uint64_t t_end, mem_peak = 0;
 	count_ctx cc = {0};
+	ledger_plan plan = {0};
+	json_t *tags = NULL;
+	const char *cls = "exploratory";
+	int holdout = 0, repeat = 0;
 
 	memset(&L, 0, sizeof(L));
 	guard_held_init(&ihold);
@@ -730,7 +734,12 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		goto out;
 	index_shown = index;
 	index = guard_held_via(&ihold);
-	if (o->holdout) {
+	/* what the run is comes from the plan, by its spec hash, not from the flag */
+	if ((rc = ledger_plan_load(l, 0, &plan, e)) ||
+	    (rc = guard_run_plan(l, &plan, sha, o->holdout, "run", &holdout, e)))
+		goto out;
+	cls = plan.plan || !holdout ? ledger_plan_class(&plan, sha) : "holdout";
+	if (holdout) {
 		if ((rc = guard_holdout_predictions(l, sha, "run", e)) ||
 		    (rc = guard_holdout_overlap(l, eff, o->declare_overlap, "run", e)))
 			goto out;
@@ -868,6 +877,12 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 				    json_integer((json_int_t) (parts ? json_array_size(json_object_get(eff, "partitions"))
 								     : cv_index_partitions(ix))));
 
+	rc = harness_run_tags(eff, json_object_get(study, "defaults"),
+			      json_string_value(json_object_get(features, "kind")), cls, spec_path,
+			      &tags, e);
+	if (rc)
+		goto out;
+
 	if (got_signal) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "interrupted before the run started; nothing recorded");
 		goto out;
@@ -880,8 +895,11 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	}
 	snprintf(run_id, sizeof(run_id), "R%04lld", (long long) cc.n + 1);
 	snprintf(o->run_id, sizeof(o->run_id), "%s", run_id);
-	tmp = json_pack("{s:s, s:s, s:b}", "run_id", run_id, "spec_sha256", sha, "holdout",
-			o->holdout ? 1 : 0);
+	/* a holdout target run again: a deviation; its first run stays the observation */
+	if (holdout && (rc = guard_holdout_repeat(l, sha, run_id, "run", &repeat, e)))
+		goto out;
+	tmp = json_pack("{s:s, s:s, s:b, s:s}", "run_id", run_id, "spec_sha256", sha, "holdout",
+			holdout, "class", cls);
 	rc = ledger_append(l, "run_start", tmp, NULL, e);
 	json_decref(tmp);
 	if (rc)
@@ -1226,9 +1244,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 				(json_int_t) ihold.st.st_dev, "ino", (json_int_t) ihold.st.st_ino);
 		rec = json_pack("{s:s, s:O, s:s, s:O, s:O, s:b, s:o, s:O, s:O, s:{s:s, s:s, s:s, s:s},"
 				" s:O, s:s, s:s, s:s, s:O, s:o}",
-				"run_id", run_id, "spec", eff, "spec_sha256", sha, "tags",
-				json_object_get(eff, "tags"), "hypotheses",
-				json_object_get(eff, "hypotheses"), "holdout", o->holdout ? 1 : 0,
+				"run_id", run_id, "spec", eff, "spec_sha256", sha, "tags", tags,
+				"hypotheses", json_object_get(eff, "hypotheses"), "holdout", holdout,
 				"index", ixj, "features", features, "metrics", metrics, "raw",
 				"queries", qsha, "iostat", isha, "memory", msha, "prometheus", psha,
 				"host", host, "started", started, "ended", ended, "status", "complete",
@@ -1242,6 +1259,12 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		}
 		json_object_set_new(rec, "device_time",
 				    dev ? json_string(virt ? "virtual" : "realtime") : json_null());
+		json_object_set_new(rec, "class", json_string(cls));
+		json_object_set(rec, "labels", json_object_get(eff, "tags"));
+		if (ledger_plan_path(&plan, sha))
+			json_object_set_new(rec, "plan_path", json_string(ledger_plan_path(&plan, sha)));
+		if (repeat)
+			json_object_set_new(rec, "repeat", json_true());
 		/* The file the run was asked with, as given (runs tables name it). */
 		json_object_set_new(rec, "spec_file", json_string(spec_path));
 		if (virt) {
@@ -1332,6 +1355,8 @@ out:
 	json_decref(eff);
 	json_decref(study);
 	json_decref(raw);
+	json_decref(tags);
+	ledger_plan_free(&plan);
 	ledger_close(l);
 	(void) le;
 	return rc;

@@ -613,16 +613,20 @@ int ledger_find(ledger *l, const char *kind, const char *id, ledger_record *out,
 
 const char *ledger_access_state(ledger *l)
 {
+	int64_t hold = pragma_int(l->db, "SELECT EXISTS(SELECT 1 FROM records WHERE kind = 'score'"
+					 " OR (kind = 'run' AND json_extract(payload, '$.holdout') = 1))");
 	int64_t seen = pragma_int(l->db, "SELECT EXISTS(SELECT 1 FROM records WHERE kind IN"
-					 " ('score', 'verdict'))");
-	int64_t runs = pragma_int(l->db, "SELECT EXISTS(SELECT 1 FROM records WHERE kind IN"
-					 " ('run', 'run_start'))");
+					 " ('run', 'verdict'))");
+	int64_t started = pragma_int(l->db, "SELECT EXISTS(SELECT 1 FROM records WHERE kind ="
+					    " 'run_start')");
 
-	if (seen < 0 || runs < 0)
+	if (hold < 0 || seen < 0 || started < 0)
 		return "unknown";
+	if (hold)
+		return "holdout seen";
 	if (seen)
 		return "results seen";
-	return runs ? "runs recorded" : "nothing run";
+	return started ? "runs started" : "none";
 }
 
 int lg_unhex(const char *s, size_t slen, unsigned char *out, size_t n)

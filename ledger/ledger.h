@@ -79,11 +79,56 @@ int ledger_foreach(ledger *l, const char *kind, int (*cb)(const ledger_record *r
 int ledger_find(ledger *l, const char *kind, const char *id, ledger_record *out, cs_err *e);
 
 /*
- * The access state now, as the Python prereg package records it:
- * "nothing run", "runs recorded" (runs exist, no score or verdict yet),
- * "results seen".
+ * The access state now: what anyone holding the log could have seen.
+ *   "none"          no run has started;
+ *   "runs started"  a run_start record exists, no run record yet;
+ *   "results seen"  a design (or any non-holdout) run record, or a verdict;
+ *   "holdout seen"  a holdout run record or a score.
  */
 const char *ledger_access_state(ledger *l);
+
+/* ---- the study plan (plan.c) ---- */
+
+/*
+ * The plan of the latest `study` record (up to seq as_of, 0: all): doc is
+ * the study document, plan its "plan" section (NULL: none registered),
+ * specs the record's "plan_specs" [{"path","sha256","class"}], where class
+ * is "design", "holdout" or "sceptic". first_run_start is the seq of the
+ * first run_start record (0: none; the plan froze there). All borrowed
+ * from rec; free with ledger_plan_free.
+ */
+typedef struct ledger_plan {
+	json_t *rec;            /* the study record's payload (owned) */
+	json_t *doc, *plan, *specs;
+	int64_t study_seq;
+	int64_t first_run_start;
+} ledger_plan;
+
+int ledger_plan_load(ledger *l, int64_t as_of, ledger_plan *p, cs_err *e);
+void ledger_plan_free(ledger_plan *p);
+/* The class of a run spec hash: "design", "holdout", "sceptic" or "exploratory" (not planned). */
+const char *ledger_plan_class(const ledger_plan *p, const char *sha);
+/* The plan's path of a spec hash (borrowed), or NULL. */
+const char *ledger_plan_path(const ledger_plan *p, const char *sha);
+/* 1 if the plan maps hypothesis id to runs. */
+int ledger_plan_maps(const ledger_plan *p, const char *id);
+/* Spec hashes the plan maps to hypothesis id under role "runs" or "sceptic" (new array). */
+json_t *ledger_plan_hyp_specs(const ledger_plan *p, const char *id, const char *role);
+/* Spec hashes of the holdout targets (new array, empty without a plan). */
+json_t *ledger_plan_targets(const ledger_plan *p);
+
+/* 1 if hypothesis id has a hypothesis or amendment record, 0 if not, -1 on error. */
+int ledger_hyp_registered(ledger *l, const char *id, cs_err *e);
+/* 1 if a run_start record names run_id, 0 if not, -1 on error. */
+int ledger_run_exists(ledger *l, const char *run_id, cs_err *e);
+
+/*
+ * A `refutation` / `deviation` record with the access state, after checking
+ * what it names: an unknown hypothesis or run is exit 5, nothing written.
+ */
+int ledger_refute(ledger *l, const char *hyp, const char *because, int64_t *seq, cs_err *e);
+int ledger_deviate(ledger *l, const char *because, const char *hyp, const char *run_id,
+		   int64_t *seq, cs_err *e);
 
 /* ---- verification and transparency ---- */
 

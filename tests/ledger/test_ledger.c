@@ -92,7 +92,7 @@ static void test_init_open(void **state)
 	assert_int_equal(stat(path, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(ledger_size(l), 0);
-	assert_string_equal(ledger_access_state(l), "nothing run");
+	assert_string_equal(ledger_access_state(l), "none");
 	ledger_close(l);
 	/* a second init is refused */
 	assert_int_equal(ledger_init(*state, &e), CS_EXIT_REFUSED);
@@ -280,14 +280,16 @@ static void test_find_foreach_state(void **state)
 	assert_int_equal(ledger_find(l, "hypothesis", "H9", &r, &e), 0);
 	assert_int_equal(ledger_foreach(l, "hypothesis", count_cb, &n, &e), 0);
 	assert_int_equal(n, 2);
-	assert_string_equal(ledger_access_state(l), "nothing run");
-	note(l, "run", NULL, 4);
-	assert_string_equal(ledger_access_state(l), "runs recorded");
+	assert_string_equal(ledger_access_state(l), "none");
+	note(l, "run_start", NULL, 4);
+	assert_string_equal(ledger_access_state(l), "runs started");
 	n = 0;
 	assert_int_equal(ledger_foreach(l, NULL, count_cb, &n, &e), 0);
 	assert_int_equal(n, 4); /* the callback stopped it */
-	note(l, "score", NULL, 5);
+	note(l, "run", NULL, 5);
 	assert_string_equal(ledger_access_state(l), "results seen");
+	note(l, "score", NULL, 6);
+	assert_string_equal(ledger_access_state(l), "holdout seen");
 	ledger_close(l);
 }
 
