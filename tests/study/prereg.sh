@@ -183,6 +183,14 @@ PY
 # 4, 5: predictions, the holdout by the plan, scoring by the rule
 expect 0 "holdout predict (the plan's targets)" "$cs" holdout predict "$S"
 [ "$(q "$S" "select count(*) from records where kind='prediction'")" = 6 ] || die "6 predictions expected"
+# 3 (the issue's case): the study's ef_search amended after predictions; the holdout runs use the
+# new settings, so they are not the runs predicted, and no score is made of them
+cp -r "$S" "$T/S4"
+expect 0 "finding 3: amend ef_search after predictions" "$cs" study register "$T/S4" ef10.json --amend --rationale "ef 10"
+for r in T1 T2; do expect 0 "finding 3: holdout $r after the amendment" "$cs" run "$T/S4" $r.json --no-progress; done
+expect 3 "finding 3: score of runs whose settings differ from the predictions'" "$cs" holdout score "$T/S4"
+grep -q "settings differ" "$T/err" || die "finding 3: the refusal does not say why: $(cat "$T/err")"
+[ "$(q "$T/S4" "select count(*) from records where kind='score'")" = 0 ] || die "finding 3: a score was recorded"
 expect 0 "holdout target without the flag" "$cs" run "$S" T1.json --no-progress
 [ "$(q "$S" "select json_extract(payload,'\$.holdout') || json_extract(payload,'\$.class') from records where kind='run' order by seq desc limit 1")" = 1holdout ] ||
 	die "finding 1: T1 is not a holdout run"
