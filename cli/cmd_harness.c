@@ -52,17 +52,23 @@ int cmd_clone(int argc, char **argv)
 	const char *src = NULL, *dst = NULL, *study = NULL;
 	harness_clone_info info;
 	ledger *l = NULL;
-	json_t *sdoc = NULL, *note;
+	guard_held held;
+	json_t *note;
 	cs_err e = {0};
 	int rc;
 
+	guard_held_init(&held);
 	if (cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy clone SRC DST [--study DIR]\n\n"
 		       "Clone index directory SRC into DST (which must not exist): FICLONE reflinks\n"
 		       "where the file system can, a full copy otherwise, recorded as which in the\n"
-		       "clone marker DST/.coldstudy-clone (bound to DST's device and inode and to\n"
-		       "SRC's content hash). With --study, DST is refused if it is production, and\n"
-		       "the clone is noted in the study's ledger.\n");
+		       "clone marker DST/.coldstudy-clone (bound to DST's device and inode, each\n"
+		       "file's inode and size, and SRC's content hash). DST is resolved once and\n"
+		       "refused (exit 3) when it is, lies inside, or contains a production item of\n"
+		       "the machine registry (and, with --study, of the study); it is created beneath\n"
+		       "its held parent and filled through the held directory. With --study the\n"
+		       "marker is authenticated with the study's clone key (HMAC-SHA-256) and the\n"
+		       "clone is noted in the ledger; only such clones are accepted by `run`.\n");
 		return CS_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -82,14 +88,16 @@ int cmd_clone(int argc, char **argv)
 	}
 	if (!src || !dst)
 		return cli_usage(argv[0], "need SRC and DST");
-	if (study) {
-		if ((rc = ledger_open(study, &l, &e)) || (rc = guard_study(l, "clone", &sdoc, &e)) ||
-		    (rc = guard_production(l, sdoc, dst, "clone", &e)))
-			goto out;
-	}
-	rc = harness_clone(src, dst, &info, &e);
+	if (study && (rc = ledger_open(study, &l, &e)))
+		goto out;
+	rc = harness_clone_target(l, dst, &held, &e);
 	if (rc)
 		goto out;
+	rc = harness_clone(src, guard_held_via(&held), study, &info, &e);
+	if (rc) {
+		guard_held_rmdir(&held); /* the empty DST made for it, by name in its held parent */
+		goto out;
+	}
 	printf("%s: %s of %llu files (%llu bytes, %llu reflinked), source sha256 %s\n", dst,
 	       info.method, (unsigned long long) info.files, (unsigned long long) info.bytes,
 	       (unsigned long long) info.reflinked_files, info.source_sha256);
@@ -101,7 +109,7 @@ int cmd_clone(int argc, char **argv)
 		json_decref(note);
 	}
 out:
-	json_decref(sdoc);
+	guard_held_close(&held);
 	ledger_close(l);
 	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }
@@ -188,7 +196,12 @@ int cmd_study(int argc, char **argv)
 		       "every run spec the plan names is hashed. The plan freezes at the first run: a\n"
 		       "different spec after that is refused (exit 3, a refusal record) unless --amend\n"
 		       "--rationale TEXT, recorded with the access state. show prints the one in\n"
-		       "force. Every key: 'coldstudy schema study' and docs/specs.md.\n");
+		       "force. Production paths are resolved against DIR (the study folder, never the\n"
+		       "current directory), must exist (exit 5), and are recorded by identity (device,\n"
+		       "inode, file system, a block device's backing) in the record and in the\n"
+		       "machine-wide production registry; a spec that drops a production item is\n"
+		       "refused (exit 3) at any time unless --amend --rationale. Every key: 'coldstudy\n"
+		       "schema study' and docs/specs.md.\n");
 		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "register")) {
