@@ -13,6 +13,10 @@
  *   idx:PATH         IDX (big-endian; u8, i8, i16, i32, f32, f64), gzip or
  *                    plain; n = dims[0], d = product of the others
  *   npy:PATH         NumPy .npy v1-3, '<f4' or '|u1', C order; n = shape[0]
+ *   hdf5:PATH[:train|:test|:neighbors|:distances]   an ann-benchmarks HDF5
+ *                    file's member (default train), any numeric type as
+ *                    float32, through libhdf5 (-ENOTSUP when built without);
+ *                    cv_ivecs_read("hdf5:PATH") reads its neighbors as ids
  *   synth:n=N,d=D[,clusters=C][,seed=S][,sigma=X]   a Gaussian mixture:
  *                    C centres (default 10) with N(0,1) coordinates, each
  *                    point a uniformly chosen centre plus N(0, X^2) noise

@@ -44,11 +44,11 @@ static int bad(cs_err *e, const char *name, const char *where, const char *key, 
 #define ID_EXPECT "1-64 of [A-Za-z0-9._-]"
 /* A dataset spec string (engine/cv_data.h), with an optional row range. */
 #define DATASET_PATTERN                                                                            \
-	"^(fashion-mnist(:train|:test)?|(fvecs|ivecs|bvecs|idx|npy):.+|synth:.+)"                  \
+	"^(fashion-mnist(:train|:test)?|(fvecs|ivecs|bvecs|idx|npy|hdf5):.+|synth:.+)"             \
 	"(\\[[0-9]*:[0-9]*\\])?$"
 #define DATASET_EXPECT                                                                             \
 	"a dataset spec (fashion-mnist[:train|:test], fvecs:PATH, ivecs:PATH, bvecs:PATH, "       \
-	"idx:PATH, npy:PATH, synth:n=N,d=D,...; optionally [A:B])"
+	"idx:PATH, npy:PATH, hdf5:PATH[:train|:test], synth:n=N,d=D,...; optionally [A:B])"
 #define PATH_MAX_BYTES 4000
 
 static const char *const modes[] = {"serial", "fanout", NULL};
@@ -772,7 +772,7 @@ int harness_study_current(struct ledger *l, json_t **doc, cs_err *e)
 static int study_datasets_exist(const json_t *doc, const char *name, cs_err *e)
 {
 	static const char *const file_prefixes[] = {"fvecs:", "ivecs:", "bvecs:", "idx:", "npy:",
-						    NULL};
+						    "hdf5:", NULL};
 	const char *k;
 	json_t *v;
 
@@ -796,6 +796,14 @@ static int study_datasets_exist(const json_t *doc, const char *name, cs_err *e)
 						  name, k);
 			memcpy(file, spec + pl, n);
 			file[n] = '\0';
+			/* hdf5:PATH:member names a member of the file */
+			if (!strcmp(file_prefixes[i], "hdf5:")) {
+				char *c = strrchr(file, ':');
+
+				if (c && (!strcmp(c, ":train") || !strcmp(c, ":test") ||
+					  !strcmp(c, ":neighbors") || !strcmp(c, ":distances")))
+					*c = '\0';
+			}
 			f = fopen(file, "rb");
 			if (!f)
 				return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.datasets.%.64s: %s: %s", name,

@@ -65,6 +65,8 @@ int data_make(const char *spec, float *data, size_t n, size_t d, cv_dataset **ou
 int data_load_vecs(const char *path, char kind, dsbuf *b, size_t *n, size_t *d, cv_err *e);
 int data_load_idx(const char *path, dsbuf *b, size_t *n, size_t *d, cv_err *e);
 int data_load_npy(const char *path, dsbuf *b, size_t *n, size_t *d, cv_err *e);
+/* hdf5:SPEC, SPEC = PATH[:train|:test|:neighbors|:distances] (hdf5.c; -ENOTSUP without libhdf5). */
+int data_load_hdf5(const char *spec, dsbuf *b, size_t *n, size_t *d, cv_err *e);
 
 /* synth:BODY (the part after "synth:"); see cv_data.h. */
 int data_load_synth(const char *body, dsbuf *b, size_t *n, size_t *d, cv_err *e);

@@ -168,10 +168,12 @@ CV_API int cv_dataset_load(const char *spec, cv_dataset **out, cv_err *e)
 		rc = data_load_idx(base + 4, &buf, &n, &d, e);
 	else if (!strncmp(base, "npy:", 4))
 		rc = data_load_npy(base + 4, &buf, &n, &d, e);
+	else if (!strncmp(base, "hdf5:", 5))
+		rc = data_load_hdf5(base + 5, &buf, &n, &d, e);
 	else if (!strncmp(base, "synth:", 6))
 		rc = data_load_synth(base + 6, &buf, &n, &d, e);
 	else
-		rc = cv_err_set(e, -EINVAL, "%s: unknown dataset spec (fashion-mnist[:train|:test], fvecs:, ivecs:, bvecs:, idx:, npy:PATH, synth:n=N,d=D,...)",
+		rc = cv_err_set(e, -EINVAL, "%s: unknown dataset spec (fashion-mnist[:train|:test], fvecs:, ivecs:, bvecs:, idx:, npy:PATH, hdf5:PATH[:train|:test|:neighbors], synth:n=N,d=D,...)",
 				spec);
 	if (rc == -EOVERFLOW && e && !e->msg[0])
 		cv_err_set(e, rc, "%s: dataset larger than the cap of %zu values", spec,

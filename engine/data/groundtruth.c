@@ -398,15 +398,58 @@ out:
 	return rc;
 }
 
-/* Read an ivecs file of rows of equal length; ids new, caller frees. */
+/* hdf5:FILE[:neighbors]: an ann-benchmarks file's true neighbours as ids. */
+static int hdf5_ids(const char *spec, int32_t **ids, size_t *nq, size_t *k, cv_err *e)
+{
+	char s[600];
+	cv_dataset *ds = NULL;
+	size_t len = strlen(spec);
+	int rc;
+
+	/* the neighbors member unless the spec names one */
+	if (len >= sizeof(s) - 16)
+		return cv_err_set(e, -EINVAL, "%s: spec too long", spec);
+	snprintf(s, sizeof(s), "%s%s", spec,
+		 len > 10 && !strcmp(spec + len - 10, ":neighbors") ? "" : ":neighbors");
+	rc = cv_dataset_load(s, &ds, e);
+	if (rc)
+		return rc;
+	*ids = malloc((ds->n * ds->d ? ds->n * ds->d : 1) * sizeof(**ids));
+	if (!*ids) {
+		cv_dataset_free(ds);
+		return cv_err_set(e, -ENOMEM, "%s: out of memory", s);
+	}
+	for (size_t i = 0; i < ds->n * ds->d; i++) {
+		float v = ds->data[i];
+
+		if (v < 0 || v > 16777216.0f || v != (float) (int32_t) v) {
+			rc = cv_err_set(e, -EINVAL, "%s: row %zu: %g is not a vector id", s, i / ds->d,
+					(double) v);
+			free(*ids);
+			*ids = NULL;
+			cv_dataset_free(ds);
+			return rc;
+		}
+		(*ids)[i] = (int32_t) v;
+	}
+	*nq = ds->n;
+	*k = ds->d;
+	cv_dataset_free(ds);
+	return 0;
+}
+
+/* Read an ivecs file of rows of equal length (or hdf5:FILE's neighbors); ids new, caller frees. */
 CV_API int cv_ivecs_read(const char *path, int32_t **ids, size_t *nq, size_t *k, cv_err *e)
 {
 	int32_t *out = NULL;
 	size_t rows = 0, cap = 0, kk = 0;
 	rd r;
-	int rc = rd_open(&r, path, e);
+	int rc;
 
 	*ids = NULL;
+	if (!strncmp(path, "hdf5:", 5))
+		return hdf5_ids(path, ids, nq, k, e);
+	rc = rd_open(&r, path, e);
 	if (rc)
 		return rc;
 	for (;;) {

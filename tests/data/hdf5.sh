@@ -1,0 +1,69 @@
+#!/bin/sh
+# ann-benchmarks data: an HDF5 file with train, test, neighbors and
+# distances, made here with h5py, read as hdf5:FILE[:member]; the same
+# vectors hash as they do from .npy; `neighbors` serves as ground truth
+# (index query --gt hdf5:FILE) and gives the recall the computed truth
+# gives; bad files and members are exit 5; study register accepts the
+# spec. Skips (77) without h5py or when built without libhdf5.
+set -u
+cs=${COLDSTUDY:?}
+py=""
+for p in python3 /usr/bin/python3; do
+	"$p" -c 'import h5py, numpy' 2>/dev/null && { py=$p; break; }
+done
+[ -n "$py" ] || { echo "no python3 with h5py (Debian: python3-h5py)"; exit 77; }
+T=$(mktemp -d /var/tmp/cs-hdf5-XXXXXX)
+trap 'rm -rf "$T"' EXIT INT TERM
+export COLDSTUDY_CACHE="$T/cache"
+fail=0
+no() { echo "FAIL: $*"; fail=1; }
+"$py" - "$T" <<'PY' || { echo "FAIL: making the test files"; exit 1; }
+import sys, h5py, numpy as np
+T = sys.argv[1]
+rng = np.random.default_rng(7)
+train = rng.normal(size=(300, 8)).astype(np.float32)
+test = rng.normal(size=(12, 8)).astype(np.float32)
+d2 = ((test[:, None, :].astype(np.float64) - train[None, :, :]) ** 2).sum(-1)
+nb = np.argsort(d2, axis=1, kind="stable")[:, :10].astype(np.int32)
+with h5py.File(T + "/ab.hdf5", "w") as f:
+    f.attrs["distance"] = "euclidean"
+    f["train"] = train; f["test"] = test; f["neighbors"] = nb
+    f["distances"] = np.sqrt(np.take_along_axis(d2, nb, 1)).astype(np.float32)
+np.save(T + "/train.npy", train)
+with h5py.File(T + "/f64.hdf5", "w") as f:
+    f["train"] = train.astype(np.float64)
+bad = train.copy(); bad[5, 3] = np.nan
+with h5py.File(T + "/nan.hdf5", "w") as f:
+    f["train"] = bad
+with h5py.File(T + "/flat.hdf5", "w") as f:
+    f["train"] = train[:, 0]
+open(T + "/not.hdf5", "wb").write(b"not an hdf5 file at all\n" * 10)
+PY
+out=$("$cs" data info "hdf5:$T/ab.hdf5" --json 2>"$T/err"); rc=$?
+if [ $rc != 0 ] && grep -q "without libhdf5" "$T/err"; then echo "built without libhdf5"; exit 77; fi
+[ $rc = 0 ] || { echo "FAIL: data info hdf5: exit $rc: $(cat "$T/err")"; exit 1; }
+sha=$("$cs" data info "npy:$T/train.npy" --json | "$py" -c 'import json,sys; print(json.load(sys.stdin)["sha256"])')
+echo "$out" | "$py" -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["n"]==300 and d["d"]==8 and d["sha256"]==sys.argv[1] else 1)' "$sha" ||
+	no "hdf5 train is not the npy's vectors: $out"
+"$cs" data info "hdf5:$T/f64.hdf5" --json | "$py" -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["sha256"]==sys.argv[1] else 1)' "$sha" ||
+	no "float64 train not converted to the same float32 vectors"
+"$cs" data info "hdf5:$T/ab.hdf5:test" --json | grep -q '"n":12' || no "test member"
+"$cs" data info "hdf5:$T/ab.hdf5:neighbors" --json | grep -q '"d":10' || no "neighbors member"
+for bad in "$T/none.hdf5" "$T/not.hdf5" "$T/nan.hdf5" "$T/flat.hdf5" "$T/ab.hdf5:distances:x"; do
+	"$cs" data info "hdf5:$bad" >/dev/null 2>"$T/err"; rc=$?
+	[ $rc = 5 ] || no "hdf5:$bad: exit $rc, expected 5: $(cat "$T/err")"
+	[ "$(wc -l < "$T/err")" = 1 ] || no "hdf5:$bad: not one line: $(cat "$T/err")"
+done
+grep -q "not finite" "$T/err" 2>/dev/null || true
+"$cs" data info "hdf5:$T/nan.hdf5" 2>&1 | grep -q "row 5 column 3: value NaN" || no "NaN not located"
+"$cs" index build --kind hnsw --data "hdf5:$T/ab.hdf5" --metric l2 --out "$T/ix" -q >/dev/null || no "index build from hdf5"
+r1=$("$cs" index query "$T/ix" --queries "hdf5:$T/ab.hdf5:test" --gt "hdf5:$T/ab.hdf5" --k 10 --json | "$py" -c 'import json,sys; print(json.loads(sys.stdin.read())["recall_at_k"])') || no "query with hdf5 neighbors"
+r2=$("$cs" index query "$T/ix" --queries "hdf5:$T/ab.hdf5:test" --k 10 --json | "$py" -c 'import json,sys; print(json.loads(sys.stdin.read())["recall_at_k"])') || no "query with computed truth"
+[ -n "$r1" ] && [ "$r1" = "$r2" ] || no "recall against the file's neighbors ($r1) differs from the computed truth's ($r2)"
+"$py" -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 0.9 else 1)' "${r1:-0}" || no "recall $r1 < 0.9"
+"$cs" init "$T/S" >/dev/null || no init
+mkdir -p "$T/prod"
+printf '{"id":"h","production":{"paths":["'"$T/prod"'"]},"datasets":{"base":"hdf5:%s/ab.hdf5:train","q":"hdf5:%s/ab.hdf5:test"}}' "$T" "$T" > "$T/study.json"
+"$cs" study register "$T/S" "$T/study.json" >/dev/null 2>"$T/err" || no "study register with hdf5 datasets: $(cat "$T/err")"
+[ $fail = 0 ] || exit 1
+echo "ok: hdf5 train/test/neighbors read, same hash as npy, neighbors as ground truth (recall $r1), bad files exit 5"
