@@ -746,7 +746,7 @@ static int index_query(int argc, char **argv)
 	a.qo.blocks = a.record ? &bl : NULL;
 	ids = calloc(a.qo.k, sizeof(*ids));
 	dists = calloc(a.qo.k, sizeof(*dists));
-	s.lat_ms = calloc(s.nq * a.repeat ? s.nq * a.repeat : 1, sizeof(double));
+	s.lat_ms = calloc(s.nq * a.repeat > 0 ? s.nq * a.repeat : 1, sizeof(double));
 	s.pass_qps = calloc(a.repeat, sizeof(double));
 	if (!ids || !dists || !s.lat_ms || !s.pass_qps) {
 		exitc = CS_EXIT_INTERNAL;
