@@ -148,7 +148,8 @@ int guard_score_complete(struct ledger *l, size_t n_missing, size_t n_targets, i
 	if (!n_missing || interim)
 		return 0;
 	return guard_refuse(l, "scoring-rule", verb, ledger_dir(l), e,
-			    "%zu of %zu holdout targets have no run yet: the score waits for all "
-			    "(--interim records an interim score, never the result)",
+			    "%zu of %zu holdout targets have no run yet (or only one whose settings "
+			    "differ from those predicted): the score waits for all (--interim records "
+			    "an interim score, never the result)",
 			    n_missing, n_targets);
 }

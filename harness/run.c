@@ -37,6 +37,7 @@
 #include "ledger.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -98,6 +99,7 @@ typedef struct load {
 	atomic_uint_fast64_t next, done;
 	atomic_uint_fast64_t end_ns;  /* the latest query completion: the end of the wall */
 	atomic_uint_fast64_t start_ns; /* the first query's submission: the start of the wall */
+	atomic_uint_fast64_t vlat_ns;  /* virtual time: the modelled latencies so far (progress) */
 	atomic_int failed;
 	atomic_uint fanout_via;       /* how a fan-out overlapped its reads (cv_fanout_via) */
 	char fail_msg[256];
@@ -130,22 +132,6 @@ static void fail(load *L, const char *msg, int rc)
 		snprintf(L->fail_msg, sizeof(L->fail_msg), "%s: %s", msg, strerror(-rc));
 	atomic_store(&L->failed, 1);
 	pthread_mutex_unlock(&L->mu);
-}
-
-/* Resident fraction of files (NaN when it cannot be measured). */
-static double prewarm_residency(char **files, size_t n)
-{
-	uint64_t pages = 0, res = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		cv_residency r;
-
-		if (cv_cache_residency(files[i], &r))
-			return NAN;
-		pages += r.pages;
-		res += r.resident;
-	}
-	return pages ? (double) res / (double) pages : 0.0;
 }
 
 /* One client: closed loop, the next query only when the last returned. */
@@ -205,10 +191,14 @@ static void *client(void *p)
 			cv_index_drop_buffers(L->ix);
 			for (size_t f = 0; f < L->nfiles && !rc; f++)
 				rc = cv_cache_evict(L->files[f]);
-			res = prewarm_residency(L->files, L->nfiles);
-			if (!rc && !(res == 0.0)) {
-				fail(L, "page cache not cold after eviction before the query", -EBUSY);
-				break;
+			/* The cold proof is the guard's (guard_cold), as at the start of the run. */
+			if (!rc) {
+				cs_err ge = {0};
+
+				if (guard_cold(NULL, L->files, L->nfiles, "run", &res, &ge)) {
+					fail(L, "page cache not cold after eviction before the query", -EBUSY);
+					break;
+				}
 			}
 			if (!rc && L->pw)
 				rc = harness_prewarm(L->files, L->nfiles, &L->pw[q]);
@@ -271,6 +261,7 @@ static void *client(void *p)
 			}
 			r->vlat_ms = vq.lat_ms;
 			r->vread_ms = vq.read_ms;
+			atomic_fetch_add(&L->vlat_ns, (uint_fast64_t) (vq.lat_ms * 1e6));
 			r->vdev_reads = vq.device_reads;
 			r->vhits = vq.hit_reads;
 		}
@@ -321,26 +312,95 @@ static const char *dataset_spec(const json_t *study, const char *s)
 	return json_is_string(v) ? json_string_value(v) : s;
 }
 
-/* The base dataset for recall: run.base, else the study index whose clone is this index. */
-static const char *base_spec(const json_t *study, const json_t *eff, const char *index)
+/*
+ * The base dataset for recall: run.base, else the study index whose clone
+ * is this index (the clone resolved against the study folder, compared by
+ * device and inode with the held index).
+ */
+static const char *base_spec(struct ledger *l, const json_t *study, const json_t *eff,
+			     const char *index)
 {
 	const char *b = json_string_value(json_object_get(eff, "base"));
-	char rp[PATH_MAX], rq[PATH_MAX];
-	const char *k;
+	struct stat ist;
+	guard_held sh;
+	const char *k, *found = NULL;
 	json_t *v;
+	cs_err e = {0};
 
 	if (b)
 		return dataset_spec(study, b);
-	if (!realpath(index, rp))
+	if (stat(index, &ist) < 0 || guard_hold(ledger_dir(l), AT_FDCWD, &sh, &e))
 		return NULL;
 	json_object_foreach(json_object_get(study, "indexes"), k, v) {
 		const char *c = json_string_value(json_object_get(v, "clone"));
 		const char *d = json_string_value(json_object_get(v, "dataset"));
+		guard_held ch;
 
-		if (c && d && realpath(c, rq) && !strcmp(rp, rq))
-			return dataset_spec(study, d);
+		if (!c || !d || found || guard_hold(c, sh.fd, &ch, &e))
+			continue;
+		if (ch.exists && ch.st.st_dev == ist.st_dev && ch.st.st_ino == ist.st_ino)
+			found = dataset_spec(study, d);
+		guard_held_close(&ch);
 	}
-	return NULL;
+	guard_held_close(&sh);
+	return found;
+}
+
+/*
+ * The run's other paths, each refused when it touches production: the
+ * dataset files of queries and base, the ground-truth cache directory
+ * (COLDSTUDY_CACHE, held and handed to the engine through the hold), and
+ * the bulk writer's directory (bulkwrite.dir, else the study's scratch_dir,
+ * else the index's parent), made beneath its held parent into *wh.
+ */
+static int run_guard_inputs(struct ledger *l, guard_prodset *prod, const json_t *study,
+			    const json_t *eff, const guard_held *ih, guard_held *wh, cs_err *e)
+{
+	const char *q = dataset_spec(study, json_string_value(json_object_get(json_object_get(eff, "queries"), "spec")));
+	const char *b = json_string_value(json_object_get(eff, "base"));
+	const char *cache = getenv("COLDSTUDY_CACHE");
+	const json_t *bw = json_object_get(eff, "bulkwrite");
+	int rc;
+
+	if ((rc = guard_dataset(l, prod, q, "run", "$.queries.spec", e)) ||
+	    (b && (rc = guard_dataset(l, prod, dataset_spec(study, b), "run", "$.base", e))))
+		return rc;
+	if (cache && *cache && strncmp(cache, "/proc/", 6)) {
+		static guard_held ch; /* the engine reads COLDSTUDY_CACHE for the whole run */
+
+		rc = guard_target(l, prod, cache, AT_FDCWD, "run", "COLDSTUDY_CACHE", &ch, e);
+		if (!rc)
+			rc = guard_held_mkdirs(&ch, e);
+		if (rc)
+			return rc;
+		setenv("COLDSTUDY_CACHE", guard_held_via(&ch), 1);
+	}
+	if (json_is_object(bw)) {
+		const char *wd = json_string_value(json_object_get(bw, "dir"));
+		guard_held sh;
+		int base = AT_FDCWD;
+
+		guard_held_init(&sh);
+		if (!wd && json_is_string(json_object_get(study, "scratch_dir"))) {
+			/* study.json's paths are the study folder's. */
+			wd = json_string_value(json_object_get(study, "scratch_dir"));
+			if ((rc = guard_hold(ledger_dir(l), AT_FDCWD, &sh, e)))
+				return rc;
+			base = sh.fd;
+		}
+		if (!wd) {
+			/* Beside the index, on its file system: the writes compete with its reads. */
+			wd = "../.coldstudy-bulkwrite";
+			base = ih->fd;
+		}
+		rc = guard_target(l, prod, wd, base, "run", "bulkwrite.dir", wh, e);
+		guard_held_close(&sh);
+		if (!rc)
+			rc = guard_held_mkdirs(wh, e);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 /*
@@ -552,19 +612,40 @@ static void record_abort(ledger *l, const char *run_id, const char *because)
 	json_decref(d);
 }
 
+/*
+ * The load's progress line on stderr. A virtual-time run shows the QPS the
+ * device model gives (what its record will say) beside the real disk's;
+ * the time left is "estimating" until a query has returned.
+ */
 static void progress(const load *L, uint64_t total, int final)
 {
 	double el = (double) (cs_mono_ns() - L->t0) / 1e9;
 	uint64_t done = atomic_load(&L->done);
 	double qps = el > 0 ? (double) done / el : 0, left;
+	char rate[96], lefts[48];
 
 	if (L->deadline_ns)
 		left = (double) (L->deadline_ns > cs_mono_ns() ? L->deadline_ns - cs_mono_ns() : 0) / 1e9;
 	else
 		left = qps > 0 ? (double) (total - (done < total ? done : total)) / qps : NAN;
-	fprintf(stderr, "\r  queries %llu%s%llu  %.2f qps  %.0f s elapsed  %s%.0f s left   %s",
-		(unsigned long long) done, total ? "/" : "", (unsigned long long) total, qps, el,
-		isfinite(left) ? "" : "?", isfinite(left) ? left : 0.0, final ? "\n" : "");
+	if (L->vdev) {
+		/* Clients run side by side in virtual time: each one's share of the modelled time. */
+		double vs = (double) atomic_load(&L->vlat_ns) / 1e9 / (L->clients ? L->clients : 1);
+
+		snprintf(rate, sizeof(rate), "%.2f qps modelled (%.2f real)",
+			 vs > 0 ? (double) done / vs : 0.0, qps);
+	} else {
+		snprintf(rate, sizeof(rate), "%.2f qps", qps);
+	}
+	if (final)
+		snprintf(lefts, sizeof(lefts), "done");
+	else if (isfinite(left))
+		snprintf(lefts, sizeof(lefts), "%.0f s left", left);
+	else
+		snprintf(lefts, sizeof(lefts), "estimating");
+	fprintf(stderr, "\r  queries %llu%s%llu  %s  %.0f s elapsed, %s   %s",
+		(unsigned long long) done, total ? "/" : "", (unsigned long long) total, rate, el,
+		lefts, final ? "\n" : "");
 	fflush(stderr);
 }
 
@@ -592,7 +673,9 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	client_arg *ca = NULL;
 	load L;
 	char sha[65], run_id[32], started[32], ended[32], cgdir[1024] = "";
-	const char *index, *bspec;
+	const char *index, *bspec, *index_shown = NULL;
+	guard_prodset *prod = NULL;
+	guard_held ihold, whold;
 	cv_err ce = {{0}};
 	cs_err le = {0};
 	cv_blkdev bd;
@@ -608,6 +691,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	int holdout = 0, repeat = 0;
 
 	memset(&L, 0, sizeof(L));
+	guard_held_init(&ihold);
+	guard_held_init(&whold);
 	pthread_mutex_init(&L.mu, NULL);
 	got_signal = 0;
 	tty = o->progress < 0 ? isatty(2) : o->progress;
@@ -657,10 +742,21 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			goto out;
 	}
 	if ((rc = guard_validated(l, "run", e)) ||
-	    (rc = guard_hypotheses(l, json_object_get(eff, "hypotheses"), "run", e)) ||
-	    (rc = guard_production(l, study, index, "run", e)) ||
-	    (rc = guard_clone(l, index, "run", 0, &marker, e)))
+	    (rc = guard_hypotheses(l, json_object_get(eff, "hypotheses"), "run", e)))
 		goto out;
+	/*
+	 * Every path the run acts on is resolved once and checked on the held
+	 * descriptor; from here on the index is opened, listed, evicted and
+	 * measured only through the hold (ihold.via), so swapping a symlink or
+	 * renaming a directory after this point changes nothing.
+	 */
+	if ((rc = guard_prodset_load(l, &prod, e)) ||
+	    (rc = guard_existing(l, prod, index, AT_FDCWD, "run", "index", &ihold, e)) ||
+	    (rc = guard_clone(l, ledger_dir(l), guard_held_via(&ihold), "run", 0, &marker, e)) ||
+	    (rc = run_guard_inputs(l, prod, study, eff, &ihold, &whold, e)))
+		goto out;
+	index_shown = index;
+	index = guard_held_via(&ihold);
 	/* what the run is comes from the plan, by its spec hash, not from the flag */
 	if ((rc = ledger_plan_load(l, 0, &plan, e)) ||
 	    (rc = guard_run_plan(l, &plan, sha, o->holdout, "run", &holdout, e)))
@@ -710,7 +806,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		oo.flags = json_is_true(json_object_get(eff, "readahead")) ? CV_FILE_READAHEAD : 0;
 		r = cv_index_open(index, &oo, &ix, &ce);
 		if (r) {
-			rc = cs_err_set(e, errno_exit(r), "%s: %s", index, ce.msg);
+			rc = cs_err_set(e, errno_exit(r), "%s: %s", index_shown, ce.msg);
 			goto out;
 		}
 		if (cv_index_dim(ix) != queries->d) {
@@ -741,7 +837,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	L.metric = cv_index_metric(ix);
 	if (json_is_string(json_object_get(eff, "metric")))
 		cv_metric_parse(json_string_value(json_object_get(eff, "metric")), &L.metric);
-	bspec = base_spec(study, eff, index);
+	bspec = base_spec(l, study, eff, index);
 	if (bspec) {
 		int r = cv_dataset_load(bspec, &base, &ce);
 
@@ -791,7 +887,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	else if (!json_is_number(json_object_get(eff, "duration_s")))
 		L.query_count = queries->n;
 	if (cv_index_files(index, &files, &nfiles) || !nfiles) {
-		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot list the index files", index);
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot list the index files", index_shown);
 		goto out;
 	}
 	L.files = files;
@@ -974,24 +1070,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	}
 	if (json_is_object(json_object_get(eff, "bulkwrite"))) {
 		const json_t *bw = json_object_get(eff, "bulkwrite");
-		const char *wd = json_string_value(json_object_get(bw, "dir"));
-		char parent[PATH_MAX];
-
-		if (!wd)
-			wd = json_string_value(json_object_get(study, "scratch_dir"));
-		if (!wd) {
-			char *sl;
-
-			snprintf(parent, sizeof(parent), "%s", index);
-			while ((sl = strrchr(parent, '/')) && sl[1] == '\0' && sl != parent)
-				*sl = '\0';
-			sl = strrchr(parent, '/');
-			if (sl && sl != parent)
-				*sl = '\0';
-			else
-				snprintf(parent, sizeof(parent), "%s", sl ? "/" : ".");
-			wd = parent;
-		}
+		const char *wd = guard_held_via(&whold); /* checked and made by run_guard_inputs */
 		rc = harness_writer_start(
 			wd, index,
 			json_is_integer(json_object_get(bw, "max_bytes"))
@@ -1181,9 +1260,11 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			ledger_rollback(l);
 			goto out;
 		}
-		ixj = json_pack("{s:s, s:s, s:{s:O, s:O}}", "kind", cv_index_kind(ix), "dir", index,
-				"clone", "method", json_object_get(marker, "method"), "source_sha256",
-				json_object_get(marker, "source_sha256"));
+		/* What was read: the held directory's identity, whatever its spelling resolved to later. */
+		ixj = json_pack("{s:s, s:s, s:{s:O, s:O}, s:I, s:I}", "kind", cv_index_kind(ix), "dir",
+				index_shown, "clone", "method", json_object_get(marker, "method"),
+				"source_sha256", json_object_get(marker, "source_sha256"), "dev",
+				(json_int_t) ihold.st.st_dev, "ino", (json_int_t) ihold.st.st_ino);
 		rec = json_pack("{s:s, s:O, s:s, s:O, s:O, s:b, s:o, s:O, s:O, s:{s:s, s:s, s:s, s:s},"
 				" s:O, s:s, s:s, s:s, s:O, s:o}",
 				"run_id", run_id, "spec", eff, "spec_sha256", sha, "tags", tags,
@@ -1276,6 +1357,9 @@ out:
 	pthread_mutex_destroy(&L.mu);
 	cv_index_files_free(files, nfiles);
 	cv_index_close(ix);
+	guard_held_close(&ihold);
+	guard_held_close(&whold);
+	guard_prodset_free(prod);
 	cv_device_free(dev);
 	free(gt);
 	cv_dataset_free(base);

@@ -322,6 +322,7 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 	holdout_summary s;
 	json_t *table = json_array(), *pending = json_array(), *payload = NULL, *key, *targets = NULL;
 	json_t *missing = json_array(), *per = json_object(), *runs_seen = json_array();
+	json_t *differ = json_array();
 	const json_t *ph, *tv;
 	const char *source = "default";
 	double threshold = 0.35, level;
@@ -333,7 +334,7 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 	rc = holdout_log_load(l, &v, e);
 	if (rc)
 		goto out;
-	if (!table || !pending || !missing || !per || !runs_seen) {
+	if (!table || !pending || !missing || !per || !runs_seen || !differ) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
 	}
@@ -364,11 +365,8 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 		if (!ran)
 			json_array_append_new(missing, json_string(ledger_plan_path(&v.plan, json_string_value(key)) ?: json_string_value(key)));
 	}
-	rc = guard_score_complete(l, json_array_size(missing), json_array_size(targets), o->interim,
-				  "holdout score", e);
-	if (rc)
-		goto out;
-	/* 4. rows: each prediction against its target's first run */
+	/* 4. rows: each prediction against its target's first run, if that run has the settings
+	 * the prediction was made for (a study spec amended since would change them) */
 	rows = calloc(json_array_size(v.pred_order) + 1, sizeof(*rows));
 	if (!rows) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
@@ -388,6 +386,21 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 		json_array_foreach(v.holdout, j, r)
 			if (sha && !strcmp(json_string_value(json_object_get(r, "spec_sha256")) ?: "", sha))
 				run = r;
+		if (run && json_object_get(t, "features") && json_object_get(run, "features") &&
+		    !json_equal(json_object_get(t, "features"), json_object_get(run, "features"))) {
+			const char *path = json_string_value(json_object_get(t, "run_spec")) ?: "?";
+			int listed = 0;
+
+			json_array_foreach(missing, k, seen)
+				listed |= !strcmp(json_string_value(seen), path);
+			if (!listed)
+				json_array_append_new(missing, json_string(path));
+			json_array_append_new(differ, json_pack("{s:O,s:O}", "prediction",
+							       json_object_get(p, "id"), "run_id",
+							       json_object_get(run, "run_id")));
+			json_array_append(pending, json_object_get(p, "id"));
+			continue;
+		}
 		mv = run ? json_object_get(json_object_get(run, "metrics"), metric ?: "") : NULL;
 		if (!json_is_number(mv)) {
 			json_array_append(pending, json_object_get(p, "id"));
@@ -423,6 +436,10 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 				  json_object_get(run, "run_id")));
 		n++;
 	}
+	rc = guard_score_complete(l, json_array_size(missing), json_array_size(targets), o->interim,
+				  "holdout score", e);
+	if (rc)
+		goto out;
 	/* 5. figures */
 	rc = holdout_score_at(rows, n, threshold, level, &s, e);
 	if (rc)
@@ -467,6 +484,8 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 	json_object_set_new(payload, "registered", json_boolean(v.plan.plan != NULL && ph != NULL));
 	if (json_array_size(missing))
 		json_object_set(payload, "targets_without_run", missing);
+	if (json_array_size(differ))
+		json_object_set(payload, "features_differ", differ);
 	if (!json_is_true(json_object_get(payload, "interim")) && first_seq) {
 		json_object_set_new(payload, "rescore", json_true());
 		json_object_set_new(payload, "score_of_record", json_integer((json_int_t) first_seq));
@@ -482,6 +501,7 @@ out:
 	json_decref(table);
 	json_decref(pending);
 	json_decref(missing);
+	json_decref(differ);
 	json_decref(per);
 	json_decref(runs_seen);
 	json_decref(targets);

@@ -166,6 +166,16 @@ json_t *ledger_plan_targets(const ledger_plan *p)
 	return out;
 }
 
+void ledger_mark_post_hoc(ledger *l, json_t *payload)
+{
+	const char *st = ledger_access_state(l);
+
+	if (!strcmp(st, "none"))
+		return;
+	json_object_set_new(payload, "post_hoc", json_true());
+	json_object_set_new(payload, "access_state", json_string(st));
+}
+
 /* ---- references ---- */
 
 int ledger_hyp_registered(ledger *l, const char *id, cs_err *e)

@@ -139,7 +139,9 @@ static int model_load(ledger *l, model *m, cs_err *e)
 	if (rc)
 		return rc;
 	m->size = m->vi.size;
-	rc = ledger_checkpoint(l, &m->checkpoint, e);
+	/* a signed study's report carries its signed checkpoint (ledger_checkpoint_signed) */
+	rc = ledger_signed(l) ? ledger_checkpoint_signed(l, &m->checkpoint, e)
+			      : ledger_checkpoint(l, &m->checkpoint, e);
 	if (rc)
 		return rc;
 	m->kinds = json_object();
@@ -408,7 +410,10 @@ static void sec_log(doc *d, const model *m, const char *const *files, size_t nfi
 	cell_s(r, "Records by kind");
 	cell_s(r, kinds.p ? kinds.p : "");
 	rb_free(&kinds);
-	add_p(d, "Checkpoint (C2SP tlog-checkpoint body; also checkpoint.txt):");
+	add_p(d, m->vi.keyed ? "Checkpoint (C2SP tlog-checkpoint, signed with the study's key "
+			       "(coldstudy log key); also checkpoint.txt):"
+			     : "Checkpoint (C2SP tlog-checkpoint body, unsigned: the study was made "
+			       "before studies had keys; also checkpoint.txt):");
 	add_pre(d, m->checkpoint);
 	add_p(
 	    d,

@@ -149,6 +149,10 @@ ok "fixture odd" "$fx" "$T/O" && ok "odd records" "$fx" --odd "$T/O"
 ok "report of odd records" "$cs" report "$T/O" --out "$T/RO" || die "odd records are not reported"
 grep -q "(null)" "$T/RO/report.md" "$T/RO/report.html" && die "(null) printed for a missing member"
 grep -q "| R9 | -1 | n/a | many |" "$T/RO/report.md" || die "odd run R9 not shown as recorded"
+# a payload that breaks its kind's schema (a run without run_id) fails verify: no report (exit 4)
+python3 "$src/tests/ledger/raw_append.py" "$T/O/ledger.db" run '{"metrics":{}}' >/dev/null
+"$cs" report "$T/O" --out "$T/RB" > "$T/rb.out" 2>&1; rc=$?
+[ $rc -eq 4 ] && grep -q "run payload: \$.run_id: missing" "$T/rb.out" || die "a schema-breaking record was reported: exit $rc: $(cat "$T/rb.out")"
 python3 -c 'import glob, sys, xml.etree.ElementTree as E; [E.parse(f) for f in glob.glob(sys.argv[1] + "/*.svg")]' "$T/RO" ||
 	die "an SVG of odd records does not parse"
 

@@ -97,6 +97,8 @@ study study.json 0.35
 study strict.json 0.0001
 study ef10.json 0.35 10
 
+# production must exist to be registered (it is recorded by device and inode)
+expect 0 "index build" "$cs" index build --kind phnsw --data "$BASE" --metric l2 --partitions 8 --m 8 --ef-construction 32 --out prod
 S=$T/S
 expect 0 init "$cs" init "$S"
 expect 0 "register H1 H2 H4" "$cs" register "$S" "$T/hyp/H1.json" "$T/hyp/H2.json" "$T/hyp/H4.json"
@@ -105,7 +107,6 @@ n=$(q "$S" "select json_array_length(payload, '\$.plan_specs') from records wher
 [ "$n" = 7 ] || die "the plan's run specs are not all hashed: $n of 7"
 expect 0 "same study again" "$cs" study register "$S" study.json
 [ "$(q "$S" "select count(*) from records where kind='study'")" = 1 ] || die "the same study again wrote a record"
-expect 0 "index build" "$cs" index build --kind phnsw --data "$BASE" --metric l2 --partitions 8 --m 8 --ef-construction 32 --out prod
 expect 0 clone "$cs" clone prod clone --study "$S"
 "$cs" validate "$S" --quiet >/dev/null 2>&1 || expect 0 validate "$cs" validate "$S" --quiet --allow-no-device-stats
 cp -r "$S" "$T/SB"
@@ -182,6 +183,14 @@ PY
 # 4, 5: predictions, the holdout by the plan, scoring by the rule
 expect 0 "holdout predict (the plan's targets)" "$cs" holdout predict "$S"
 [ "$(q "$S" "select count(*) from records where kind='prediction'")" = 6 ] || die "6 predictions expected"
+# 3 (the issue's case): the study's ef_search amended after predictions; the holdout runs use the
+# new settings, so they are not the runs predicted, and no score is made of them
+cp -r "$S" "$T/S4"
+expect 0 "finding 3: amend ef_search after predictions" "$cs" study register "$T/S4" ef10.json --amend --rationale "ef 10"
+for r in T1 T2; do expect 0 "finding 3: holdout $r after the amendment" "$cs" run "$T/S4" $r.json --no-progress; done
+expect 3 "finding 3: score of runs whose settings differ from the predictions'" "$cs" holdout score "$T/S4"
+grep -q "settings differ" "$T/err" || die "finding 3: the refusal does not say why: $(cat "$T/err")"
+[ "$(q "$T/S4" "select count(*) from records where kind='score'")" = 0 ] || die "finding 3: a score was recorded"
 expect 0 "holdout target without the flag" "$cs" run "$S" T1.json --no-progress
 [ "$(q "$S" "select json_extract(payload,'\$.holdout') || json_extract(payload,'\$.class') from records where kind='run' order by seq desc limit 1")" = 1holdout ] ||
 	die "finding 1: T1 is not a holdout run"
