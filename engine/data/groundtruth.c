@@ -414,7 +414,7 @@ static int hdf5_ids(const char *spec, int32_t **ids, size_t *nq, size_t *k, cv_e
 	rc = cv_dataset_load(s, &ds, e);
 	if (rc)
 		return rc;
-	*ids = malloc((ds->n * ds->d ? ds->n * ds->d : 1) * sizeof(**ids));
+	*ids = malloc((ds->n && ds->d ? ds->n * ds->d : 1) * sizeof(**ids));
 	if (!*ids) {
 		cv_dataset_free(ds);
 		return cv_err_set(e, -ENOMEM, "%s: out of memory", s);
