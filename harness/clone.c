@@ -27,6 +27,7 @@
 
 #include "guard.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -107,9 +108,9 @@ static int copy_all(int in, int out, uint64_t size)
 	return fsync(out) < 0 ? -errno : 0;
 }
 
-/* Clone or copy one file; *reflinked set when FICLONE worked. */
-static int clone_file(const char *src, const char *dst, int *reflinked, uint64_t *size,
-		      cs_err *e)
+/* Clone or copy one file; *reflinked set when FICLONE worked; keep_owner: the source's uid/gid. */
+static int clone_file(const char *src, const char *dst, int keep_owner, int *reflinked,
+		      uint64_t *size, cs_err *e)
 {
 	struct stat st;
 	int in = -1, out = -1, rc;
@@ -124,6 +125,11 @@ static int clone_file(const char *src, const char *dst, int *reflinked, uint64_t
 	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0777);
 	if (out < 0) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create: %s", dst, strerror(errno));
+		goto out;
+	}
+	if (keep_owner && fchown(out, st.st_uid, st.st_gid) < 0) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot give it the source's owner: %s", dst,
+				strerror(errno));
 		goto out;
 	}
 	if (ioctl(out, FICLONE, in) == 0) {
@@ -163,6 +169,95 @@ static void undo(const char *dst, char **names, size_t n)
 	rmdir(dst);
 }
 
+/*
+ * Is src a PostgreSQL data directory (PG_VERSION and global/pg_control)?
+ * 1 yes, 0 no.
+ */
+static int is_pgdata(const char *src)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/PG_VERSION", src);
+	if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	snprintf(p, sizeof(p), "%s/global/pg_control", src);
+	return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/*
+ * Make every directory of the cluster src/rel under dst (empty ones too:
+ * PostgreSQL needs pg_notify, pg_snapshots, ...), each with its source's
+ * mode and owner (the server refuses a data directory it does not own).
+ * A symlink (a tablespace, a pg_wal elsewhere) is refused: its target
+ * would not be cloned.
+ */
+static int pg_dirs(const char *src, const char *dst, const char *rel, int depth, cs_err *e)
+{
+	char sp[PATH_MAX], dp[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if (depth > 32)
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s/%s: directories nested too deep", src, rel);
+	snprintf(sp, sizeof(sp), "%s%s%s", src, *rel ? "/" : "", rel);
+	d = opendir(sp);
+	if (!d)
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: cannot open: %s", sp, strerror(errno));
+	while (!rc && (de = readdir(d))) {
+		char sub[PATH_MAX], full[PATH_MAX * 2];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name);
+		snprintf(full, sizeof(full), "%s/%s", src, sub);
+		if (lstat(full, &st) < 0) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", full, strerror(errno));
+			break;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT,
+					"%s: a symlink (a tablespace or a linked pg_wal): clusters with "
+					"storage outside the data directory are not cloned",
+					full);
+			break;
+		}
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		snprintf(dp, sizeof(dp), "%s/%s", dst, sub);
+		if ((mkdir(dp, st.st_mode & 07777) < 0 && errno != EEXIST) ||
+		    chown(dp, st.st_uid, st.st_gid) < 0 || chmod(dp, st.st_mode & 07777) < 0) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create: %s", dp, strerror(errno));
+			break;
+		}
+		rc = pg_dirs(src, dst, sub, depth + 1, e);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Remove the empty directories under dir, deepest first (rmdir only: never a file). */
+static void rm_empty_dirs(const char *dir, int depth)
+{
+	struct dirent *de;
+	DIR *d;
+
+	if (depth > 32 || !(d = opendir(dir)))
+		return;
+	while ((de = readdir(d))) {
+		char sub[PATH_MAX];
+
+		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		rm_empty_dirs(sub, depth + 1);
+		rmdir(sub);
+	}
+	closedir(d);
+}
+
 /* Is dir an empty directory? */
 static int empty_dir(const char *dir)
 {
@@ -184,9 +279,9 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 	size_t n = 0, made = 0;
 	json_t *marker = NULL, *files;
 	char *canon = NULL;
-	struct stat st;
+	struct stat st, pst;
 	size_t clen;
-	int rc;
+	int rc, pg;
 
 	memset(info, 0, sizeof(*info));
 	if (!realpath(src, srcabs) || stat(srcabs, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -194,6 +289,20 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 	if (stat(dst, &st) == 0 && !(S_ISDIR(st.st_mode) && empty_dir(dst)))
 		return cs_err_set(e, CS_EXIT_REFUSED, "%s: already exists; a clone is made fresh",
 				  dst);
+	pg = is_pgdata(srcabs);
+	if (pg) {
+		char pid[PATH_MAX];
+
+		/* A running server changes its files while they are copied: no consistent copy. */
+		snprintf(pid, sizeof(pid), "%s/postmaster.pid", srcabs);
+		if (lstat(pid, &st) == 0)
+			return cs_err_set(e, CS_EXIT_BADINPUT,
+					  "%s: the cluster is running (postmaster.pid): stop it and "
+					  "clone again (a running cluster is not cloned yet)",
+					  src);
+		if (stat(srcabs, &pst) < 0)
+			return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s", src, strerror(errno));
+	}
 	rc = guard_dir_files(srcabs, &names, &n, e);
 	if (rc)
 		return rc;
@@ -207,6 +316,17 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 	if (mkdir(dst, 0755) < 0 && errno != EEXIST) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create: %s", dst, strerror(errno));
 		goto out;
+	}
+	if (pg) {
+		/* The data directory is its owner's, 0700 (or 0750), as the source's. */
+		if (chown(dst, pst.st_uid, pst.st_gid) < 0 || chmod(dst, pst.st_mode & 07777) < 0) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot give it the cluster's owner: %s",
+					dst, strerror(errno));
+			goto fail;
+		}
+		rc = pg_dirs(srcabs, dst, "", 0, e);
+		if (rc)
+			goto fail;
 	}
 	files = json_array();
 	marker = json_object();
@@ -223,7 +343,7 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 			goto fail;
 		}
 		made = i + 1;
-		rc = clone_file(sp, dp, &rl, &size, e);
+		rc = clone_file(sp, dp, pg, &rl, &size, e);
 		if (rc)
 			goto fail;
 		info->files++;
@@ -257,6 +377,8 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 	json_object_set_new(marker, "source_sha256", json_string(sha));
 	json_object_set_new(marker, "reflinked", json_integer((json_int_t) info->reflinked_files));
 	json_object_set_new(marker, "created", json_string(ts));
+	if (pg)
+		json_object_set_new(marker, "target", json_string("postgres"));
 	if (study_dir) {
 		unsigned char key[32];
 		char mac[65];
@@ -281,6 +403,10 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 	goto out;
 fail:
 	undo(dst, names, made);
+	if (pg) {
+		rm_empty_dirs(dst, 0);
+		rmdir(dst);
+	}
 out:
 	free(canon);
 	json_decref(marker);

@@ -122,4 +122,51 @@ int harness_vtime_query(const cv_device *dev, const cv_trace *t, uint64_t seed,
 			const harness_blockset *hits, char **files, size_t nfiles, double real_lat_ms,
 			harness_vq *out);
 
+/* ---- PostgreSQL: a private server on a cloned cluster (pg.c) ---- */
+
+#include <limits.h>
+#include <sys/types.h>
+#include "harness.h"
+
+struct guard_held;
+typedef struct pg_conn PGconn;
+
+typedef struct harness_pg {
+	const struct guard_held *pgdata; /* the clone's data directory, held (borrowed) */
+	pid_t pid;                       /* the postmaster this run started; 0: none */
+	int port;                        /* names the socket file in sockdir */
+	uid_t uid;                       /* the data directory's owner: the server runs as it */
+	gid_t gid;
+	char user[64];                   /* its name: the role connected as by default */
+	char shared_buffers[32];
+	char bindir[PATH_MAX];
+	char sockdir[PATH_MAX];          /* private, 0700, the owner's; removed by fini */
+	char log[PATH_MAX + 32];         /* the server's stderr */
+} harness_pg;
+
+/* The server binaries: COLDSTUDY_PG_BINDIR, pg_config --bindir, Debian's; exit 5 when none. */
+int harness_pg_bindir(char *out, size_t cap, cs_err *e);
+/* Make the private socket directory and its files; nothing is started. */
+int harness_pg_init(harness_pg *s, const struct guard_held *pgdata, int port,
+		    const char *shared_buffers, cs_err *e);
+/* Start the postmaster on the held clone (no-op when running); returns once it accepts. */
+int harness_pg_start(harness_pg *s, cs_err *e);
+/* Fast shutdown and wait (e may be NULL). */
+int harness_pg_stop(harness_pg *s, cs_err *e);
+/* Stop the server if running and remove the private directory. */
+void harness_pg_fini(harness_pg *s);
+/*
+ * Connect to the run's own server (its socket only) and check it is the
+ * one on the held clone; CS_EXIT_REFUSED when not. Caller PQfinish()es.
+ */
+int harness_pg_connect(const harness_pg *s, const char *db, const char *user, PGconn **out,
+		       cs_err *e);
+
+/* A run whose target is "postgres" (pgrun.c): harness_run hands over after its spec checks. */
+struct ledger;
+struct guard_prodset;
+int harness_pg_run(struct ledger *l, struct guard_prodset *prod, const json_t *study,
+		   const json_t *eff, const char *sha, const char *spec_path, harness_run_opts *o,
+		   cs_err *e);
+
 #endif

@@ -694,6 +694,15 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	rc = harness_run_check_treatments(eff, spec_path, e);
 	if (rc)
 		goto out;
+	if (json_is_string(json_object_get(eff, "target")) &&
+	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres")) {
+		/* A PostgreSQL clone: its own phases (pgrun.c), the same guards and record. */
+		if ((rc = guard_prodset_load(l, &prod, e)) ||
+		    (rc = run_guard_inputs(l, prod, study, eff, &ihold, &whold, e)))
+			goto out;
+		rc = harness_pg_run(l, prod, study, eff, sha, spec_path, o, e);
+		goto out;
+	}
 	virt = json_is_string(json_object_get(eff, "device_time")) &&
 	       !strcmp(json_string_value(json_object_get(eff, "device_time")), "virtual");
 	if (json_is_array(json_object_get(eff, "client_cpus")) &&

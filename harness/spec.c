@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- small schema helpers ---- */
 
@@ -127,6 +128,28 @@ static int want_string_array(const json_t *obj, const char *key, size_t maxn, co
 	return 0;
 }
 
+/* An array of TCP port numbers (a server's, named as production). */
+static int want_port_array(const json_t *obj, const char *key, const char *name, const char *where,
+			   cs_err *e)
+{
+	const json_t *v = json_object_get(obj, key);
+	char w[256];
+	size_t i;
+	json_t *x;
+
+	if (!v)
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) > 64)
+		return bad(e, name, where, key, "expected an array of port numbers (bounded)");
+	json_array_foreach(v, i, x) {
+		if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 65535) {
+			snprintf(w, sizeof(w), "%s.%s[%zu]", where, key, i);
+			return bad(e, name, w, NULL, "expected a port number in [1, 65535]");
+		}
+	}
+	return 0;
+}
+
 static int id_ok(const char *s)
 {
 	size_t n = strlen(s);
@@ -146,10 +169,11 @@ int harness_study_validate(const json_t *doc, const char *name, cs_err *e)
 {
 	static const char *const top[] = {"id", "title", "production", "datasets", "indexes",
 					  "defaults", "scratch_dir", "notes", NULL};
+	/* sockets: a server's socket directories (identities, like paths); ports: its port numbers */
 	static const char *const prod_keys[] = {"paths", "block_devices", "databases", "hosts",
-						NULL};
+						"sockets", "ports", NULL};
 	static const char *const ix_keys[] = {"kind", "dataset", "source", "clone", NULL};
-	static const char *const kinds[] = {"hnsw", "paged", "phnsw", "hfresh", NULL};
+	static const char *const kinds[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
 	const json_t *prod, *ds, *ixs;
 	const char *k;
 	json_t *v;
@@ -171,7 +195,11 @@ int harness_study_validate(const json_t *doc, const char *name, cs_err *e)
 	if ((rc = only_keys(prod, prod_keys, name, "$.production", e)))
 		return rc;
 	for (size_t i = 0; prod_keys[i]; i++) {
-		if ((rc = want_string_array(prod, prod_keys[i], 64, name, "$.production", e)))
+		if (!strcmp(prod_keys[i], "ports"))
+			rc = want_port_array(prod, prod_keys[i], name, "$.production", e);
+		else
+			rc = want_string_array(prod, prod_keys[i], 64, name, "$.production", e);
+		if (rc)
 			return rc;
 		total += json_array_size(json_object_get(prod, prod_keys[i]));
 	}
@@ -316,6 +344,74 @@ static int treatments_validate(const json_t *doc, const char *name, const char *
 	return 0;
 }
 
+/*
+ * The "postgres" object of a run on a PostgreSQL clone (target "postgres"):
+ * the clone's data directory, the query template (SQL with $1 for the
+ * query vector; partition_sql also with {p} for a partition's number, used
+ * by fan-out), the per-session knobs (SET statements, one each), the
+ * server's shared_buffers, the port its private socket is named by, the
+ * database and role, and how the vector is written as text.
+ */
+static int postgres_validate(const json_t *doc, int required, const char *name, const char *where,
+			     cs_err *e)
+{
+	static const char *const pg_keys[] = {"pgdata", "sql", "partition_sql", "session",
+					      "shared_buffers", "port", "database", "user",
+					      "vector_text", NULL};
+	static const char *const vtexts[] = {"array", "pgvector", NULL};
+	const json_t *v = json_object_get(doc, "postgres"), *x;
+	char w[200];
+	size_t i;
+	int rc;
+
+	if (!v)
+		return required ? bad(e, name, where, "postgres",
+				      "required object {pgdata, sql, ...} is missing (target \"postgres\")")
+				: 0;
+	snprintf(w, sizeof(w), "%s.postgres", where);
+	if (!json_is_object(v))
+		return bad(e, name, where, "postgres", "expected an object {pgdata, sql, ...}");
+	if ((rc = only_keys(v, pg_keys, name, w, e)) ||
+	    (rc = want_string(v, "pgdata", required, 4000, name, w, e)) ||
+	    (rc = want_string(v, "sql", required, 65536, name, w, e)) ||
+	    (rc = want_string(v, "partition_sql", 0, 65536, name, w, e)) ||
+	    (rc = want_string(v, "shared_buffers", 0, 32, name, w, e)) ||
+	    (rc = want_int(v, "port", 0, 1024, 65535, name, w, e)) ||
+	    (rc = want_string(v, "database", 0, 63, name, w, e)) ||
+	    (rc = want_string(v, "user", 0, 63, name, w, e)) ||
+	    (rc = want_enum(v, "vector_text", vtexts, name, w, e)) ||
+	    (rc = want_string_array(v, "session", 64, name, w, e)))
+		return rc;
+	x = json_object_get(v, "sql");
+	if (x && !strstr(json_string_value(x), "$1"))
+		return bad(e, name, w, "sql", "expected SQL with $1 for the query vector");
+	x = json_object_get(v, "partition_sql");
+	if (x && (!strstr(json_string_value(x), "$1") || !strstr(json_string_value(x), "{p}")))
+		return bad(e, name, w, "partition_sql",
+			   "expected SQL with $1 for the query vector and {p} for the partition");
+	x = json_object_get(v, "shared_buffers");
+	if (x) {
+		const char *sb = json_string_value(x);
+		size_t d = strspn(sb, "0123456789");
+
+		if (!d || (sb[d] && strcmp(sb + d, "kB") && strcmp(sb + d, "MB") &&
+			   strcmp(sb + d, "GB")))
+			return bad(e, name, w, "shared_buffers",
+				   "expected a size like \"16MB\" (digits, then kB, MB or GB)");
+	}
+	json_array_foreach(json_object_get(v, "session"), i, x) {
+		const char *st = json_string_value(x);
+
+		/* One SET each: a knob, never a second statement that could write. */
+		if (strncasecmp(st, "SET ", 4) || strchr(st, ';')) {
+			snprintf(w, sizeof(w), "%s.postgres.session[%zu]", where, i);
+			return bad(e, name, w, NULL,
+				   "expected one \"SET name = value\" statement without ';'");
+		}
+	}
+	return 0;
+}
+
 /* The combinations the harness refuses on an effective spec (exit 5). */
 int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 {
@@ -349,6 +445,28 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 			   "evicting before each query would evict other clients' pages: needs clients 1");
 	if (json_is_object(pw) && !json_is_true(json_object_get(eff, "cold")))
 		return bad(e, name, "$", "prewarm", "a prewarm run starts cold: needs \"cold\": true");
+	if (json_is_string(json_object_get(eff, "target")) &&
+	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres")) {
+		static const char *const engine_only[] = {"device", "prewarm", "load", "bulkwrite",
+							  "client_cpus", "index", NULL};
+		const json_t *pg = json_object_get(eff, "postgres");
+
+		for (size_t i = 0; engine_only[i]; i++)
+			if (json_object_get(eff, engine_only[i]) &&
+			    !json_is_null(json_object_get(eff, engine_only[i])))
+				return bad(e, name, "$", engine_only[i],
+					   "is an engine target's knob; a postgres run does not take it");
+		if (json_integer_value(json_object_get(eff, "clients")) != 1)
+			return bad(e, name, "$", "clients",
+				   "a postgres run is one client: serial (one query at a time) or a "
+				   "fan-out over \"fanout\" connections");
+		if (!strcmp(json_string_value(json_object_get(eff, "mode")), "fanout") &&
+		    (!json_object_get(pg, "partition_sql") ||
+		     !json_is_array(json_object_get(eff, "partitions"))))
+			return bad(e, name, "$", "postgres.partition_sql",
+				   "a fan-out sends each partition's query: needs postgres.partition_sql "
+				   "and \"partitions\"");
+	}
 	return 0;
 }
 
@@ -360,7 +478,9 @@ int harness_run_validate(const json_t *doc, const char *name, const char *where,
 		"fanout", "merge", "io", "io_depth", "strategy", "queue_depth", "buffers_bytes",
 		"device", "clients", "query_count", "duration_s", "cold", "partitions", "tags",
 		"hypotheses", "samplers", "mem_cap_bytes", "readahead", "metric", "notes",
-		"device_time", "prewarm", "load", "bulkwrite", "client_cpus", "cold_each_query", NULL};
+		"device_time", "prewarm", "load", "bulkwrite", "client_cpus", "cold_each_query",
+		"target", "postgres", NULL};
+	static const char *const targets[] = {"engine", "postgres", NULL};
 	static const char *const q_keys[] = {"spec", "first", "count", NULL};
 	static const char *const s_keys[] = {"iostat_s", "memory_s", "prometheus_s",
 					     "prometheus_url", NULL};
@@ -373,9 +493,15 @@ int harness_run_validate(const json_t *doc, const char *name, const char *where,
 	char w[160];
 	int rc;
 
-	if ((rc = only_keys(doc, top, name, where, e)))
+	int pg = json_is_string(json_object_get(doc, "target")) &&
+		 !strcmp(json_string_value(json_object_get(doc, "target")), "postgres");
+
+	if ((rc = only_keys(doc, top, name, where, e)) ||
+	    (rc = want_enum(doc, "target", targets, name, where, e)))
 		return rc;
-	if ((rc = want_string(doc, "index", !partial, 4000, name, where, e)) ||
+	if ((rc = postgres_validate(doc, pg && !partial, name, where, e)))
+		return rc;
+	if ((rc = want_string(doc, "index", !partial && !pg, 4000, name, where, e)) ||
 	    (rc = want_string(doc, "base", 0, 4000, name, where, e)) ||
 	    (rc = want_int(doc, "k", 0, 1, 1000, name, where, e)) ||
 	    (rc = want_int(doc, "ef_search", 0, 1, 100000, name, where, e)) ||
@@ -592,6 +718,9 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 	kind[0] = '\0';
 	if (dir)
 		read_kind(dir, kind, sizeof(kind));
+	if (json_is_string(json_object_get(eff, "target")) &&
+	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres"))
+		snprintf(kind, sizeof(kind), "postgres");
 	f = json_object();
 	json_object_set(f, "clients", json_object_get(eff, "clients"));
 	json_object_set(f, "fanout", json_object_get(eff, "fanout"));
