@@ -49,8 +49,9 @@ int cmd_validate(int argc, char **argv)
 
 int cmd_clone(int argc, char **argv)
 {
-	const char *src = NULL, *dst = NULL, *study = NULL;
+	const char *src = NULL, *dst = NULL, *study = NULL, *pg_socket = NULL;
 	harness_clone_info info;
+	int pg_port = 5432;
 	ledger *l = NULL;
 	guard_held held;
 	json_t *note;
@@ -59,7 +60,7 @@ int cmd_clone(int argc, char **argv)
 
 	guard_held_init(&held);
 	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy clone SRC DST [--study DIR]\n\n"
+		printf("usage: coldstudy clone SRC DST [--study DIR] [--pg-socket DIR [--pg-port N]]\n\n"
 		       "Clone index directory SRC into DST (which must not exist): FICLONE reflinks\n"
 		       "where the file system can, a full copy otherwise, recorded as which in the\n"
 		       "clone marker DST/.coldstudy-clone (bound to DST's device and inode, each\n"
@@ -68,7 +69,12 @@ int cmd_clone(int argc, char **argv)
 		       "the machine registry (and, with --study, of the study); it is created beneath\n"
 		       "its held parent and filled through the held directory. With --study the\n"
 		       "marker is authenticated with the study's clone key (HMAC-SHA-256) and the\n"
-		       "clone is noted in the ledger; only such clones are accepted by `run`.\n");
+		       "clone is noted in the ledger; only such clones are accepted by `run`.\n\n"
+		       "SRC may be a PostgreSQL data directory: every directory is made, owner and\n"
+		       "modes kept. A running cluster is refused (exit 5) unless --pg-socket DIR\n"
+		       "[--pg-port N] names its server's socket: then it is copied through the\n"
+		       "low-level backup API (pg_backup_start, the files, pg_backup_stop, pg_wal\n"
+		       "and the backup_label), the server checked to run on SRC itself.\n");
 		return CS_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -76,6 +82,20 @@ int cmd_clone(int argc, char **argv)
 			if (++i >= argc)
 				return cli_usage(argv[0], "--study needs a directory");
 			study = argv[i];
+		} else if (!strcmp(argv[i], "--pg-socket")) {
+			if (++i >= argc)
+				return cli_usage(argv[0], "--pg-socket needs a directory");
+			pg_socket = argv[i];
+		} else if (!strcmp(argv[i], "--pg-port")) {
+			char *end;
+			long v;
+
+			if (++i >= argc)
+				return cli_usage(argv[0], "--pg-port needs a port number");
+			v = strtol(argv[i], &end, 10);
+			if (*end || v < 1 || v > 65535)
+				return cli_usage(argv[0], "--pg-port: '%s' is not a port number", argv[i]);
+			pg_port = (int) v;
 		} else if (argv[i][0] == '-') {
 			return cli_usage(argv[0], "unknown option '%s'", argv[i]);
 		} else if (!src) {
@@ -93,7 +113,7 @@ int cmd_clone(int argc, char **argv)
 	rc = harness_clone_target(l, dst, &held, &e);
 	if (rc)
 		goto out;
-	rc = harness_clone(src, guard_held_via(&held), study, &info, &e);
+	rc = harness_clone_cluster(src, guard_held_via(&held), study, pg_socket, pg_port, &info, &e);
 	if (rc) {
 		guard_held_rmdir(&held); /* the empty DST made for it, by name in its held parent */
 		goto out;

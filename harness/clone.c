@@ -26,6 +26,7 @@
 #include "harness.h"
 
 #include "guard.h"
+#include "harness_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -238,8 +239,12 @@ static int pg_dirs(const char *src, const char *dst, const char *rel, int depth,
 	return rc;
 }
 
-/* Remove the empty directories under dir, deepest first (rmdir only: never a file). */
-static void rm_empty_dirs(const char *dir, int depth)
+/*
+ * Remove everything under dir, deepest first, never following a link: only
+ * for a cluster's clone that failed, whose dir this clone made fresh (the
+ * server-side copy and pg_wal's second pass are not in the name list).
+ */
+static void rm_tree(const char *dir, int depth)
 {
 	struct dirent *de;
 	DIR *d;
@@ -248,12 +253,19 @@ static void rm_empty_dirs(const char *dir, int depth)
 		return;
 	while ((de = readdir(d))) {
 		char sub[PATH_MAX];
+		struct stat st;
 
-		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
-		rm_empty_dirs(sub, depth + 1);
-		rmdir(sub);
+		if (lstat(sub, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			rm_tree(sub, depth + 1);
+			rmdir(sub);
+		} else {
+			unlink(sub);
+		}
 	}
 	closedir(d);
 }
@@ -272,8 +284,131 @@ static int empty_dir(const char *dir)
 	return empty && lstat(m, &st) < 0;
 }
 
+/*
+ * What a cluster's online copy leaves out (PostgreSQL's backup protocol
+ * says so): the running server's pid and options files, the contents of
+ * directories it rebuilds at start, temporary files and relcache init
+ * files. pg_wal is copied after pg_backup_stop, listed afresh.
+ */
+static int pg_skip_online(const char *name)
+{
+	static const char *const dirs[] = {"pg_replslot/", "pg_dynshmem/", "pg_notify/",
+					   "pg_serial/", "pg_snapshots/", "pg_stat_tmp/",
+					   "pg_subtrans/", "pg_wal/", NULL};
+	const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+
+	if (!strcmp(name, "postmaster.pid") || !strcmp(name, "postmaster.opts") ||
+	    !strcmp(name, "backup_label") || !strcmp(name, "tablespace_map") ||
+	    strstr(name, "pgsql_tmp") || !strcmp(base, "pg_internal.init"))
+		return 1;
+	for (size_t i = 0; dirs[i]; i++)
+		if (!strncmp(name, dirs[i], strlen(dirs[i])))
+			return 1;
+	return 0;
+}
+
+/* Copy src/name to dst/name (a cluster's file: owner kept) and list it in files. */
+static int copy_listed(const char *src, const char *dst, const char *name, int keep_owner,
+		       json_t *files, harness_clone_info *info, cs_err *e)
+{
+	char sp[PATH_MAX * 2], dp[PATH_MAX * 2];
+	uint64_t size = 0;
+	struct stat fst;
+	int rl, rc;
+
+	snprintf(sp, sizeof(sp), "%s/%s", src, name);
+	snprintf(dp, sizeof(dp), "%s/%s", dst, name);
+	if (make_parents(dst, name) < 0)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create directories", dp);
+	rc = clone_file(sp, dp, keep_owner, &rl, &size, e);
+	if (rc)
+		return rc;
+	info->files++;
+	info->bytes += size;
+	info->reflinked_files += (uint64_t) rl;
+	if (lstat(dp, &fst) < 0)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", dp, strerror(errno));
+	json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", name, "size",
+					       (json_int_t) size, "ino", (json_int_t) fst.st_ino));
+	return 0;
+}
+
+/*
+ * A running cluster, through the low-level backup API: pg_backup_start
+ * (a fast checkpoint) on the server found at sockdir/port, which must run
+ * on src itself; every file but pg_wal copied; pg_backup_stop; pg_wal
+ * listed afresh and copied (it holds the WAL from the start checkpoint to
+ * the backup's end record); the backup_label written into the clone, so
+ * the clone's first start replays to a consistent state.
+ */
+static int clone_online(const char *srcabs, const struct stat *pst, const char *dst,
+			const char *sockdir, int port, char **names, size_t n, json_t *files,
+			json_t *marker, harness_clone_info *info, cs_err *e)
+{
+	char **wal = NULL, wdir[PATH_MAX + 8], label_path[PATH_MAX * 2];
+	size_t nwal = 0;
+	char *label = NULL;
+	PGconn *c = NULL;
+	int rc, fd;
+
+	rc = harness_pg_backup_start(srcabs, pst, sockdir, port, &c, e);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n && !rc; i++)
+		if (!pg_skip_online(names[i]))
+			rc = copy_listed(srcabs, dst, names[i], 1, files, info, e);
+	if (rc) {
+		harness_pg_backup_stop(c, NULL, NULL);
+		return rc;
+	}
+	rc = harness_pg_backup_stop(c, &label, e);
+	if (rc)
+		return rc;
+	snprintf(wdir, sizeof(wdir), "%s/pg_wal", srcabs);
+	rc = guard_dir_files(wdir, &wal, &nwal, e);
+	for (size_t i = 0; i < nwal && !rc; i++) {
+		char name[PATH_MAX];
+
+		snprintf(name, sizeof(name), "pg_wal/%s", wal[i]);
+		rc = copy_listed(srcabs, dst, name, 1, files, info, e);
+	}
+	guard_dir_files_free(wal, nwal);
+	if (rc)
+		goto out;
+	snprintf(label_path, sizeof(label_path), "%s/backup_label", dst);
+	fd = open(label_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || fchown(fd, pst->st_uid, pst->st_gid) < 0 ||
+	    write(fd, label, strlen(label)) != (ssize_t) strlen(label) || fsync(fd) < 0) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot write: %s", label_path,
+				strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	close(fd);
+	{
+		struct stat fst;
+
+		if (lstat(label_path, &fst) == 0)
+			json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", "backup_label",
+							       "size", (json_int_t) fst.st_size, "ino",
+							       (json_int_t) fst.st_ino));
+	}
+	json_object_set_new(marker, "backup", json_string("pg_backup_start/pg_backup_stop (online)"));
+	info->files++;
+out:
+	free(label);
+	return rc;
+}
+
 int harness_clone(const char *src, const char *dst, const char *study_dir,
 		  harness_clone_info *info, cs_err *e)
+{
+	return harness_clone_cluster(src, dst, study_dir, NULL, 0, info, e);
+}
+
+int harness_clone_cluster(const char *src, const char *dst, const char *study_dir,
+			  const char *sockdir, int port, harness_clone_info *info, cs_err *e)
 {
 	char **names = NULL, srcabs[PATH_MAX], sha[65], ts[32], mpath[PATH_MAX];
 	size_t n = 0, made = 0;
@@ -281,7 +416,7 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 	char *canon = NULL;
 	struct stat st, pst;
 	size_t clen;
-	int rc, pg;
+	int rc, pg, online = 0;
 
 	memset(info, 0, sizeof(*info));
 	if (!realpath(src, srcabs) || stat(srcabs, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -295,10 +430,12 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 
 		/* A running server changes its files while they are copied: no consistent copy. */
 		snprintf(pid, sizeof(pid), "%s/postmaster.pid", srcabs);
-		if (lstat(pid, &st) == 0)
+		online = lstat(pid, &st) == 0;
+		if (online && !sockdir)
 			return cs_err_set(e, CS_EXIT_BADINPUT,
-					  "%s: the cluster is running (postmaster.pid): stop it and "
-					  "clone again (a running cluster is not cloned yet)",
+					  "%s: the cluster is running (postmaster.pid): stop it, or name "
+					  "its socket directory (--pg-socket DIR [--pg-port N]) to clone it "
+					  "through the low-level backup API",
 					  src);
 		if (stat(srcabs, &pst) < 0)
 			return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s", src, strerror(errno));
@@ -331,7 +468,13 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 	files = json_array();
 	marker = json_object();
 	json_object_set_new(marker, "files", files);
-	for (size_t i = 0; i < n; i++) {
+	if (online) {
+		rc = clone_online(srcabs, &pst, dst, sockdir, port, names, n, files, marker, info, e);
+		if (rc)
+			goto fail;
+		made = n;
+	}
+	for (size_t i = 0; i < n && !online; i++) {
 		char sp[PATH_MAX * 2], dp[PATH_MAX * 2];
 		uint64_t size = 0;
 		int rl;
@@ -404,7 +547,7 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 fail:
 	undo(dst, names, made);
 	if (pg) {
-		rm_empty_dirs(dst, 0);
+		rm_tree(dst, 0);
 		rmdir(dst);
 	}
 out:

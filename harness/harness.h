@@ -119,6 +119,17 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 		  harness_clone_info *info, cs_err *e);
 
 /*
+ * harness_clone, for a PostgreSQL data directory that may be running: with
+ * sockdir (its server's socket directory) and port, a running cluster is
+ * copied through the low-level backup API (pg_backup_start, the files,
+ * pg_backup_stop, then pg_wal and the backup_label), after checking that
+ * the server there runs on src itself. Without sockdir a running cluster
+ * is bad input (exit 5).
+ */
+int harness_clone_cluster(const char *src, const char *dst, const char *study_dir,
+			  const char *sockdir, int port, harness_clone_info *info, cs_err *e);
+
+/*
  * Resolve a clone's destination once and make it: refused (recorded with
  * l) when it exists, or is, lies in or contains production; created
  * beneath its held parent; h then holds the new, empty directory.

@@ -125,6 +125,7 @@ int harness_vtime_query(const cv_device *dev, const cv_trace *t, uint64_t seed,
 /* ---- PostgreSQL: a private server on a cloned cluster (pg.c) ---- */
 
 #include <limits.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include "harness.h"
 
@@ -161,6 +162,17 @@ void harness_pg_fini(harness_pg *s);
  */
 int harness_pg_connect(const harness_pg *s, const char *db, const char *user, PGconn **out,
 		       cs_err *e);
+
+/*
+ * The low-level backup API on a running cluster (clone.c's online copy):
+ * connect to the server at sockdir/port as the data directory's owner,
+ * check it runs on pgdata (st: pgdata's stat) and call pg_backup_start
+ * (fast); *out is the session that must stay open until the stop.
+ */
+int harness_pg_backup_start(const char *pgdata, const struct stat *st, const char *sockdir,
+			    int port, PGconn **out, cs_err *e);
+/* pg_backup_stop on that session and close it; *label (new, may be NULL) gets backup_label's text. */
+int harness_pg_backup_stop(PGconn *c, char **label, cs_err *e);
 
 /* A run whose target is "postgres" (pgrun.c): harness_run hands over after its spec checks. */
 struct ledger;

@@ -375,3 +375,63 @@ int harness_pg_connect(const harness_pg *s, const char *db, const char *user, PG
 	*out = c;
 	return 0;
 }
+
+int harness_pg_backup_start(const char *pgdata, const struct stat *st, const char *sockdir,
+			    int port, PGconn **out, cs_err *e)
+{
+	char ci[PATH_MAX + 256], dd[PATH_MAX];
+	struct passwd *pw = getpwuid(st->st_uid);
+	struct stat dst;
+	PGresult *r;
+	PGconn *c;
+	int rc;
+
+	*out = NULL;
+	snprintf(ci, sizeof(ci), "host='%s' port=%d dbname=postgres user='%s' connect_timeout=10",
+		 sockdir, port, pw ? pw->pw_name : "postgres");
+	c = PQconnectdb(ci);
+	if (PQstatus(c) != CONNECTION_OK) {
+		rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: cannot connect to the running cluster at %s: %s",
+				pgdata, sockdir, PQerrorMessage(c));
+		PQfinish(c);
+		return rc;
+	}
+	/* The files copied are that server's own, or the copy would be nobody's backup. */
+	if (one_value(c, "SELECT current_setting('data_directory')", dd, sizeof(dd)) ||
+	    stat(dd, &dst) < 0 || dst.st_dev != st->st_dev || dst.st_ino != st->st_ino) {
+		PQfinish(c);
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "%s: the server at %s port %d does not run on this data directory",
+				  pgdata, sockdir, port);
+	}
+	r = PQexec(c, "SELECT pg_backup_start('coldstudy clone', true)");
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: pg_backup_start failed: %s", pgdata,
+				PQresultErrorMessage(r));
+		PQclear(r);
+		PQfinish(c);
+		return rc;
+	}
+	PQclear(r);
+	*out = c;
+	return 0;
+}
+
+int harness_pg_backup_stop(PGconn *c, char **label, cs_err *e)
+{
+	PGresult *r;
+	int rc = 0;
+
+	if (label)
+		*label = NULL;
+	/* Not waiting for archiving: the clone's WAL is copied from pg_wal right after. */
+	r = PQexec(c, "SELECT labelfile FROM pg_backup_stop(false)");
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "pg_backup_stop failed: %s",
+				PQresultErrorMessage(r));
+	else if (label && !(*label = strdup(PQgetvalue(r, 0, 0))))
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	PQclear(r);
+	PQfinish(c);
+	return rc;
+}

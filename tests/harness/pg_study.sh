@@ -2,7 +2,8 @@
 # A study of a real PostgreSQL cluster (issue 18): a "production" cluster
 # (Debian's PostgreSQL, started here under the postgres user in a private
 # temp dir, a private socket dir, no TCP) with a contrib `cube` GiST table of
-# 20,000 synthetic 64-d vectors in 4 hash partitions; clone it (stopped);
+# 20,000 synthetic 64-d vectors in 4 hash partitions; clone it (stopped,
+# and running through the low-level backup API);
 # validate; a cold serial run (Merge Append over the partitions, cold before
 # every query) and a cold fan-out run (4 partitions over 4 connections);
 # each run's engine reads equal PostgreSQL's own blocks read (the plans' sum
@@ -71,7 +72,7 @@ cat > "$T/study.json" <<J
  "scratch_dir":"$T/scratch"}
 J
 "$cs" study register "$S" "$T/study.json" >/dev/null || { echo "FAIL: study register"; exit 1; }
-# A running cluster is not copied (no consistent copy without the backup API).
+# A running cluster is not copied without its server's socket (the backup API needs it).
 prod_start
 "$cs" clone "$T/prod/data" "$T/clone/data" --study "$S" >"$T/out" 2>&1
 [ $? = 5 ] || FAILED "clone of a running cluster was not refused (exit 5): $(cat "$T/out")"
@@ -176,6 +177,25 @@ runspec "$T/port.json" "$T/clone/data" $PORT serial ""
 expect_refused "production's port" "$T/port.json"
 [ "$(head -1 "$T/prod/data/postmaster.pid")" = "$prodpid" ] ||
 	FAILED "production's server changed while the study ran"
+
+# ---- a running cluster cloned through the low-level backup API, and run ----
+"$cs" clone "$T/prod/data" "$T/online/data" --study "$S" --pg-socket "$T/prodsock" --pg-port $PORT \
+	>"$T/out" 2>&1 || FAILED "online clone: $(cat "$T/out")"
+grep -q "^LABEL: coldstudy clone" "$T/online/data/backup_label" 2>/dev/null ||
+	FAILED "the online clone has no backup_label"
+[ -e "$T/online/data/postmaster.pid" ] && FAILED "the online clone copied postmaster.pid"
+runspec "$T/online.json" "$T/online/data" 5433 serial ""
+sed -i 's/"count":6/"count":2/' "$T/online.json"
+r4=$("$cs" run "$S" "$T/online.json" -q 2>"$T/err") || FAILED "run on the online clone: $(cat "$T/err")"
+if [ -n "${r4:-}" ]; then
+	rec=$(record "$r4")
+	echo "online: $(echo $rec)"
+	echo "$rec" | grep -q "^recall=1" || FAILED "online clone: recall is not 1: $(echo $rec)"
+	[ "$(echo "$rec" | sed -n 's/^engine_reads=//p')" = "$(echo "$rec" | sed -n 's/^statio_reads=//p')" ] ||
+		FAILED "online clone: engine reads != pg_statio's"
+fi
+[ "$(head -1 "$T/prod/data/postmaster.pid")" = "$prodpid" ] ||
+	FAILED "production's server changed during the online clone"
 
 # ---- pgvector, where it is installed ----
 if [ $havevec = 1 ]; then
