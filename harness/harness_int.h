@@ -174,6 +174,9 @@ int harness_pg_backup_start(const char *pgdata, const struct stat *st, const cha
 /* pg_backup_stop on that session and close it; *label (new, may be NULL) gets backup_label's text. */
 int harness_pg_backup_stop(PGconn *c, char **label, cs_err *e);
 
+/* The signal (SIGINT, SIGTERM) that asked the running `run` to stop, or 0 (run.c). */
+int harness_run_interrupted(void);
+
 /* A run whose target is "postgres" (pgrun.c): harness_run hands over after its spec checks. */
 struct ledger;
 struct guard_prodset;

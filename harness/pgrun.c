@@ -52,6 +52,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -585,6 +586,12 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 
 		memset(r, 0, sizeof(*r));
 		r->q = (uint32_t) q;
+		if (harness_run_interrupted()) {
+			/* Stopped between queries: a deviation, no run record (as run.c). */
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "interrupted by %s after %zu queries",
+					harness_run_interrupted() == SIGINT ? "SIGINT" : "SIGTERM", q);
+			goto out;
+		}
 		if (each && q > 0) {
 			double res;
 

@@ -72,6 +72,11 @@ static void on_signal(int sig)
 	got_signal = sig;
 }
 
+int harness_run_interrupted(void)
+{
+	return got_signal;
+}
+
 typedef struct qrow {
 	uint32_t q, client;
 	double t_ms, lat_ms, read_ms;

@@ -175,6 +175,10 @@ runspec "$T/link.json" "$T/innocent" 5433 serial ""
 expect_refused "production's data directory through a symlink" "$T/link.json"
 runspec "$T/port.json" "$T/clone/data" $PORT serial ""
 expect_refused "production's port" "$T/port.json"
+# A clone whose file has a second name (maybe production's bytes) is refused.
+ln "$T/clone/data/PG_VERSION" "$T/second-name"
+expect_refused "a clone file with a second link" "$T/serial.json"
+rm -f "$T/second-name"
 [ "$(head -1 "$T/prod/data/postmaster.pid")" = "$prodpid" ] ||
 	FAILED "production's server changed while the study ran"
 
