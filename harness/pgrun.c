@@ -4,7 +4,8 @@
  *
  * Phases, in order, each refusing before anything is measured:
  *   1. guards: the tree is clean (--enforce-clean), validate has passed,
- *      the hypotheses are registered, the clone's data directory is held
+ *      the hypotheses are registered, the clone's data directory (the
+ *      run's "index") is held
  *      and is not production (guard_existing: by identity, so a symlink,
  *      a bind mount or a hard link to production's cluster is refused), it
  *      carries this study's clone marker for a cluster, the port is not a
@@ -783,7 +784,7 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 		      const char *sha, json_t **marker, cs_err *e)
 {
 	const json_t *eff = R->eff, *pg = R->pgspec;
-	const char *pgdata = json_string_value(json_object_get(pg, "pgdata"));
+	const char *pgdata = json_string_value(json_object_get(eff, "index"));
 	int port = json_is_integer(json_object_get(pg, "port"))
 			   ? (int) json_integer_value(json_object_get(pg, "port"))
 			   : 5432;
@@ -800,7 +801,7 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 	    (rc = guard_hypotheses(R->l, json_object_get(eff, "hypotheses"), "run", e)))
 		return rc;
 	/* The clone's data directory: held once, not production by identity, this study's clone. */
-	if ((rc = guard_existing(R->l, prod, pgdata, AT_FDCWD, "run", "postgres.pgdata", &R->hold,
+	if ((rc = guard_existing(R->l, prod, pgdata, AT_FDCWD, "run", "index", &R->hold,
 				 e)) ||
 	    (rc = guard_clone(R->l, ledger_dir(R->l), guard_held_via(&R->hold), "run", 0, marker,
 			      e)))
@@ -808,7 +809,7 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 	if (!json_is_string(json_object_get(*marker, "target")) ||
 	    strcmp(json_string_value(json_object_get(*marker, "target")), "postgres"))
 		return guard_refuse(R->l, "clone", "run", pgdata, e,
-				    "postgres.pgdata %s: its clone marker is not a cluster's (clone the "
+				    "index %s: its clone marker is not a cluster's (clone the "
 				    "stopped cluster's data directory with coldstudy clone)",
 				    pgdata);
 	if ((rc = guard_port(R->l, prod, port, "run", "postgres.port", e)))
@@ -1086,7 +1087,7 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 			goto out;
 		}
 		ixj = json_pack("{s:s, s:s, s:{s:O, s:O}, s:I, s:I}", "kind", "postgres", "dir",
-				json_string_value(json_object_get(R.pgspec, "pgdata")), "clone", "method",
+				json_string_value(json_object_get(eff, "index")), "clone", "method",
 				json_object_get(marker, "method"), "source_sha256",
 				json_object_get(marker, "source_sha256"), "dev",
 				(json_int_t) R.hold.st.st_dev, "ino", (json_int_t) R.hold.st.st_ino);

@@ -345,8 +345,8 @@ static int treatments_validate(const json_t *doc, const char *name, const char *
 }
 
 /*
- * The "postgres" object of a run on a PostgreSQL clone (target "postgres"):
- * the clone's data directory, the query template (SQL with $1 for the
+ * The "postgres" object of a run on a PostgreSQL clone (target "postgres",
+ * "index" naming the clone's data directory): the query template (SQL with $1 for the
  * query vector; partition_sql also with {p} for a partition's number, used
  * by fan-out), the per-session knobs (SET statements, one each), the
  * server's shared_buffers, the port its private socket is named by, the
@@ -355,7 +355,7 @@ static int treatments_validate(const json_t *doc, const char *name, const char *
 static int postgres_validate(const json_t *doc, int required, const char *name, const char *where,
 			     cs_err *e)
 {
-	static const char *const pg_keys[] = {"pgdata", "sql", "partition_sql", "session",
+	static const char *const pg_keys[] = {"sql", "partition_sql", "session",
 					      "shared_buffers", "port", "database", "user",
 					      "vector_text", NULL};
 	static const char *const vtexts[] = {"array", "pgvector", NULL};
@@ -366,13 +366,12 @@ static int postgres_validate(const json_t *doc, int required, const char *name, 
 
 	if (!v)
 		return required ? bad(e, name, where, "postgres",
-				      "required object {pgdata, sql, ...} is missing (target \"postgres\")")
+				      "required object {sql, ...} is missing (target \"postgres\")")
 				: 0;
 	snprintf(w, sizeof(w), "%s.postgres", where);
 	if (!json_is_object(v))
-		return bad(e, name, where, "postgres", "expected an object {pgdata, sql, ...}");
+		return bad(e, name, where, "postgres", "expected an object {sql, ...}");
 	if ((rc = only_keys(v, pg_keys, name, w, e)) ||
-	    (rc = want_string(v, "pgdata", required, 4000, name, w, e)) ||
 	    (rc = want_string(v, "sql", required, 65536, name, w, e)) ||
 	    (rc = want_string(v, "partition_sql", 0, 65536, name, w, e)) ||
 	    (rc = want_string(v, "shared_buffers", 0, 32, name, w, e)) ||
@@ -448,7 +447,7 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 	if (json_is_string(json_object_get(eff, "target")) &&
 	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres")) {
 		static const char *const engine_only[] = {"device", "prewarm", "load", "bulkwrite",
-							  "client_cpus", "index", NULL};
+							  "client_cpus", NULL};
 		const json_t *pg = json_object_get(eff, "postgres");
 
 		for (size_t i = 0; engine_only[i]; i++)
@@ -499,9 +498,9 @@ int harness_run_validate(const json_t *doc, const char *name, const char *where,
 	if ((rc = only_keys(doc, top, name, where, e)) ||
 	    (rc = want_enum(doc, "target", targets, name, where, e)))
 		return rc;
-	if ((rc = postgres_validate(doc, pg && !partial, name, where, e)))
+	if ((rc = postgres_validate(doc, pg, name, where, e)))
 		return rc;
-	if ((rc = want_string(doc, "index", !partial && !pg, 4000, name, where, e)) ||
+	if ((rc = want_string(doc, "index", !partial, 4000, name, where, e)) ||
 	    (rc = want_string(doc, "base", 0, 4000, name, where, e)) ||
 	    (rc = want_int(doc, "k", 0, 1, 1000, name, where, e)) ||
 	    (rc = want_int(doc, "ef_search", 0, 1, 100000, name, where, e)) ||

@@ -73,6 +73,7 @@ done
 
 step "a run that names production is refused (exit 3, recorded)"
 sed 's|"work/clone/data"|"work/prod/data"|' cold-serial.json > prod-attempt.json
+grep -q '"work/prod/data"' prod-attempt.json || die "prod-attempt.json does not name production"
 if "$CS" run "$S" prod-attempt.json -q; then die "a run on production was not refused"; else echo "refused (exit $?)"; fi
 
 step "verdicts, report, log"

@@ -90,10 +90,10 @@ prodpid=$(head -1 "$T/prod/data/postmaster.pid")
 
 SQL="SELECT id FROM items ORDER BY v <-> cube(\$1::float8[]) LIMIT 10"
 PSQL="SELECT id, v <-> cube(\$1::float8[]) AS d FROM items_{p} ORDER BY v <-> cube(\$1::float8[]) LIMIT 10"
-runspec() { # file pgdata port mode extra
+runspec() { # file clone-data-directory port mode extra
 	cat > "$1" <<J
-{"target":"postgres",
- "postgres":{"pgdata":"$2","port":$3,"sql":"$SQL","partition_sql":"$PSQL",
+{"target":"postgres","index":"$2",
+ "postgres":{"port":$3,"sql":"$SQL","partition_sql":"$PSQL",
              "session":["SET enable_seqscan = off"],"shared_buffers":"16MB"},
  "queries":{"spec":"queries","count":6},"base":"base","k":10,
  "cold":true,"cold_each_query":true,"mode":"$4"$5}
@@ -204,8 +204,8 @@ fi
 # ---- pgvector, where it is installed ----
 if [ $havevec = 1 ]; then
 	cat > "$T/vec.json" <<J
-{"target":"postgres",
- "postgres":{"pgdata":"$T/clone/data","port":5433,"vector_text":"pgvector",
+{"target":"postgres","index":"$T/clone/data",
+ "postgres":{"port":5433,"vector_text":"pgvector",
              "sql":"SELECT id FROM vitems ORDER BY v <-> \$1::vector LIMIT 10",
              "session":["SET hnsw.ef_search = 40"],"shared_buffers":"16MB"},
  "queries":{"spec":"queries","count":6},"base":"base","k":10,"cold":true,"cold_each_query":true}

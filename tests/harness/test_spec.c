@@ -198,7 +198,7 @@ static void test_effective_and_features(void **state)
 static void test_postgres(void **state)
 {
 	static const char *pg_run =
-		"{\"target\":\"postgres\",\"postgres\":{\"pgdata\":\"/x/pg\",\"port\":5433,"
+		"{\"target\":\"postgres\",\"index\":\"/x/pg\",\"postgres\":{\"port\":5433,"
 		"\"sql\":\"SELECT id FROM t ORDER BY v <-> cube($1::float8[]) LIMIT 10\","
 		"\"partition_sql\":\"SELECT id, v <-> cube($1::float8[]) FROM t_{p} ORDER BY 2 LIMIT 10\","
 		"\"session\":[\"SET enable_seqscan = off\"],\"shared_buffers\":\"16MB\"},"
@@ -208,24 +208,29 @@ static void test_postgres(void **state)
 
 	(void) state;
 	assert_int_equal(check(pg_run, 1, NULL), 0);
-	/* No index for a postgres run; its pgdata and sql are required instead. */
-	assert_int_equal(check("{\"target\":\"postgres\",\"postgres\":{\"pgdata\":\"/x\"},"
+	/* The index is the clone's data directory; a postgres object with sql is required. */
+	assert_int_equal(check("{\"target\":\"postgres\",\"postgres\":{\"sql\":\"SELECT $1\"},"
+			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
+			       1, "$.index: required"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\",\"postgres\":{},"
 			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
 			       1, "$.postgres.sql: required"),
 			 CS_EXIT_BADINPUT);
-	assert_int_equal(check("{\"target\":\"postgres\",\"queries\":{\"spec\":\"q\"},\"cold\":true}",
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\","
+			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
 			       1, "$.postgres"),
 			 CS_EXIT_BADINPUT);
-	assert_int_equal(check("{\"target\":\"postgres\",\"postgres\":{\"pgdata\":\"/x\","
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\",\"postgres\":{"
 			       "\"sql\":\"SELECT 1\"},\"queries\":{\"spec\":\"q\"},\"cold\":true}",
 			       1, "$.postgres.sql: expected SQL with $1"),
 			 CS_EXIT_BADINPUT);
-	assert_int_equal(check("{\"target\":\"postgres\",\"postgres\":{\"pgdata\":\"/x\","
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\",\"postgres\":{"
 			       "\"sql\":\"SELECT $1\",\"session\":[\"SET a = 1; DROP TABLE t\"]},"
 			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
 			       1, "$.postgres.session[0]"),
 			 CS_EXIT_BADINPUT);
-	assert_int_equal(check("{\"target\":\"postgres\",\"postgres\":{\"pgdata\":\"/x\","
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\",\"postgres\":{"
 			       "\"sql\":\"SELECT $1\",\"shared_buffers\":\"lots\"},"
 			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
 			       1, "$.postgres.shared_buffers"),
