@@ -210,13 +210,14 @@ int cmd_study(int argc, char **argv)
 		printf("usage: coldstudy study register DIR study.json [--amend --rationale TEXT]\n"
 		       "       coldstudy study show DIR\n\n"
 		       "Register the study spec (production targets, datasets, indexes, defaults) as a\n"
-		       "study record, strictly validated (exit 5 with file, JSON path and why), or\n"
-		       "print the one registered last. Production paths are resolved against DIR (the\n"
-		       "study folder, never the current directory), must exist (exit 5), and are\n"
-		       "recorded by identity (device, inode, file system, a block device's backing)\n"
-		       "in the record and in the machine-wide production registry. Registering again\n"
-		       "may add items; a spec that drops one is refused (exit 3) unless --amend\n"
-		       "--rationale TEXT, which records an amendment.\n");
+		       "study record, strictly validated (exit 5 with file, JSON path and why; dataset\n"
+		       "files must exist), or print the one registered last. Production paths are\n"
+		       "resolved against DIR (the study folder, never the current directory), must\n"
+		       "exist (exit 5), and are recorded by identity (device, inode, file system, a\n"
+		       "block device's backing) in the record and in the machine-wide production\n"
+		       "registry. Registering again may add items; a spec that drops one is refused\n"
+		       "(exit 3) unless --amend --rationale TEXT, which records an amendment. Every\n"
+		       "key: 'coldstudy schema study' and docs/specs.md.\n");
 		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "register")) {

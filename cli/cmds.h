@@ -37,6 +37,8 @@ int cmd_run_show(int argc, char **argv); /* `run show ...`, argv[0] = "show" */
 int cli_run_summary(const char *dir, const char *run_id);
 /* After a run with --json: its record on stdout; returns an exit code. */
 int cli_run_json(const char *dir, const char *run_id);
+/* cmd_schema.c */
+int cmd_schema(int argc, char **argv);
 /* cmd_holdout.c */
 int cmd_holdout(int argc, char **argv);
 int cmd_refute(int argc, char **argv);

@@ -27,6 +27,7 @@ static const verb verbs[] = {
 	{"clone", cmd_clone, "clone an index (reflink where possible) with a clone marker"},
 	{"run", cmd_run, "execute one study run: guards, evict, prove cold, load, measure, record"},
 	{"runs", cmd_runs, "the study's runs, one row each: settings and metrics (table, CSV, JSON)"},
+	{"schema", cmd_schema, "JSON Schemas of hypothesis files, study.json and run.json; --check FILE"},
 	{"study", cmd_study, "register and show a study spec (production targets, datasets)"},
 	{"production", cmd_production, "list, add and remove machine-wide production items"},
 	{"holdout", cmd_holdout, "predict holdout runs from design runs; score the predictions"},

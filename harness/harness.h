@@ -78,6 +78,14 @@ int harness_run_effective_study(struct ledger *l, const json_t *run, json_t **ou
  */
 int harness_spec_features(const json_t *spec, json_t **features, cs_err *e);
 
+/*
+ * The JSON Schemas (draft 2020-12) of run.json and study.json, built from
+ * the key tables the validators above check with (`coldstudy schema`).
+ * New references.
+ */
+json_t *harness_run_schema(void);
+json_t *harness_study_schema(void);
+
 /* coldstudy study register DIR study.json: validate and append a `study` record. */
 typedef struct harness_study_reg_opts {
 	int amend;             /* an amendment: may drop production items */

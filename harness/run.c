@@ -797,6 +797,23 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 					spec_path, queries->d, cv_index_dim(ix));
 			goto out;
 		}
+		/* Partitions the index does not have: bad input, named, before anything runs. */
+		{
+			const json_t *pj = json_object_get(eff, "partitions"), *x;
+			unsigned np = cv_index_partitions(ix);
+			size_t i;
+
+			json_array_foreach(pj, i, x) {
+				if (json_integer_value(x) >= (json_int_t) np) {
+					rc = cs_err_set(e, CS_EXIT_BADINPUT,
+							"%s: $.partitions[%zu]: partition %lld is out of "
+							"range: %s has %u partition%s (0..%u)",
+							spec_path, i, (long long) json_integer_value(x),
+							index, np, np == 1 ? "" : "s", np ? np - 1 : 0);
+					goto out;
+				}
+			}
+		}
 	}
 	L.k = (size_t) json_integer_value(json_object_get(eff, "k"));
 	L.metric = cv_index_metric(ix);

@@ -17,6 +17,7 @@
 
 #include "coldvec.h"
 #include "guard.h"
+#include "jsonv.h"
 #include "ledger.h"
 
 #include <errno.h>
@@ -27,9 +28,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
-#include <strings.h>
 
-/* ---- small schema helpers ---- */
+/* ---- small helpers ---- */
 
 static int bad(cs_err *e, const char *name, const char *where, const char *key, const char *why)
 {
@@ -37,205 +37,266 @@ static int bad(cs_err *e, const char *name, const char *where, const char *key, 
 			  key ? key : "", why);
 }
 
-/* Refuse keys of obj not in allowed (NULL-terminated). */
-static int only_keys(const json_t *obj, const char *const *allowed, const char *name,
-		     const char *where, cs_err *e)
-{
-	const char *k;
-	json_t *v;
+/* ---- the key tables: what study.json and run.json may say ---- */
 
-	json_object_foreach((json_t *) obj, k, v) {
-		size_t i;
+/* What a name of a study's datasets or indexes, an id, looks like. */
+#define ID_PATTERN "^[A-Za-z0-9._-]{1,64}$"
+#define ID_EXPECT "1-64 of [A-Za-z0-9._-]"
+/* A dataset spec string (engine/cv_data.h), with an optional row range. */
+#define DATASET_PATTERN                                                                            \
+	"^(fashion-mnist(:train|:test)?|(fvecs|ivecs|bvecs|idx|npy):.+|synth:.+)"                  \
+	"(\\[[0-9]*:[0-9]*\\])?$"
+#define DATASET_EXPECT                                                                             \
+	"a dataset spec (fashion-mnist[:train|:test], fvecs:PATH, ivecs:PATH, bvecs:PATH, "       \
+	"idx:PATH, npy:PATH, synth:n=N,d=D,...; optionally [A:B])"
+#define PATH_MAX_BYTES 4000
 
-		for (i = 0; allowed[i]; i++)
-			if (!strcmp(allowed[i], k))
-				break;
-		if (!allowed[i])
-			return bad(e, name, where, k, "unknown key");
-	}
-	return 0;
-}
+static const char *const modes[] = {"serial", "fanout", NULL};
+static const char *const merges[] = {"stream", "sort", NULL};
+static const char *const io_modes[] = {"serial", "concurrent", NULL};
+static const char *const strategies[] = {"mmap", "pread", "direct", "uring", NULL};
+static const char *const dist_metrics[] = {"l2", "ip", "cosine", NULL};
+static const char *const device_times[] = {"realtime", "virtual", NULL};
+static const char *const prewarm_ofs[] = {"self", "other", NULL};
+static const char *const index_kinds[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
+static const char *const targets[] = {"engine", "postgres", NULL};
+static const char *const vector_texts[] = {"array", "pgvector", NULL};
 
-static int want_string(const json_t *obj, const char *key, int required, size_t maxlen,
-		       const char *name, const char *where, cs_err *e)
-{
-	const json_t *v = json_object_get(obj, key);
+/*
+ * A run on a PostgreSQL clone (target "postgres", harness/pgrun.c): the
+ * run's index is the clone's data directory; these say what to send and
+ * how the private server runs. The SQL patterns want $1 (and {p}) anywhere,
+ * across lines too.
+ */
+static const jv_key postgres_keys[] = {
+	{.name = "sql", .type = JK_STRING, .flags = JK_REQUIRED, .max = 65536, .pattern = "[$]1",
+	 .expect = "SQL with $1 for the query vector",
+	 .desc = "the query, sent once per query with the query vector as $1 (text); its first "
+		 "column is the row's id"},
+	{.name = "partition_sql", .type = JK_STRING, .max = 65536,
+	 .pattern = "[$]1(.|\n)*[{]p[}]|[{]p[}](.|\n)*[$]1",
+	 .expect = "SQL with $1 for the query vector and {p} for the partition",
+	 .desc = "fan-out: one partition's query ({p}: its number), returning (id, distance) in "
+		 "distance order"},
+	{.name = "session", .type = JK_STRINGS, .max = 64, .pattern = "^[Ss][Ee][Tt] [^;]*$",
+	 .expect = "one \"SET name = value\" statement without ';'",
+	 .desc = "SET statements run in every session: the knobs (hnsw.ef_search, enable_seqscan, ...)"},
+	{.name = "shared_buffers", .type = JK_STRING, .max = 32, .pattern = "^[0-9]+(kB|MB|GB)?$",
+	 .expect = "a size like \"16MB\" (digits, then kB, MB or GB)",
+	 .desc = "the private server's shared_buffers (default 128MB)"},
+	{.name = "port", .type = JK_INT, .lo = 1024, .hi = 65535,
+	 .desc = "the port that names the private server's socket file (default 5432; never "
+		 "production's)"},
+	{.name = "database", .type = JK_STRING, .max = 63, .desc = "the database (default postgres)"},
+	{.name = "user", .type = JK_STRING, .max = 63,
+	 .desc = "the role (default: the data directory's owner's name)"},
+	{.name = "vector_text", .type = JK_ENUM, .vals = vector_texts,
+	 .desc = "how $1 is written: array ({a,b,...}, cast it, e.g. cube($1::float8[])) or "
+		 "pgvector ([a,b,...])"},
+	{0},
+};
 
-	if (!v)
-		return required ? bad(e, name, where, key, "required string is missing") : 0;
-	if (!json_is_string(v))
-		return bad(e, name, where, key, "expected a string");
-	if (json_string_length(v) == 0 || json_string_length(v) > maxlen)
-		return bad(e, name, where, key, "string is empty or too long");
-	return 0;
-}
+static const jv_key query_keys[] = {
+	{.name = "spec", .type = JK_STRING, .flags = JK_REQUIRED, .max = PATH_MAX_BYTES,
+	 .desc = "the query vectors: a dataset spec, or a name from the study's datasets"},
+	{.name = "first", .type = JK_INT, .lo = 0, .hi = 1099511627776.0,
+	 .desc = "the first query row used (default 0)"},
+	{.name = "count", .type = JK_INT, .lo = 1, .hi = 1099511627776.0,
+	 .desc = "how many query rows from first (default: to the end)"},
+	{0},
+};
 
-static int want_int(const json_t *obj, const char *key, int required, json_int_t lo,
-		    json_int_t hi, const char *name, const char *where, cs_err *e)
-{
-	const json_t *v = json_object_get(obj, key);
-	char why[128];
+static const jv_key sampler_keys[] = {
+	{.name = "iostat_s", .type = JK_NUMBER, .lo = 0.01, .hi = 3600,
+	 .desc = "period in seconds of the block-device sampler (/proc/diskstats, as iostat -x)"},
+	{.name = "memory_s", .type = JK_NUMBER, .lo = 0.01, .hi = 3600,
+	 .desc = "period in seconds of the memory sampler (RSS, the cgroup's usage)"},
+	{.name = "prometheus_s", .type = JK_NUMBER, .lo = 0.01, .hi = 3600,
+	 .desc = "period in seconds of the Prometheus scraper"},
+	{.name = "prometheus_url", .type = JK_STRING, .max = 2000, .pattern = "^https?://",
+	 .expect = "an http:// or https:// URL",
+	 .desc = "the metrics endpoint to scrape (e.g. node-exporter's http://127.0.0.1:9100/metrics)"},
+	{0},
+};
 
-	if (!v)
-		return required ? bad(e, name, where, key, "required integer is missing") : 0;
-	if (!json_is_integer(v))
-		return bad(e, name, where, key, "expected an integer");
-	if (json_integer_value(v) < lo || json_integer_value(v) > hi) {
-		snprintf(why, sizeof(why), "expected an integer in [%lld, %lld]", (long long) lo,
-			 (long long) hi);
-		return bad(e, name, where, key, why);
-	}
-	return 0;
-}
+static const jv_key prewarm_keys[] = {
+	{.name = "of", .type = JK_ENUM, .flags = JK_REQUIRED, .vals = prewarm_ofs,
+	 .desc = "whose blocks are loaded before each query: the query's own (self) or another's"},
+	{.name = "offset", .type = JK_INT, .lo = 1, .hi = 1099511627776.0,
+	 .desc = "for other: the query row offset of the other query (default: the query count)"},
+	{0},
+};
 
-static int want_enum(const json_t *obj, const char *key, const char *const *vals,
-		     const char *name, const char *where, cs_err *e)
-{
-	const json_t *v = json_object_get(obj, key);
-	char why[256];
-	size_t len = 0;
+static const jv_key load_keys[] = {
+	{.name = "readers", .type = JK_INT, .flags = JK_REQUIRED, .lo = 1, .hi = 256,
+	 .desc = "competing reader threads doing random O_DIRECT reads of the index files"},
+	{.name = "block_bytes", .type = JK_INT, .lo = 4096, .hi = 1048576, .multiple = 4096,
+	 .desc = "bytes a competing read (a multiple of 4096, default 8192)"},
+	{0},
+};
 
-	if (!v)
-		return 0;
-	if (json_is_string(v))
-		for (size_t i = 0; vals[i]; i++)
-			if (!strcmp(vals[i], json_string_value(v)))
-				return 0;
-	len += (size_t) snprintf(why, sizeof(why), "expected one of");
-	for (size_t i = 0; vals[i] && len < sizeof(why); i++)
-		len += (size_t) snprintf(why + len, sizeof(why) - len, " \"%s\"", vals[i]);
-	return bad(e, name, where, key, why);
-}
+static const jv_key bulkwrite_keys[] = {
+	{.name = "max_bytes", .type = JK_INT, .lo = 1048576, .hi = 1099511627776.0,
+	 .desc = "stop writing after this many bytes (default 1 GiB)"},
+	{.name = "max_s", .type = JK_NUMBER, .flags = JK_EXCL_LO, .lo = 0, .hi = 86400,
+	 .desc = "stop writing after this many seconds (default 600)"},
+	{.name = "chunk_bytes", .type = JK_INT, .lo = 4096, .hi = 67108864,
+	 .desc = "bytes a write (default 1 MiB)"},
+	{.name = "sync_bytes", .type = JK_INT, .lo = 4096, .hi = 17179869184.0,
+	 .desc = "fdatasync after this many bytes (default 8 MiB)"},
+	{.name = "dir", .type = JK_STRING, .max = PATH_MAX_BYTES,
+	 .desc = "where the scratch file goes (default: the study's scratch_dir, else beside the index)"},
+	{0},
+};
 
-static int want_string_array(const json_t *obj, const char *key, size_t maxn, const char *name,
-			     const char *where, cs_err *e)
-{
-	const json_t *v = json_object_get(obj, key);
-	char w[256];
-	size_t i;
-	json_t *x;
+static const jv_key run_keys[] = {
+	{.name = "index", .type = JK_STRING, .flags = JK_REQUIRED, .max = PATH_MAX_BYTES,
+	 .desc = "the index directory to query: a clone made by 'coldstudy clone', never production"},
+	{.name = "queries", .type = JK_OBJECT, .flags = JK_REQUIRED, .sub = query_keys,
+	 .desc = "the query set: {spec, first, count}"},
+	{.name = "base", .type = JK_STRING, .max = PATH_MAX_BYTES,
+	 .desc = "the base vectors for exact ground truth and recall (default: the study index's dataset)"},
+	{.name = "k", .type = JK_INT, .lo = 1, .hi = 1000, .desc = "neighbours a query returns (default 10)"},
+	{.name = "ef_search", .type = JK_INT, .lo = 1, .hi = 100000,
+	 .desc = "HNSW search list size (default 40)"},
+	{.name = "search_probe", .type = JK_INT, .lo = 1, .hi = 100000,
+	 .desc = "HFresh: postings probed a query"},
+	{.name = "rescore_limit", .type = JK_INT, .lo = 0, .hi = 1000000,
+	 .desc = "HFresh: candidates rescored against full vectors"},
+	{.name = "mode", .type = JK_ENUM, .vals = modes,
+	 .desc = "partitioned index: serial (Merge Append, one partition after another) or fanout"},
+	{.name = "fanout", .type = JK_INT, .lo = 1, .hi = 4096,
+	 .desc = "fan-out: partitions searched at once by one query (default 1)"},
+	{.name = "merge", .type = JK_ENUM, .vals = merges,
+	 .desc = "fan-out merge: stream (k-way in returned order) or sort (by recomputed distance)"},
+	{.name = "io", .type = JK_ENUM, .vals = io_modes,
+	 .desc = "HFresh reads: serial (as Weaviate) or concurrent"},
+	{.name = "io_depth", .type = JK_INT, .lo = 1, .hi = 4096,
+	 .desc = "HFresh concurrent reads in flight a query"},
+	{.name = "strategy", .type = JK_ENUM, .vals = strategies,
+	 .desc = "block I/O: mmap, pread, direct (O_DIRECT) or uring (io_uring) (default pread)"},
+	{.name = "queue_depth", .type = JK_INT, .lo = 1, .hi = 4096,
+	 .desc = "reads in flight a client for uring / direct"},
+	{.name = "buffers_bytes", .type = JK_INT, .lo = 0, .hi = 70368744177664.0,
+	 .desc = "the index's buffer pool in bytes (as shared_buffers; default 128 MiB)"},
+	{.name = "device", .type = JK_ENUM, .flags = JK_NULLABLE, .vals_fn = cv_device_profiles,
+	 .pattern = "^probe:", .expect = "unknown device profile",
+	 .desc = "a device model every read goes through: a profile ('coldstudy device list') or "
+		 "probe:FILE; null: the real device"},
+	{.name = "clients", .type = JK_INT, .lo = 1, .hi = 1024,
+	 .desc = "closed-loop clients, each sending its next query when the last returns (default 1)"},
+	{.name = "query_count", .type = JK_INT, .lo = 1, .hi = 100000000,
+	 .desc = "queries in all, cycling through the query set (default: the set once)"},
+	{.name = "duration_s", .type = JK_NUMBER, .flags = JK_EXCL_LO, .lo = 0, .hi = 604800,
+	 .desc = "run for this many seconds instead of a query count"},
+	{.name = "cold", .type = JK_BOOL, .flags = JK_REQUIRED,
+	 .desc = "true: evict and prove the page cache cold first; false: warm it with one pass"},
+	{.name = "partitions", .type = JK_INTS, .flags = JK_UNIQUE, .lo = 0, .hi = 65535, .max = 65536,
+	 .desc = "partitioned index: the partitions searched (default all)"},
+	{.name = "tags", .type = JK_STRINGS, .max = 64,
+	 .desc = "labels the hypotheses' rules select runs by"},
+	{.name = "hypotheses", .type = JK_STRINGS, .max = 64, .pattern = ID_PATTERN,
+	 .expect = "a hypothesis id like \"H1\"",
+	 .desc = "the registered hypotheses this run serves (a design run)"},
+	{.name = "samplers", .type = JK_OBJECT, .sub = sampler_keys,
+	 .desc = "series sampled beside the load: iostat_s, memory_s, prometheus_s, prometheus_url"},
+	{.name = "mem_cap_bytes", .type = JK_INT, .lo = 1048576, .hi = 70368744177664.0,
+	 .desc = "a memory cgroup cap for the run (the page cache it may hold)"},
+	{.name = "readahead", .type = JK_BOOL, .desc = "leave kernel read-ahead on (default off)"},
+	{.name = "metric", .type = JK_ENUM, .vals = dist_metrics,
+	 .desc = "distance for ground truth (default: the index's)"},
+	{.name = "notes", .type = JK_STRING, .max = 65536, .desc = "free text"},
+	{.name = "device_time", .type = JK_ENUM, .vals = device_times,
+	 .desc = "realtime: the device model delays reads; virtual: real reads, each query's trace "
+		 "replayed on the model afterwards"},
+	{.name = "prewarm", .type = JK_OBJECT, .flags = JK_NULLABLE, .sub = prewarm_keys,
+	 .desc = "load a query's blocks (or another's) into the cache before it: {of, offset}"},
+	{.name = "load", .type = JK_OBJECT, .flags = JK_NULLABLE, .sub = load_keys,
+	 .desc = "competing random readers during the run: {readers, block_bytes}"},
+	{.name = "bulkwrite", .type = JK_OBJECT, .flags = JK_NULLABLE, .sub = bulkwrite_keys,
+	 .desc = "a bulk writer on the same file system during the run"},
+	{.name = "client_cpus", .type = JK_INTS, .flags = JK_NULLABLE, .lo = 0, .hi = 1023, .max = 1024,
+	 .desc = "CPUs the clients are pinned to"},
+	{.name = "cold_each_query", .type = JK_BOOL,
+	 .desc = "cold again (evict, prove) before every query; needs cold and one client"},
+	{.name = "target", .type = JK_ENUM, .vals = targets,
+	 .desc = "what is queried: engine (coldstudy's index, the default) or postgres (a private "
+		 "server on a cloned cluster; index is its data directory)"},
+	{.name = "postgres", .type = JK_OBJECT, .sub = postgres_keys,
+	 .desc = "target postgres: {sql, partition_sql, session, shared_buffers, port, database, "
+		 "user, vector_text}"},
+	{.schema = "{\"not\": {\"required\": [\"query_count\", \"duration_s\"]},"
+		   " \"if\": {\"required\": [\"target\"], \"properties\": {\"target\": {\"const\": \"postgres\"}}},"
+		   " \"then\": {\"required\": [\"postgres\"]}}"},
+};
 
-	if (!v)
-		return 0;
-	if (!json_is_array(v) || json_array_size(v) > maxn)
-		return bad(e, name, where, key, "expected an array of strings (bounded)");
-	json_array_foreach(v, i, x) {
-		if (!json_is_string(x) || !json_string_length(x) || json_string_length(x) > 4096) {
-			snprintf(w, sizeof(w), "%s.%s[%zu]", where, key, i);
-			return bad(e, name, w, NULL, "expected a non-empty string");
-		}
-	}
-	return 0;
-}
+static const jv_key production_keys[] = {
+	{.name = "paths", .type = JK_STRINGS, .max = 64,
+	 .desc = "files and directories no verb may write, evict or clone onto"},
+	{.name = "block_devices", .type = JK_STRINGS, .max = 64, .desc = "block devices never touched"},
+	{.name = "databases", .type = JK_STRINGS, .max = 64, .desc = "database names never touched"},
+	{.name = "hosts", .type = JK_STRINGS, .max = 64, .desc = "host names never touched"},
+	{.name = "sockets", .type = JK_STRINGS, .max = 64,
+	 .desc = "a server's socket directories (identities, like paths): no run's server is "
+		 "reached there"},
+	{.name = "ports", .type = JK_INTS, .lo = 1, .hi = 65535, .max = 64,
+	 .desc = "a server's ports: no run's server is named by one"},
+	{.schema = "{\"anyOf\": [{\"required\": [\"paths\"], \"properties\": {\"paths\": {\"minItems\": 1}}},"
+		   " {\"required\": [\"block_devices\"], \"properties\": {\"block_devices\": {\"minItems\": 1}}},"
+		   " {\"required\": [\"databases\"], \"properties\": {\"databases\": {\"minItems\": 1}}},"
+		   " {\"required\": [\"hosts\"], \"properties\": {\"hosts\": {\"minItems\": 1}}},"
+		   " {\"required\": [\"sockets\"], \"properties\": {\"sockets\": {\"minItems\": 1}}},"
+		   " {\"required\": [\"ports\"]}]}"},
+};
 
-/* An array of TCP port numbers (a server's, named as production). */
-static int want_port_array(const json_t *obj, const char *key, const char *name, const char *where,
-			   cs_err *e)
-{
-	const json_t *v = json_object_get(obj, key);
-	char w[256];
-	size_t i;
-	json_t *x;
+static const jv_key index_keys[] = {
+	{.name = "kind", .type = JK_ENUM, .vals = index_kinds,
+	 .desc = "the index kind: hnsw, paged, phnsw (partitioned), hfresh, or postgres (a "
+		 "cluster's data directory)"},
+	{.name = "dataset", .type = JK_STRING, .max = PATH_MAX_BYTES,
+	 .desc = "the dataset (a name of datasets) the index was built over: recall's base"},
+	{.name = "source", .type = JK_STRING, .max = PATH_MAX_BYTES,
+	 .desc = "the index directory built (production stand-in)"},
+	{.name = "clone", .type = JK_STRING, .flags = JK_REQUIRED, .max = PATH_MAX_BYTES,
+	 .desc = "the clone runs query"},
+	{0},
+};
 
-	if (!v)
-		return 0;
-	if (!json_is_array(v) || json_array_size(v) > 64)
-		return bad(e, name, where, key, "expected an array of port numbers (bounded)");
-	json_array_foreach(v, i, x) {
-		if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 65535) {
-			snprintf(w, sizeof(w), "%s.%s[%zu]", where, key, i);
-			return bad(e, name, w, NULL, "expected a port number in [1, 65535]");
-		}
-	}
-	return 0;
-}
-
-static int id_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (!n || n > 64)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!(s[i] == '-' || s[i] == '_' || s[i] == '.' || (s[i] >= '0' && s[i] <= '9') ||
-		      (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')))
-			return 0;
-	return 1;
-}
-
-/* ---- study.json ---- */
+static const jv_key study_keys[] = {
+	{.name = "id", .type = JK_STRING, .flags = JK_REQUIRED, .max = 64, .pattern = ID_PATTERN,
+	 .expect = ID_EXPECT, .desc = "the study's name"},
+	{.name = "title", .type = JK_STRING, .max = 512, .desc = "a title for the report"},
+	{.name = "production", .type = JK_OBJECT, .flags = JK_REQUIRED, .sub = production_keys,
+	 .desc = "what the study must never touch: {paths, block_devices, databases, hosts}, one item at least"},
+	{.name = "datasets", .type = JK_MAP, .pattern = ID_PATTERN, .vpattern = DATASET_PATTERN,
+	 .expect = DATASET_EXPECT, .max = PATH_MAX_BYTES,
+	 .desc = "named dataset specs run specs may refer to by name"},
+	{.name = "indexes", .type = JK_OBJECT_MAP, .pattern = ID_PATTERN, .sub = index_keys,
+	 .desc = "named indexes: {kind, dataset, source, clone}"},
+	{.name = "defaults", .type = JK_ANY, .schema = "{\"$ref\": \"#/$defs/run_defaults\"}",
+	 .desc = "run.json keys every run of the study starts from"},
+	{.name = "scratch_dir", .type = JK_STRING, .max = PATH_MAX_BYTES,
+	 .desc = "where bulk writes and scratch files go"},
+	{.name = "notes", .type = JK_STRING, .max = 65536, .desc = "free text"},
+	{0},
+};
 
 int harness_study_validate(const json_t *doc, const char *name, cs_err *e)
 {
-	static const char *const top[] = {"id", "title", "production", "datasets", "indexes",
-					  "defaults", "scratch_dir", "notes", NULL};
-	/* sockets: a server's socket directories (identities, like paths); ports: its port numbers */
-	static const char *const prod_keys[] = {"paths", "block_devices", "databases", "hosts",
-						"sockets", "ports", NULL};
-	static const char *const ix_keys[] = {"kind", "dataset", "source", "clone", NULL};
-	static const char *const kinds[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
-	const json_t *prod, *ds, *ixs;
-	const char *k;
-	json_t *v;
+	const json_t *prod;
 	size_t total = 0;
 	int rc;
 
-	if ((rc = only_keys(doc, top, name, "$", e)) ||
-	    (rc = want_string(doc, "id", 1, 64, name, "$", e)) ||
-	    (rc = want_string(doc, "title", 0, 512, name, "$", e)) ||
-	    (rc = want_string(doc, "scratch_dir", 0, 4000, name, "$", e)) ||
-	    (rc = want_string(doc, "notes", 0, 65536, name, "$", e)))
+	rc = jv_keys_check(doc, study_keys, 0, name, "$", e);
+	if (rc)
 		return rc;
-	if (!id_ok(json_string_value(json_object_get(doc, "id"))))
-		return bad(e, name, "$", "id", "expected 1-64 of [A-Za-z0-9._-]");
+	/* Between keys (the terminator's anyOf): at least one production item. */
 	prod = json_object_get(doc, "production");
-	if (!json_is_object(prod))
-		return bad(e, name, "$", "production",
-			   "required object {paths, block_devices, databases, hosts} is missing");
-	if ((rc = only_keys(prod, prod_keys, name, "$.production", e)))
-		return rc;
-	for (size_t i = 0; prod_keys[i]; i++) {
-		if (!strcmp(prod_keys[i], "ports"))
-			rc = want_port_array(prod, prod_keys[i], name, "$.production", e);
-		else
-			rc = want_string_array(prod, prod_keys[i], 64, name, "$.production", e);
-		if (rc)
-			return rc;
-		total += json_array_size(json_object_get(prod, prod_keys[i]));
-	}
+	for (const jv_key *k = production_keys; k->name; k++)
+		total += json_array_size(json_object_get(prod, k->name));
 	if (!total)
 		return bad(e, name, "$", "production",
 			   "names no production item: a study must say what it must never touch");
-	ds = json_object_get(doc, "datasets");
-	if (ds) {
-		if (!json_is_object(ds))
-			return bad(e, name, "$", "datasets", "expected an object {name: spec}");
-		json_object_foreach((json_t *) ds, k, v) {
-			if (!json_is_string(v) || !json_string_length(v) || !id_ok(k))
-				return cs_err_set(e, CS_EXIT_BADINPUT,
-						  "%s: $.datasets.%s: expected a dataset spec string "
-						  "under a name of [A-Za-z0-9._-]",
-						  name, k);
-		}
-	}
-	ixs = json_object_get(doc, "indexes");
-	if (ixs) {
-		if (!json_is_object(ixs))
-			return bad(e, name, "$", "indexes", "expected an object {name: {...}}");
-		json_object_foreach((json_t *) ixs, k, v) {
-			char w[128];
-
-			snprintf(w, sizeof(w), "$.indexes.%.64s", k);
-			if (!json_is_object(v))
-				return bad(e, name, w, NULL, "expected an object");
-			if ((rc = only_keys(v, ix_keys, name, w, e)) ||
-			    (rc = want_enum(v, "kind", kinds, name, w, e)) ||
-			    (rc = want_string(v, "dataset", 0, 4000, name, w, e)) ||
-			    (rc = want_string(v, "source", 0, 4000, name, w, e)) ||
-			    (rc = want_string(v, "clone", 1, 4000, name, w, e)))
-				return rc;
-		}
-	}
 	if (json_object_get(doc, "defaults")) {
 		if (!json_is_object(json_object_get(doc, "defaults")))
 			return bad(e, name, "$", "defaults", "expected an object of run.json keys");
@@ -263,153 +324,12 @@ int harness_study_load(const char *path, json_t **doc, cs_err *e)
 
 /*
  * The treatment knobs (docs/records.md "Treatments"): device_time,
- * prewarm, load, bulkwrite, client_cpus. Combinations that would measure
- * nothing (virtual time without a device, competing readers replayed in
- * virtual time, prewarm under a real-time device model) are refused on
- * the effective spec only, since study defaults may supply the device.
+ * prewarm, load, bulkwrite, client_cpus, checked by the table. Combinations
+ * that would measure nothing (virtual time without a device, competing
+ * readers replayed in virtual time, prewarm under a real-time device
+ * model) are refused on the effective spec only, since study defaults may
+ * supply the device.
  */
-static int treatments_validate(const json_t *doc, const char *name, const char *where, cs_err *e)
-{
-	static const char *const times[] = {"realtime", "virtual", NULL};
-	static const char *const ofs[] = {"self", "other", NULL};
-	static const char *const pw_keys[] = {"of", "offset", NULL};
-	static const char *const ld_keys[] = {"readers", "block_bytes", NULL};
-	static const char *const bw_keys[] = {"max_bytes", "max_s", "chunk_bytes", "sync_bytes",
-					      "dir", NULL};
-	const json_t *v;
-	char w[200];
-	int rc;
-
-	if ((rc = want_enum(doc, "device_time", times, name, where, e)))
-		return rc;
-	v = json_object_get(doc, "prewarm");
-	if (v && !json_is_null(v)) {
-		snprintf(w, sizeof(w), "%s.prewarm", where);
-		if (!json_is_object(v))
-			return bad(e, name, where, "prewarm",
-				   "expected {\"of\": \"self\"|\"other\", \"offset\": N}");
-		if ((rc = only_keys(v, pw_keys, name, w, e)) ||
-		    (rc = want_enum(v, "of", ofs, name, w, e)) ||
-		    (rc = want_int(v, "offset", 0, 1, (json_int_t) 1 << 40, name, w, e)))
-			return rc;
-		if (!json_object_get(v, "of"))
-			return bad(e, name, w, "of", "required: \"self\" or \"other\"");
-	}
-	v = json_object_get(doc, "load");
-	if (v && !json_is_null(v)) {
-		snprintf(w, sizeof(w), "%s.load", where);
-		if (!json_is_object(v))
-			return bad(e, name, where, "load", "expected {\"readers\": N, \"block_bytes\": B}");
-		if ((rc = only_keys(v, ld_keys, name, w, e)) ||
-		    (rc = want_int(v, "readers", 1, 1, 256, name, w, e)) ||
-		    (rc = want_int(v, "block_bytes", 0, 4096, 1 << 20, name, w, e)))
-			return rc;
-		if (json_integer_value(json_object_get(v, "block_bytes")) % 4096)
-			return bad(e, name, w, "block_bytes", "expected a multiple of 4096 (O_DIRECT)");
-	}
-	v = json_object_get(doc, "bulkwrite");
-	if (v && !json_is_null(v)) {
-		const json_t *ms;
-
-		snprintf(w, sizeof(w), "%s.bulkwrite", where);
-		if (!json_is_object(v))
-			return bad(e, name, where, "bulkwrite",
-				   "expected {\"max_bytes\", \"max_s\", \"chunk_bytes\", \"sync_bytes\", \"dir\"}");
-		if ((rc = only_keys(v, bw_keys, name, w, e)) ||
-		    (rc = want_int(v, "max_bytes", 0, 1 << 20, (json_int_t) 1 << 40, name, w, e)) ||
-		    (rc = want_int(v, "chunk_bytes", 0, 4096, 64 << 20, name, w, e)) ||
-		    (rc = want_int(v, "sync_bytes", 0, 4096, (json_int_t) 1 << 34, name, w, e)) ||
-		    (rc = want_string(v, "dir", 0, 4000, name, w, e)))
-			return rc;
-		ms = json_object_get(v, "max_s");
-		if (ms && (!json_is_number(ms) || json_number_value(ms) <= 0 ||
-			   json_number_value(ms) > 86400.0))
-			return bad(e, name, w, "max_s", "expected a number of seconds in (0, 86400]");
-	}
-	v = json_object_get(doc, "client_cpus");
-	if (v && !json_is_null(v)) {
-		size_t i;
-		json_t *x;
-
-		if (!json_is_array(v) || !json_array_size(v) || json_array_size(v) > 1024)
-			return bad(e, name, where, "client_cpus", "expected a non-empty array of CPU numbers");
-		json_array_foreach(v, i, x) {
-			if (!json_is_integer(x) || json_integer_value(x) < 0 ||
-			    json_integer_value(x) >= 1024) {
-				snprintf(w, sizeof(w), "%s.client_cpus[%zu]", where, i);
-				return bad(e, name, w, NULL, "expected a CPU number in [0, 1023]");
-			}
-		}
-	}
-	return 0;
-}
-
-/*
- * The "postgres" object of a run on a PostgreSQL clone (target "postgres",
- * "index" naming the clone's data directory): the query template (SQL with $1 for the
- * query vector; partition_sql also with {p} for a partition's number, used
- * by fan-out), the per-session knobs (SET statements, one each), the
- * server's shared_buffers, the port its private socket is named by, the
- * database and role, and how the vector is written as text.
- */
-static int postgres_validate(const json_t *doc, int required, const char *name, const char *where,
-			     cs_err *e)
-{
-	static const char *const pg_keys[] = {"sql", "partition_sql", "session",
-					      "shared_buffers", "port", "database", "user",
-					      "vector_text", NULL};
-	static const char *const vtexts[] = {"array", "pgvector", NULL};
-	const json_t *v = json_object_get(doc, "postgres"), *x;
-	char w[200];
-	size_t i;
-	int rc;
-
-	if (!v)
-		return required ? bad(e, name, where, "postgres",
-				      "required object {sql, ...} is missing (target \"postgres\")")
-				: 0;
-	snprintf(w, sizeof(w), "%s.postgres", where);
-	if (!json_is_object(v))
-		return bad(e, name, where, "postgres", "expected an object {sql, ...}");
-	if ((rc = only_keys(v, pg_keys, name, w, e)) ||
-	    (rc = want_string(v, "sql", required, 65536, name, w, e)) ||
-	    (rc = want_string(v, "partition_sql", 0, 65536, name, w, e)) ||
-	    (rc = want_string(v, "shared_buffers", 0, 32, name, w, e)) ||
-	    (rc = want_int(v, "port", 0, 1024, 65535, name, w, e)) ||
-	    (rc = want_string(v, "database", 0, 63, name, w, e)) ||
-	    (rc = want_string(v, "user", 0, 63, name, w, e)) ||
-	    (rc = want_enum(v, "vector_text", vtexts, name, w, e)) ||
-	    (rc = want_string_array(v, "session", 64, name, w, e)))
-		return rc;
-	x = json_object_get(v, "sql");
-	if (x && !strstr(json_string_value(x), "$1"))
-		return bad(e, name, w, "sql", "expected SQL with $1 for the query vector");
-	x = json_object_get(v, "partition_sql");
-	if (x && (!strstr(json_string_value(x), "$1") || !strstr(json_string_value(x), "{p}")))
-		return bad(e, name, w, "partition_sql",
-			   "expected SQL with $1 for the query vector and {p} for the partition");
-	x = json_object_get(v, "shared_buffers");
-	if (x) {
-		const char *sb = json_string_value(x);
-		size_t d = strspn(sb, "0123456789");
-
-		if (!d || (sb[d] && strcmp(sb + d, "kB") && strcmp(sb + d, "MB") &&
-			   strcmp(sb + d, "GB")))
-			return bad(e, name, w, "shared_buffers",
-				   "expected a size like \"16MB\" (digits, then kB, MB or GB)");
-	}
-	json_array_foreach(json_object_get(v, "session"), i, x) {
-		const char *st = json_string_value(x);
-
-		/* One SET each: a knob, never a second statement that could write. */
-		if (strncasecmp(st, "SET ", 4) || strchr(st, ';')) {
-			snprintf(w, sizeof(w), "%s.postgres.session[%zu]", where, i);
-			return bad(e, name, w, NULL,
-				   "expected one \"SET name = value\" statement without ';'");
-		}
-	}
-	return 0;
-}
 
 /* The combinations the harness refuses on an effective spec (exit 5). */
 int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
@@ -472,162 +392,20 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 int harness_run_validate(const json_t *doc, const char *name, const char *where, int partial,
 			 cs_err *e)
 {
-	static const char *const top[] = {
-		"index", "queries", "base", "k", "ef_search", "search_probe", "rescore_limit", "mode",
-		"fanout", "merge", "io", "io_depth", "strategy", "queue_depth", "buffers_bytes",
-		"device", "clients", "query_count", "duration_s", "cold", "partitions", "tags",
-		"hypotheses", "samplers", "mem_cap_bytes", "readahead", "metric", "notes",
-		"device_time", "prewarm", "load", "bulkwrite", "client_cpus", "cold_each_query",
-		"target", "postgres", NULL};
-	static const char *const targets[] = {"engine", "postgres", NULL};
-	static const char *const q_keys[] = {"spec", "first", "count", NULL};
-	static const char *const s_keys[] = {"iostat_s", "memory_s", "prometheus_s",
-					     "prometheus_url", NULL};
-	static const char *const modes[] = {"serial", "fanout", NULL};
-	static const char *const merges[] = {"stream", "sort", NULL};
-	static const char *const ios[] = {"serial", "concurrent", NULL};
-	static const char *const strategies[] = {"mmap", "pread", "direct", "uring", NULL};
-	static const char *const metrics[] = {"l2", "ip", "cosine", NULL};
-	const json_t *q, *s, *v;
-	char w[160];
-	int rc;
+	int rc = jv_keys_check(doc, run_keys, partial, name, where, e);
 
-	int pg = json_is_string(json_object_get(doc, "target")) &&
-		 !strcmp(json_string_value(json_object_get(doc, "target")), "postgres");
-
-	if ((rc = only_keys(doc, top, name, where, e)) ||
-	    (rc = want_enum(doc, "target", targets, name, where, e)))
+	if (rc)
 		return rc;
-	if ((rc = postgres_validate(doc, pg, name, where, e)))
-		return rc;
-	if ((rc = want_string(doc, "index", !partial, 4000, name, where, e)) ||
-	    (rc = want_string(doc, "base", 0, 4000, name, where, e)) ||
-	    (rc = want_int(doc, "k", 0, 1, 1000, name, where, e)) ||
-	    (rc = want_int(doc, "ef_search", 0, 1, 100000, name, where, e)) ||
-	    (rc = want_int(doc, "search_probe", 0, 1, 100000, name, where, e)) ||
-	    (rc = want_int(doc, "rescore_limit", 0, 0, 1000000, name, where, e)) ||
-	    (rc = want_enum(doc, "mode", modes, name, where, e)) ||
-	    (rc = want_int(doc, "fanout", 0, 1, 4096, name, where, e)) ||
-	    (rc = want_enum(doc, "merge", merges, name, where, e)) ||
-	    (rc = want_enum(doc, "io", ios, name, where, e)) ||
-	    (rc = want_int(doc, "io_depth", 0, 1, 4096, name, where, e)) ||
-	    (rc = want_enum(doc, "strategy", strategies, name, where, e)) ||
-	    (rc = want_int(doc, "queue_depth", 0, 1, 4096, name, where, e)) ||
-	    (rc = want_int(doc, "buffers_bytes", 0, 0, (json_int_t) 1 << 46, name, where, e)) ||
-	    (rc = want_int(doc, "clients", 0, 1, 1024, name, where, e)) ||
-	    (rc = want_int(doc, "query_count", 0, 1, 100000000, name, where, e)) ||
-	    (rc = want_int(doc, "mem_cap_bytes", 0, 1 << 20, (json_int_t) 1 << 46, name, where, e)) ||
-	    (rc = want_enum(doc, "metric", metrics, name, where, e)) ||
-	    (rc = want_string(doc, "notes", 0, 65536, name, where, e)) ||
-	    (rc = want_string_array(doc, "tags", 64, name, where, e)) ||
-	    (rc = want_string_array(doc, "hypotheses", 64, name, where, e)))
-		return rc;
-	v = json_object_get(doc, "device");
-	if (v && !json_is_null(v)) {
-		if ((rc = want_string(doc, "device", 0, 4000, name, where, e)))
-			return rc;
-	}
-	v = json_object_get(doc, "duration_s");
-	if (v && (!json_is_number(v) || json_number_value(v) <= 0 ||
-		  json_number_value(v) > 7 * 86400.0))
-		return bad(e, name, where, "duration_s", "expected a number of seconds in (0, 604800]");
+	/* Between keys (the terminator's "not"): a count or a duration, not both. */
 	if (json_object_get(doc, "query_count") && json_object_get(doc, "duration_s"))
 		return bad(e, name, where, "duration_s",
 			   "give either query_count or duration_s, not both");
-	v = json_object_get(doc, "cold");
-	if (!v && !partial)
-		return bad(e, name, where, "cold", "required boolean is missing (cold or warm?)");
-	if (v && !json_is_boolean(v))
-		return bad(e, name, where, "cold", "expected true (cold) or false (warm)");
-	v = json_object_get(doc, "cold_each_query");
-	if (v && !json_is_boolean(v))
-		return bad(e, name, where, "cold_each_query",
-			   "expected a boolean (true: evict and prove cold before every query)");
-	v = json_object_get(doc, "readahead");
-	if (v && !json_is_boolean(v))
-		return bad(e, name, where, "readahead", "expected a boolean");
-	v = json_object_get(doc, "partitions");
-	if (v) {
-		size_t i;
-		json_t *x;
-
-		if (!json_is_array(v) || !json_array_size(v) || json_array_size(v) > 65536)
-			return bad(e, name, where, "partitions",
-				   "expected a non-empty array of partition numbers");
-		json_array_foreach(v, i, x) {
-			if (!json_is_integer(x) || json_integer_value(x) < 0 ||
-			    json_integer_value(x) > 65535) {
-				snprintf(w, sizeof(w), "%s.partitions[%zu]", where, i);
-				return bad(e, name, w, NULL, "expected an integer in [0, 65535]");
-			}
-			for (size_t j = 0; j < i; j++)
-				if (json_integer_value(json_array_get(v, j)) == json_integer_value(x)) {
-					snprintf(w, sizeof(w), "%s.partitions[%zu]", where, i);
-					return bad(e, name, w, NULL, "partition listed twice");
-				}
-		}
-	}
-	v = json_object_get(doc, "hypotheses");
-	if (v) {
-		size_t i;
-		json_t *x;
-
-		json_array_foreach(v, i, x) {
-			if (!id_ok(json_string_value(x))) {
-				snprintf(w, sizeof(w), "%s.hypotheses[%zu]", where, i);
-				return bad(e, name, w, NULL, "expected a hypothesis id like \"H1\"");
-			}
-		}
-	}
-	q = json_object_get(doc, "queries");
-	if (!q && !partial)
-		return bad(e, name, where, "queries",
-			   "required object {spec, first, count} is missing");
-	if (q) {
-		snprintf(w, sizeof(w), "%s.queries", where);
-		if (!json_is_object(q))
-			return bad(e, name, where, "queries", "expected an object {spec, first, count}");
-		if ((rc = only_keys(q, q_keys, name, w, e)) ||
-		    (rc = want_string(q, "spec", 1, 4000, name, w, e)) ||
-		    (rc = want_int(q, "first", 0, 0, (json_int_t) 1 << 40, name, w, e)) ||
-		    (rc = want_int(q, "count", 0, 1, (json_int_t) 1 << 40, name, w, e)))
-			return rc;
-	}
-	s = json_object_get(doc, "samplers");
-	if (s) {
-		snprintf(w, sizeof(w), "%s.samplers", where);
-		if (!json_is_object(s))
-			return bad(e, name, where, "samplers", "expected an object");
-		if ((rc = only_keys(s, s_keys, name, w, e)) ||
-		    (rc = want_string(s, "prometheus_url", 0, 2000, name, w, e)))
-			return rc;
-		for (size_t i = 0; i < 3; i++) {
-			v = json_object_get(s, s_keys[i]);
-			if (v && (!json_is_number(v) || json_number_value(v) < 0.01 ||
-				  json_number_value(v) > 3600))
-				return bad(e, name, w, s_keys[i],
-					   "expected a period in seconds in [0.01, 3600]");
-		}
-		v = json_object_get(s, "prometheus_url");
-		if (v && strncmp(json_string_value(v), "http://", 7) &&
-		    strncmp(json_string_value(v), "https://", 8))
-			return bad(e, name, w, "prometheus_url", "expected an http:// or https:// URL");
-	}
-	if ((rc = treatments_validate(doc, name, where, e)))
-		return rc;
-	/* Knob values the engine itself can judge. */
-	v = json_object_get(doc, "device");
-	if (json_is_string(v) && strncmp(json_string_value(v), "probe:", 6)) {
-		const char *const *p = cv_device_profiles();
-		size_t i;
-
-		for (i = 0; p && p[i]; i++)
-			if (!strcmp(p[i], json_string_value(v)))
-				break;
-		if (p && !p[i])
-			return bad(e, name, where, "device",
-				   "unknown device profile (see 'coldstudy device list')");
-	}
+	/* ... and (its "if"): a postgres target says what to send. */
+	if (json_is_string(json_object_get(doc, "target")) &&
+	    !strcmp(json_string_value(json_object_get(doc, "target")), "postgres") &&
+	    !json_object_get(doc, "postgres"))
+		return bad(e, name, where, "postgres",
+			   "required object {sql, ...} is missing (target \"postgres\")");
 	return 0;
 }
 
@@ -809,6 +587,48 @@ int harness_study_current(struct ledger *l, json_t **doc, cs_err *e)
 	return guard_study(l, "study", doc, e);
 }
 
+/*
+ * The dataset files a study names must be there to register it (the
+ * table checked the spec's form): a file spec whose file cannot be opened
+ * is exit 5 at $.datasets.NAME.
+ */
+static int study_datasets_exist(const json_t *doc, const char *name, cs_err *e)
+{
+	static const char *const file_prefixes[] = {"fvecs:", "ivecs:", "bvecs:", "idx:", "npy:",
+						    NULL};
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(json_object_get(doc, "datasets"), k, v) {
+		const char *spec = json_string_value(v);
+		char file[PATH_MAX];
+		size_t n;
+		FILE *f;
+
+		for (size_t i = 0; file_prefixes[i]; i++) {
+			size_t pl = strlen(file_prefixes[i]);
+
+			if (strncmp(spec, file_prefixes[i], pl))
+				continue;
+			n = strlen(spec + pl);
+			/* A trailing [A:B] row range is not part of the file name. */
+			if (n && spec[pl + n - 1] == ']' && strrchr(spec + pl, '['))
+				n = (size_t) (strrchr(spec + pl, '[') - (spec + pl));
+			if (n >= sizeof(file))
+				return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.datasets.%.64s: path too long",
+						  name, k);
+			memcpy(file, spec + pl, n);
+			file[n] = '\0';
+			f = fopen(file, "rb");
+			if (!f)
+				return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.datasets.%.64s: %s: %s", name,
+						  k, file, strerror(errno));
+			fclose(f);
+		}
+	}
+	return 0;
+}
+
 int harness_study_register(const char *dir, const char *path, const harness_study_reg_opts *o,
 			   int64_t *seq, cs_err *e)
 {
@@ -826,6 +646,9 @@ int harness_study_register(const char *dir, const char *path, const harness_stud
 	rc = harness_study_load(path, &doc, e);
 	if (rc)
 		return rc;
+	rc = study_datasets_exist(doc, path, e);
+	if (rc)
+		goto out;
 	rc = cs_json_canonical(doc, &canon, &len, e);
 	if (rc)
 		goto out;
@@ -875,4 +698,48 @@ out:
 	free(canon);
 	ledger_close(l);
 	return rc;
+}
+
+/* ---- the schemas: the same tables, as JSON Schema ---- */
+
+/* A schema document: the $schema header, a title, the tables' comment, then body (stolen). */
+static json_t *schema_doc(const char *id, const char *title, json_t *body)
+{
+	json_t *doc;
+
+	if (!body)
+		return NULL;
+	doc = json_pack("{s:s, s:s, s:s, s:s}", "$schema",
+			"https://json-schema.org/draft/2020-12/schema", "$id", id, "title", title,
+			"$comment",
+			"Generated by 'coldstudy schema' from the validator's key tables "
+			"(harness/spec.c). The validator also checks what JSON Schema cannot say: "
+			"lengths in bytes (the schema counts characters), no NUL in strings, no "
+			"duplicate keys (the loader); 'run' checks the files and the index "
+			"(partitions in range, dataset files present), 'study register' that "
+			"dataset files exist.");
+	if (doc)
+		json_object_update(doc, body);
+	json_decref(body);
+	return doc;
+}
+
+json_t *harness_run_schema(void)
+{
+	return schema_doc("https://coldstudy.invalid/schema/run.json", "coldstudy run spec (run.json)",
+			  jv_keys_schema(run_keys, 0));
+}
+
+json_t *harness_study_schema(void)
+{
+	json_t *body = jv_keys_schema(study_keys, 0), *defaults = jv_keys_schema(run_keys, 1);
+
+	if (!body || !defaults) {
+		json_decref(body);
+		json_decref(defaults);
+		return NULL;
+	}
+	json_object_set_new(body, "$defs", json_pack("{s:o}", "run_defaults", defaults));
+	return schema_doc("https://coldstudy.invalid/schema/study.json",
+			  "coldstudy study spec (study.json)", body);
 }

@@ -47,17 +47,56 @@ static const char *const metrics[] = {
 	NULL,
 };
 
-static const char *const top_keys[] = {
-	"id", "title", "statement", "kind", "metric", "unit", "prediction", "accept", "reject",
-	"notes", NULL,
-};
-
 static const char *const kinds[] = { "confirmatory", "non-cause", "exploratory", NULL };
-
-static const char *const prediction_keys[] = { "value", "band95", NULL };
 
 #define TITLE_MAX 200
 #define UNIT_MAX 96
+/* hyp_id_valid as a pattern: "H" and 1..6 digits, no leading zero. */
+#define ID_PATTERN "^H[1-9][0-9]{0,5}$"
+
+/*
+ * The keys of a hypothesis file: what the validator checks first and what
+ * `coldstudy schema hypothesis` prints (jsonv.h). band95's order and the
+ * rules are checked by hand below and in rule.c; their schema is beside
+ * the code that checks them.
+ */
+static const jv_key prediction_keys[] = {
+	{ .name = "value", .type = JK_NUMBER, .flags = JK_REQUIRED, .lo = -1.7976931348623157e308,
+	  .hi = 1.7976931348623157e308, .desc = "the predicted value of the metric" },
+	{ .name = "band95", .type = JK_ANY, .flags = JK_REQUIRED,
+	  .schema = "{\"type\": \"array\", \"prefixItems\": [{\"type\": \"number\"}, "
+		    "{\"type\": \"number\"}], \"minItems\": 2, \"maxItems\": 2}",
+	  .desc = "[low, high]: the 95% band around value, low <= value <= high" },
+	{ 0 },
+};
+
+static const jv_key hyp_keys[] = {
+	{ .name = "id", .type = JK_STRING, .flags = JK_REQUIRED, .max = 16, .pattern = ID_PATTERN,
+	  .expect = "\"H\" and a number (H1, H2, ...)",
+	  .desc = "H and a number without leading zero (H1, H2, ..., H999999), unique in a study" },
+	{ .name = "title", .type = JK_STRING, .flags = JK_REQUIRED | JK_ONELINE, .max = TITLE_MAX,
+	  .desc = "one line" },
+	{ .name = "statement", .type = JK_STRING, .flags = JK_REQUIRED,
+	  .max = HYP_FILE_CAP, .desc = "what is claimed, in words" },
+	{ .name = "kind", .type = JK_ENUM, .flags = JK_REQUIRED, .vals = kinds,
+	  .desc = "confirmatory, non-cause (the lever does not move the metric) or exploratory" },
+	{ .name = "metric", .type = JK_ENUM, .flags = JK_REQUIRED, .vals = metrics,
+	  .expect = "unknown metric \"%s\" (expected a name from the vocabulary: wall_s, qps, "
+		    "lat_mean_ms, ...; see README)",
+	  .desc = "the metric the prediction is about, from the vocabulary (README)" },
+	{ .name = "unit", .type = JK_STRING, .flags = JK_REQUIRED | JK_ONELINE, .max = UNIT_MAX,
+	  .desc = "the metric's unit, for people" },
+	{ .name = "prediction", .type = JK_OBJECT, .flags = JK_REQUIRED, .sub = prediction_keys,
+	  .desc = "{value, band95}" },
+	{ .name = "accept", .type = JK_ANY, .flags = JK_REQUIRED,
+	  .schema = "{\"$ref\": \"#/$defs/rule\"}",
+	  .desc = "the rule that accepts the hypothesis (rule language: README)" },
+	{ .name = "reject", .type = JK_ANY, .flags = JK_REQUIRED,
+	  .schema = "{\"$ref\": \"#/$defs/rule\"}", .desc = "the rule that rejects it" },
+	{ .name = "notes", .type = JK_STRING, .flags = JK_EMPTY_OK, .max = HYP_FILE_CAP,
+	  .desc = "free text" },
+	{ 0 },
+};
 
 int hyp_metric_known(const char *name)
 {
@@ -81,35 +120,6 @@ int hyp_id_valid(const char *s)
 	return 1;
 }
 
-/* A one-line text: no control characters (a title or unit is printed in tables). */
-static int one_line(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char) s[i] < 0x20 || s[i] == 0x7f)
-			return 0;
-	return 1;
-}
-
-/* A non-empty one-line string of at most max bytes at $.key. */
-static int check_line(const json_t *doc, const char *key, size_t max, const char *name,
-		      cs_err *e)
-{
-	json_t *v;
-	char path[JV_PATH_MAX];
-
-	if (jv_get(doc, key, JV_TEXT, 1, name, "$", &v, e))
-		return CS_EXIT_BADINPUT;
-	jv_path_key(path, sizeof(path), "$", key);
-	if (json_string_length(v) > max)
-		return cs_err_set(e, CS_EXIT_BADINPUT,
-				  "%s: %s: expected at most %zu bytes, got %zu", name, path, max,
-				  json_string_length(v));
-	if (!one_line(json_string_value(v), json_string_length(v)))
-		return cs_err_set(e, CS_EXIT_BADINPUT,
-				  "%s: %s: expected one line (no control characters)", name, path);
-	return 0;
-}
-
 /* The shortest %g form of d that reads back as d, for messages. */
 static void fmt_num(double d, char out[32])
 {
@@ -120,17 +130,17 @@ static void fmt_num(double d, char out[32])
 	}
 }
 
-/* Phase 3: prediction {value, band95: [low, high]}, low <= value <= high. */
+/* Phase 3: band95 = [low, high] with low <= value <= high (the table checked the types). */
 static int check_prediction(const json_t *doc, const char *name, cs_err *e)
 {
 	json_t *p, *value, *band, *lo, *hi;
 	double v, l, h;
 	char vs[32], ls[32], hs[32];
 
-	if (jv_get(doc, "prediction", JV_OBJECT, 1, name, "$", &p, e) ||
-	    jv_only_keys(p, prediction_keys, name, "$.prediction", e) ||
-	    jv_get(p, "value", JV_NUMBER, 1, name, "$.prediction", &value, e) ||
-	    jv_get(p, "band95", JV_ARRAY, 1, name, "$.prediction", &band, e))
+	p = json_object_get(doc, "prediction");
+	value = json_object_get(p, "value");
+	band = json_object_get(p, "band95");
+	if (jv_expect(band, JV_ARRAY, name, "$.prediction.band95", e))
 		return CS_EXIT_BADINPUT;
 	if (json_array_size(band) != 2)
 		return cs_err_set(e, CS_EXIT_BADINPUT,
@@ -161,55 +171,40 @@ static int check_prediction(const json_t *doc, const char *name, cs_err *e)
 /* Phase 2..4 over a loaded document; fills h's id, kind, metric. */
 static int validate(const json_t *doc, const char *name, hyp *h, cs_err *e)
 {
-	json_t *v;
-	const char *s;
-	char list[256];
-
-	if (jv_only_keys(doc, top_keys, name, "$", e))
+	if (jv_keys_check(doc, hyp_keys, 0, name, "$", e))
 		return CS_EXIT_BADINPUT;
-	if (jv_get(doc, "id", JV_TEXT, 1, name, "$", &v, e))
-		return CS_EXIT_BADINPUT;
-	s = json_string_value(v);
-	if (!hyp_id_valid(s) || json_string_length(v) != strlen(s))
-		return cs_err_set(e, CS_EXIT_BADINPUT,
-				  "%s: $.id: expected \"H\" and a number (H1, H2, ...), got \"%.16s\"",
-				  name, one_line(s, strlen(s)) ? s : "?");
-	snprintf(h->id, sizeof(h->id), "%s", s);
-	if (check_line(doc, "title", TITLE_MAX, name, e))
-		return CS_EXIT_BADINPUT;
-	if (jv_get(doc, "statement", JV_TEXT, 1, name, "$", &v, e))
-		return CS_EXIT_BADINPUT;
-	if (jv_get(doc, "kind", JV_TEXT, 1, name, "$", &v, e))
-		return CS_EXIT_BADINPUT;
-	s = json_string_value(v);
-	if (!jv_in_list(s, kinds)) {
-		jv_list_str(kinds, list, sizeof(list));
-		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.kind: expected one of: %s", name,
-				  list);
-	}
-	snprintf(h->kind, sizeof(h->kind), "%s", s);
-	if (jv_get(doc, "metric", JV_TEXT, 1, name, "$", &v, e))
-		return CS_EXIT_BADINPUT;
-	s = json_string_value(v);
-	if (!hyp_metric_known(s))
-		return cs_err_set(e, CS_EXIT_BADINPUT,
-				  "%s: $.metric: unknown metric \"%.48s\" (expected a name from "
-				  "the vocabulary: wall_s, qps, lat_mean_ms, ...; see README)",
-				  name, one_line(s, strlen(s)) ? s : "?");
-	snprintf(h->metric, sizeof(h->metric), "%s", s);
-	if (check_line(doc, "unit", UNIT_MAX, name, e))
-		return CS_EXIT_BADINPUT;
-	if (jv_get(doc, "notes", JV_STRING, 0, name, "$", &v, e))
-		return CS_EXIT_BADINPUT;
+	snprintf(h->id, sizeof(h->id), "%s", json_string_value(json_object_get(doc, "id")));
+	snprintf(h->kind, sizeof(h->kind), "%s", json_string_value(json_object_get(doc, "kind")));
+	snprintf(h->metric, sizeof(h->metric), "%s",
+		 json_string_value(json_object_get(doc, "metric")));
 	if (check_prediction(doc, name, e))
 		return CS_EXIT_BADINPUT;
-	if (jv_get(doc, "accept", JV_ANY, 1, name, "$", &v, e) ||
-	    rule_validate(v, name, "$.accept", e))
-		return CS_EXIT_BADINPUT;
-	if (jv_get(doc, "reject", JV_ANY, 1, name, "$", &v, e) ||
-	    rule_validate(v, name, "$.reject", e))
+	if (rule_validate(json_object_get(doc, "accept"), name, "$.accept", e) ||
+	    rule_validate(json_object_get(doc, "reject"), name, "$.reject", e))
 		return CS_EXIT_BADINPUT;
 	return 0;
+}
+
+json_t *hyp_schema(void)
+{
+	json_t *s = jv_keys_schema(hyp_keys, 0), *doc;
+
+	if (!s)
+		return NULL;
+	doc = json_pack("{s:s, s:s, s:s, s:s, s:o}", "$schema",
+			"https://json-schema.org/draft/2020-12/schema", "$id",
+			"https://coldstudy.invalid/schema/hypothesis.json", "title",
+			"coldstudy hypothesis file (hyp/H*.json)", "$comment",
+			"Generated by 'coldstudy schema hypothesis' from the validator's key tables "
+			"(hypotheses/hyp.c, rule.c). The validator also checks what JSON Schema cannot "
+			"say: low <= value <= high in prediction, a rule at most 32 levels deep and "
+			"1024 nodes, lengths in bytes (the schema counts characters), no NUL in "
+			"strings, and no duplicate keys (the loader).",
+			"$defs", rule_schema_defs());
+	if (doc)
+		json_object_update(doc, s);
+	json_decref(s);
+	return doc;
 }
 
 int hyp_parse_buf(const char *buf, size_t len, const char *name, hyp **out, cs_err *e)

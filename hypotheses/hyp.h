@@ -51,6 +51,15 @@ int hyp_metric_known(const char *name);
 const char *const *hyp_metrics(void);
 
 /*
+ * The JSON Schema (draft 2020-12) of a hypothesis file, built from the
+ * validator's own key tables (`coldstudy schema hypothesis`). New reference.
+ */
+json_t *hyp_schema(void);
+
+/* The rule language as JSON Schema $defs (rule, expr, const_expr, agg, select, tags). New. */
+json_t *rule_schema_defs(void);
+
+/*
  * Validate a rule at JSON path `where` (e.g. "$.accept") of file name.
  * Rule forms:
  *   {"all": [rule, ...]}, {"any": [rule, ...]}, {"not": rule}

@@ -8,6 +8,7 @@
  */
 #include "jsonv.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -208,15 +209,70 @@ int jv_only_keys(const json_t *obj, const char *const *allowed, const char *name
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s: expected an object, got %s", name,
 				  path, jv_value_name(obj));
 	json_object_foreach((json_t *) obj, k, v) {
-		char sub[JV_PATH_MAX], list[256];
-
 		(void) v;
 		if (jv_in_list(k, allowed))
 			continue;
-		jv_path_key(sub, sizeof(sub), path, k);
-		jv_list_str(allowed, list, sizeof(list));
-		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s: unknown key (expected one of: %s)",
-				  name, sub, list);
+		return jv_unknown_key(k, allowed, name, path, e);
 	}
 	return 0;
+}
+
+/* Levenshtein distance of a and b, capped (either longer than 64: the cap). */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[65];
+
+	if (la > 64 || lb > 64)
+		return 64;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+const char *jv_nearest(const char *key, const char *const *names)
+{
+	const char *best = NULL;
+	size_t bd = SIZE_MAX, len = strlen(key);
+
+	for (size_t i = 0; names[i]; i++) {
+		size_t d = edit_distance(key, names[i]);
+
+		if (d < bd) {
+			bd = d;
+			best = names[i];
+		}
+	}
+	/* Near: at most 2 edits, or a third of the key (a typo, not another word). */
+	return best && bd > 0 && (bd <= 2 || bd <= len / 3) ? best : NULL;
+}
+
+int jv_unknown_key(const char *key, const char *const *names, const char *name, const char *path,
+		   cs_err *e)
+{
+	char sub[JV_PATH_MAX], list[640];
+	const char *near = jv_nearest(key, names);
+
+	jv_path_key(sub, sizeof(sub), path, key);
+	jv_list_str(names, list, sizeof(list));
+	if (near)
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "%s: %s: unknown key (did you mean \"%s\"? expected one of: %s)", name,
+				  sub, near, list);
+	return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s: unknown key (expected one of: %s)", name,
+			  sub, list);
 }

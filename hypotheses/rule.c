@@ -620,3 +620,96 @@ int rule_eval(const json_t *rule, const json_t *runs, int *result, json_t **trac
 		json_decref(tr);
 	return 0;
 }
+
+/* ---- the rule language as JSON Schema ---- */
+
+/* A JSON array of the NULL-terminated list (new). */
+static json_t *str_array(const char *const *list)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && list[i]; i++)
+		json_array_append_new(a, json_string(list[i]));
+	return a;
+}
+
+/* {"type": "object", "additionalProperties": false, "properties": {key: {} for keys}} (new). */
+static json_t *closed_object(const char *const *keys)
+{
+	json_t *props = json_object();
+
+	for (size_t i = 0; props && keys[i]; i++)
+		json_object_set_new(props, keys[i], json_object());
+	return json_pack("{s:s, s:b, s:o}", "type", "object", "additionalProperties", 0,
+			 "properties", props);
+}
+
+/* Set properties.key of an object schema to v (stolen). */
+static void prop(json_t *obj, const char *key, json_t *v)
+{
+	json_object_set_new(json_object_get(obj, "properties"), key, v);
+}
+
+json_t *rule_schema_defs(void)
+{
+	json_t *defs = json_object(), *rule, *cmp, *agg, *ratio, *sel, *tags, *cexpr;
+
+	/* rule: exactly one of all / any / not / cmp (rule_keys). */
+	rule = closed_object(rule_keys);
+	json_object_set_new(rule, "minProperties", json_integer(1));
+	json_object_set_new(rule, "maxProperties", json_integer(1));
+	prop(rule, "all", json_pack("{s:s, s:i, s:{s:s}}", "type", "array", "minItems", 1, "items",
+				    "$ref", "#/$defs/rule"));
+	prop(rule, "any", json_pack("{s:s, s:i, s:{s:s}}", "type", "array", "minItems", 1, "items",
+				    "$ref", "#/$defs/rule"));
+	prop(rule, "not", json_pack("{s:s}", "$ref", "#/$defs/rule"));
+	/* cmp: left op right, and not two constants (an aggregate over runs on one side). */
+	cmp = closed_object(cmp_keys);
+	json_object_set_new(cmp, "required", str_array(cmp_keys));
+	prop(cmp, "left", json_pack("{s:s}", "$ref", "#/$defs/expr"));
+	prop(cmp, "op", json_pack("{s:o}", "enum", str_array(ops)));
+	prop(cmp, "right", json_pack("{s:s}", "$ref", "#/$defs/expr"));
+	json_object_set_new(cmp, "not",
+			    json_pack("{s:{s:{s:s}, s:{s:s}}}", "properties", "left", "$ref",
+				      "#/$defs/const_expr", "right", "$ref", "#/$defs/const_expr"));
+	prop(rule, "cmp", cmp);
+	json_object_set_new(rule, "description",
+			    json_string("exactly one of {all: [rule]}, {any: [rule]}, {not: rule}, "
+					"{cmp: {left, op, right}}"));
+	/* expr: a number, an aggregate, a ratio. */
+	agg = closed_object(agg_keys);
+	json_object_set_new(agg, "required", json_pack("[s, s]", "agg", "select"));
+	prop(agg, "agg", json_pack("{s:o}", "enum", str_array(aggs)));
+	prop(agg, "metric", json_pack("{s:o}", "enum", str_array(hyp_metrics())));
+	prop(agg, "select", json_pack("{s:s}", "$ref", "#/$defs/select"));
+	json_object_set_new(agg, "if",
+			    json_pack("{s:{s:{s:{s:s}}}}", "properties", "agg", "not", "const",
+				      "count"));
+	json_object_set_new(agg, "then", json_pack("{s:[s]}", "required", "metric"));
+	ratio = closed_object(ratio_keys);
+	json_object_set_new(ratio, "required", str_array(ratio_keys));
+	prop(ratio, "ratio", json_pack("{s:s, s:i, s:i, s:{s:s}}", "type", "array", "minItems", 2,
+				       "maxItems", 2, "items", "$ref", "#/$defs/expr"));
+	cexpr = json_pack("{s:[{s:s}, {s:s, s:[s], s:{s:{s:s, s:{s:s}}}}]}", "anyOf", "type",
+			  "number", "type", "object", "required", "ratio", "properties", "ratio",
+			  "type", "array", "items", "$ref", "#/$defs/const_expr");
+	/* select: tags, not_tags, hypothesis. */
+	sel = closed_object(select_keys);
+	prop(sel, "tags", json_pack("{s:s}", "$ref", "#/$defs/tags"));
+	prop(sel, "not_tags", json_pack("{s:s}", "$ref", "#/$defs/tags"));
+	prop(sel, "hypothesis", json_pack("{s:s, s:s}", "type", "string", "pattern",
+					  "^H[1-9][0-9]{0,5}$"));
+	tags = json_pack("{s:s, s:i, s:{s:s, s:i, s:i, s:s}}", "type", "array", "maxItems",
+			 SELECT_TAGS_MAX, "items", "type", "string", "minLength", 1, "maxLength",
+			 TAG_MAX, "pattern", "^[^\\u0000-\\u0020\\u007f]+$");
+	json_object_set_new(defs, "rule", rule);
+	json_object_set_new(defs, "expr",
+			    json_pack("{s:[{s:s}, {s:s}, {s:s}]}", "anyOf", "type", "number", "$ref",
+				      "#/$defs/agg", "$ref", "#/$defs/ratio"));
+	json_object_set_new(defs, "const_expr", cexpr);
+	json_object_set_new(defs, "agg", agg);
+	json_object_set_new(defs, "ratio", ratio);
+	json_object_set_new(defs, "select", sel);
+	json_object_set_new(defs, "tags", tags);
+	return defs;
+}

@@ -172,6 +172,15 @@ static json_t *run_row(const char *id, const json_t *rec, const json_t *start)
 	}
 	for (size_t i = 0; names[i]; i++)
 		json_object_set_new(row, names[i], copy_or_null(json_object_get(m, names[i])));
+	/* Diagnostics a run records beside the vocabulary (inflight_max, fanout_via, ...). */
+	{
+		const char *k;
+		json_t *v;
+
+		json_object_foreach((json_t *) m, k, v)
+			if (!json_object_get(row, k))
+				json_object_set_new(row, k, json_deep_copy(v));
+	}
 	return row;
 }
 

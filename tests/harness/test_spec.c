@@ -55,7 +55,7 @@ static void test_study(void **state)
 			 CS_EXIT_BADINPUT);
 	assert_int_equal(check("{\"id\":\"s\",\"production\":{}}", 0, "names no production item"),
 			 CS_EXIT_BADINPUT);
-	assert_int_equal(check("{\"id\":\"s\"}", 0, "$.production"), CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"id\":\"s\"}", 0, "$: missing key \"production\""), CS_EXIT_BADINPUT);
 	assert_int_equal(check("{\"id\":\"bad id\",\"production\":{\"paths\":[\"/p\"]}}", 0, "$.id"),
 			 CS_EXIT_BADINPUT);
 	assert_int_equal(check("{\"id\":\"s\",\"production\":{\"paths\":[3]}}", 0,
@@ -79,9 +79,9 @@ static void test_run(void **state)
 			       "\"ef_serch\":4}",
 			       1, "$.ef_serch: unknown key"),
 			 CS_EXIT_BADINPUT);
-	assert_int_equal(check("{\"queries\":{\"spec\":\"q\"},\"cold\":true}", 1, "$.index"),
+	assert_int_equal(check("{\"queries\":{\"spec\":\"q\"},\"cold\":true}", 1, "$: missing key \"index\""),
 			 CS_EXIT_BADINPUT);
-	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"}}", 1, "$.cold"),
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"}}", 1, "$: missing key \"cold\""),
 			 CS_EXIT_BADINPUT);
 	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\",\"count\":0},"
 			       "\"cold\":true}",
@@ -211,11 +211,11 @@ static void test_postgres(void **state)
 	/* The index is the clone's data directory; a postgres object with sql is required. */
 	assert_int_equal(check("{\"target\":\"postgres\",\"postgres\":{\"sql\":\"SELECT $1\"},"
 			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
-			       1, "$.index: required"),
+			       1, "missing key \"index\""),
 			 CS_EXIT_BADINPUT);
 	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\",\"postgres\":{},"
 			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
-			       1, "$.postgres.sql: required"),
+			       1, "missing key \"sql\""),
 			 CS_EXIT_BADINPUT);
 	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\","
 			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
@@ -321,10 +321,75 @@ static void test_committed_specs(void **state)
 	}
 }
 
+/* Unknown keys name the nearest valid one; dataset specs have their form. */
+static void test_messages(void **state)
+{
+	(void) state;
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+			       "\"clinets\":2}",
+			       1, "$.clinets: unknown key (did you mean \"clients\"? expected one of: index"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\",\"cuont\":3},"
+			       "\"cold\":true}",
+			       1, "$.queries.cuont: unknown key (did you mean \"count\"?"),
+			 CS_EXIT_BADINPUT);
+	/* far from every key: no suggestion, the list only */
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+			       "\"zzzzzzzzzz\":2}",
+			       1, "$.zzzzzzzzzz: unknown key (expected one of:"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"id\":\"s\",\"production\":{\"paths\":[\"/p\"]},"
+			       "\"datasets\":{\"base\":\"fashion-mnst:train\"}}",
+			       0, "$.datasets.base: expected a dataset spec"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"id\":\"s\",\"production\":{\"paths\":[\"/p\"]},"
+			       "\"datasets\":{\"base\":\"fashion-mnist:test[0:100]\","
+			       "\"q\":\"fvecs:/d/q.fvecs\",\"s\":\"synth:n=5,d=2\"}}",
+			       0, NULL),
+			 0);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+			       "\"load\":{\"readers\":2,\"block_bytes\":1000}}",
+			       1, "$.load.block_bytes: expected an integer in [4096, 1048576]"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"index\":\"/c\",\"queries\":{\"spec\":\"q\"},\"cold\":true,"
+			       "\"load\":{\"readers\":2,\"block_bytes\":6144}}",
+			       1, "$.load.block_bytes: expected a multiple of 4096"),
+			 CS_EXIT_BADINPUT);
+}
+
+/* The schemas: draft 2020-12, every key of the tables with a type and a description. */
+static void test_schemas(void **state)
+{
+	json_t *run = harness_run_schema(), *study = harness_study_schema(), *v;
+	const char *k;
+
+	(void) state;
+	assert_non_null(run);
+	assert_non_null(study);
+	assert_string_equal(json_string_value(json_object_get(run, "$schema")),
+			    "https://json-schema.org/draft/2020-12/schema");
+	assert_true(json_is_false(json_object_get(run, "additionalProperties")));
+	assert_true(json_object_size(json_object_get(run, "properties")) >= 34);
+	json_object_foreach(json_object_get(run, "properties"), k, v) {
+		if (!json_is_string(json_object_get(v, "description")))
+			print_message("run key %s has no description\n", k);
+		assert_true(json_is_string(json_object_get(v, "description")));
+	}
+	assert_non_null(json_object_get(json_object_get(study, "$defs"), "run_defaults"));
+	/* the defaults' schema requires nothing; the run's requires index, queries, cold */
+	assert_null(json_object_get(json_object_get(json_object_get(study, "$defs"), "run_defaults"),
+				    "required"));
+	assert_int_equal(json_array_size(json_object_get(run, "required")), 3);
+	json_decref(run);
+	json_decref(study);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_study),
+		cmocka_unit_test(test_messages),
+		cmocka_unit_test(test_schemas),
 		cmocka_unit_test(test_run),
 		cmocka_unit_test(test_cold_each_query),
 		cmocka_unit_test(test_effective_and_features),

@@ -1,0 +1,98 @@
+/*
+ * cmd_schema.c - `coldstudy schema KIND [--check FILE...]`: the JSON
+ * Schema of hypothesis files, study.json and run.json, built from the
+ * validators' key tables; --check runs the validator itself on files.
+ * Argument parsing only: the tables are in hypotheses/ and harness/.
+ */
+#include "cmds.h"
+
+#include "harness.h"
+#include "hyp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kinds[] = {"hypothesis", "study", "run", NULL};
+
+/* Validate one file as kind with the C validator; 0 or an exit code with e filled. */
+static int check_file(const char *kind, const char *path, cs_err *e)
+{
+	json_t *doc = NULL;
+	char sha[65];
+	hyp *h = NULL;
+	int rc;
+
+	if (!strcmp(kind, "hypothesis")) {
+		rc = hyp_parse_file(path, &h, e);
+		hyp_free(h);
+	} else if (!strcmp(kind, "study")) {
+		rc = harness_study_load(path, &doc, e);
+	} else {
+		rc = harness_run_load(path, &doc, sha, e);
+	}
+	json_decref(doc);
+	return rc;
+}
+
+int cmd_schema(int argc, char **argv)
+{
+	const char *kind = NULL;
+	int check = 0, rc = CS_EXIT_OK, nfiles = 0;
+	json_t *s;
+
+	if (cli_wants_help(argc, argv)) {
+		printf("usage: coldstudy schema hypothesis|study|run [--check FILE...]\n\n"
+		       "Print the JSON Schema (draft 2020-12) of a hypothesis file, study.json or\n"
+		       "run.json: every key with its type, bounds and a description. It is built\n"
+		       "from the tables the validators check with, so what it documents is what\n"
+		       "register, study register and run accept. With --check, validate each FILE\n"
+		       "with coldstudy's own validator instead: 'FILE: ok' or the one-line reason;\n"
+		       "exit 5 if any is refused.\n");
+		return CS_EXIT_OK;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--check")) {
+			check = 1;
+		} else if (argv[i][0] == '-') {
+			return cli_usage(argv[0], "unknown option '%s'", argv[i]);
+		} else if (!kind) {
+			for (size_t k = 0; kinds[k]; k++)
+				if (!strcmp(argv[i], kinds[k]))
+					kind = kinds[k];
+			if (!kind)
+				return cli_usage(argv[0], "unknown kind '%s' (hypothesis, study, run)",
+						 argv[i]);
+		} else if (check) {
+			cs_err e = {0};
+
+			nfiles++;
+			if (check_file(kind, argv[i], &e)) {
+				fprintf(stderr, "%s\n", e.msg);
+				rc = e.code ? e.code : CS_EXIT_INTERNAL;
+			} else {
+				printf("%s: ok\n", argv[i]);
+			}
+		} else {
+			return cli_usage(argv[0], "unexpected argument '%s'", argv[i]);
+		}
+	}
+	if (!kind)
+		return cli_usage(argv[0], "which schema: hypothesis, study or run");
+	if (check) {
+		if (!nfiles)
+			return cli_usage(argv[0], "--check needs files");
+		return rc;
+	}
+	s = !strcmp(kind, "hypothesis") ? hyp_schema()
+	    : !strcmp(kind, "study")    ? harness_study_schema()
+					: harness_run_schema();
+	if (!s || json_dumpf(s, stdout, JSON_INDENT(2))) {
+		json_decref(s);
+		fprintf(stderr, "coldstudy schema: out of memory\n");
+		return CS_EXIT_INTERNAL;
+	}
+	putchar('\n');
+	json_decref(s);
+	return CS_EXIT_OK;
+}
