@@ -4,11 +4,14 @@
  * register is all-or-nothing across its files: every file is validated
  * (hyp_parse_file) and checked against what is already registered before
  * anything is written; then, inside one IMMEDIATE transaction, each file is
- * frozen (DIR/frozen/<id>-<sha8>.json, mode 0444) and its record appended.
- * A refusal or a bad file changes nothing. Frozen copies are named by
- * content, so one left behind by a failed commit is harmless.
+ * frozen (ledger_freeze: DIR/frozen/<id>-<SHA-256 of the file>.json, mode
+ * 0444) and its record appended, with SIGINT/SIGTERM held until the commit
+ * or rollback. A refusal or a bad file changes nothing. Frozen copies are
+ * named by the file's bytes, so one left behind by a killed register can
+ * never pass for another file's copy, and the next register sweeps it.
  */
 #include "cmds.h"
+#include "guard.h"
 #include "hyp.h"
 #include "ledger.h"
 
@@ -40,6 +43,22 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, in
 
 /* ---- init ---- */
 
+/* Print DIR's verifier key as "key: VKEY" (init) ; exit code. */
+static int log_print_key(const char *dir)
+{
+	char vk[512];
+	ledger *l = NULL;
+	cs_err e = {0};
+	int rc;
+
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_key(l, vk, sizeof(vk), &e)))
+		rc = cli_fail("init", &e);
+	else
+		printf("verifier key: %s\n", vk);
+	ledger_close(l);
+	return rc;
+}
+
 int cmd_init(int argc, char **argv)
 {
 	cs_err e = {0};
@@ -47,9 +66,11 @@ int cmd_init(int argc, char **argv)
 
 	if (cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy init DIR\n\n"
-		       "Create a study: DIR/ledger.db (the append-only, hash-chained experiment log)\n"
-		       "and DIR/frozen/ (frozen copies of registered files). Refuses (exit 3) if\n"
-		       "DIR already holds a ledger.\n");
+		       "Create a study: DIR/ledger.db (the append-only, hash-chained experiment log),\n"
+		       "DIR/frozen/ (frozen copies of registered files), an Ed25519 key for the\n"
+		       "study's unique origin (DIR/signing.key, mode 0600) and DIR/checkpoint, the\n"
+		       "latest signed checkpoint, which every command that appends renews. Prints the\n"
+		       "verifier key: keep it elsewhere. Refuses (exit 3) if DIR already holds a ledger.\n");
 		return CS_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -63,8 +84,10 @@ int cmd_init(int argc, char **argv)
 		return cli_usage("init", "missing DIR");
 	if (ledger_init(dir, &e))
 		return cli_fail("init", &e);
-	printf("created %s/ledger.db and %s/frozen/\n", dir, dir);
-	return CS_EXIT_OK;
+	printf("created %s/ledger.db, %s/frozen/, %s/signing.key (keep it private) and "
+	       "%s/checkpoint\n",
+	       dir, dir, dir, dir);
+	return log_print_key(dir);
 }
 
 /* ---- register ---- */
@@ -78,6 +101,7 @@ typedef struct reg_item {
 	int64_t prev_seq;     /* latest registered version, 0 if none */
 	char prev_sha[65];
 	int action;           /* 0 nothing to do, 1 register, 2 amend */
+	char frozen[512];     /* "frozen/<id>-<file sha256>.json" once frozen */
 } reg_item;
 
 /* The latest hypothesis or amendment record for id; 1 found (seq, sha filled), 0 none, -1 error. */
@@ -133,19 +157,13 @@ static const char *base_name(const char *p)
 static int register_one(ledger *l, reg_item *it, const char *rationale, const char *dir,
 			int64_t *seq, cs_err *e)
 {
-	char rel[64], *path = NULL;
+	char *rel = it->frozen;
 	json_t *p = NULL;
-	size_t n;
 	int rc;
 
-	snprintf(rel, sizeof(rel), "frozen/%s-%.8s.json", it->h->id, it->h->sha256);
-	n = strlen(dir) + strlen(rel) + 2;
-	path = malloc(n);
-	if (!path)
-		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-	snprintf(path, n, "%s/%s", dir, rel);
-	/* an existing copy has the same canonical content (its name says so): keep the first */
-	if (access(path, F_OK) != 0 && (rc = cs_write_file_atomic(path, it->bytes, it->len, 0444, e)))
+	(void) dir;
+	/* named by the file's own SHA-256, so an orphan can never pass for another file's copy */
+	if ((rc = ledger_freeze(l, it->h->id, it->bytes, it->len, rel, sizeof(it->frozen), e)))
 		goto out;
 	p = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O}", "id", it->h->id, "file",
 		      base_name(it->path), "file_sha256", it->file_sha, "sha256", it->h->sha256,
@@ -156,20 +174,21 @@ static int register_one(ledger *l, reg_item *it, const char *rationale, const ch
 	}
 	if (it->action == 2) {
 		json_object_set_new(p, "rationale", json_string(rationale));
-		json_object_set_new(p, "access_state", json_string(ledger_access_state(l)));
 		json_object_set_new(p, "replaces", json_string(it->prev_sha));
 	}
+	if (it->action == 2)
+		json_object_set_new(p, "access_state", json_string(ledger_access_state(l)));
+	ledger_mark_post_hoc(l, p);
 	rc = ledger_append(l, it->action == 2 ? "amendment" : "hypothesis", p, seq, e);
 out:
 	json_decref(p);
-	free(path);
 	return rc;
 }
 
 int cmd_register(int argc, char **argv)
 {
 	const char *dir = NULL, *rationale = NULL;
-	int amend = 0, nfiles = 0, rc = 0, missing = 0;
+	int amend = 0, nfiles = 0, rc = 0, missing = 0, held = 0;
 	reg_item *items = NULL;
 	ledger *l = NULL;
 	cs_err e = {0};
@@ -177,11 +196,13 @@ int cmd_register(int argc, char **argv)
 	if (cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy register DIR FILE... [--amend --rationale TEXT]\n\n"
 		       "Validate each hypothesis file, canonicalise and hash it (SHA-256), freeze a\n"
-		       "copy as DIR/frozen/<id>-<sha8>.json (mode 0444) and append a 'hypothesis'\n"
+		       "copy as DIR/frozen/<id>-<SHA-256 of the file>.json (mode 0444) and append a 'hypothesis'\n"
 		       "record with the UTC time. All files or none: a bad file (exit 5) or a\n"
 		       "refusal (exit 3) writes nothing. The same content again is a no-op (exit 0).\n"
-		       "The same id with new content is refused unless --amend --rationale TEXT,\n"
-		       "which appends an 'amendment' record with the access state at that moment.\n");
+		       "The same id with new content is refused (exit 3, a refusal record) unless\n"
+		       "--amend --rationale TEXT, which appends an 'amendment' record with the access\n"
+		       "state at that moment. A hypothesis registered or amended after the first run\n"
+		       "has started carries post_hoc: true and is listed as exploratory.\n");
 		return CS_EXIT_OK;
 	}
 	items = calloc((size_t) argc, sizeof(*items));
@@ -256,17 +277,23 @@ int cmd_register(int argc, char **argv)
 		else if (amend)
 			it->action = 2;
 		else {
-			cs_err_set(&e, CS_EXIT_REFUSED,
-				   "%s: %s is already registered with other content (seq %lld, "
-				   "sha256 %.12s..., this file %.12s...); nothing written. Amend with "
-				   "--amend --rationale TEXT",
-				   it->path, it->h->id, (long long) it->prev_seq, it->prev_sha,
-				   it->h->sha256);
+			char what[256];
+
+			snprintf(what, sizeof(what), "%s: %s (seq %lld, sha256 %.12s..., this file %.12s...)",
+				 it->path, it->h->id, (long long) it->prev_seq, it->prev_sha,
+				 it->h->sha256);
+			(void) guard_registration(l, what, 1, 0, "register", &e); /* records the refusal */
 			rc = cli_fail("register", &e);
 			goto out;
 		}
 	}
-	/* Phase 3: freeze and append, then commit once. */
+	/* Phase 3: freeze and append, then commit once; Ctrl-C waits for the commit or rollback. */
+	ledger_signals_hold();
+	held = 1;
+	if ((rc = ledger_sweep(l, &e))) {
+		rc = cli_fail("register", &e);
+		goto out;
+	}
 	for (int i = 0; i < nfiles; i++) {
 		reg_item *it = &items[i];
 		int64_t seq = 0;
@@ -291,12 +318,15 @@ int cmd_register(int argc, char **argv)
 		reg_item *it = &items[i];
 
 		if (it->action)
-			printf("%s: %s %s at seq %lld, sha256 %s -> frozen/%s-%.8s.json\n", it->path,
+			printf("%s: %s %s at seq %lld, sha256 %s -> %s\n", it->path,
 			       it->action == 2 ? "amended" : "registered", it->h->id,
-			       (long long) it->prev_seq, it->h->sha256, it->h->id, it->h->sha256);
+			       (long long) it->prev_seq, it->h->sha256, it->frozen);
 	}
+	fflush(stdout);
 out:
 	ledger_close(l); /* rolls back an open transaction */
+	if (held)
+		ledger_signals_release();
 	for (int i = 0; items && i < nfiles; i++) {
 		hyp_free(items[i].h);
 		free(items[i].bytes);
@@ -355,9 +385,12 @@ static int collect_hyp(const ledger_record *r, void *ud)
 /* A number as the canonical form prints it. */
 static void num_text(const json_t *v, char *buf, size_t cap)
 {
-	char *c = NULL;
+	char *c = NULL, n[CS_NUM_MAX];
 
-	if (v && !cs_json_canonical(v, &c, NULL, NULL)) {
+	if (json_is_number(v)) {
+		/* Readable and exact: 200 as "200", never the canonical form's "2e+02". */
+		snprintf(buf, cap, "%s", cs_num_text(json_number_value(v), n));
+	} else if (v && !cs_json_canonical(v, &c, NULL, NULL)) {
 		snprintf(buf, cap, "%s", c);
 		free(c);
 	} else {
@@ -458,22 +491,35 @@ static void log_help(FILE *f)
 {
 	fprintf(f,
 		"usage: coldstudy log SUBCOMMAND ...\n\n"
-		"  log verify DIR [--checkpoint FILE] [--json]\n"
-		"      recompute every record hash, the chain, the RFC 6962 root and every raw\n"
-		"      blob; with a saved checkpoint, check the log still extends it (exit 4\n"
-		"      naming the first bad seq or the checkpoint)\n"
+		"  log verify DIR [--checkpoint FILE] [--key VKEY] [--json]\n"
+		"      recompute every record hash, the chain, the RFC 6962 root, every raw\n"
+		"      blob and each payload against its kind's schema; check that a checkpoint\n"
+		"      signed by the study's key (or VKEY) covers every record and that the log\n"
+		"      was not rewritten below a signed size; with a saved checkpoint, check the\n"
+		"      log still extends it (exit 4 naming the first bad seq or checkpoint)\n"
+		"  log key DIR\n"
+		"      print the study's verifier key (C2SP signed-note format NAME+HASH+BASE64)\n"
 		"  log checkpoint DIR [--origin NAME]\n"
-		"      print a C2SP tlog-checkpoint: origin, size, base64 root\n"
+		"      print the signed C2SP tlog-checkpoint (origin, size, base64 root,\n"
+		"      signature) after recomputing it; with --origin, an unsigned body\n"
 		"  log prove DIR SEQ [--size N]\n"
 		"      inclusion proof of record SEQ (JSON: leaf index, tree size, hashes)\n"
 		"  log prove DIR --old-size N [--size N]\n"
 		"      consistency proof from tree size N to the current (or given) size\n"
-		"  log verify-proof FILE|- [--checkpoint FILE] [--old-checkpoint FILE]\n"
-		"      check a proof offline, optionally against saved checkpoints\n"
+		"  log verify-proof FILE|- (--checkpoint FILE | --root HEX) [--old-checkpoint FILE]\n"
+		"      check a proof offline against a tree head you trust: a saved checkpoint\n"
+		"      or its root (without one, exit 2: a proof alone only agrees with itself)\n"
+		"  log tiles DIR --out OUTDIR\n"
+		"      write the log as C2SP tlog-tiles (checkpoint, tile/<L>/<N>, tile/entries/<N>)\n"
+		"      for any static web server; unchanged tiles are left, others refused\n"
 		"  log export DIR\n"
 		"      JSONL, one record a line, byte-identical for the same ledger\n"
+		"  log publish DIR --to URL [--witness URL]\n"
+		"      PUT the new tiles and the signed checkpoint to a static web server,\n"
+		"      refusing (exit 4) if its checkpoint is not an ancestor of this log;\n"
+		"      resumable; --witness asks a C2SP tlog-witness to cosign\n"
 		"  log publish DIR --url URL [--origin NAME] [--dry-run]\n"
-		"      POST the checkpoint and the export to a transparency endpoint\n");
+		"      (older) POST the checkpoint and the export to an endpoint\n");
 }
 
 /* Read a checkpoint file into *text (caller frees). */
@@ -494,7 +540,7 @@ static int read_checkpoint(const char *path, char **text, ledger_tree_head *th, 
 
 static int log_verify(int argc, char **argv)
 {
-	const char *dir = NULL, *cpf = NULL, *v;
+	const char *dir = NULL, *cpf = NULL, *vkey = NULL, *v;
 	int as_json = 0, missing = 0, rc;
 	char *cp = NULL, root[65];
 	ledger_tree_head th;
@@ -507,6 +553,8 @@ static int log_verify(int argc, char **argv)
 			as_json = 1;
 		else if ((v = opt_value(argc, argv, &i, "--checkpoint", &missing)))
 			cpf = v;
+		else if ((v = opt_value(argc, argv, &i, "--key", &missing)))
+			vkey = v;
 		else if (missing || argv[i][0] == '-' || dir)
 			return cli_usage("log verify", "unexpected argument '%s'", argv[i]);
 		else
@@ -516,19 +564,28 @@ static int log_verify(int argc, char **argv)
 		return cli_usage("log verify", "missing DIR");
 	if (cpf && (rc = read_checkpoint(cpf, &cp, &th, &e)))
 		return cli_fail("log verify", &e);
-	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_verify_ex(l, cp, &info, &e))) {
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_verify_pinned(l, cp, vkey, &info, &e))) {
 		rc = cli_fail("log verify", &e);
 		goto out;
 	}
 	cs_hex(info.root, 32, root);
 	if (as_json)
 		printf("{\"checkpoint_size\":%lld,\"ok\":true,\"raw_blobs\":%lld,\"root\":\"%s\","
-		       "\"size\":%lld}\n",
+		       "\"signed\":%s,\"signed_size\":%lld,\"size\":%lld}\n",
 		       (long long) info.checkpoint_size, (long long) info.raw_blobs, root,
+		       info.keyed ? "true" : "false", (long long) info.signed_size,
 		       (long long) info.size);
 	else {
 		printf("ok: %lld records, %lld raw blobs, root %s\n", (long long) info.size,
 		       (long long) info.raw_blobs, root);
+		if (info.keyed)
+			printf("ok: signed by %s%s at size %lld, covering every record\n",
+			       ledger_origin(l), vkey ? " (the key given)" : " (the study's own key; "
+			       "pin it with --key)", (long long) info.signed_size);
+		else
+			printf("unsigned: this study was made before studies had keys; records "
+			       "appended without the study (or a rewritten log) are caught only "
+			       "against a checkpoint saved elsewhere (--checkpoint)\n");
 		if (cpf)
 			printf("ok: extends checkpoint '%s' at size %lld (%s)\n", th.origin,
 			       (long long) th.size, cpf);
@@ -558,7 +615,9 @@ static int log_checkpoint(int argc, char **argv)
 	}
 	if (!dir)
 		return cli_usage("log checkpoint", "missing DIR");
-	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_checkpoint_origin(l, origin, &text, &e)))
+	if ((rc = ledger_open(dir, &l, &e)) ||
+	    (rc = origin || !ledger_signed(l) ? ledger_checkpoint_origin(l, origin, &text, &e)
+						   : ledger_checkpoint_signed(l, &text, &e)))
 		rc = cli_fail("log checkpoint", &e);
 	else
 		fputs(text, stdout);
@@ -626,8 +685,9 @@ static int log_prove(int argc, char **argv)
 
 static int log_verify_proof(int argc, char **argv)
 {
-	const char *file = NULL, *cpf = NULL, *oldf = NULL, *v;
+	const char *file = NULL, *cpf = NULL, *oldf = NULL, *roots = NULL, *v;
 	char *buf = NULL, *cp = NULL, *ocp = NULL, root[65];
+	unsigned char anchor[32];
 	ledger_tree_head th, oth;
 	ledger_proof p = {0};
 	size_t len = 0;
@@ -639,6 +699,8 @@ static int log_verify_proof(int argc, char **argv)
 			cpf = v;
 		else if ((v = opt_value(argc, argv, &i, "--old-checkpoint", &missing)))
 			oldf = v;
+		else if ((v = opt_value(argc, argv, &i, "--root", &missing)))
+			roots = v;
 		else if (missing || (argv[i][0] == '-' && argv[i][1]) || file)
 			return cli_usage("log verify-proof", "unexpected argument '%s'", argv[i]);
 		else
@@ -646,6 +708,15 @@ static int log_verify_proof(int argc, char **argv)
 	}
 	if (!file)
 		return cli_usage("log verify-proof", "missing the proof FILE (or - for stdin)");
+	if (!cpf && !roots)
+		return cli_usage("log verify-proof",
+				 "no trust anchor: a proof checked only against the root it carries "
+				 "proves nothing; give --checkpoint FILE or --root HEX of a tree head "
+				 "you trust");
+	if (roots && ledger_root_parse(roots, anchor))
+		return cli_usage("log verify-proof",
+				 "--root: expected 64 hex digits or 44 characters of base64, got '%s'",
+				 roots);
 	if (!strcmp(file, "-")) {
 		size_t cap = 4096;
 
@@ -691,6 +762,12 @@ static int log_verify_proof(int argc, char **argv)
 		rc = cli_fail("log verify-proof", &e);
 		goto out;
 	}
+	if (roots && memcmp(anchor, p.root, 32)) {
+		cs_err_set(&e, CS_EXIT_VERIFY, "%s: the proof leads to another root than --root %s",
+			   file, roots);
+		rc = cli_fail("log verify-proof", &e);
+		goto out;
+	}
 	if (oldf && (p.type != LEDGER_PROOF_CONSISTENCY || oth.size != p.old_size ||
 		     memcmp(oth.root, p.old_root, 32))) {
 		cs_err_set(&e, CS_EXIT_VERIFY,
@@ -716,6 +793,59 @@ out:
 	free(buf);
 	free(cp);
 	free(ocp);
+	return rc;
+}
+
+static int log_key(int argc, char **argv)
+{
+	const char *dir = NULL;
+	char vk[512];
+	ledger *l = NULL;
+	cs_err e = {0};
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-' || dir)
+			return cli_usage("log key", "unexpected argument '%s'", argv[i]);
+		dir = argv[i];
+	}
+	if (!dir)
+		return cli_usage("log key", "missing DIR");
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_key(l, vk, sizeof(vk), &e)))
+		rc = cli_fail("log key", &e);
+	else
+		printf("%s\n", vk);
+	ledger_close(l);
+	return rc;
+}
+
+static int log_tiles(int argc, char **argv)
+{
+	const char *dir = NULL, *out = NULL, *v;
+	int64_t written = 0, same = 0;
+	int missing = 0, rc;
+	char *note = NULL;
+	ledger *l = NULL;
+	cs_err e = {0};
+
+	for (int i = 1; i < argc; i++) {
+		if ((v = opt_value(argc, argv, &i, "--out", &missing)))
+			out = v;
+		else if (missing || argv[i][0] == '-' || dir)
+			return cli_usage("log tiles", "unexpected argument '%s'", argv[i]);
+		else
+			dir = argv[i];
+	}
+	if (!dir || !out)
+		return cli_usage("log tiles", "expected DIR --out OUTDIR");
+	if ((rc = ledger_open(dir, &l, &e)) ||
+	    (rc = ledger_tiles_write(l, out, &written, &same, &note, &e)))
+		rc = cli_fail("log tiles", &e);
+	else
+		printf("%s: %lld tiles written, %lld already there; checkpoint:\n%s", out,
+		       (long long) written, (long long) same, note);
+	free(note);
+	ledger_close(l);
 	return rc;
 }
 
@@ -748,6 +878,7 @@ int cmd_log(int argc, char **argv)
 		{"verify", log_verify},         {"checkpoint", log_checkpoint},
 		{"prove", log_prove},           {"verify-proof", log_verify_proof},
 		{"export", log_export},         {"publish", cmd_log_publish},
+		{"key", log_key},               {"tiles", log_tiles},
 	};
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||

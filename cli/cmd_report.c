@@ -1,7 +1,9 @@
 /*
  * cmd_report.c - `coldstudy report DIR --out R [--title TEXT]` and
- * `coldstudy log publish DIR --url URL [--origin NAME] [--timeout S]
- * [--dry-run]`: argument parsing only; the work is in reports/.
+ * `coldstudy log publish DIR --to URL [--witness URL] [--timeout S]` (C2SP
+ * tlog-tiles over PUT) and the older `coldstudy log publish DIR --url URL
+ * [--origin NAME] [--timeout S] [--dry-run]`: argument parsing only; the
+ * work is in reports/.
  */
 #include "cmds.h"
 
@@ -59,7 +61,7 @@ int cmd_report(int argc, char **argv)
 
 int cmd_log_publish(int argc, char **argv)
 {
-	const char *dir = NULL, *url = NULL, *origin = NULL;
+	const char *dir = NULL, *url = NULL, *origin = NULL, *to = NULL, *witness = NULL;
 	uint64_t timeout = PUBLISH_TIMEOUT_DEFAULT;
 	ledger *l = NULL;
 	cs_err e = {0};
@@ -67,8 +69,16 @@ int cmd_log_publish(int argc, char **argv)
 
 	if (cli_wants_help(argc, argv)) {
 		printf(
-		    "usage: coldstudy log publish DIR --url URL [--origin NAME] [--timeout S] "
+		    "usage: coldstudy log publish DIR --to URL [--witness URL] [--timeout S]\n"
+		    "       coldstudy log publish DIR --url URL [--origin NAME] [--timeout S] "
 		    "[--dry-run]\n\n"
+		    "--to: publish the log as C2SP tlog-tiles to a web server or object store that\n"
+		    "accepts HTTP PUT (any static server then serves it to tlog clients): read\n"
+		    "URL/checkpoint, refuse (exit 4) unless it is an ancestor of this log, PUT the\n"
+		    "tiles it lacks and then the signed checkpoint. Resumable and idempotent: a\n"
+		    "second run sends only what is new. --witness URL asks a C2SP tlog-witness to\n"
+		    "cosign the checkpoint and stores the result as DIR/checkpoint.witnessed.\n\n"
+		    "--url (the older form): "
 		    "POST the log's checkpoint (C2SP tlog-checkpoint) and its JSONL export to an\n"
 		    "http(s) endpoint as multipart/form-data (parts \"checkpoint\" and "
 		    "\"records\"),\n"
@@ -83,6 +93,10 @@ int cmd_log_publish(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--url") && i + 1 < argc)
 			url = argv[++i];
+		else if (!strcmp(argv[i], "--to") && i + 1 < argc)
+			to = argv[++i];
+		else if (!strcmp(argv[i], "--witness") && i + 1 < argc)
+			witness = argv[++i];
 		else if (!strcmp(argv[i], "--origin") && i + 1 < argc)
 			origin = argv[++i];
 		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
@@ -101,13 +115,18 @@ int cmd_log_publish(int argc, char **argv)
 		else
 			return cli_usage("log publish", "unexpected argument '%s'", argv[i]);
 	}
-	if (!dir || !url)
-		return cli_usage("log publish", "expected DIR --url URL");
+	if (!dir || !url == !to)
+		return cli_usage("log publish", "expected DIR and one of --to URL or --url URL");
+	if (witness && !to)
+		return cli_usage("log publish", "--witness goes with --to");
+	if (to && (dry || origin))
+		return cli_usage("log publish", "--dry-run and --origin go with --url");
 	if (origin && (!origin[0] || strchr(origin, '\n')))
 		return cli_usage("log publish", "--origin: expected a non-empty one-line name");
 	rc = ledger_open(dir, &l, &e);
 	if (!rc)
-		rc = report_publish(l, url, origin, dry, (long) timeout, stdout, &e);
+		rc = to ? report_publish_tiles(l, to, witness, (long) timeout, stdout, &e)
+			: report_publish(l, url, origin, dry, (long) timeout, stdout, &e);
 	ledger_close(l);
 	return rc ? cli_fail("log publish", &e) : CS_EXIT_OK;
 }

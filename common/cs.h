@@ -25,6 +25,7 @@ enum {
 	CS_EXIT_REFUSED = 3,
 	CS_EXIT_VERIFY = 4,
 	CS_EXIT_BADINPUT = 5,
+	CS_EXIT_FAILED = 6, /* the registered test failed (a holdout score against its plan) */
 };
 
 #define CS_ERR_MAX 1024
@@ -70,6 +71,14 @@ uint64_t cs_mono_ns(void);
  * Run records, index query, reports and the hold-out statistics use it.
  */
 double cs_quantile(const double *sorted, size_t n, double q);
+
+/*
+ * d for a person, exactly: the shortest text that reads back as d, in
+ * plain notation from 1e-4 to 1e15 ("200", "0.0125", "1234567"), else
+ * with an exponent ("1.5e-07"). Not for hashing (cs_json_canonical is).
+ */
+#define CS_NUM_MAX 40
+const char *cs_num_text(double d, char out[CS_NUM_MAX]);
 
 /*
  * Load a JSON document strictly: at most cap bytes, valid UTF-8, no

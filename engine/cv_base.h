@@ -37,7 +37,8 @@ CV_API const char *cv_metric_name(cv_metric m);
  * Distance kernels for float32, dispatched once (cpuid, on first use) to
  * scalar, AVX2+FMA or AVX-512F; $COLDSTUDY_SIMD=scalar|avx2|avx512 lowers
  * the choice for a process. No alignment is required and no kernel reads
- * past a + d or b + d. Levels agree to rounding, not bit for bit.
+ * past a + d or b + d. Levels agree bit for bit (one fixed summation
+ * order, engine/kernels/kernels.h).
  * cv_distance returns the metric's distance (smaller is nearer): l2 is
  * squared, ip is -dot, cosine is 1 - cos (1 when a vector is zero).
  * Per-level functions and batch helpers: engine/kernels/kernels.h.

@@ -25,12 +25,13 @@ typedef struct cv_build_opts {
 	unsigned partitions;      /* phnsw: 64 */
 	unsigned threads;         /* 0: all cores */
 	uint64_t seed;            /* level draws, k-means init */
-	unsigned max_posting_kb;  /* hfresh: 48 (8..1024) */
-	unsigned replicas;        /* hfresh: 4 (1..10) */
+	unsigned max_posting_kb;  /* hfresh: 8..1024; 0: from the code bits (96 if > 1, else 48) */
+	unsigned replicas;        /* hfresh: 1..10; 0: from the code bits (1 if > 1, else 4) */
 	double rng_factor;        /* hfresh: SPFresh RNG rule factor; 1.0 strict */
 	int progress;             /* draw a progress bar on stderr (a terminal) */
 	unsigned code_bits;       /* hfresh: bits per dimension of a posting's codes; 1
-				   * (RaBitQ, as Weaviate), 2..4 add extended-RaBitQ codes */
+				   * (RaBitQ, as Weaviate), 2..4 add extended-RaBitQ codes;
+				   * 0 (default): from the dimension, 4 up to 256, else 1 */
 } cv_build_opts;
 
 CV_API void cv_build_opts_default(cv_build_opts *o);

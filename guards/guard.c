@@ -66,6 +66,8 @@ int guard_refuse(struct ledger *l, const char *guard, const char *verb, const ch
 	if (l) {
 		cs_err le = {0};
 
+		/* a refusal changes nothing but its own record: drop what the verb began */
+		ledger_rollback(l);
 		p = json_pack("{s:s, s:s, s:s, s:s}", "guard", guard, "verb", verb, "target",
 			      target ? target : "", "why", why);
 		if (!p || ledger_append(l, "refusal", p, NULL, &le))

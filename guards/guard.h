@@ -163,6 +163,11 @@ int guard_dataset(struct ledger *l, guard_prodset *ps, const char *spec, const c
 		  const char *role, cs_err *e);
 
 /* Append a refusal record (when l is set) and fill e; returns CS_EXIT_REFUSED. */
+/*
+ * Append a refusal record (when l is set) and fill e; returns CS_EXIT_REFUSED.
+ * A transaction the verb has open is rolled back first: a refusal changes
+ * nothing but its own record.
+ */
 int guard_refuse(struct ledger *l, const char *guard, const char *verb, const char *target,
 		 cs_err *e, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
@@ -239,5 +244,51 @@ int guard_holdout_overlap(struct ledger *l, const json_t *spec, const char *decl
 
 /* Refuse when the study has no registered study spec. */
 int guard_study(struct ledger *l, const char *verb, json_t **study, cs_err *e);
+
+/* ---- the order of a study (order.c): the plan, predictions, scoring ---- */
+
+struct ledger_plan;
+
+/*
+ * A study or hypothesis registration that would change what is registered
+ * (what: "study plan", "H3", ...): refused unless amend, once frozen (for a
+ * hypothesis: always; for the study and its plan: after the first
+ * run_start). Returns 0 when the change may be recorded.
+ */
+int guard_registration(struct ledger *l, const char *what, int frozen, int amend,
+		       const char *verb, cs_err *e);
+
+/*
+ * A run's class from the plan: *holdout is set when the spec is a holdout
+ * target (whatever the flag) or flagged. A flagged spec the plan does not
+ * name as a target is refused once a plan is registered.
+ */
+int guard_run_plan(struct ledger *l, const struct ledger_plan *p, const char *sha,
+		   int flag_holdout, const char *verb, int *holdout, cs_err *e);
+
+/*
+ * A holdout target that already has a run: allowed, recorded as a
+ * deviation (the first run stays the observation). *repeat set when so.
+ */
+int guard_holdout_repeat(struct ledger *l, const char *sha, const char *run_id, const char *verb,
+			 int *repeat, cs_err *e);
+
+/* Refuse predictions once the first holdout run has started. */
+int guard_predictions_open(struct ledger *l, const char *verb, const char *target, cs_err *e);
+
+/* Refuse a prediction target (spec hash sha, metric) the plan does not register. */
+int guard_prediction_target(struct ledger *l, const struct ledger_plan *p, const char *sha,
+			    const char *path, const char *metric, const char *verb, cs_err *e);
+
+/* Refuse a --threshold that differs from the registered one. */
+int guard_score_threshold(struct ledger *l, double registered, double given, const char *verb,
+			  cs_err *e);
+
+/*
+ * Refuse a score while n_missing holdout targets have no run, unless
+ * interim (then allowed: the score is recorded as interim).
+ */
+int guard_score_complete(struct ledger *l, size_t n_missing, size_t n_targets, int interim,
+			 const char *verb, cs_err *e);
 
 #endif

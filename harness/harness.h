@@ -87,18 +87,41 @@ json_t *harness_run_schema(void);
 json_t *harness_study_schema(void);
 
 /* coldstudy study register DIR study.json: validate and append a `study` record. */
-typedef struct harness_study_reg_opts {
-	int amend;             /* an amendment: may drop production items */
-	const char *rationale; /* required with amend */
-} harness_study_reg_opts;
+int harness_study_register(const char *dir, const char *path, int64_t *seq, cs_err *e);
 
 /*
- * Register study.json: production items resolved against DIR (each must
- * exist), recorded by identity in the study record and the machine
- * registry; a spec that drops a protected item is refused unless amended.
+ * The same with the plan's rules, and production's: production paths are
+ * resolved against DIR (each must exist) and recorded by identity in the
+ * record ("production_items") and the machine registry; a spec that drops
+ * a protected item is refused (exit 3, recorded) unless rationale is given.
+ * Every run spec the plan names is loaded,
+ * validated and hashed (its tags checked against its settings) and the
+ * record carries "plan_specs" [{"path","sha256","class"}] and
+ * "plan_sha256". The same study and plan again writes nothing (*seq: the
+ * record in force). A change is free before the first run_start; after
+ * it, it is refused (exit 3, a refusal record) unless rationale is given,
+ * when the record carries "amendment" {rationale, access_state, replaces,
+ * replaces_seq}.
  */
-int harness_study_register(const char *dir, const char *path, const harness_study_reg_opts *o,
-			   int64_t *seq, cs_err *e);
+int harness_study_register_amend(const char *dir, const char *path, const char *rationale,
+				 int64_t *seq, cs_err *e);
+
+/* The plan_specs of doc's plan, its paths relative to path's folder (new; exit 5 on conflict). */
+int harness_plan_specs(const json_t *doc, const char *path, json_t **out, cs_err *e);
+
+/*
+ * The tags a run record carries, which rules select by: those its own
+ * settings give it (cold|warm, serial|fanout + fanout<N>, gate|partition,
+ * the device (hdd, ssd, nvme, gp3 and the profile name) and
+ * virtual|realtime, ef<N>, prewarm|prewarm-other (then not cold), load,
+ * bulkwrite, client-alt (client_cpus), memcap, merge-sort, baseline (knobs
+ * at the study defaults, no treatment), the index kind) and its class (design, holdout, sceptic, exploratory), plus the
+ * spec's other labels when the plan names the spec (cls not exploratory).
+ * A spec tag of that vocabulary its settings contradict is exit 5 naming
+ * $.tags[i]. eff: the effective spec; kind NULL when unknown. New array.
+ */
+int harness_run_tags(const json_t *eff, const json_t *defaults, const char *kind,
+		     const char *cls, const char *name, json_t **out, cs_err *e);
 
 /* The latest registered study document of DIR's ledger (new reference); exit 3 when none. */
 struct ledger;
@@ -158,6 +181,7 @@ json_t *harness_host_capture(const char *path);
 typedef struct harness_validate_opts {
 	int allow_no_device_stats; /* waive the engine-vs-device check where no stats exist (a deviation) */
 	int quiet;
+	json_t *results;           /* borrowed, or NULL: each record's payload is appended (--json) */
 } harness_validate_opts;
 
 /* Run every check, each a `validation` record; exit 4 if any failed. */

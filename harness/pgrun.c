@@ -109,6 +109,9 @@ typedef struct pgrun {
 	int64_t block_size;
 	unsigned restarts;
 	uint64_t t0;
+	ledger_plan plan;       /* what the run is comes from the plan, by its spec hash */
+	const char *cls;        /* design, holdout, sceptic or exploratory */
+	int holdout, repeat;
 } pgrun;
 
 /* ---- plans, from auto_explain's LOG messages ---- */
@@ -814,7 +817,12 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 				    pgdata);
 	if ((rc = guard_port(R->l, prod, port, "run", "postgres.port", e)))
 		return rc;
-	if (o->holdout) {
+	/* what the run is comes from the plan, by its spec hash, not from the flag (as run.c) */
+	if ((rc = ledger_plan_load(R->l, 0, &R->plan, e)) ||
+	    (rc = guard_run_plan(R->l, &R->plan, sha, o->holdout, "run", &R->holdout, e)))
+		return rc;
+	R->cls = R->plan.plan || !R->holdout ? ledger_plan_class(&R->plan, sha) : "holdout";
+	if (R->holdout) {
 		if ((rc = guard_holdout_predictions(R->l, sha, "run", e)) ||
 		    (rc = guard_holdout_overlap(R->l, eff, o->declare_overlap, "run", e)))
 			return rc;
@@ -902,7 +910,7 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 {
 	pgrun R;
 	json_t *marker = NULL, *features = NULL, *host = NULL, *metrics = NULL, *rowsj = NULL;
-	json_t *ios = NULL, *mems = NULL, *proms = NULL, *rec = NULL, *tmp, *pgj = NULL;
+	json_t *ios = NULL, *mems = NULL, *proms = NULL, *rec = NULL, *tmp, *pgj = NULL, *tags = NULL;
 	harness_samplers *smp = NULL;
 	pgrow *rows = NULL;
 	size_t nq = 0;
@@ -937,6 +945,9 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 		goto out;
 	}
 	rc = harness_spec_features(eff, &features, e);
+	if (!rc)
+		rc = harness_run_tags(eff, json_object_get(study, "defaults"), "postgres", R.cls,
+				      spec_path, &tags, e);
 	if (rc)
 		goto out;
 
@@ -947,8 +958,11 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 	}
 	snprintf(run_id, sizeof(run_id), "R%04lld", (long long) runs + 1);
 	snprintf(o->run_id, sizeof(o->run_id), "%s", run_id);
-	tmp = json_pack("{s:s, s:s, s:b}", "run_id", run_id, "spec_sha256", sha, "holdout",
-			o->holdout ? 1 : 0);
+	/* a holdout target run again: a deviation; its first run stays the observation */
+	if (R.holdout && (rc = guard_holdout_repeat(l, sha, run_id, "run", &R.repeat, e)))
+		goto out;
+	tmp = json_pack("{s:s, s:s, s:b, s:s}", "run_id", run_id, "spec_sha256", sha, "holdout",
+			R.holdout, "class", R.cls);
 	rc = ledger_append(l, "run_start", tmp, NULL, e);
 	json_decref(tmp);
 	if (rc)
@@ -1093,9 +1107,8 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 				(json_int_t) R.hold.st.st_dev, "ino", (json_int_t) R.hold.st.st_ino);
 		rec = json_pack("{s:s, s:O, s:s, s:O, s:O, s:b, s:o, s:O, s:O, s:{s:s, s:s, s:s, s:s},"
 				" s:O, s:s, s:s, s:s, s:{s:n, s:b}, s:o, s:n, s:s, s:O}",
-				"run_id", run_id, "spec", eff, "spec_sha256", sha, "tags",
-				json_object_get(eff, "tags"), "hypotheses",
-				json_object_get(eff, "hypotheses"), "holdout", o->holdout ? 1 : 0,
+				"run_id", run_id, "spec", eff, "spec_sha256", sha, "tags", tags,
+				"hypotheses", json_object_get(eff, "hypotheses"), "holdout", R.holdout,
 				"index", ixj, "features", features, "metrics", metrics, "raw",
 				"queries", qsha, "iostat", isha, "memory", msha, "prometheus", psha,
 				"host", host, "started", started, "ended", ended, "status", "complete",
@@ -1108,6 +1121,12 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "cannot build the run record");
 			goto out;
 		}
+		json_object_set_new(rec, "class", json_string(R.cls));
+		json_object_set(rec, "labels", json_object_get(eff, "tags"));
+		if (ledger_plan_path(&R.plan, sha))
+			json_object_set_new(rec, "plan_path", json_string(ledger_plan_path(&R.plan, sha)));
+		if (R.repeat)
+			json_object_set_new(rec, "repeat", json_true());
 		rc = ledger_append(l, "run", rec, NULL, e);
 		if (rc) {
 			ledger_rollback(l);
@@ -1151,5 +1170,7 @@ out:
 	json_decref(proms);
 	json_decref(rec);
 	json_decref(pgj);
+	json_decref(tags);
+	ledger_plan_free(&R.plan);
 	return rc;
 }

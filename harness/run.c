@@ -104,6 +104,7 @@ typedef struct load {
 	atomic_uint_fast64_t next, done;
 	atomic_uint_fast64_t end_ns;  /* the latest query completion: the end of the wall */
 	atomic_uint_fast64_t start_ns; /* the first query's submission: the start of the wall */
+	atomic_uint_fast64_t vlat_ns;  /* virtual time: the modelled latencies so far (progress) */
 	atomic_int failed;
 	atomic_uint fanout_via;       /* how a fan-out overlapped its reads (cv_fanout_via) */
 	char fail_msg[256];
@@ -265,6 +266,7 @@ static void *client(void *p)
 			}
 			r->vlat_ms = vq.lat_ms;
 			r->vread_ms = vq.read_ms;
+			atomic_fetch_add(&L->vlat_ns, (uint_fast64_t) (vq.lat_ms * 1e6));
 			r->vdev_reads = vq.device_reads;
 			r->vhits = vq.hit_reads;
 		}
@@ -615,19 +617,40 @@ static void record_abort(ledger *l, const char *run_id, const char *because)
 	json_decref(d);
 }
 
+/*
+ * The load's progress line on stderr. A virtual-time run shows the QPS the
+ * device model gives (what its record will say) beside the real disk's;
+ * the time left is "estimating" until a query has returned.
+ */
 static void progress(const load *L, uint64_t total, int final)
 {
 	double el = (double) (cs_mono_ns() - L->t0) / 1e9;
 	uint64_t done = atomic_load(&L->done);
 	double qps = el > 0 ? (double) done / el : 0, left;
+	char rate[96], lefts[48];
 
 	if (L->deadline_ns)
 		left = (double) (L->deadline_ns > cs_mono_ns() ? L->deadline_ns - cs_mono_ns() : 0) / 1e9;
 	else
 		left = qps > 0 ? (double) (total - (done < total ? done : total)) / qps : NAN;
-	fprintf(stderr, "\r  queries %llu%s%llu  %.2f qps  %.0f s elapsed  %s%.0f s left   %s",
-		(unsigned long long) done, total ? "/" : "", (unsigned long long) total, qps, el,
-		isfinite(left) ? "" : "?", isfinite(left) ? left : 0.0, final ? "\n" : "");
+	if (L->vdev) {
+		/* Clients run side by side in virtual time: each one's share of the modelled time. */
+		double vs = (double) atomic_load(&L->vlat_ns) / 1e9 / (L->clients ? L->clients : 1);
+
+		snprintf(rate, sizeof(rate), "%.2f qps modelled (%.2f real)",
+			 vs > 0 ? (double) done / vs : 0.0, qps);
+	} else {
+		snprintf(rate, sizeof(rate), "%.2f qps", qps);
+	}
+	if (final)
+		snprintf(lefts, sizeof(lefts), "done");
+	else if (isfinite(left))
+		snprintf(lefts, sizeof(lefts), "%.0f s left", left);
+	else
+		snprintf(lefts, sizeof(lefts), "estimating");
+	fprintf(stderr, "\r  queries %llu%s%llu  %s  %.0f s elapsed, %s   %s",
+		(unsigned long long) done, total ? "/" : "", (unsigned long long) total, rate, el,
+		lefts, final ? "\n" : "");
 	fflush(stderr);
 }
 
@@ -667,6 +690,10 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	struct sigaction sa, old_int, old_term;
 	uint64_t t_end, mem_peak = 0;
 	count_ctx cc = {0};
+	ledger_plan plan = {0};
+	json_t *tags = NULL;
+	const char *cls = "exploratory";
+	int holdout = 0, repeat = 0;
 
 	memset(&L, 0, sizeof(L));
 	guard_held_init(&ihold);
@@ -744,7 +771,12 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		goto out;
 	index_shown = index;
 	index = guard_held_via(&ihold);
-	if (o->holdout) {
+	/* what the run is comes from the plan, by its spec hash, not from the flag */
+	if ((rc = ledger_plan_load(l, 0, &plan, e)) ||
+	    (rc = guard_run_plan(l, &plan, sha, o->holdout, "run", &holdout, e)))
+		goto out;
+	cls = plan.plan || !holdout ? ledger_plan_class(&plan, sha) : "holdout";
+	if (holdout) {
 		if ((rc = guard_holdout_predictions(l, sha, "run", e)) ||
 		    (rc = guard_holdout_overlap(l, eff, o->declare_overlap, "run", e)))
 			goto out;
@@ -882,6 +914,12 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 				    json_integer((json_int_t) (parts ? json_array_size(json_object_get(eff, "partitions"))
 								     : cv_index_partitions(ix))));
 
+	rc = harness_run_tags(eff, json_object_get(study, "defaults"),
+			      json_string_value(json_object_get(features, "kind")), cls, spec_path,
+			      &tags, e);
+	if (rc)
+		goto out;
+
 	if (got_signal) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "interrupted before the run started; nothing recorded");
 		goto out;
@@ -894,8 +932,11 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	}
 	snprintf(run_id, sizeof(run_id), "R%04lld", (long long) cc.n + 1);
 	snprintf(o->run_id, sizeof(o->run_id), "%s", run_id);
-	tmp = json_pack("{s:s, s:s, s:b}", "run_id", run_id, "spec_sha256", sha, "holdout",
-			o->holdout ? 1 : 0);
+	/* a holdout target run again: a deviation; its first run stays the observation */
+	if (holdout && (rc = guard_holdout_repeat(l, sha, run_id, "run", &repeat, e)))
+		goto out;
+	tmp = json_pack("{s:s, s:s, s:b, s:s}", "run_id", run_id, "spec_sha256", sha, "holdout",
+			holdout, "class", cls);
 	rc = ledger_append(l, "run_start", tmp, NULL, e);
 	json_decref(tmp);
 	if (rc)
@@ -1240,9 +1281,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 				(json_int_t) ihold.st.st_dev, "ino", (json_int_t) ihold.st.st_ino);
 		rec = json_pack("{s:s, s:O, s:s, s:O, s:O, s:b, s:o, s:O, s:O, s:{s:s, s:s, s:s, s:s},"
 				" s:O, s:s, s:s, s:s, s:O, s:o}",
-				"run_id", run_id, "spec", eff, "spec_sha256", sha, "tags",
-				json_object_get(eff, "tags"), "hypotheses",
-				json_object_get(eff, "hypotheses"), "holdout", o->holdout ? 1 : 0,
+				"run_id", run_id, "spec", eff, "spec_sha256", sha, "tags", tags,
+				"hypotheses", json_object_get(eff, "hypotheses"), "holdout", holdout,
 				"index", ixj, "features", features, "metrics", metrics, "raw",
 				"queries", qsha, "iostat", isha, "memory", msha, "prometheus", psha,
 				"host", host, "started", started, "ended", ended, "status", "complete",
@@ -1256,6 +1296,12 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		}
 		json_object_set_new(rec, "device_time",
 				    dev ? json_string(virt ? "virtual" : "realtime") : json_null());
+		json_object_set_new(rec, "class", json_string(cls));
+		json_object_set(rec, "labels", json_object_get(eff, "tags"));
+		if (ledger_plan_path(&plan, sha))
+			json_object_set_new(rec, "plan_path", json_string(ledger_plan_path(&plan, sha)));
+		if (repeat)
+			json_object_set_new(rec, "repeat", json_true());
 		/* The file the run was asked with, as given (runs tables name it). */
 		json_object_set_new(rec, "spec_file", json_string(spec_path));
 		if (virt) {
@@ -1346,6 +1392,8 @@ out:
 	json_decref(eff);
 	json_decref(study);
 	json_decref(raw);
+	json_decref(tags);
+	ledger_plan_free(&plan);
 	ledger_close(l);
 	(void) le;
 	return rc;

@@ -262,6 +262,45 @@ static const jv_key index_keys[] = {
 	{0},
 };
 
+/*
+ * The plan (issue 13): what the study will run and how it will be judged,
+ * registered before the first run. Paths are run specs relative to the
+ * study.json's folder; registration hashes each.
+ */
+static const jv_key plan_hyp_keys[] = {
+	{.name = "runs", .type = JK_STRINGS, .flags = JK_REQUIRED, .max = 4096,
+	 .desc = "the run specs whose runs decide the hypothesis (its rules see only these)"},
+	{.name = "sceptic", .type = JK_STRINGS, .max = 4096,
+	 .desc = "run specs designed to refute it: 'accepted' needs them done and not refuting"},
+	{0},
+};
+
+static const jv_key plan_holdout_keys[] = {
+	{.name = "targets", .type = JK_STRINGS, .flags = JK_REQUIRED, .max = 4096,
+	 .desc = "the holdout run specs: a run of one is a holdout run whatever its flags"},
+	{.name = "metrics", .type = JK_STRINGS, .flags = JK_REQUIRED, .max = 64,
+	 .pattern = "^[a-z][a-z0-9_]*$", .expect = "a metric name of the vocabulary",
+	 .desc = "the metrics predicted for every target"},
+	{.name = "threshold", .type = JK_NUMBER, .flags = JK_REQUIRED | JK_EXCL_LO, .lo = 0, .hi = 100,
+	 .desc = "the median relative error (MdAPE/100) a pass allows; --threshold may not differ"},
+	{.name = "band_level", .type = JK_NUMBER, .lo = 0.5, .hi = 0.999,
+	 .desc = "the coverage level of the prediction bands (default 0.95)"},
+	{.name = "min_inside", .type = JK_INT, .lo = 0, .hi = 1073741824,
+	 .desc = "a pass also needs at least this many predictions inside their bands"},
+	{0},
+};
+
+static const jv_key plan_keys[] = {
+	{.name = "design", .type = JK_STRINGS, .max = 4096,
+	 .desc = "the design run specs (those in hypotheses.*.runs are design runs too)"},
+	{.name = "hypotheses", .type = JK_OBJECT_MAP, .pattern = "^H[1-9][0-9]{0,5}$",
+	 .sub = plan_hyp_keys, .desc = "per hypothesis id: {runs, sceptic}"},
+	{.name = "holdout", .type = JK_OBJECT, .sub = plan_holdout_keys,
+	 .desc = "the holdout targets and the scoring rule"},
+	{.name = "notes", .type = JK_STRING, .max = 65536, .desc = "free text"},
+	{0},
+};
+
 static const jv_key study_keys[] = {
 	{.name = "id", .type = JK_STRING, .flags = JK_REQUIRED, .max = 64, .pattern = ID_PATTERN,
 	 .expect = ID_EXPECT, .desc = "the study's name"},
@@ -278,8 +317,39 @@ static const jv_key study_keys[] = {
 	{.name = "scratch_dir", .type = JK_STRING, .max = PATH_MAX_BYTES,
 	 .desc = "where bulk writes and scratch files go"},
 	{.name = "notes", .type = JK_STRING, .max = 65536, .desc = "free text"},
+	{.name = "plan", .type = JK_OBJECT, .sub = plan_keys,
+	 .desc = "the plan, frozen at the first run: design runs, the runs deciding each hypothesis and "
+		 "its sceptic runs, the holdout targets and scoring rule"},
 	{0},
 };
+
+/* What the plan's table cannot say: non-empty lists, a reachable minimum. */
+static int plan_validate(const json_t *plan, const char *name, cs_err *e)
+{
+	const json_t *h = json_object_get(plan, "holdout"), *mi;
+	const char *k;
+	json_t *x;
+	char w[160];
+
+	json_object_foreach(json_object_get(plan, "hypotheses"), k, x) {
+		snprintf(w, sizeof(w), "$.plan.hypotheses.%.32s", k);
+		if (!json_array_size(json_object_get(x, "runs")))
+			return bad(e, name, w, "runs", "expected the run specs that decide it (non-empty)");
+	}
+	if (!h)
+		return 0;
+	if (!json_array_size(json_object_get(h, "targets")))
+		return bad(e, name, "$.plan.holdout", "targets", "expected the holdout run specs (non-empty)");
+	if (!json_array_size(json_object_get(h, "metrics")))
+		return bad(e, name, "$.plan.holdout", "metrics", "expected the metrics predicted (non-empty)");
+	mi = json_object_get(h, "min_inside");
+	if (mi && (size_t) json_integer_value(mi) >
+		      json_array_size(json_object_get(h, "targets")) *
+			      json_array_size(json_object_get(h, "metrics")))
+		return bad(e, name, "$.plan.holdout", "min_inside",
+			   "asks for more predictions inside their bands than targets x metrics");
+	return 0;
+}
 
 int harness_study_validate(const json_t *doc, const char *name, cs_err *e)
 {
@@ -297,6 +367,8 @@ int harness_study_validate(const json_t *doc, const char *name, cs_err *e)
 	if (!total)
 		return bad(e, name, "$", "production",
 			   "names no production item: a study must say what it must never touch");
+	if (json_object_get(doc, "plan") && (rc = plan_validate(json_object_get(doc, "plan"), name, e)))
+		return rc;
 	if (json_object_get(doc, "defaults")) {
 		if (!json_is_object(json_object_get(doc, "defaults")))
 			return bad(e, name, "$", "defaults", "expected an object of run.json keys");
@@ -553,6 +625,191 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 	return 0;
 }
 
+/* ---- tags from settings ---- */
+
+/*
+ * The tag vocabulary a run's settings decide (docs/records.md "Tags"),
+ * besides "fanout<N>" and "ef<N>". A run spec may carry other labels too;
+ * a tag of this vocabulary that its settings do not give it is refused.
+ */
+static const char *const tag_vocab[] = {
+	"cold", "warm", "serial", "fanout", "gate", "partition", "hdd", "ssd", "nvme", "gp3",
+	"gp3-3000", "gp3-80000", "probe", "virtual", "realtime", "baseline", "prewarm",
+	"prewarm-other", "load", "bulkwrite", "client-alt", "memcap", "merge-sort", "design",
+	"holdout", "sceptic", "exploratory", NULL};
+static const char *const kind_tags[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
+/* Knobs at the study's defaults, and no treatment: a "baseline" run. */
+static const char *const baseline_knobs[] = {"k", "ef_search", "search_probe", "rescore_limit",
+					     "buffers_bytes", "strategy", "io", "io_depth", "merge",
+					     "readahead", "queue_depth", "metric", NULL};
+static const char *const treatment_keys[] = {"prewarm", "load", "bulkwrite", "client_cpus",
+					     "mem_cap_bytes", NULL};
+
+static int in_list(const char *const *list, const char *s)
+{
+	for (size_t i = 0; list[i]; i++)
+		if (!strcmp(list[i], s))
+			return 1;
+	return 0;
+}
+
+/* "<prefix><digits>" */
+static int numbered(const char *s, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (strncmp(s, prefix, n) || !s[n])
+		return 0;
+	for (s += n; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+static int has_tag(const json_t *tags, const char *t)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(tags, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), t))
+			return 1;
+	return 0;
+}
+
+static void add_tag(json_t *tags, const char *t)
+{
+	if (!has_tag(tags, t))
+		json_array_append_new(tags, json_string(t));
+}
+
+/* The tags an effective spec's settings give it, with kind (NULL: unknown) and class (NULL: none). */
+static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *kind,
+			    const char *cls)
+{
+	static const struct {
+		const char *profile, *tag;
+	} dev_tags[] = {{"hdd-pool", "hdd"},   {"sata-ssd", "ssd"},	  {"nvme", "nvme"},
+			{"gp3-3000", "gp3"},   {"gp3-80000", "gp3"}, {NULL, NULL}};
+	json_t *t = json_array();
+	const json_t *dev = json_object_get(eff, "device");
+	const char *mode = json_string_value(json_object_get(eff, "mode"));
+	const json_t *pw = json_object_get(eff, "prewarm");
+	char buf[48];
+	int treated = 0;
+
+	/* a prewarm run starts cold but queries a prewarmed cache: not "cold" (studies' vocabulary) */
+	if (!json_is_object(pw))
+		add_tag(t, json_is_true(json_object_get(eff, "cold")) ? "cold" : "warm");
+	if (mode && !strcmp(mode, "fanout")) {
+		add_tag(t, "fanout");
+		snprintf(buf, sizeof(buf), "fanout%lld",
+			 (long long) json_integer_value(json_object_get(eff, "fanout")));
+		add_tag(t, buf);
+		if (!strcmp(json_string_value(json_object_get(eff, "merge")) ?: "", "sort"))
+			add_tag(t, "merge-sort");
+	} else {
+		add_tag(t, "serial");
+	}
+	add_tag(t, json_is_array(json_object_get(eff, "partitions")) ? "partition" : "gate");
+	if (json_is_string(dev)) {
+		const char *d = json_string_value(dev), *dt;
+
+		for (size_t i = 0; dev_tags[i].profile; i++)
+			if (!strcmp(d, dev_tags[i].profile))
+				add_tag(t, dev_tags[i].tag);
+		if (!strncmp(d, "gp3-", 4) || !strcmp(d, "hdd-pool") || !strcmp(d, "sata-ssd") ||
+		    !strcmp(d, "nvme"))
+			add_tag(t, d);
+		if (!strncmp(d, "probe:", 6))
+			add_tag(t, "probe");
+		dt = json_string_value(json_object_get(eff, "device_time"));
+		add_tag(t, dt && !strcmp(dt, "virtual") ? "virtual" : "realtime");
+	}
+	/* ef_search is the engine's knob: a postgres run's is a SET in its session */
+	if (!kind || strcmp(kind, "postgres")) {
+		snprintf(buf, sizeof(buf), "ef%lld",
+			 (long long) json_integer_value(json_object_get(eff, "ef_search")));
+		add_tag(t, buf);
+	}
+	if (json_is_object(pw)) {
+		const char *of = json_string_value(json_object_get(pw, "of"));
+
+		add_tag(t, of && !strcmp(of, "other") ? "prewarm-other" : "prewarm");
+	}
+	if (json_is_object(json_object_get(eff, "load")))
+		add_tag(t, "load");
+	if (json_is_object(json_object_get(eff, "bulkwrite")))
+		add_tag(t, "bulkwrite");
+	if (json_is_array(json_object_get(eff, "client_cpus")))
+		add_tag(t, "client-alt");
+	if (json_is_integer(json_object_get(eff, "mem_cap_bytes")))
+		add_tag(t, "memcap");
+	for (size_t i = 0; treatment_keys[i]; i++) {
+		const json_t *v = json_object_get(eff, treatment_keys[i]);
+
+		treated |= v && !json_is_null(v);
+	}
+	for (size_t i = 0; baseline_knobs[i] && !treated; i++) {
+		const json_t *a = json_object_get(eff, baseline_knobs[i]);
+		const json_t *b = json_object_get(eff0, baseline_knobs[i]);
+
+		treated = !((!a && !b) || (a && b && json_equal((json_t *) a, (json_t *) b)));
+	}
+	if (!treated)
+		add_tag(t, "baseline");
+	if (kind && *kind)
+		add_tag(t, kind);
+	if (cls)
+		add_tag(t, cls);
+	return t;
+}
+
+int harness_run_tags(const json_t *eff, const json_t *defaults, const char *kind,
+		     const char *cls, const char *name, json_t **out, cs_err *e)
+{
+	json_t *eff0 = NULL, *empty = json_object(), *t = NULL, *v;
+	const json_t *own = json_object_get(eff, "tags");
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	if (!empty)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	rc = harness_run_effective(empty, defaults, &eff0, e);
+	json_decref(empty);
+	if (rc)
+		return rc;
+	t = derived_tags(eff, eff0, kind, cls);
+	json_decref(eff0);
+	json_array_foreach(own, i, v) {
+		const char *s = json_string_value(v);
+		int vocab;
+
+		if (!s)
+			continue;
+		vocab = in_list(tag_vocab, s) || numbered(s, "fanout") || numbered(s, "ef") ||
+			(kind && *kind && in_list(kind_tags, s));
+		if (vocab && !has_tag(t, s)) {
+			char w[64], *have = json_dumps(t, JSON_COMPACT);
+
+			snprintf(w, sizeof(w), "$.tags[%zu]", i);
+			rc = cs_err_set(e, CS_EXIT_BADINPUT,
+					"%s: %s: tag \"%s\" contradicts the run's own settings, which "
+					"give %s",
+					name, w, s, have ? have : "[]");
+			free(have);
+			json_decref(t);
+			return rc;
+		}
+		/* a label outside the vocabulary counts only where the plan registered it */
+		if (!vocab && cls && strcmp(cls, "exploratory"))
+			add_tag(t, s);
+	}
+	*out = t;
+	return 0;
+}
+
 static int last_study_cb(const ledger_record *r, void *ud)
 {
 	json_t **study = ud;
@@ -629,20 +886,143 @@ static int study_datasets_exist(const json_t *doc, const char *name, cs_err *e)
 	return 0;
 }
 
-int harness_study_register(const char *dir, const char *path, const harness_study_reg_opts *o,
-			   int64_t *seq, cs_err *e)
+/* The folder of path, for the plan's relative paths ("." for a bare name). */
+static void folder_of(const char *path, char *out, size_t cap)
+{
+	const char *sl = strrchr(path, '/');
+
+	if (!sl)
+		snprintf(out, cap, ".");
+	else if (sl == path)
+		snprintf(out, cap, "/");
+	else
+		snprintf(out, cap, "%.*s", (int) (sl - path), path);
+}
+
+/* Add one planned spec (path under base, class cls) to specs; exit 5 on a conflict. */
+static int plan_spec_add(json_t *specs, const json_t *doc, const char *base, const char *rel,
+			 const char *cls, const char *name, const char *where, cs_err *e)
+{
+	char full[PATH_MAX], sha[65];
+	json_t *run = NULL, *eff = NULL, *tags = NULL, *s;
+	size_t i;
+	int rc;
+
+	json_array_foreach(specs, i, s) {
+		if (strcmp(json_string_value(json_object_get(s, "path")), rel))
+			continue;
+		if (!strcmp(json_string_value(json_object_get(s, "class")), cls))
+			return 0;
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s: %s is planned as %s and as %s", name,
+				  where, rel, json_string_value(json_object_get(s, "class")), cls);
+	}
+	if ((size_t) snprintf(full, sizeof(full), "%s%s%s", rel[0] == '/' ? "" : base,
+			      rel[0] == '/' ? "" : "/", rel) >= sizeof(full))
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s: path too long", name, where);
+	rc = harness_run_load(full, &run, sha, e);
+	if (!rc)
+		rc = harness_run_effective(run, json_object_get(doc, "defaults"), &eff, e);
+	if (!rc) {
+		char kind[64];
+
+		read_kind(json_string_value(json_object_get(eff, "index")) ?: "", kind, sizeof(kind));
+		rc = harness_run_tags(eff, json_object_get(doc, "defaults"), kind[0] ? kind : NULL,
+				      cls, full, &tags, e);
+	}
+	json_decref(tags);
+	json_decref(eff);
+	json_decref(run);
+	if (rc)
+		return rc;
+	json_array_foreach(specs, i, s) {
+		if (strcmp(json_string_value(json_object_get(s, "sha256")), sha) ||
+		    !strcmp(json_string_value(json_object_get(s, "class")), cls))
+			continue;
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "%s: %s: %s has the content of %s, planned as %s (one spec, one "
+				  "class)",
+				  name, where, rel, json_string_value(json_object_get(s, "path")),
+				  json_string_value(json_object_get(s, "class")));
+	}
+	json_array_append_new(specs, json_pack("{s:s, s:s, s:s}", "path", rel, "sha256", sha,
+					       "class", cls));
+	return 0;
+}
+
+static int plan_list_add(json_t *specs, const json_t *doc, const char *base, const json_t *list,
+			 const char *cls, const char *name, const char *where, cs_err *e)
+{
+	size_t i;
+	json_t *v;
+	int rc;
+
+	json_array_foreach(list, i, v) {
+		char w[200];
+
+		snprintf(w, sizeof(w), "%s[%zu]", where, i);
+		if ((rc = plan_spec_add(specs, doc, base, json_string_value(v), cls, name, w, e)))
+			return rc;
+	}
+	return 0;
+}
+
+int harness_plan_specs(const json_t *doc, const char *path, json_t **out, cs_err *e)
+{
+	const json_t *plan = json_object_get(doc, "plan"), *hs;
+	json_t *specs = json_array(), *h;
+	char base[PATH_MAX], w[160];
+	const char *k;
+	int rc = 0;
+
+	*out = NULL;
+	if (!specs)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	folder_of(path, base, sizeof(base));
+	hs = json_object_get(plan, "hypotheses");
+	/* holdout first: a target listed as a design run too is the conflict to name */
+	rc = plan_list_add(specs, doc, base, json_object_get(json_object_get(plan, "holdout"), "targets"),
+			   "holdout", path, "$.plan.holdout.targets", e);
+	if (!rc)
+		rc = plan_list_add(specs, doc, base, json_object_get(plan, "design"), "design", path,
+				   "$.plan.design", e);
+	json_object_foreach((json_t *) hs, k, h) {
+		if (rc)
+			break;
+		snprintf(w, sizeof(w), "$.plan.hypotheses.%.32s.runs", k);
+		rc = plan_list_add(specs, doc, base, json_object_get(h, "runs"), "design", path, w, e);
+		if (rc)
+			break;
+		snprintf(w, sizeof(w), "$.plan.hypotheses.%.32s.sceptic", k);
+		rc = plan_list_add(specs, doc, base, json_object_get(h, "sceptic"), "sceptic", path, w,
+				   e);
+	}
+	if (rc) {
+		json_decref(specs);
+		return rc;
+	}
+	*out = specs;
+	return 0;
+}
+
+int harness_study_register(const char *dir, const char *path, int64_t *seq, cs_err *e)
+{
+	return harness_study_register_amend(dir, path, NULL, seq, e);
+}
+
+int harness_study_register_amend(const char *dir, const char *path, const char *rationale,
+				 int64_t *seq, cs_err *e)
 {
 	ledger *l = NULL;
-	json_t *doc = NULL, *rec = NULL, *items = NULL, *removed = NULL;
-	char *canon = NULL, sha[65], owner[PATH_MAX + 80], real[PATH_MAX], link[64];
+	ledger_plan prev = {0};
+	json_t *doc = NULL, *rec = NULL, *specs = NULL, *items = NULL, *removed = NULL;
+	char *canon = NULL, sha[65], psha[65] = "", owner[PATH_MAX + 80], real[PATH_MAX], link[64];
 	guard_held sh;
 	ssize_t rl;
 	size_t len;
-	int rc;
+	int rc, have_prev = 0;
 
+	*seq = 0;
 	guard_held_init(&sh);
-	if (o && o->amend && (!o->rationale || !*o->rationale))
-		return cs_err_set(e, CS_EXIT_USAGE, "--amend needs --rationale TEXT");
 	rc = harness_study_load(path, &doc, e);
 	if (rc)
 		return rc;
@@ -653,17 +1033,50 @@ int harness_study_register(const char *dir, const char *path, const harness_stud
 	if (rc)
 		goto out;
 	cs_sha256_hex(canon, len, sha);
+	free(canon);
+	canon = NULL;
+	if (json_object_get(doc, "plan")) {
+		rc = harness_plan_specs(doc, path, &specs, e);
+		if (!rc)
+			rc = cs_json_canonical(specs, &canon, &len, e);
+		if (rc)
+			goto out;
+		cs_sha256_hex(canon, len, psha);
+	}
 	rc = ledger_open(dir, &l, e);
+	if (!rc)
+		rc = ledger_begin(l, e);
+	if (!rc)
+		rc = ledger_plan_load(l, 0, &prev, e);
 	if (rc)
 		goto out;
-	/* Production paths are resolved once, against the study folder, and must exist. */
+	/*
+	 * Production paths are resolved once, against the study folder (never the
+	 * current directory), and must exist (bad input before anything else).
+	 */
 	rc = guard_hold(dir, AT_FDCWD, &sh, e);
-	if (rc)
+	if (!rc)
+		rc = guard_production_resolve(doc, sh.fd, path, &items, e);
+	if (rc) {
+		ledger_rollback(l);
 		goto out;
-	rc = guard_production_resolve(doc, sh.fd, path, &items, e);
-	if (rc)
+	}
+	have_prev = prev.rec != NULL;
+	if (have_prev &&
+	    !strcmp(json_string_value(json_object_get(prev.rec, "sha256")) ?: "", sha) &&
+	    !strcmp(json_string_value(json_object_get(prev.rec, "plan_sha256")) ?: "", psha)) {
+		/* the same study and plan again: nothing to do */
+		*seq = prev.study_seq;
+		rc = 0;
 		goto out;
-	rc = guard_production_keep(l, items, o && o->amend, "study register", &removed, e);
+	}
+	/* a change: free before the first run, an amendment after (guards/) */
+	if (have_prev && (rc = guard_registration(l, "the study spec and its plan",
+						  prev.first_run_start != 0, rationale != NULL,
+						  "study register", e)))
+		goto out;
+	/* The protected set only grows unless amended, before the first run too (guards/). */
+	rc = guard_production_keep(l, items, rationale != NULL, "study register", &removed, e);
 	if (rc)
 		goto out;
 	rec = json_pack("{s:O, s:s, s:O, s:O}", "id", json_object_get(doc, "id"), "sha256", sha,
@@ -672,14 +1085,31 @@ int harness_study_register(const char *dir, const char *path, const harness_stud
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
 	}
-	if (o && o->amend && json_array_size(removed)) {
-		json_object_set_new(rec, "production_amended", json_true());
-		json_object_set_new(rec, "amend",
-				    json_pack("{s:s, s:O, s:s}", "rationale", o->rationale,
-					      "production_removed", removed, "access_state",
-					      ledger_access_state(l)));
+	if (specs) {
+		char base[PATH_MAX], pbase[PATH_MAX];
+
+		folder_of(path, base, sizeof(base));
+		json_object_set(rec, "plan_specs", specs);
+		json_object_set_new(rec, "plan_sha256", json_string(psha));
+		/* where the plan's relative paths were read (holdout predict reads targets there) */
+		if (realpath(base, pbase))
+			json_object_set_new(rec, "plan_base", json_string(pbase));
+	}
+	if (have_prev && rationale) {
+		json_t *am = json_pack("{s:s, s:s, s:s, s:I}", "rationale", rationale, "access_state",
+				       ledger_access_state(l), "replaces",
+				       json_string_value(json_object_get(prev.rec, "sha256")) ?: "",
+				       "replaces_seq", (json_int_t) prev.study_seq);
+
+		if (json_array_size(removed)) {
+			json_object_set(am, "production_removed", removed);
+			json_object_set_new(rec, "production_amended", json_true());
+		}
+		json_object_set_new(rec, "amendment", am);
 	}
 	rc = ledger_append(l, "study", rec, seq, e);
+	if (!rc)
+		rc = ledger_commit(l, e);
 	if (rc)
 		goto out;
 	/* The machine-wide registry: every verb on this machine checks it, study or not. */
@@ -691,6 +1121,8 @@ int harness_study_register(const char *dir, const char *path, const harness_stud
 	rc = guard_registry_add(items, owner, e);
 out:
 	guard_held_close(&sh);
+	ledger_plan_free(&prev);
+	json_decref(specs);
 	json_decref(rec);
 	json_decref(items);
 	json_decref(removed);

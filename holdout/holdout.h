@@ -57,6 +57,10 @@ typedef struct holdout_pred {
  */
 int holdout_predict(const holdout_obs *design, size_t n, const json_t *target, const char *metric,
 		    const char *model, holdout_pred *out, cs_err *e);
+/* The same with bands at coverage level (holdout_predict: 0.95). */
+int holdout_predict_at(const holdout_obs *design, size_t n, const json_t *target,
+		       const char *metric, const char *model, double level, holdout_pred *out,
+		       cs_err *e);
 void holdout_pred_clear(holdout_pred *p);
 
 /* One prediction set beside what was observed. */
@@ -67,25 +71,100 @@ typedef struct holdout_row {
 
 typedef struct holdout_summary {
 	size_t n, inside;
+	double level;               /* the bands' coverage level (0.95) */
 	double mdape;               /* median |pred - obs| / obs */
-	double mean_interval_score; /* Winkler at alpha 0.05 */
-	double mean_band_width;     /* mean (hi - lo) */
+	double mean_interval_score; /* Winkler at alpha = 1 - level; mixes units: per metric only */
+	double mean_rel_interval_score; /* mean interval score / |observed|: scale-free */
+	double mean_band_width;     /* mean (hi - lo); mixes units: per metric only */
 	double mean_rel_band_width; /* mean (hi - lo) / value */
-	double coverage_p;          /* P(X <= inside), X ~ Binomial(n, 0.95) */
-	size_t reject_at_or_below;  /* largest k with P(X <= k) <= 0.05 (or -1 as SIZE_MAX) */
-	int calibration_rejected;   /* coverage_p <= 0.05 */
+	double coverage_p;          /* P(X <= inside), X ~ Binomial(n, level): too few inside */
+	double coverage_p_high;     /* P(X >= inside): too many inside (bands too wide) */
+	double coverage_p_two_sided; /* 2 min(low, high), at most 1 */
+	size_t reject_at_or_below;  /* largest k with P(X <= k) <= alpha / 2 (or SIZE_MAX) */
+	int calibration_rejected;   /* coverage_p_two_sided <= 0.05 */
 	double threshold;
 	int passed;                 /* mdape <= threshold */
 } holdout_summary;
 
-/* Score n rows against threshold; per-row figures via the helpers below. */
+/* Score n rows against threshold with 95% bands; per-row figures via the helpers below. */
 int holdout_score(const holdout_row *rows, size_t n, double threshold, holdout_summary *out,
 		  cs_err *e);
+/* The same for bands at coverage level. */
+int holdout_score_at(const holdout_row *rows, size_t n, double threshold, double level,
+		     holdout_summary *out, cs_err *e);
+/* Two-sided exact binomial check of inside of n at level: 2 min(P(X <= k), P(X >= k)), <= 1. */
+double holdout_coverage_two_sided(size_t inside, size_t n, double level);
 
 /* Winkler / Gneiting-Raftery interval score of [lo, hi] for y at level alpha. */
 double holdout_interval_score(double lo, double hi, double y, double alpha);
 /* |pred - obs| / obs. */
 double holdout_rel_error(double pred, double obs);
+
+/* ---- the holdout in the study's order (order.c) ---- */
+
+#include "ledger.h"
+
+/*
+ * What the log says for the holdout: the plan, the design runs the models
+ * fit on (with a plan: class "design" only; without one: every run not a
+ * holdout or sceptic run), the holdout runs (run records with holdout
+ * true, which the harness sets from the plan: the first complete run of
+ * each target spec; later ones are repeats), the latest prediction per
+ * (spec, metric), deviation seqs and score payloads (each with "seq").
+ */
+typedef struct holdout_log {
+	ledger_plan plan;
+	json_t *design, *holdout, *repeats;
+	json_t *predictions; /* "sha|metric" -> payload (with "seq") */
+	json_t *pred_order;  /* keys in order */
+	json_t *devs, *scores;
+	int holdout_started;
+	int64_t npred;
+} holdout_log;
+
+int holdout_log_load(ledger *l, holdout_log *v, cs_err *e);
+void holdout_log_free(holdout_log *v);
+/* The plan's band level (0.95 without one). */
+double holdout_plan_level(const holdout_log *v);
+
+/* One prediction target: a run spec (path as given, its hash), its features, metrics, model. */
+typedef struct holdout_target {
+	const char *path;
+	char sha[65];
+	const json_t *features; /* harness_spec_features of the effective spec (borrowed) */
+	const json_t *metrics;  /* array of metric names (borrowed) */
+	const char *model;      /* "auto", "io", "loglinear" */
+} holdout_target;
+
+/*
+ * Record predictions for n targets (source names the targets file in
+ * messages): refused (exit 3, recorded) after the first holdout run or for
+ * a target or metric the plan does not register; fitted on the design
+ * runs at the plan's band level; all or nothing. *made: the prediction
+ * payloads (new).
+ */
+int holdout_predict_record(ledger *l, const holdout_target *t, size_t n, const char *source,
+			   json_t **made, cs_err *e);
+
+typedef struct holdout_score_opts {
+	int have_threshold; /* --threshold given */
+	double threshold;
+	int interim;        /* --interim: score although targets lack runs, labelled interim */
+} holdout_score_opts;
+
+/*
+ * Score the predictions by the registered rule and append the `score`
+ * record (docs/records.md); *out is its payload (new). Refused (exit 3,
+ * recorded) when --threshold differs from the plan's, or while a holdout
+ * target has no run and not interim.
+ */
+int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, cs_err *e);
+
+/* The exit a score stands for: CS_EXIT_FAILED for a failed non-interim score, else 0. */
+int holdout_score_exit(const json_t *score);
+
+/* The score of record (the first complete, non-interim score; *score NULL when none; new). */
+int holdout_registered_test(ledger *l, json_t **score, cs_err *e);
 
 /* ---- statistics (exposed for tests) ---- */
 

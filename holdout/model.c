@@ -402,7 +402,7 @@ static json_t *run_ids(const holdout_obs *d, size_t n)
  * Student's at the pooled residuals' degrees of freedom.
  */
 static int predict_io(const holdout_obs *d, size_t n, const json_t *target, const char *metric,
-		      holdout_pred *p, cs_err *e)
+		      double level, holdout_pred *p, cs_err *e)
 {
 	io_fit fit;
 	double pred, ss_r = 0, ss_l = 0, ss_e = 0, var = 0, s, t;
@@ -441,7 +441,7 @@ static int predict_io(const holdout_obs *d, size_t n, const json_t *target, cons
 				  "%s (%zu for reads, %zu for latency; 2 needed)",
 				  metric, n_r, n_l);
 	s = sqrt(var);
-	t = holdout_t_quantile(0.975, df > 2 ? (double) (df - 1) : 1.0);
+	t = holdout_t_quantile((1 + level) / 2, df > 2 ? (double) (df - 1) : 1.0);
 	p->value = pred;
 	p->lo = pred * exp(-t * s);
 	p->hi = pred * exp(t * s);
@@ -537,7 +537,7 @@ out:
 }
 
 static int predict_loglinear(const holdout_obs *d, size_t n, const json_t *target,
-			     const char *metric, holdout_pred *p, cs_err *e)
+			     const char *metric, double level, holdout_pred *p, cs_err *e)
 {
 	column cols[MAXCOL];
 	int nc = 0, rc = CS_EXIT_INTERNAL;
@@ -677,7 +677,7 @@ static int predict_loglinear(const holdout_obs *d, size_t n, const json_t *targe
 		for (int b = 0; b < nc; b++)
 			h += xt[a] * A[a * nc + b] * xt[b];
 	s = sqrt(rss / (double) (nr - (size_t) nc));
-	t = holdout_t_quantile(0.975, (double) (nr - (size_t) nc));
+	t = holdout_t_quantile((1 + level) / 2, (double) (nr - (size_t) nc));
 	half = t * s * sqrt(1 + h);
 	p->value = exp(yhat);
 	p->lo = exp(yhat - half);
@@ -703,23 +703,37 @@ out:
 int holdout_predict(const holdout_obs *design, size_t n, const json_t *target, const char *metric,
 		    const char *model, holdout_pred *out, cs_err *e)
 {
+	return holdout_predict_at(design, n, target, metric, model, 0.95, out, e);
+}
+
+int holdout_predict_at(const holdout_obs *design, size_t n, const json_t *target,
+		       const char *metric, const char *model, double level, holdout_pred *out,
+		       cs_err *e)
+{
 	cs_err e1;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	if (!(level > 0 && level < 1))
+		return cs_err_set(e, CS_EXIT_BADINPUT, "band level %g is not in (0, 1)", level);
 	if (!strcmp(model, "io"))
-		return predict_io(design, n, target, metric, out, e);
+		return predict_io(design, n, target, metric, level, out, e);
 	if (!strcmp(model, "loglinear"))
-		return predict_loglinear(design, n, target, metric, out, e);
+		return predict_loglinear(design, n, target, metric, level, out, e);
 	if (strcmp(model, "auto"))
 		return cs_err_set(e, CS_EXIT_BADINPUT, "unknown model '%s' (io, loglinear, auto)",
 				  model);
-	rc = predict_io(design, n, target, metric, out, &e1);
+	rc = predict_io(design, n, target, metric, level, out, &e1);
 	if (rc == 0)
 		return 0;
-	rc = predict_loglinear(design, n, target, metric, out, e);
-	if (rc && e)
-		cs_err_set(e, rc, "%s; and %s", e1.msg, e->msg);
+	rc = predict_loglinear(design, n, target, metric, level, out, e);
+	if (rc && e) {
+		/* Copy the second reason out first: formatting into e->msg must not read it. */
+		char m2[CS_ERR_MAX];
+
+		snprintf(m2, sizeof(m2), "%s", e->msg);
+		cs_err_set(e, rc, "neither model fits: %.480s; %.480s", e1.msg, m2);
+	}
 	return rc;
 }
 

@@ -142,21 +142,45 @@ double holdout_rel_error(double pred, double obs)
 	return fabs(pred - obs) / fabs(obs);
 }
 
+/* P(X >= k), X ~ Binomial(n, p). */
+static double binom_sf(size_t k, size_t n, double p)
+{
+	return k == 0 ? 1.0 : 1.0 - holdout_binom_cdf(k - 1, n, p);
+}
+
+double holdout_coverage_two_sided(size_t inside, size_t n, double level)
+{
+	double lo = holdout_binom_cdf(inside, n, level), hi = binom_sf(inside, n, level);
+	double p = 2 * (lo < hi ? lo : hi);
+
+	return p > 1 ? 1 : p;
+}
+
 int holdout_score(const holdout_row *rows, size_t n, double threshold, holdout_summary *out,
 		  cs_err *e)
 {
+	return holdout_score_at(rows, n, threshold, 0.95, out, e);
+}
+
+int holdout_score_at(const holdout_row *rows, size_t n, double threshold, double level,
+		     holdout_summary *out, cs_err *e)
+{
 	double *rel;
-	double is_sum = 0, w_sum = 0, rw_sum = 0;
+	double is_sum = 0, ris_sum = 0, w_sum = 0, rw_sum = 0, alpha = 1 - level;
 
 	*out = (holdout_summary){0};
 	out->threshold = threshold;
+	out->level = level;
 	if (n == 0)
 		return cs_err_set(e, CS_EXIT_BADINPUT, "no prediction has an observed holdout value yet");
+	if (!(level > 0 && level < 1))
+		return cs_err_set(e, CS_EXIT_BADINPUT, "band level %g is not in (0, 1)", level);
 	rel = malloc(n * sizeof(*rel));
 	if (!rel)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		const holdout_row *r = &rows[i];
+		double is;
 
 		if (!(r->observed != 0) || !isfinite(r->observed)) {
 			free(rel);
@@ -167,24 +191,29 @@ int holdout_score(const holdout_row *rows, size_t n, double threshold, holdout_s
 		rel[i] = holdout_rel_error(r->value, r->observed);
 		if (r->observed >= r->lo && r->observed <= r->hi)
 			out->inside++;
-		is_sum += holdout_interval_score(r->lo, r->hi, r->observed, 0.05);
+		is = holdout_interval_score(r->lo, r->hi, r->observed, alpha);
+		is_sum += is;
+		ris_sum += is / fabs(r->observed);
 		w_sum += r->hi - r->lo;
 		rw_sum += r->value != 0 ? (r->hi - r->lo) / fabs(r->value) : 0;
 	}
 	out->n = n;
 	out->mdape = holdout_median(rel, n);
 	out->mean_interval_score = is_sum / (double) n;
+	out->mean_rel_interval_score = ris_sum / (double) n;
 	out->mean_band_width = w_sum / (double) n;
 	out->mean_rel_band_width = rw_sum / (double) n;
-	out->coverage_p = holdout_binom_cdf(out->inside, n, 0.95);
+	out->coverage_p = holdout_binom_cdf(out->inside, n, level);
+	out->coverage_p_high = binom_sf(out->inside, n, level);
+	out->coverage_p_two_sided = holdout_coverage_two_sided(out->inside, n, level);
 	out->reject_at_or_below = SIZE_MAX;
 	for (size_t k = 0; k <= n; k++) {
-		if (holdout_binom_cdf(k, n, 0.95) <= 0.05)
+		if (holdout_binom_cdf(k, n, level) <= alpha / 2)
 			out->reject_at_or_below = k;
 		else
 			break;
 	}
-	out->calibration_rejected = out->coverage_p <= 0.05;
+	out->calibration_rejected = out->coverage_p_two_sided <= 0.05;
 	out->passed = out->mdape <= threshold;
 	free(rel);
 	return 0;

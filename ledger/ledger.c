@@ -25,8 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <fcntl.h>
 
 static const char schema[] =
 	"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -41,6 +43,11 @@ static const char schema[] =
 	"CREATE TRIGGER records_no_update BEFORE UPDATE ON records"
 	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;"
 	"CREATE TRIGGER records_no_delete BEFORE DELETE ON records"
+	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;"
+	"CREATE TABLE signed(size INTEGER PRIMARY KEY, note TEXT NOT NULL);"
+	"CREATE TRIGGER signed_no_update BEFORE UPDATE ON signed"
+	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;"
+	"CREATE TRIGGER signed_no_delete BEFORE DELETE ON signed"
 	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;"
 	"CREATE TRIGGER raw_no_update BEFORE UPDATE ON raw"
 	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;"
@@ -74,12 +81,51 @@ static int configure(sqlite3 *db)
 			    NULL, NULL, NULL);
 }
 
+/*
+ * Write note to DIR/checkpoint unless the file already holds a larger
+ * tree (a concurrent writer that committed later may have written first):
+ * under an exclusive flock on the directory, so the file only grows.
+ * Best effort: the signed table holds the same note, committed with the
+ * records; returns 0 or -1 (errno-style failure, message in e).
+ */
+static int publish_note(const char *dir, const char *note, cs_err *e)
+{
+	ledger_tree_head have, mine;
+	char *path = join(dir, "checkpoint"), *old = NULL;
+	size_t olen = 0;
+	int dfd = -1, rc = -1;
+	cs_err ig = {0};
+
+	if (!path || ledger_checkpoint_parse(note, strlen(note), "note", &mine, e))
+		goto out;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || flock(dfd, LOCK_EX) < 0) {
+		cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot lock: %s", dir, strerror(errno));
+		goto out;
+	}
+	if (!cs_read_file(path, LG_NOTE_MAX, &old, &olen, &ig) &&
+	    !ledger_checkpoint_parse(old, olen, path, &have, &ig) && have.size > mine.size) {
+		rc = 0;
+		goto out;
+	}
+	rc = cs_write_file_atomic(path, note, strlen(note), 0644, e) ? -1 : 0;
+out:
+	if (dfd >= 0)
+		close(dfd); /* releases the lock */
+	free(old);
+	free(path);
+	return rc;
+}
+
 int ledger_init(const char *dir, cs_err *e)
 {
-	char *db_path = NULL, *frozen = NULL, sql[256], ts[32], *origin_sql = NULL;
-	const char *base;
+	char *db_path = NULL, *frozen = NULL, *key_path = NULL, sql[256], ts[32];
+	char *meta_sql = NULL, *skey = NULL, *body = NULL, *note = NULL;
+	char study_id[33], origin[64], vkey[LG_ORIGIN_MAX + 80];
+	lg_signer *signer = NULL;
 	sqlite3 *db = NULL;
-	struct stat st;
+	sqlite3_stmt *st = NULL;
+	struct stat st_;
 	int rc = CS_EXIT_INTERNAL;
 
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
@@ -87,11 +133,12 @@ int ledger_init(const char *dir, cs_err *e)
 				  strerror(errno));
 	db_path = join(dir, "ledger.db");
 	frozen = join(dir, "frozen");
-	if (!db_path || !frozen) {
+	key_path = join(dir, "signing.key");
+	if (!db_path || !frozen || !key_path) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
 	}
-	if (stat(db_path, &st) == 0) {
+	if (stat(db_path, &st_) == 0) {
 		rc = cs_err_set(e, CS_EXIT_REFUSED, "%s: a ledger already exists; refusing to touch it",
 				db_path);
 		goto out;
@@ -101,6 +148,19 @@ int ledger_init(const char *dir, cs_err *e)
 				strerror(errno));
 		goto out;
 	}
+	/* A unique origin (the study id) names the log and its key. */
+	if (lg_random_hex(study_id, 16)) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "no random bytes for a study id");
+		goto out;
+	}
+	snprintf(origin, sizeof(origin), "coldstudy/%s", study_id);
+	if ((rc = lg_signer_generate(origin, &signer, &skey, e)))
+		goto out;
+	lg_vkey_format(origin, signer->v.pub, vkey, sizeof(vkey));
+	/* the private key first (0600): a ledger never exists without its key */
+	if ((rc = cs_write_file_atomic(key_path, skey, strlen(skey), 0600, e)))
+		goto out;
+	rc = CS_EXIT_INTERNAL;
 	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
 	    SQLITE_OK) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create: %s", db_path,
@@ -114,28 +174,70 @@ int ledger_init(const char *dir, cs_err *e)
 	    sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(db, schema, NULL, NULL, NULL) != SQLITE_OK)
 		goto sqlfail;
-	base = strrchr(dir, '/');
-	base = base && base[1] ? base + 1 : dir;
 	cs_format_rfc3339(cs_now_us(), ts);
-	origin_sql = sqlite3_mprintf("INSERT INTO meta VALUES('format','%d'),('created',%Q),"
-				     "('origin','coldstudy/%q');",
-				     LG_FORMAT, ts, base);
-	if (!origin_sql || sqlite3_exec(db, origin_sql, NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+	meta_sql = sqlite3_mprintf("INSERT INTO meta VALUES('format','%d'),('created',%Q),"
+				   "('origin',%Q),('study_id',%Q),('vkey',%Q);",
+				   LG_FORMAT, ts, origin, study_id, vkey);
+	if (!meta_sql || sqlite3_exec(db, meta_sql, NULL, NULL, NULL) != SQLITE_OK)
 		goto sqlfail;
+	/* the empty log's signed checkpoint: every later one must extend it */
+	if ((rc = ledger_checkpoint_format(origin, 0, lg_empty_root, &body, e)) ||
+	    (rc = lg_note_sign(signer, body, strlen(body), &note, e)))
+		goto fail;
+	rc = CS_EXIT_INTERNAL;
+	if (sqlite3_prepare_v2(db, "INSERT INTO signed(size, note) VALUES(0, ?1)", -1, &st, NULL) !=
+		    SQLITE_OK ||
+	    sqlite3_bind_text(st, 1, note, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_DONE)
+		goto sqlfail;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		goto sqlfail;
+	publish_note(dir, note, e);
 	rc = 0;
 	goto out;
 sqlfail:
 	rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create the ledger: %s", db_path,
 			sqlite3_errmsg(db));
+fail:
+	sqlite3_finalize(st);
+	st = NULL;
 	sqlite3_close(db);
 	db = NULL;
 	unlink(db_path);
 out:
-	sqlite3_free(origin_sql);
+	sqlite3_finalize(st);
+	sqlite3_free(meta_sql);
 	sqlite3_close(db);
+	if (skey) {
+		OPENSSL_cleanse(skey, strlen(skey));
+		free(skey);
+	}
+	lg_signer_free(signer);
+	free(body);
+	free(note);
 	free(db_path);
 	free(frozen);
+	free(key_path);
+	return rc;
+}
+
+/* Read one meta value into buf; 1 found, 0 absent, -1 error. */
+static int meta_get(sqlite3 *db, const char *key, char *buf, size_t cap)
+{
+	sqlite3_stmt *st;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+		snprintf(buf, cap, "%s", (const char *) sqlite3_column_text(st, 0));
+		rc = 1;
+	}
+	sqlite3_finalize(st);
 	return rc;
 }
 
@@ -201,6 +303,24 @@ int ledger_open(const char *dir, ledger **out, cs_err *e)
 				db_path, sqlite3_errmsg(l->db));
 		goto out;
 	}
+	{
+		char vk[LG_ORIGIN_MAX + 80];
+		int f;
+
+		if (meta_get(l->db, "origin", l->origin, sizeof(l->origin)) != 1)
+			snprintf(l->origin, sizeof(l->origin), "coldstudy");
+		f = meta_get(l->db, "vkey", vk, sizeof(vk));
+		if (f == 1 && (lg_vkey_parse(vk, strlen(vk), &l->vkey) ||
+			       strcmp(l->vkey.name, l->origin))) {
+			rc = cs_err_set(e, CS_EXIT_VERIFY,
+					"%s: meta 'vkey' is not a verifier key for origin %s",
+					db_path, l->origin);
+			goto out;
+		}
+		l->keyed = f == 1;
+	}
+	l->signed_n = -1;
+	l->tx_base = -1;
 	*out = l;
 	l = NULL;
 	rc = 0;
@@ -221,6 +341,8 @@ void ledger_close(ledger *l)
 	sqlite3_finalize(l->st_raw_insert);
 	sqlite3_close(l->db);
 	lg_sha_free(&l->sha);
+	lg_signer_free(l->signer);
+	free(l->pending_note);
 	free(l->rec_buf);
 	free(l->dir);
 	free(l);
@@ -239,20 +361,42 @@ int ledger_begin(ledger *l, cs_err *e)
 		return lg_sqlerr(l, e, "cannot take the write lock");
 	l->in_tx = 1;
 	l->tail_valid = 0;
+	l->tx_base = -1;
+	l->appended = 0;
+	l->swept = 0;
 	return 0;
 }
 
 int ledger_commit(ledger *l, cs_err *e)
 {
+	int rc;
+
 	if (!l->in_tx)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "ledger: commit without begin");
+	/* a signed study signs the new head inside the transaction that made it */
+	if (l->keyed && l->appended && (rc = lg_sign_commit(l, e))) {
+		ledger_rollback(l);
+		return rc;
+	}
 	if (sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		int rc = lg_sqlerr(l, e, "commit failed");
+		rc = lg_sqlerr(l, e, "commit failed");
 		ledger_rollback(l);
 		return rc;
 	}
 	l->in_tx = 0;
 	l->tail_valid = 0;
+	l->tx_base = -1;
+	l->appended = 0;
+	if (l->pending_note) {
+		cs_err fe = {0};
+
+		if (publish_note(l->dir, l->pending_note, &fe))
+			fprintf(stderr, "coldstudy: warning: %s/checkpoint not updated (the ledger "
+					"holds the signed checkpoint): %s\n",
+				l->dir, fe.msg);
+		free(l->pending_note);
+		l->pending_note = NULL;
+	}
 	return 0;
 }
 
@@ -264,6 +408,12 @@ void ledger_rollback(ledger *l)
 		sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
 	l->in_tx = 0;
 	l->tail_valid = 0;
+	l->tx_base = -1;
+	l->appended = 0;
+	l->rng_valid = 0; /* it may hold leaves of records rolled back */
+	l->signed_n = -1;
+	free(l->pending_note);
+	l->pending_note = NULL;
 }
 
 /* Read the last record's seq, ts and hash into l (inside the write lock). */
@@ -369,6 +519,8 @@ int lg_append_canonical(ledger *l, const char *kind, const char *payload, size_t
 		return rc;
 	if (!l->tail_valid && (rc = load_tail(l, e)))
 		goto fail;
+	if (l->tx_base < 0)
+		l->tx_base = l->last_seq;
 	now = cs_now_us();
 	if (now <= l->last_us)
 		now = l->last_us + 1;
@@ -397,6 +549,15 @@ int lg_append_canonical(ledger *l, const char *kind, const char *payload, size_t
 	l->last_seq = seq;
 	l->last_us = now;
 	memcpy(l->last_hash, hash, 32);
+	l->appended++;
+	if (l->rng_valid && l->rng.n == (uint64_t) (seq - 1)) {
+		unsigned char leaf[32];
+
+		lg_leaf(&l->sha, hash, leaf);
+		lg_range_push(&l->rng, &l->sha, leaf);
+	} else {
+		l->rng_valid = 0;
+	}
 	if (own && (rc = ledger_commit(l, e)))
 		return rc;
 	if (seq_out)
@@ -613,16 +774,20 @@ int ledger_find(ledger *l, const char *kind, const char *id, ledger_record *out,
 
 const char *ledger_access_state(ledger *l)
 {
+	int64_t hold = pragma_int(l->db, "SELECT EXISTS(SELECT 1 FROM records WHERE kind = 'score'"
+					 " OR (kind = 'run' AND json_extract(payload, '$.holdout') = 1))");
 	int64_t seen = pragma_int(l->db, "SELECT EXISTS(SELECT 1 FROM records WHERE kind IN"
-					 " ('score', 'verdict'))");
-	int64_t runs = pragma_int(l->db, "SELECT EXISTS(SELECT 1 FROM records WHERE kind IN"
-					 " ('run', 'run_start'))");
+					 " ('run', 'verdict'))");
+	int64_t started = pragma_int(l->db, "SELECT EXISTS(SELECT 1 FROM records WHERE kind ="
+					    " 'run_start')");
 
-	if (seen < 0 || runs < 0)
+	if (hold < 0 || seen < 0 || started < 0)
 		return "unknown";
+	if (hold)
+		return "holdout seen";
 	if (seen)
 		return "results seen";
-	return runs ? "runs recorded" : "nothing run";
+	return started ? "runs started" : "none";
 }
 
 int lg_unhex(const char *s, size_t slen, unsigned char *out, size_t n)

@@ -79,11 +79,84 @@ int ledger_foreach(ledger *l, const char *kind, int (*cb)(const ledger_record *r
 int ledger_find(ledger *l, const char *kind, const char *id, ledger_record *out, cs_err *e);
 
 /*
- * The access state now, as the Python prereg package records it:
- * "nothing run", "runs recorded" (runs exist, no score or verdict yet),
- * "results seen".
+ * The access state now: what anyone holding the log could have seen.
+ *   "none"          no run has started;
+ *   "runs started"  a run_start record exists, no run record yet;
+ *   "results seen"  a design (or any non-holdout) run record, or a verdict;
+ *   "holdout seen"  a holdout run record or a score.
  */
 const char *ledger_access_state(ledger *l);
+
+/*
+ * Freeze a registered file's bytes as DIR/frozen/<id>-<SHA-256 of the
+ * bytes>.json (mode 0444, atomic), inside a transaction; rel (cap bytes)
+ * gets "frozen/..." for the record. The first freeze of a transaction
+ * sweeps what killed writers left (temporary files, copies no record
+ * names). See ledger/frozen.c.
+ */
+int ledger_freeze(ledger *l, const char *id, const void *bytes, size_t len, char *rel,
+		  size_t cap, cs_err *e);
+
+/* The sweep alone (once a transaction; inside one, under the write lock). */
+int ledger_sweep(ledger *l, cs_err *e);
+
+/*
+ * Hold SIGINT, SIGTERM and SIGHUP around a short critical section (freeze,
+ * append, commit); release delivers what arrived meanwhile, after the
+ * commit or rollback. Nested calls count.
+ */
+void ledger_signals_hold(void);
+void ledger_signals_release(void);
+
+/* ---- the study plan (plan.c) ---- */
+
+/*
+ * The plan of the latest `study` record (up to seq as_of, 0: all): doc is
+ * the study document, plan its "plan" section (NULL: none registered),
+ * specs the record's "plan_specs" [{"path","sha256","class"}], where class
+ * is "design", "holdout" or "sceptic". first_run_start is the seq of the
+ * first run_start record (0: none; the plan froze there). All borrowed
+ * from rec; free with ledger_plan_free.
+ */
+typedef struct ledger_plan {
+	json_t *rec;            /* the study record's payload (owned) */
+	json_t *doc, *plan, *specs;
+	int64_t study_seq;
+	int64_t first_run_start;
+} ledger_plan;
+
+int ledger_plan_load(ledger *l, int64_t as_of, ledger_plan *p, cs_err *e);
+void ledger_plan_free(ledger_plan *p);
+/* The class of a run spec hash: "design", "holdout", "sceptic" or "exploratory" (not planned). */
+const char *ledger_plan_class(const ledger_plan *p, const char *sha);
+/* The plan's path of a spec hash (borrowed), or NULL. */
+const char *ledger_plan_path(const ledger_plan *p, const char *sha);
+/* 1 if the plan maps hypothesis id to runs. */
+int ledger_plan_maps(const ledger_plan *p, const char *id);
+/* Spec hashes the plan maps to hypothesis id under role "runs" or "sceptic" (new array). */
+json_t *ledger_plan_hyp_specs(const ledger_plan *p, const char *id, const char *role);
+/* Spec hashes of the holdout targets (new array, empty without a plan). */
+json_t *ledger_plan_targets(const ledger_plan *p);
+
+/*
+ * The study's order on a hypothesis or amendment payload about to be
+ * appended: after the first run_start it is post hoc ("post_hoc": true and
+ * "access_state"), and verdicts list it as exploratory.
+ */
+void ledger_mark_post_hoc(ledger *l, json_t *payload);
+
+/* 1 if hypothesis id has a hypothesis or amendment record, 0 if not, -1 on error. */
+int ledger_hyp_registered(ledger *l, const char *id, cs_err *e);
+/* 1 if a run_start record names run_id, 0 if not, -1 on error. */
+int ledger_run_exists(ledger *l, const char *run_id, cs_err *e);
+
+/*
+ * A `refutation` / `deviation` record with the access state, after checking
+ * what it names: an unknown hypothesis or run is exit 5, nothing written.
+ */
+int ledger_refute(ledger *l, const char *hyp, const char *because, int64_t *seq, cs_err *e);
+int ledger_deviate(ledger *l, const char *because, const char *hyp, const char *run_id,
+		   int64_t *seq, cs_err *e);
 
 /* ---- verification and transparency ---- */
 
@@ -137,10 +210,42 @@ typedef struct ledger_verify_info {
 	unsigned char root[32];
 	int64_t raw_blobs;
 	int64_t checkpoint_size; /* -1 without a checkpoint */
+	int keyed;               /* the study has a signing key (else: unsigned, made before keys) */
+	int64_t signed_size;     /* keyed: the newest signed size (= size when verify passed) */
 } ledger_verify_info;
 
 /* ledger_verify, also reporting what it checked (info may be NULL). */
 int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info *info, cs_err *e);
+
+/*
+ * ledger_verify_ex, checking the signatures against vkey, a verifier key
+ * the caller trusts ("<name>+<hash>+<base64>", from `log key` kept
+ * elsewhere), instead of the one the study holds (vkey NULL). A signed
+ * study verifies only if a checkpoint signed by its key covers every
+ * record and the log has the signed roots at the signed sizes (exit 4:
+ * records appended without the key; a rewrite below a signed size). A
+ * given checkpoint_text that carries a signature by the study's key must
+ * verify too.
+ */
+int ledger_verify_pinned(ledger *l, const char *checkpoint_text, const char *vkey,
+			 ledger_verify_info *info, cs_err *e);
+
+/* The study's verifier key "<origin>+<hash>+<base64>" into out; exit 5 for an unsigned study. */
+int ledger_key(ledger *l, char *out, size_t cap, cs_err *e);
+
+/* 1 if the study has a signing key (made by an init that makes keys), else 0. */
+int ledger_signed(const ledger *l);
+
+/* The study's origin (borrowed). */
+const char *ledger_origin(const ledger *l);
+
+/*
+ * The signed checkpoint of the whole log (caller frees): the newest one
+ * the study signed, after recomputing every hash and checking that it
+ * covers every record with the root they have (exit 4 otherwise). Exit 5
+ * for an unsigned study.
+ */
+int ledger_checkpoint_signed(ledger *l, char **note, cs_err *e);
 
 /* Checkpoint of the whole log under origin (NULL: the origin stored at init); caller frees. */
 int ledger_checkpoint_origin(ledger *l, const char *origin, char **text, cs_err *e);
@@ -151,11 +256,15 @@ int ledger_checkpoint_format(const char *origin, int64_t size, const unsigned ch
 
 /*
  * Parse a checkpoint (the body, optionally followed by extension lines and
- * a blank line with signature lines, which are not checked). name is for
- * messages. Exit 5 with the line and what was expected on bad input.
+ * a blank line with signature lines, which are checked by verify, not
+ * here). name is for messages. Exit 5 with the line and what was expected
+ * on bad input.
  */
 int ledger_checkpoint_parse(const char *text, size_t len, const char *name, ledger_tree_head *out,
 			    cs_err *e);
+
+/* A root hash given by hand: 64 hex digits or 44 characters of base64; 0 or -1. */
+int ledger_root_parse(const char *s, unsigned char root[32]);
 
 enum { LEDGER_PROOF_INCLUSION = 1, LEDGER_PROOF_CONSISTENCY = 2 };
 
@@ -199,5 +308,41 @@ int ledger_proof_verify(const ledger_proof *p, cs_err *e);
  * byte-identical for the same ledger.
  */
 int ledger_export(ledger *l, FILE *out, cs_err *e);
+
+/* ---- C2SP tlog-tiles (ledger/tiles.c) ---- */
+
+/* The C2SP path of level's tile n of width w (level -1: the entry bundle); 0 or -1. */
+int ledger_tile_path(int level, uint64_t n, unsigned w, char *out, size_t cap);
+
+/*
+ * Call cb(path, data, len, ud) for every tile and entry bundle of the tree
+ * that checkpoint note (signed or not) names which the tree of old_size
+ * records did not have (old_size 0: all of them), after recomputing every
+ * record hash up to the note's size and checking its root (exit 4). cb
+ * returns 0 or an exit code that stops the walk. *count = tiles passed.
+ */
+int ledger_tiles_foreach(ledger *l, const char *note, int64_t old_size,
+			 int (*cb)(const char *path, const void *data, size_t len, void *ud),
+			 void *ud, int64_t *count, cs_err *e);
+
+/*
+ * Is the checkpoint note (len bytes, named src in messages) an ancestor of
+ * this log at size: signed by the study's key (a signed study), of its
+ * origin, no larger, with the root this log has at its size? 0 with
+ * *old_size its size, or exit 4 saying which.
+ */
+int ledger_check_ancestor(ledger *l, const char *note, size_t len, const char *src,
+			  int64_t size, int64_t *old_size, cs_err *e);
+
+/*
+ * Write the log's tiles and its (signed) checkpoint under outdir, the
+ * checkpoint last. A checkpoint already there must be an ancestor
+ * (ledger_check_ancestor, exit 4). Tiles already there with the same
+ * bytes are left (counted in *same); one with other bytes is refused
+ * (exit 4). *note_out
+ * is the checkpoint written (caller frees).
+ */
+int ledger_tiles_write(ledger *l, const char *outdir, int64_t *written, int64_t *same,
+		       char **note_out, cs_err *e);
 
 #endif

@@ -84,6 +84,15 @@ int lg_unb64_32(const char *s, size_t len, unsigned char out[32])
 	return 0;
 }
 
+int ledger_root_parse(const char *s, unsigned char root[32])
+{
+	size_t n = strlen(s);
+
+	if (n == 64)
+		return lg_unhex(s, n, root, 32);
+	return lg_unb64_32(s, n, root);
+}
+
 int ledger_checkpoint_format(const char *origin, int64_t size, const unsigned char root[32],
 			     char **text, cs_err *e)
 {
@@ -190,37 +199,15 @@ int ledger_checkpoint_parse(const char *text, size_t len, const char *name, ledg
 	return 0;
 }
 
-/* The origin stored at init. */
-static int stored_origin(ledger *l, char *buf, size_t cap, cs_err *e)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = 0;
-
-	if (sqlite3_prepare_v2(l->db, "SELECT value FROM meta WHERE key = 'origin'", -1, &st,
-			       NULL) != SQLITE_OK)
-		return lg_sqlerr(l, e, "cannot read the origin");
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-		snprintf(buf, cap, "%s", (const char *) sqlite3_column_text(st, 0));
-	else
-		snprintf(buf, cap, "coldstudy");
-	sqlite3_finalize(st);
-	return rc;
-}
-
 int ledger_checkpoint_origin(ledger *l, const char *origin, char **text, cs_err *e)
 {
-	char obuf[ORIGIN_MAX + 1];
 	unsigned char root[32];
 	int64_t n;
 	int rc;
 
 	*text = NULL;
-	if (!origin) {
-		rc = stored_origin(l, obuf, sizeof(obuf), e);
-		if (rc)
-			return rc;
-		origin = obuf;
-	}
+	if (!origin)
+		origin = l->origin;
 	/* size and root from one read snapshot, so a concurrent append cannot split them */
 	if (sqlite3_exec(l->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 		return lg_sqlerr(l, e, "cannot start a read");
@@ -230,6 +217,58 @@ int ledger_checkpoint_origin(ledger *l, const char *origin, char **text, cs_err 
 	if (rc)
 		return rc;
 	return ledger_checkpoint_format(origin, n, root, text, e);
+}
+
+int ledger_signed(const ledger *l)
+{
+	return l->keyed;
+}
+
+const char *ledger_origin(const ledger *l)
+{
+	return l->origin;
+}
+
+int ledger_key(ledger *l, char *out, size_t cap, cs_err *e)
+{
+	if (!l->keyed)
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "%s: unsigned study: it was made before studies had keys, so it "
+				  "has no verifier key",
+				  l->dir);
+	if (lg_vkey_format(l->vkey.name, l->vkey.pub, out, cap))
+		return cs_err_set(e, CS_EXIT_INTERNAL, "verifier key too long");
+	return 0;
+}
+
+int ledger_checkpoint_signed(ledger *l, char **note, cs_err *e)
+{
+	ledger_verify_info vi;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	*note = NULL;
+	if (!l->keyed)
+		return ledger_key(l, NULL, 0, e);
+	/* every hash recomputed, the newest signature checked to cover them all */
+	rc = ledger_verify_ex(l, NULL, &vi, e);
+	if (rc)
+		return rc;
+	if (sqlite3_prepare_v2(l->db, "SELECT note FROM signed WHERE size = ?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return lg_sqlerr(l, e, "cannot read signed checkpoints");
+	sqlite3_bind_int64(st, 1, vi.signed_size);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		*note = strdup((const char *) sqlite3_column_text(st, 0));
+	else
+		rc = cs_err_set(e, CS_EXIT_VERIFY,
+				"%s/ledger.db: no signed checkpoint of size %lld in the ledger "
+				"(only in %s/checkpoint)",
+				l->dir, (long long) vi.signed_size, l->dir);
+	if (!rc && !*note)
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	sqlite3_finalize(st);
+	return rc;
 }
 
 int ledger_checkpoint(ledger *l, char **text, cs_err *e)
@@ -545,35 +584,29 @@ int ledger_proof_verify(const ledger_proof *p, cs_err *e)
 
 int ledger_export(ledger *l, FILE *out, cs_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	lg_walk w = {0};
 	char prev[65], hash[65];
 	int s, rc = 0;
 
-	if (sqlite3_prepare_v2(l->db,
-			       "SELECT seq, ts, kind, payload, prev, hash FROM records ORDER BY seq",
-			       -1, &st, NULL) != SQLITE_OK)
-		return lg_sqlerr(l, e, "cannot read records");
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sqlite3_column_bytes(st, 4) != 32 || sqlite3_column_bytes(st, 5) != 32) {
-			rc = cs_err_set(e, CS_EXIT_VERIFY, "%s/ledger.db: seq %lld: malformed hash",
-					l->dir, (long long) sqlite3_column_int64(st, 0));
-			goto out;
-		}
-		cs_hex(sqlite3_column_blob(st, 4), 32, prev);
-		cs_hex(sqlite3_column_blob(st, 5), 32, hash);
+	/* one read snapshot, every hash recomputed before it is printed */
+	if (sqlite3_exec(l->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		return lg_sqlerr(l, e, "cannot start a read");
+	if ((rc = lg_walk_begin(l, &w, -1, e)))
+		goto out;
+	while ((s = lg_walk_next(l, &w, e)) == 1) {
+		cs_hex(w.prev, 32, prev);
+		cs_hex(w.hash, 32, hash);
 		/* keys in sorted order, payload already canonical: the line is canonical JSON */
 		fprintf(out, "{\"hash\":\"%s\",\"kind\":\"%s\",\"payload\":%s,\"prev\":\"%s\","
 			     "\"seq\":%lld,\"ts\":\"%s\"}\n",
-			hash, (const char *) sqlite3_column_text(st, 2),
-			(const char *) sqlite3_column_text(st, 3), prev,
-			(long long) sqlite3_column_int64(st, 0),
-			(const char *) sqlite3_column_text(st, 1));
+			hash, w.kind, w.payload, prev, (long long) w.seq, w.ts);
 	}
-	if (s != SQLITE_DONE)
-		rc = lg_sqlerr(l, e, "cannot read records");
+	if (s < 0)
+		rc = e->code;
 	if (!rc && (fflush(out) || ferror(out)))
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "export: write failed");
 out:
-	sqlite3_finalize(st);
+	lg_walk_end(&w);
+	sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL);
 	return rc;
 }

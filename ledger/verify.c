@@ -18,6 +18,12 @@
  * recomputing every hash, leaves a valid chain: only a checkpoint saved
  * earlier (size + root) catches that, as in Certificate Transparency.
  *
+ * A signed study (signed.c) must also have a checkpoint signed by its key
+ * that covers every record, and the signed roots at the signed sizes: so
+ * records appended with raw SQL (a correct chain, no key) and a log
+ * rewritten below a signed size are caught without a checkpoint saved
+ * elsewhere. Every payload is checked against its kind's schema (schema.c).
+ *
  * Error convention: 0, or CS_EXIT_VERIFY naming the first bad seq (or the
  * checkpoint), or another CS_EXIT_* with the caller's cs_err filled.
  */
@@ -167,16 +173,126 @@ out:
 	return rc;
 }
 
+/*
+ * The walker: one prepared SELECT in seq order that recomputes each
+ * record's hash from its bytes and the previous hash and refuses (exit 4)
+ * the first record whose seq, ts, kind, prev link or stored hash is wrong.
+ * Every answer the ledger gives about its records (verify, checkpoints,
+ * proofs, export, signing) goes through it, so none is taken from the
+ * stored hash column alone.
+ */
+int lg_walk_begin(ledger *l, lg_walk *w, int64_t limit, cs_err *e)
+{
+	memset(w, 0, sizeof(*w));
+	w->expect = 1;
+	w->limit = limit;
+	if (sqlite3_prepare_v2(l->db,
+			       "SELECT seq, ts, kind, payload, prev, hash FROM records"
+			       " WHERE ?1 < 0 OR seq <= ?1 ORDER BY seq",
+			       -1, &w->st, NULL) != SQLITE_OK)
+		return lg_sqlerr(l, e, "cannot read records");
+	sqlite3_bind_int64(w->st, 1, limit);
+	return 0;
+}
+
+void lg_walk_end(lg_walk *w)
+{
+	sqlite3_finalize(w->st);
+	w->st = NULL;
+}
+
+int lg_walk_next(ledger *l, lg_walk *w, cs_err *e)
+{
+	const unsigned char *ts, *kind;
+	int tslen, klen, s;
+	size_t rlen;
+	int64_t seq;
+
+	s = sqlite3_step(w->st);
+	if (s == SQLITE_DONE)
+		return 0;
+	if (s != SQLITE_ROW) {
+		lg_sqlerr(l, e, "cannot read records");
+		return -1;
+	}
+	seq = sqlite3_column_int64(w->st, 0);
+	ts = sqlite3_column_text(w->st, 1);
+	tslen = sqlite3_column_bytes(w->st, 1);
+	kind = sqlite3_column_text(w->st, 2);
+	klen = sqlite3_column_bytes(w->st, 2);
+	w->payload = (const char *) sqlite3_column_text(w->st, 3);
+	w->plen = (size_t) sqlite3_column_bytes(w->st, 3);
+	if (seq != w->expect) {
+		cs_err_set(e, CS_EXIT_VERIFY,
+			   "%s/ledger.db: seq %lld: missing (the next record is seq %lld)", l->dir,
+			   (long long) w->expect, (long long) seq);
+		return -1;
+	}
+	if (!ts || !ts_ok(ts, tslen)) {
+		cs_err_set(e, CS_EXIT_VERIFY, "%s/ledger.db: seq %lld: malformed ts", l->dir,
+			   (long long) seq);
+		return -1;
+	}
+	if (seq > 1 && memcmp(ts, w->last_ts, 27) <= 0) {
+		cs_err_set(e, CS_EXIT_VERIFY,
+			   "%s/ledger.db: seq %lld: ts %.27s is not after seq %lld's %.27s", l->dir,
+			   (long long) seq, (const char *) ts, (long long) seq - 1,
+			   (const char *) w->last_ts);
+		return -1;
+	}
+	memcpy(w->last_ts, ts, 27);
+	if (!kind || !kind_ok(kind, klen) || !w->payload) {
+		cs_err_set(e, CS_EXIT_VERIFY, "%s/ledger.db: seq %lld: malformed kind or payload",
+			   l->dir, (long long) seq);
+		return -1;
+	}
+	if (sqlite3_column_bytes(w->st, 4) != 32 ||
+	    memcmp(sqlite3_column_blob(w->st, 4), w->hash, 32)) {
+		cs_err_set(e, CS_EXIT_VERIFY,
+			   "%s/ledger.db: seq %lld: prev is not the hash of seq %lld "
+			   "(the chain is broken)",
+			   l->dir, (long long) seq, (long long) seq - 1);
+		return -1;
+	}
+	rlen = lg_record_bytes(&l->rec_buf, &l->rec_cap, seq, (const char *) ts,
+			       (const char *) kind, w->payload, w->plen);
+	if (!rlen) {
+		cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		return -1;
+	}
+	memcpy(w->prev, w->hash, 32);
+	lg_sha2(&l->sha, w->prev, 32, l->rec_buf, rlen, w->hash);
+	if (sqlite3_column_bytes(w->st, 5) != 32 ||
+	    memcmp(sqlite3_column_blob(w->st, 5), w->hash, 32)) {
+		cs_err_set(e, CS_EXIT_VERIFY,
+			   "%s/ledger.db: seq %lld: hash mismatch: the record (ts, kind "
+			   "or payload) was changed after it was written",
+			   l->dir, (long long) seq);
+		return -1;
+	}
+	w->seq = seq;
+	w->ts = (const char *) ts;
+	w->kind = (const char *) kind;
+	w->expect++;
+	return 1;
+}
+
 int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info *info, cs_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	return ledger_verify_pinned(l, checkpoint_text, NULL, info, e);
+}
+
+int ledger_verify_pinned(ledger *l, const char *checkpoint_text, const char *vkey,
+			 ledger_verify_info *info, cs_err *e)
+{
+	lg_walk w = {0};
+	lg_signed_set sigs;
 	lg_range range;
 	ledger_tree_head cp;
-	unsigned char prev[32] = {0}, hash[32], leaf[32], cp_root[32];
+	unsigned char leaf[32], cp_root[32];
 	unsigned char(*proof)[32] = NULL;
-	unsigned char last_ts[27];
-	char hx[65], hy[65];
-	int64_t expect = 1, raw_count = 0;
+	char hx[65], hy[65], why[256];
+	int64_t raw_count = 0;
 	size_t plen = 0;
 	int s, rc = 0, have_cp = 0;
 
@@ -188,94 +304,50 @@ int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info 
 		if (rc)
 			return rc;
 		have_cp = 1;
+		/* a signature by the study's key on a given checkpoint must hold (others are ignored) */
+		if (l->keyed) {
+			size_t tl;
+			int r = lg_note_open(checkpoint_text, strlen(checkpoint_text), &l->vkey, &tl,
+					     why, sizeof(why));
+
+			if (r < 0 && strstr(checkpoint_text, "\n\n"))
+				return cs_err_set(e, CS_EXIT_VERIFY, "checkpoint: %s", why);
+		}
 	}
 	if (sqlite3_exec(l->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = lg_sqlerr(l, e, "cannot start a read");
 		goto out_nocommit;
 	}
-	if (sqlite3_prepare_v2(l->db,
-			       "SELECT seq, ts, kind, payload, prev, hash FROM records ORDER BY seq",
-			       -1, &st, NULL) != SQLITE_OK) {
-		rc = lg_sqlerr(l, e, "cannot read records");
+	if ((rc = lg_signed_load(l, vkey, &sigs, e)) || (rc = lg_walk_begin(l, &w, -1, e)))
 		goto out;
-	}
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t seq = sqlite3_column_int64(st, 0);
-		const unsigned char *ts = sqlite3_column_text(st, 1);
-		int tslen = sqlite3_column_bytes(st, 1);
-		const unsigned char *kind = sqlite3_column_text(st, 2);
-		int klen = sqlite3_column_bytes(st, 2);
-		const char *payload = (const char *) sqlite3_column_text(st, 3);
-		size_t plen_ = (size_t) sqlite3_column_bytes(st, 3);
-		size_t rlen;
-
-		if (seq != expect) {
-			rc = cs_err_set(e, CS_EXIT_VERIFY,
-					"%s/ledger.db: seq %lld: missing (the next record is seq %lld)",
-					l->dir, (long long) expect, (long long) seq);
+	while ((s = lg_walk_next(l, &w, e)) == 1) {
+		if (lg_payload_check(w.kind, w.payload, w.plen, why, sizeof(why))) {
+			rc = cs_err_set(e, CS_EXIT_VERIFY, "%s/ledger.db: seq %lld: %s payload: %s",
+					l->dir, (long long) w.seq, w.kind, why);
 			goto out;
 		}
-		if (!ts || !ts_ok(ts, tslen)) {
-			rc = cs_err_set(e, CS_EXIT_VERIFY, "%s/ledger.db: seq %lld: malformed ts",
-					l->dir, (long long) seq);
-			goto out;
-		}
-		if (seq > 1 && memcmp(ts, last_ts, 27) <= 0) {
-			rc = cs_err_set(e, CS_EXIT_VERIFY,
-					"%s/ledger.db: seq %lld: ts %.27s is not after seq %lld's %.27s",
-					l->dir, (long long) seq, (const char *) ts, (long long) seq - 1,
-					(const char *) last_ts);
-			goto out;
-		}
-		memcpy(last_ts, ts, 27);
-		if (!kind || !kind_ok(kind, klen) || !payload) {
-			rc = cs_err_set(e, CS_EXIT_VERIFY,
-					"%s/ledger.db: seq %lld: malformed kind or payload", l->dir,
-					(long long) seq);
-			goto out;
-		}
-		if (sqlite3_column_bytes(st, 4) != 32 ||
-		    memcmp(sqlite3_column_blob(st, 4), prev, 32)) {
-			rc = cs_err_set(e, CS_EXIT_VERIFY,
-					"%s/ledger.db: seq %lld: prev is not the hash of seq %lld "
-					"(the chain is broken)",
-					l->dir, (long long) seq, (long long) seq - 1);
-			goto out;
-		}
-		rlen = lg_record_bytes(&l->rec_buf, &l->rec_cap, seq, (const char *) ts,
-				       (const char *) kind, payload, plen_);
-		if (!rlen) {
-			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-			goto out;
-		}
-		lg_sha2(&l->sha, prev, 32, l->rec_buf, rlen, hash);
-		if (sqlite3_column_bytes(st, 5) != 32 || memcmp(sqlite3_column_blob(st, 5), hash, 32)) {
-			rc = cs_err_set(e, CS_EXIT_VERIFY,
-					"%s/ledger.db: seq %lld: hash mismatch: the record (ts, kind "
-					"or payload) was changed after it was written",
-					l->dir, (long long) seq);
-			goto out;
-		}
-		memcpy(prev, hash, 32);
-		lg_leaf(&l->sha, hash, leaf);
+		lg_leaf(&l->sha, w.hash, leaf);
 		lg_range_push(&range, &l->sha, leaf);
-		if (have_cp && seq == cp.size)
+		if (have_cp && w.seq == cp.size)
 			lg_range_root(&range, &l->sha, cp_root);
-		expect++;
+		lg_signed_observe(&sigs, w.seq, &range, &l->sha);
 	}
-	if (s != SQLITE_DONE) {
-		rc = lg_sqlerr(l, e, "cannot read records");
+	if (s < 0) {
+		rc = e->code;
 		goto out;
 	}
+	lg_walk_end(&w);
 	rc = verify_raw(l, &raw_count, e);
 	if (!rc)
 		rc = verify_raw_refs(l, e);
 	if (!rc)
 		rc = verify_frozen(l, e);
+	if (!rc)
+		rc = lg_signed_judge(l, &sigs, w.expect - 1, e);
 	if (rc)
 		goto out;
 	if (have_cp) {
-		int64_t n = expect - 1;
+		int64_t n = w.expect - 1;
 
 		if (cp.size > n) {
 			rc = cs_err_set(e, CS_EXIT_VERIFY,
@@ -305,8 +377,6 @@ int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info 
 			unsigned char(*all)[32] = NULL;
 
 			lg_range_root(&range, &l->sha, head);
-			sqlite3_finalize(st);
-			st = NULL;
 			rc = lg_load_leaves(l, n, &all, e);
 			if (rc)
 				goto out;
@@ -325,13 +395,15 @@ int ledger_verify_ex(ledger *l, const char *checkpoint_text, ledger_verify_info 
 		}
 	}
 	if (info) {
-		info->size = expect - 1;
+		info->size = w.expect - 1;
 		lg_range_root(&range, &l->sha, info->root);
 		info->raw_blobs = raw_count;
 		info->checkpoint_size = have_cp ? cp.size : -1;
+		info->keyed = sigs.keyed;
+		info->signed_size = sigs.keyed ? sigs.signed_size : -1;
 	}
 out:
-	sqlite3_finalize(st);
+	lg_walk_end(&w);
 	sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL);
 out_nocommit:
 	free(proof);
@@ -345,7 +417,7 @@ int ledger_verify(ledger *l, const char *checkpoint_text, cs_err *e)
 
 int lg_load_leaves(ledger *l, int64_t n, unsigned char (**leaves)[32], cs_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	lg_walk w = {0};
 	unsigned char(*lv)[32];
 	int64_t i = 0;
 	int s, rc = 0;
@@ -354,24 +426,12 @@ int lg_load_leaves(ledger *l, int64_t n, unsigned char (**leaves)[32], cs_err *e
 	lv = malloc((size_t) (n > 0 ? n : 1) * 32);
 	if (!lv)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory for %lld leaves", (long long) n);
-	if (sqlite3_prepare_v2(l->db, "SELECT hash FROM records WHERE seq <= ?1 ORDER BY seq", -1,
-			       &st, NULL) != SQLITE_OK) {
-		free(lv);
-		return lg_sqlerr(l, e, "cannot read record hashes");
-	}
-	sqlite3_bind_int64(st, 1, n);
-	while ((s = sqlite3_step(st)) == SQLITE_ROW && i < n) {
-		if (sqlite3_column_bytes(st, 0) != 32) {
-			rc = cs_err_set(e, CS_EXIT_VERIFY,
-					"%s/ledger.db: record %lld: malformed hash; run 'coldstudy log "
-					"verify'",
-					l->dir, (long long) i + 1);
-			goto out;
-		}
-		lg_leaf(&l->sha, sqlite3_column_blob(st, 0), lv[i++]);
-	}
-	if (s != SQLITE_DONE && s != SQLITE_ROW) {
-		rc = lg_sqlerr(l, e, "cannot read record hashes");
+	if ((rc = lg_walk_begin(l, &w, n, e)))
+		goto out;
+	while (i < n && (s = lg_walk_next(l, &w, e)) == 1)
+		lg_leaf(&l->sha, w.hash, lv[i++]);
+	if (i < n && s < 0) {
+		rc = e->code;
 		goto out;
 	}
 	if (i != n) {
@@ -383,38 +443,31 @@ int lg_load_leaves(ledger *l, int64_t n, unsigned char (**leaves)[32], cs_err *e
 	lv = NULL;
 out:
 	free(lv);
-	sqlite3_finalize(st);
+	lg_walk_end(&w);
 	return rc;
 }
 
 int ledger_root(ledger *l, int64_t size, unsigned char root[32], cs_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	lg_walk w = {0};
 	lg_range range;
 	unsigned char leaf[32];
 	int64_t i = 0;
-	int s, rc = 0;
+	int s = 0, rc = 0;
 
 	range.n = 0;
 	range.top = 0;
 	if (size < 0)
 		return cs_err_set(e, CS_EXIT_USAGE, "tree size %lld is negative", (long long) size);
-	if (sqlite3_prepare_v2(l->db, "SELECT hash FROM records WHERE seq <= ?1 ORDER BY seq", -1,
-			       &st, NULL) != SQLITE_OK)
-		return lg_sqlerr(l, e, "cannot read record hashes");
-	sqlite3_bind_int64(st, 1, size);
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sqlite3_column_bytes(st, 0) != 32) {
-			rc = cs_err_set(e, CS_EXIT_VERIFY, "%s/ledger.db: record %lld: malformed hash",
-					l->dir, (long long) i + 1);
-			goto out;
-		}
-		lg_leaf(&l->sha, sqlite3_column_blob(st, 0), leaf);
+	if ((rc = lg_walk_begin(l, &w, size, e)))
+		return rc;
+	while (i < size && (s = lg_walk_next(l, &w, e)) == 1) {
+		lg_leaf(&l->sha, w.hash, leaf);
 		lg_range_push(&range, &l->sha, leaf);
 		i++;
 	}
-	if (s != SQLITE_DONE) {
-		rc = lg_sqlerr(l, e, "cannot read record hashes");
+	if (i < size && s < 0) {
+		rc = e->code;
 		goto out;
 	}
 	if (i != size) {
@@ -424,6 +477,6 @@ int ledger_root(ledger *l, int64_t size, unsigned char root[32], cs_err *e)
 	}
 	lg_range_root(&range, &l->sha, root);
 out:
-	sqlite3_finalize(st);
+	lg_walk_end(&w);
 	return rc;
 }

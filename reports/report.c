@@ -139,7 +139,9 @@ static int model_load(ledger *l, model *m, cs_err *e)
 	if (rc)
 		return rc;
 	m->size = m->vi.size;
-	rc = ledger_checkpoint(l, &m->checkpoint, e);
+	/* a signed study's report carries its signed checkpoint (ledger_checkpoint_signed) */
+	rc = ledger_signed(l) ? ledger_checkpoint_signed(l, &m->checkpoint, e)
+			      : ledger_checkpoint(l, &m->checkpoint, e);
 	if (rc)
 		return rc;
 	m->kinds = json_object();
@@ -408,7 +410,10 @@ static void sec_log(doc *d, const model *m, const char *const *files, size_t nfi
 	cell_s(r, "Records by kind");
 	cell_s(r, kinds.p ? kinds.p : "");
 	rb_free(&kinds);
-	add_p(d, "Checkpoint (C2SP tlog-checkpoint body; also checkpoint.txt):");
+	add_p(d, m->vi.keyed ? "Checkpoint (C2SP tlog-checkpoint, signed with the study's key "
+			       "(coldstudy log key); also checkpoint.txt):"
+			     : "Checkpoint (C2SP tlog-checkpoint body, unsigned: the study was made "
+			       "before studies had keys; also checkpoint.txt):");
 	add_pre(d, m->checkpoint);
 	add_p(
 	    d,
@@ -978,9 +983,22 @@ out:
 }
 
 /* Section 5: predictions, when they were frozen, and the latest score. */
+/* The score of record: the first complete score that is not interim (NULL: none). */
+static const json_t *score_of_record(const model *m)
+{
+	size_t i;
+	json_t *rec;
+
+	json_array_foreach(m->scores, i, rec)
+		if (!json_is_true(json_object_get(pl(rec), "interim")))
+			return rec;
+	return NULL;
+}
+
 static void sec_holdout(doc *d, const model *m)
 {
-	json_t *t, *r, *rec, *first_hold = NULL, *score;
+	json_t *t, *r, *rec, *first_hold = NULL;
+	const json_t *score;
 	size_t i, np = json_array_size(m->predictions);
 	char a[REPORT_NUM_MAX], b[REPORT_NUM_MAX];
 
@@ -1046,33 +1064,54 @@ static void sec_holdout(doc *d, const model *m)
 		add_p(d, "No score is on record.");
 		return;
 	}
-	score = json_array_get(m->scores, json_array_size(m->scores) - 1);
+	score = score_of_record(m);
+	if (!score) /* only interim scores: show the latest, labelled so */
+		score = json_array_get(m->scores, json_array_size(m->scores) - 1);
 	{
-		const json_t *s = pl(score);
-
+		const json_t *s = pl(score), *per = json_object_get(s, "per_metric"), *pm;
+		const char *mk;
 		char f[9][REPORT_NUM_MAX];
 
 		add_p(d,
-		      "Latest score (seq %lld, %s): median relative error %s against the threshold "
-		      "%s: "
-		      "%s. %s of %s predictions inside their 95%% bands; P(X <= %s | n = %s, p = "
-		      "0.95) = "
-		      "%s%s. Mean interval score %s; mean band width %s.",
+		      "%s (seq %lld, %s): median relative error %s against the threshold %s (%s): "
+		      "%s. %s of %s predictions inside their bands (level %s); two-sided binomial "
+		      "p = %s over the rows, %s over the %s independent holdout runs behind them%s. "
+		      "Mean relative interval score (interval score / observed) %s.",
+		      json_is_true(json_object_get(s, "interim")) ? "An INTERIM score, not the result"
+		                                                   : "The score of record",
 		      (long long) json_integer_value(json_object_get(score, "seq")),
 		      str_of(score, "ts"), report_fmt_json(json_object_get(s, "mdape"), f[0]),
 		      report_fmt_json(json_object_get(s, "threshold"), f[1]),
+		      str_of(s, "threshold_source") ?: "unstated",
 		      json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL",
 		      report_fmt_json(json_object_get(s, "inside"), f[2]),
 		      report_fmt_json(json_object_get(s, "n"), f[3]),
-		      report_fmt_json(json_object_get(s, "inside"), f[4]),
-		      report_fmt_json(json_object_get(s, "n"), f[5]),
-		      report_fmt_json(json_object_get(s, "coverage_p"), f[6]),
+		      report_fmt_json(json_object_get(s, "band_level"), f[4]),
+		      report_fmt_json(json_object_get(s, "coverage_p_two_sided"), f[5]),
+		      report_fmt_json(json_object_get(s, "coverage_p_two_sided_runs"), f[6]),
+		      report_fmt_json(json_object_get(s, "independent_runs"), f[7]),
 		      json_is_true(json_object_get(s, "calibration_rejected"))
 		          ? " (calibration rejected at 0.05)"
 		          : "",
-		      report_fmt_json(json_object_get(s, "mean_interval_score"), f[7]),
-		      report_fmt_json(json_object_get(s, "mean_band_width"), f[8]));
-		t = add_table(d, "Table 10. The latest score, row by row.", "Prediction", "Metric",
+		      report_fmt_json(json_object_get(s, "mean_relative_interval_score"), f[8]));
+		if (json_object_size(per)) {
+			t = add_table(d, "Table 10a. The score per metric (interval scores in the metric's "
+			                 "own unit, and relative to the observed value).",
+			              "Metric", "Rows", "Inside", "MdAPE", "Mean interval score",
+			              "Mean relative interval score", "Two-sided p", NULL);
+			json_object_foreach((json_t *) per, mk, pm)
+			{
+				r = row_new(t);
+				cell_s(r, mk);
+				cell_j(r, json_object_get(pm, "n"));
+				cell_j(r, json_object_get(pm, "inside"));
+				cell_j(r, json_object_get(pm, "mdape"));
+				cell_j(r, json_object_get(pm, "mean_interval_score"));
+				cell_j(r, json_object_get(pm, "mean_relative_interval_score"));
+				cell_j(r, json_object_get(pm, "coverage_p_two_sided"));
+			}
+		}
+		t = add_table(d, "Table 10. The score, row by row.", "Prediction", "Metric",
 		              "Predicted", "95% band", "Observed", "Relative error", "Inside",
 		              "Interval score", "Runs", NULL);
 		json_array_foreach(json_object_get(s, "rows"), i, rec)
@@ -1097,7 +1136,8 @@ static void sec_holdout(doc *d, const model *m)
 			add_p(d, "%zu predictions had no holdout run when scored.",
 			      json_array_size(json_object_get(s, "pending")));
 		if (json_array_size(m->scores) > 1)
-			add_p(d, "%zu earlier scores are on record; the latest is shown.",
+			add_p(d, "%zu other scores are on record (interim scores and re-scores); the "
+			         "score of record is shown.",
 			      json_array_size(m->scores) - 1);
 		if (json_array_size(json_object_get(s, "rows"))) {
 			size_t n = json_array_size(json_object_get(s, "rows"));
@@ -1232,13 +1272,16 @@ static void sec_verdicts(doc *d, const model *m)
 	add_p(
 	    d,
 	    "Evaluated from the registered accept and reject rules over every record (as of seq "
-	    "%lld), as 'coldstudy verdicts' does, without recording anything. A hypothesis is "
-	    "accepted only if its accept rule holds and no refutation is on record; a reject rule "
-	    "that holds wins.",
+	    "%lld), as 'coldstudy verdicts' does, without recording anything. A confirmatory "
+	    "hypothesis sees only the design runs the plan maps to it, and is accepted only if its "
+	    "accept rule holds, the plan's sceptic runs for it are done and do not refute it, and no "
+	    "refutation is on record (provisional while sceptic runs are missing or none are "
+	    "planned); a reject rule that holds wins. Exploratory ones (kind exploratory, post hoc, "
+	    "or no plan) see the runs that serve them and are never counted as confirmatory.",
 	    (long long) m->size);
-	t = add_table(d, "Table 11. Verdicts.", "Hypothesis", "Kind", "Verdict", "Accept rule",
-	              "Reject rule", "Runs", "Refutations (seq)", "Deviations (seq)",
-	              "Last recorded verdict", NULL);
+	t = add_table(d, "Table 11. Verdicts.", "Hypothesis", "Kind", "Verdict", "Counted as",
+	              "Accept rule", "Reject rule", "Runs", "Sceptic runs (done of planned)",
+	              "Refutations (seq)", "Deviations (seq)", "Last recorded verdict", NULL);
 	json_array_foreach(m->verdicts, i, v)
 	{
 		const char *h = str_of(v, "hypothesis");
@@ -1252,6 +1295,10 @@ static void sec_verdicts(doc *d, const model *m)
 		cell_s(r, h);
 		cell_s(r, str_of(v, "kind"));
 		cell_s(r, str_of(v, "verdict"));
+		cell_s(r, !strcmp(str_of(v, "class") ?: "", "exploratory")
+		              ? (json_is_true(json_object_get(v, "post_hoc")) ? "exploratory (post hoc)"
+		                                                               : "exploratory")
+		              : "confirmatory");
 		cell_s(r, str_of(json_object_get(v, "accept"), "result"));
 		cell_s(r, str_of(json_object_get(v, "reject"), "result"));
 		rb_init(&b, 0);
@@ -1263,6 +1310,17 @@ static void sec_verdicts(doc *d, const model *m)
 		}
 		cell_s(r, b.p ? b.p : "none");
 		rb_free(&b);
+		if (json_object_get(v, "sceptic")) {
+			char sct[64];
+			const json_t *sc = json_object_get(v, "sceptic");
+
+			snprintf(sct, sizeof(sct), "%lld of %lld",
+			         (long long) json_integer_value(json_object_get(sc, "done")),
+			         (long long) json_integer_value(json_object_get(sc, "planned")));
+			cell_s(r, sct);
+		} else {
+			cell_s(r, "n/a");
+		}
 		cell_j(r, json_object_get(v, "refutations"));
 		cell_j(r, json_object_get(v, "deviations"));
 		if (last) {
@@ -1376,50 +1434,97 @@ static void sec_notes(doc *d, const model *m)
 	}
 }
 
-/* The few lines a reader wants first: verdicts, the holdout, what went off plan. */
+/* The few lines a reader wants first: verdicts by class, the holdout, what went off plan. */
 static void sec_summary(doc *d, const model *m)
 {
-	size_t acc = 0, rej = 0, ref = 0, unres = 0, i;
-	json_t *v;
+	size_t acc = 0, rej = 0, ref = 0, unres = 0, prov = 0, expl = 0, post = 0, i;
+	size_t interim = 0, rescores = 0;
+	json_t *v, *rec;
+	const json_t *sr = score_of_record(m);
 	char f[4][REPORT_NUM_MAX];
+	rbuf eb;
 
+	rb_init(&eb, 0);
 	json_array_foreach(m->verdicts, i, v)
 	{
 		const char *x = str_of(v, "verdict");
 
 		if (!x)
 			continue;
+		if (!strcmp(str_of(v, "class") ?: "", "exploratory")) {
+			rb_printf(&eb, "%s%s %s%s", expl ? ", " : "", str_of(v, "hypothesis") ?: "?", x,
+			          json_is_true(json_object_get(v, "post_hoc")) ? " (post hoc)" : "");
+			expl++;
+			post += json_is_true(json_object_get(v, "post_hoc"));
+			continue;
+		}
 		acc += !strcmp(x, "accepted");
 		rej += !strcmp(x, "rejected");
 		ref += !strcmp(x, "refuted");
 		unres += !strcmp(x, "unresolved");
+		prov += !strcmp(x, "provisional");
 	}
 	add_h(d, 2, "Summary");
-	add_p(
-	    d,
-	    "%zu hypotheses registered (amendments: %zu); verdicts from the registered rules: %zu "
-	    "accepted, %zu rejected, %zu refuted, %zu unresolved. %zu runs, %zu validation checks, "
-	    "%zu refusals, %zu refutations and %zu deviations are on record.",
-	    json_array_size(m->verdicts),
-	    json_array_size(m->hyps) >= json_array_size(m->verdicts)
-	        ? json_array_size(m->hyps) - json_array_size(m->verdicts)
-	        : 0,
-	    acc, rej, ref, unres, json_array_size(m->runs), json_array_size(m->validations),
-	    json_array_size(m->refusals), json_array_size(m->refutations),
-	    json_array_size(m->deviations));
-	if (json_array_size(m->scores)) {
-		const json_t *s = pl(json_array_get(m->scores, json_array_size(m->scores) - 1));
+	add_p(d,
+	      "%zu hypotheses registered (amendments: %zu). Confirmatory, decided by the runs the "
+	      "plan maps to each: %zu accepted (the plan's sceptic runs done and not refuting), "
+	      "%zu rejected, %zu refuted, %zu unresolved. Provisional (the accept rule holds, the "
+	      "sceptic runs are missing or none are planned): %zu.",
+	      json_array_size(m->verdicts),
+	      json_array_size(m->hyps) >= json_array_size(m->verdicts)
+	          ? json_array_size(m->hyps) - json_array_size(m->verdicts)
+	          : 0,
+	      acc, rej, ref, unres, prov);
+	add_p(d,
+	      "Exploratory hypotheses, never counted as confirmatory: %zu (%zu post hoc: "
+	      "registered or amended after the first run)%s%s%s.",
+	      expl, post, expl ? ": " : "", expl && eb.p ? eb.p : "", "");
+	rb_free(&eb);
+	{
+		size_t ncls[4] = {0};
+		static const char *const cls[] = {"design", "sceptic", "holdout", "exploratory"};
+
+		json_array_foreach(m->runs, i, rec)
+		{
+			const char *c = str_of(pl(rec), "class")
+			                    ?: json_is_true(json_object_get(pl(rec), "holdout"))
+			                           ? "holdout"
+			                           : "exploratory";
+
+			for (size_t k = 0; k < 4; k++)
+				ncls[k] += !strcmp(c, cls[k]);
+		}
+		add_p(d,
+		      "%zu runs: %zu design, %zu sceptic, %zu holdout, %zu exploratory (not in the "
+		      "plan: never counted toward a confirmatory verdict or the holdout score). "
+		      "%zu validation checks, %zu refusals, %zu refutations and %zu deviations are on "
+		      "record.",
+		      json_array_size(m->runs), ncls[0], ncls[1], ncls[2], ncls[3],
+		      json_array_size(m->validations), json_array_size(m->refusals),
+		      json_array_size(m->refutations), json_array_size(m->deviations));
+	}
+	json_array_foreach(m->scores, i, rec)
+	{
+		interim += json_is_true(json_object_get(pl(rec), "interim"));
+		rescores += json_is_true(json_object_get(pl(rec), "rescore"));
+	}
+	if (sr) {
+		const json_t *s = pl(sr);
 
 		add_p(d,
-		      "Holdout: median relative error %s against the threshold %s (%s), %s of %s "
-		      "predictions inside their 95%% bands.",
+		      "Holdout (the score of record, seq %lld): median relative error %s against the "
+		      "threshold %s (%s): %s, %s of %s predictions inside their bands. "
+		      "Interim scores: %zu; re-scores: %zu.",
+		      (long long) json_integer_value(json_object_get(sr, "seq")),
 		      report_fmt_json(json_object_get(s, "mdape"), f[0]),
 		      report_fmt_json(json_object_get(s, "threshold"), f[1]),
+		      str_of(s, "threshold_source") ?: "unstated",
 		      json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL",
 		      report_fmt_json(json_object_get(s, "inside"), f[2]),
-		      report_fmt_json(json_object_get(s, "n"), f[3]));
+		      report_fmt_json(json_object_get(s, "n"), f[3]), interim, rescores);
 	} else {
-		add_p(d, "Holdout: %zu predictions, not scored.", json_array_size(m->predictions));
+		add_p(d, "Holdout: %zu predictions, not scored (interim scores: %zu).",
+		      json_array_size(m->predictions), interim);
 	}
 }
 

@@ -58,6 +58,18 @@ int report_write(struct ledger *l, const char *out, const char *title, cs_err *e
 int report_publish(struct ledger *l, const char *url, const char *origin, int dry_run,
 		   long timeout_s, FILE *out, cs_err *e);
 
+/*
+ * Publish the log as C2SP tlog-tiles to url, a static web server or object
+ * store that accepts PUT: GET url/checkpoint; it must be an ancestor of
+ * this log (exit 4, nothing sent); PUT the tiles the remote tree lacks and
+ * then the signed checkpoint. Resumable and idempotent (publish.c). With
+ * witness, ask that C2SP tlog-witness for a cosignature and store the
+ * cosigned checkpoint as DIR/checkpoint.witnessed. Transport failures and
+ * non-2xx answers: exit 1. One summary line to out.
+ */
+int report_publish_tiles(struct ledger *l, const char *url, const char *witness, long timeout_s,
+			 FILE *out, cs_err *e);
+
 /* ---- runs as tables (reports/results.c) ---- */
 
 /* Output formats of the tables: aligned text, CSV (RFC 4180), JSON lines, one JSON array. */

@@ -3,10 +3,29 @@
  *
  * Everything a verdict depends on comes from the ledger: the latest
  * registered version of each hypothesis (hypothesis or amendment
- * records), the run records that name it, the refutations and the
- * deviations. A verdict record names the runs (seq and hash) and the
+ * records), the plan (ledger_plan), the run records, the refutations and
+ * the deviations. A verdict record names the runs (seq and hash) and the
  * as-of seq it was computed from, so evaluating again "as of" that seq
  * reproduces it exactly; the rules never run as code (hypotheses/hyp.h).
+ *
+ * Which runs a rule sees:
+ *  - a confirmatory hypothesis (kind confirmatory or non-cause, registered
+ *    and last amended before the first run_start, in a study with a plan):
+ *    the complete runs of class "design" whose spec the plan maps to it.
+ *    Exploratory runs (specs the plan does not name) and holdout runs never
+ *    count, whatever they are tagged or say they serve.
+ *  - an exploratory one (kind exploratory, post hoc, or no plan): the
+ *    complete non-holdout runs that serve it. Its verdict is listed apart.
+ * A run's tags are those its own settings give it (harness_run_tags), plus
+ * labels only where the plan registered the spec.
+ *
+ * The sceptic step: an accept rule that holds makes a confirmatory
+ * hypothesis "accepted" only when the plan's sceptic runs for it are all
+ * done and do not refute it: the rules are evaluated again with each
+ * sceptic run in place of the design runs with its tags (its replicate
+ * under other partitions, queries or conditions), and must still accept
+ * and not reject. Sceptic runs missing or none registered: "provisional".
+ * Refuting: "refuted", as a sceptic's refutation record makes it.
  */
 #include "report.h"
 
@@ -18,6 +37,7 @@
 
 typedef struct {
 	int64_t as_of;
+	ledger_plan plan;
 	json_t *hyps;   /* id -> {"doc", "seq"} */
 	json_t *order;  /* ids in first-registration order */
 	json_t *runs;   /* array of {id, tags, hypotheses, metrics, seq, hash} */
@@ -52,11 +72,15 @@ static int collect(const ledger_record *r, void *ud)
 		if (!status || !strcmp(status, "complete"))
 			json_array_append_new(
 				g->runs,
-				json_pack("{s:O?,s:O?,s:O?,s:O?,s:I,s:s}", "id",
+				json_pack("{s:O?,s:O?,s:O?,s:O?,s:I,s:s,s:s,s:s,s:b}", "id",
 					  json_object_get(p, "run_id"), "tags", json_object_get(p, "tags"),
 					  "hypotheses", json_object_get(p, "hypotheses"), "metrics",
 					  json_object_get(p, "metrics"), "seq", (json_int_t) r->seq,
-					  "hash", r->hash));
+					  "hash", r->hash, "class",
+					  json_string_value(json_object_get(p, "class")) ?: "exploratory",
+					  "spec_sha256",
+					  json_string_value(json_object_get(p, "spec_sha256")) ?: "",
+					  "holdout", json_is_true(json_object_get(p, "holdout"))));
 	} else if (!strcmp(r->kind, "refutation")) {
 		const char *h = json_string_value(json_object_get(p, "hypothesis"));
 
@@ -101,43 +125,127 @@ static int serves(const json_t *r, const char *id)
 	return 0;
 }
 
+/* Is s in the array of strings a? */
+static int in_strings(const json_t *a, const char *s)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(a, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), s))
+			return 1;
+	return 0;
+}
+
+static int is_class_tag(const char *t)
+{
+	return !strcmp(t, "design") || !strcmp(t, "sceptic") || !strcmp(t, "holdout") ||
+	       !strcmp(t, "exploratory");
+}
+
+/* Same tags, class tags aside? */
+static int same_tags(const json_t *a, const json_t *b)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(a, i, v)
+		if (json_is_string(v) && !is_class_tag(json_string_value(v)) &&
+		    !in_strings(b, json_string_value(v)))
+			return 0;
+	json_array_foreach(b, i, v)
+		if (json_is_string(v) && !is_class_tag(json_string_value(v)) &&
+		    !in_strings(a, json_string_value(v)))
+			return 0;
+	return 1;
+}
+
+/* The runs with the sceptic runs in place of the design runs of the same tags (new). */
+static json_t *sceptic_view(const json_t *runs, const json_t *sruns)
+{
+	json_t *view = json_array(), *r, *s;
+	size_t i, j;
+
+	json_array_foreach(runs, i, r) {
+		int replaced = 0;
+
+		json_array_foreach(sruns, j, s)
+			replaced |= same_tags(json_object_get(r, "tags"), json_object_get(s, "tags"));
+		if (!replaced)
+			json_array_append(view, r);
+	}
+	json_array_foreach(sruns, j, s)
+		json_array_append(view, s);
+	return view;
+}
+
+static json_t *run_names(const json_t *runs)
+{
+	json_t *names = json_array(), *r;
+	size_t i;
+
+	json_array_foreach(runs, i, r)
+		json_array_append_new(names, json_pack("{s:O,s:O,s:O}", "run_id", json_object_get(r, "id"),
+						       "seq", json_object_get(r, "seq"), "hash",
+						       json_object_get(r, "hash")));
+	return names;
+}
+
+/* Evaluate accept and reject on runs, naming hypothesis id on failure. */
+static int eval_both(const json_t *doc, const json_t *runs, const char *id, int *acc,
+		     json_t **acc_trace, int *rej, json_t **rej_trace, cs_err *e)
+{
+	int rc = rule_eval(json_object_get(doc, "accept"), runs, acc, acc_trace, e);
+
+	if (!rc)
+		rc = rule_eval(json_object_get(doc, "reject"), runs, rej, rej_trace, e);
+	if (rc && e) {
+		char msg[CS_ERR_MAX];
+
+		/* name the hypothesis whose registered rule could not be evaluated */
+		memcpy(msg, e->msg, sizeof(msg));
+		cs_err_set(e, rc, "%s: %.960s", id, msg);
+	}
+	return rc;
+}
+
 /* The verdict payload for one hypothesis. */
 static int judge(gather *g, const char *id, json_t **out, cs_err *e)
 {
 	json_t *h = json_object_get(g->hyps, id), *doc = json_object_get(h, "doc");
-	json_t *runs = json_array(), *names = json_array(), *devs = json_array();
+	json_t *runs = json_array(), *devs = json_array(), *decide = NULL, *sceptic = NULL;
+	json_t *sruns = json_array(), *sc = NULL;
 	json_t *acc_trace = NULL, *rej_trace = NULL, *ref = json_object_get(g->refute, id);
+	const char *kind = json_string_value(json_object_get(doc, "kind")) ?: "";
+	int64_t hseq = json_integer_value(json_object_get(h, "seq"));
+	int post_hoc = g->plan.first_run_start && hseq > g->plan.first_run_start;
+	int exploratory = post_hoc || !strcmp(kind, "exploratory") || !g->plan.plan;
 	int acc = -1, rej = -1, rc;
 	const char *verdict;
 	size_t i;
 	json_t *r;
 
+	*out = NULL;
+	if (!exploratory) {
+		decide = ledger_plan_hyp_specs(&g->plan, id, "runs");
+		sceptic = ledger_plan_hyp_specs(&g->plan, id, "sceptic");
+	}
 	json_array_foreach(g->runs, i, r) {
-		if (!serves(r, id))
-			continue;
-		json_array_append(runs, r);
-		json_array_append_new(names, json_pack("{s:O,s:O,s:O}", "run_id", json_object_get(r, "id"),
-						       "seq", json_object_get(r, "seq"), "hash",
-						       json_object_get(r, "hash")));
-	}
-	rc = rule_eval(json_object_get(doc, "accept"), runs, &acc, &acc_trace, e);
-	if (!rc)
-		rc = rule_eval(json_object_get(doc, "reject"), runs, &rej, &rej_trace, e);
-	if (rc) {
-		char msg[CS_ERR_MAX];
+		const char *cls = json_string_value(json_object_get(r, "class"));
+		const char *sha = json_string_value(json_object_get(r, "spec_sha256"));
 
-		/* name the hypothesis whose registered rule could not be evaluated */
-		if (e) {
-			memcpy(msg, e->msg, sizeof(msg));
-			cs_err_set(e, rc, "%s: %.960s", id, msg);
+		if (exploratory) {
+			if (!json_is_true(json_object_get(r, "holdout")) && serves(r, id))
+				json_array_append(runs, r);
+		} else if (!strcmp(cls, "design") && in_strings(decide, sha)) {
+			json_array_append(runs, r);
+		} else if (!strcmp(cls, "sceptic") && in_strings(sceptic, sha)) {
+			json_array_append(sruns, r);
 		}
-		json_decref(runs);
-		json_decref(names);
-		json_decref(devs);
-		json_decref(acc_trace);
-		json_decref(rej_trace);
-		return rc;
 	}
+	rc = eval_both(doc, runs, id, &acc, &acc_trace, &rej, &rej_trace, e);
+	if (rc)
+		goto out;
 	if (rej == 1)
 		verdict = "rejected";
 	else if (acc == 1 && json_array_size(ref) > 0)
@@ -146,20 +254,75 @@ static int judge(gather *g, const char *id, json_t **out, cs_err *e)
 		verdict = "accepted";
 	else
 		verdict = "unresolved";
+	if (!exploratory && !strcmp(verdict, "accepted")) {
+		size_t done = 0, j;
+		json_t *sha, *view = NULL, *t1 = NULL, *t2 = NULL;
+		int sacc = -1, srej = -1;
+
+		json_array_foreach(sceptic, i, sha) {
+			int ran = 0;
+
+			json_array_foreach(sruns, j, r)
+				ran |= !strcmp(json_string_value(json_object_get(r, "spec_sha256")),
+					       json_string_value(sha));
+			done += ran;
+		}
+		sc = json_pack("{s:I,s:I,s:o}", "planned", (json_int_t) json_array_size(sceptic), "done",
+			       (json_int_t) done, "runs", run_names(sruns));
+		if (!json_array_size(sceptic)) {
+			verdict = "provisional";
+			json_object_set_new(sc, "why", json_string("the plan names no sceptic run"));
+		} else if (done < json_array_size(sceptic)) {
+			verdict = "provisional";
+			json_object_set_new(sc, "why", json_string("sceptic runs not all done"));
+		} else {
+			view = sceptic_view(runs, sruns);
+			rc = eval_both(doc, view, id, &sacc, &t1, &srej, &t2, e);
+			json_decref(view);
+			if (rc) {
+				json_decref(t1);
+				json_decref(t2);
+				goto out;
+			}
+			json_object_set_new(sc, "accept", json_pack("{s:s,s:o*}", "result",
+								    report_tri(sacc), "trace", t1));
+			json_object_set_new(sc, "reject", json_pack("{s:s,s:o*}", "result",
+								    report_tri(srej), "trace", t2));
+			if (sacc != 1 || srej == 1) {
+				verdict = "refuted";
+				json_object_set_new(sc, "why", json_string("the sceptic runs refute it"));
+			}
+		}
+	}
 	json_array_foreach(g->devs, i, r) {
 		const json_t *dh = json_object_get(r, "hypothesis");
 
 		if (!json_is_string(dh) || !strcmp(json_string_value(dh), id))
 			json_array_append(devs, json_object_get(r, "seq"));
 	}
-	*out = json_pack("{s:s,s:O?,s:s,s:{s:s,s:o*},s:{s:s,s:o*},s:o,s:o,s:o,s:I}", "hypothesis",
-			 id, "kind", json_object_get(doc, "kind"), "verdict", verdict, "accept",
-			 "result", report_tri(acc), "trace", acc_trace, "reject", "result",
-			 report_tri(rej), "trace", rej_trace, "runs", names, "refutations",
+	*out = json_pack("{s:s,s:O?,s:s,s:s,s:b,s:{s:s,s:o*},s:{s:s,s:o*},s:o,s:o,s:o,s:I}",
+			 "hypothesis", id, "kind", json_object_get(doc, "kind"), "verdict", verdict,
+			 "class", exploratory ? "exploratory" : "confirmatory", "post_hoc", post_hoc,
+			 "accept", "result", report_tri(acc), "trace", acc_trace, "reject", "result",
+			 report_tri(rej), "trace", rej_trace, "runs", run_names(runs), "refutations",
 			 ref ? json_incref(ref) : json_array(), "deviations", devs, "as_of",
 			 (json_int_t) g->as_of);
+	acc_trace = rej_trace = NULL;
+	devs = NULL;
+	if (*out && sc)
+		json_object_set(*out, "sceptic", sc);
+	if (*out && !exploratory && !ledger_plan_maps(&g->plan, id))
+		json_object_set_new(*out, "unplanned", json_true());
+out:
+	json_decref(acc_trace);
+	json_decref(rej_trace);
 	json_decref(runs);
-	return 0;
+	json_decref(sruns);
+	json_decref(devs);
+	json_decref(decide);
+	json_decref(sceptic);
+	json_decref(sc);
+	return rc;
 }
 
 /*
@@ -203,7 +366,9 @@ int report_verdicts(struct ledger *l, int64_t as_of, int record, json_t **out, c
 	g.refute = json_object();
 	g.devs = json_array();
 	g.last = json_object();
-	rc = ledger_foreach(l, NULL, collect, &g, e);
+	rc = ledger_plan_load(l, g.as_of, &g.plan, e);
+	if (!rc)
+		rc = ledger_foreach(l, NULL, collect, &g, e);
 	if (rc)
 		goto out;
 	if (json_array_size(g.order) == 0) {
@@ -213,7 +378,7 @@ int report_verdicts(struct ledger *l, int64_t as_of, int record, json_t **out, c
 	if (record && (rc = ledger_begin(l, e)))
 		goto out;
 	json_array_foreach(g.order, i, id) {
-		json_t *v;
+		json_t *v = NULL;
 
 		rc = judge(&g, json_string_value(id), &v, e);
 		if (rc)
@@ -242,5 +407,6 @@ out:
 	json_decref(g.refute);
 	json_decref(g.devs);
 	json_decref(g.last);
+	ledger_plan_free(&g.plan);
 	return rc;
 }

@@ -45,6 +45,9 @@ if [ "$P" != 64 ]; then
 	done
 	sed -i "s/\"partitions\": \[12\]/\"partitions\": [$((12 % P))]/" partition-spread-p12-ssd.json
 	sed -i "s/\"partitions\": \[25\]/\"partitions\": [$((25 % P))]/" partition-spread-p25-hdd.json
+	for f in sceptic/partition9-*.json; do
+		sed -i "s/\"partitions\": \[9\]/\"partitions\": [$((9 % P))]/" "$f"
+	done
 fi
 
 step "build the production stand-in: phnsw over $BASE, $P partitions, m 16, ef_construction $EFC"
@@ -53,7 +56,7 @@ t0=$(date +%s)
 	--ef-construction "$EFC" --out work/prod-index
 echo "built in $(( $(date +%s) - t0 )) s"
 
-step "create the study; register H1..H10 and the study spec (frozen before any run)"
+step "create the study; register H1..H10 and the study spec with its plan (frozen at the first run)"
 # study.json's paths are resolved against the study folder, and production must exist:
 # the stand-in is registered (by device and inode) in the production registry, which
 # every verb on this machine checks. The demo keeps its own registry, so deleting the
@@ -64,6 +67,9 @@ hyps=""
 for i in 1 2 3 4 5 6 7 8 9 10; do hyps="$hyps $top/studies/cold-query/hypotheses/H$i.json"; done
 # shellcheck disable=SC2086
 "$CS" register "$S" $hyps
+# the plan (study.json "plan"): design runs, the runs deciding each hypothesis, the sceptic
+# runs, the holdout targets and the scoring rule (threshold 0.35, the seed's); every run spec
+# it names is hashed now
 "$CS" study register "$S" study.demo.json
 "$CS" production list
 
@@ -87,22 +93,26 @@ for r in gate-cold-serial-hdd gate-cold-fanout16-hdd gate-warm-serial gate-cold-
 	"$CS" run "$S" "$r.json" -q || die "run $r failed (exit $?)"
 done
 
-step "holdout predictions (frozen before the first holdout run)"
-{
-	printf '{"targets": ['
-	sep=""
-	for f in holdout/*.json; do
-		printf '%s\n  {"run": "%s", "metrics": ["wall_s", "engine_reads", "reads_per_query", "engine_read_ms_mean"]}' "$sep" "$f"
-		sep=","
-	done
-	printf '\n]}\n'
-} > targets.json
-"$CS" holdout predict "$S" --targets "$PWD/targets.json"
+step "sceptic runs (the plan's attempts to refute H1, H2, H5, H7, H8, H10)"
+for f in sceptic/*.json; do
+	printf '%-40s ' "$f"
+	"$CS" run "$S" "$f" -q || die "sceptic run $f failed (exit $?)"
+done
 
-step "holdout runs (partitions and queries no design run used)"
+step "post hoc: H11 registered after the design runs, and one exploratory run (not in the plan)"
+"$CS" register "$S" "$top/studies/cold-query/hypotheses/post-hoc/H11.json"
+for f in explore/*.json; do
+	printf '%-40s ' "$f"
+	"$CS" run "$S" "$f" -q || die "exploratory run $f failed (exit $?)"
+done
+
+step "holdout predictions: the plan's targets and metrics (frozen at the first holdout run)"
+"$CS" holdout predict "$S"
+
+step "holdout runs (partitions and queries no design run used; holdout by the plan, no flag)"
 for f in holdout/*.json; do
 	printf '%-40s ' "$f"
-	"$CS" run "$S" "$f" --holdout -q || die "holdout run $f failed (exit $?)"
+	"$CS" run "$S" "$f" -q || die "holdout run $f failed (exit $?)"
 done
 
 step "the runs (every column: $W/runs.csv; one run: coldstudy run show S R0001)"
@@ -110,8 +120,15 @@ step "the runs (every column: $W/runs.csv; one run: coldstudy run show S R0001)"
 "$CS" runs "$S" --csv > ../runs.csv
 
 step "score, verdicts, report"
-"$CS" holdout score "$S" | tee score.txt
-"$CS" verdicts "$S" | tee verdicts.txt
+# exit 6: the registered test failed (the study's result, not the demo's failure)
+score_rc=0
+"$CS" holdout score "$S" > score.txt || score_rc=$?
+cat score.txt
+[ "$score_rc" = 0 ] || [ "$score_rc" = 6 ] || die "holdout score failed (exit $score_rc)"
+verdicts_rc=0
+"$CS" verdicts "$S" > verdicts.txt || verdicts_rc=$?
+cat verdicts.txt
+[ "$verdicts_rc" = 0 ] || [ "$verdicts_rc" = 6 ] || die "verdicts failed (exit $verdicts_rc)"
 if "$CS" report --help >/dev/null 2>&1; then
 	"$CS" report "$S" --out ../report && echo "report: $W/report/report.md"
 fi
@@ -122,6 +139,7 @@ step "the log"
 cat ../checkpoint.txt
 
 step "key figures"
-grep -iE 'median|mdape|inside|pass|fail' score.txt || true
+grep -iE 'median|mdape|inside|pass|fail|independent' score.txt || true
 cat verdicts.txt
+sed -n '/^## Summary/,/^## 1/p' ../report/report.md 2>/dev/null | grep -v '^## 1' || true
 echo "demo finished in $(( $(date +%s) - t_start )) s; study in $W/S"

@@ -10,6 +10,7 @@
 // the ratios printed are coldstudy / hnswlib.
 //
 // usage: bench_hnsw [--runs R] [--build-runs B] [--threads T] [--nq N] [--n N] [--cache DIR]
+//        bench_hnsw --hnswlib-only CACHE --ef E [--warmup W] [--runs N] [--nq N]  (pairs.sh)
 // --cache DIR loads both graphs from DIR when present (search-only runs,
 // no build figures) and saves them there after a build.
 #include <hnswlib/hnswlib.h>
@@ -27,6 +28,7 @@
 
 extern "C" {
 #include "hnsw/hnsw.h"
+double cs_quantile(const double *sorted, size_t n, double q);
 const char *hnsw_build_info(void);
 }
 
@@ -48,6 +50,96 @@ static cv_dataset *load(const char *spec)
 	return ds;
 }
 
+/*
+ * --hnswlib-only: hnswlib alone, for pairs.sh to alternate with
+ * `coldstudy index query --repeat N --warmup W` on the same machine. The
+ * graph is read from CACHE/hnswlib.bin (built and saved there when
+ * missing). At ef: W untimed passes over the queries, then N timed ones;
+ * each query timed alone, as index query does; a pass's QPS is its
+ * queries over the sum of their times. Prints one JSON line: the median
+ * pass's QPS, the best, the min, recall@10 (first timed pass).
+ */
+static int hnswlib_only(const char *cache, unsigned ef, int warmup, int repeat, unsigned threads,
+			size_t nq)
+{
+	const unsigned M = 16, EFC = 200, K = 10;
+	cv_dataset *base = load("fashion-mnist:train"), *qs = load("fashion-mnist:test");
+	const size_t n = base->n, d = base->d;
+	hnswlib::L2Space space(d);
+	hnswlib::HierarchicalNSW<float> *hl;
+	std::string path = std::string(cache) + "/hnswlib.bin";
+	int32_t *gt = nullptr;
+	cv_err e{};
+	std::vector<double> qps;
+	std::vector<uint32_t> got(nq * K);
+	double rec = 0, build_s = 0;
+
+	if (nq > qs->n)
+		nq = qs->n;
+	{
+		cv_dataset *q2 = nullptr;
+		cv_dataset_slice(qs, 0, nq, &q2);
+		cv_dataset_free(qs);
+		qs = q2;
+	}
+	if (cv_groundtruth_cached(base, qs, K, CV_METRIC_L2, 2, nullptr, &gt, &e)) {
+		fprintf(stderr, "bench_hnsw: ground truth: %s\n", e.msg);
+		return 1;
+	}
+	if (access(path.c_str(), R_OK) == 0) {
+		hl = new hnswlib::HierarchicalNSW<float>(&space, path, false, n);
+	} else {
+		double t0 = now_s();
+		hl = new hnswlib::HierarchicalNSW<float>(&space, n, M, EFC, 100);
+		hl->addPoint(cv_row(base, 0), 0);
+		std::atomic<size_t> next(1);
+		std::vector<std::thread> ts;
+		for (unsigned t = 0; t < threads; t++)
+			ts.emplace_back([&]() {
+				for (size_t i; (i = next++) < n;)
+					hl->addPoint(cv_row(base, i), i);
+			});
+		for (auto &t : ts)
+			t.join();
+		build_s = now_s() - t0;
+		hl->saveIndex(path);
+	}
+	hl->setEf(ef);
+	for (int p = 0; p < warmup + repeat; p++) {
+		double sum = 0;
+
+		for (size_t i = 0; i < nq; i++) {
+			double t0 = now_s();
+			auto res = hl->searchKnn(cv_row(qs, i), K);
+			size_t j = res.size();
+			while (!res.empty()) {
+				got[i * K + --j] = (uint32_t) res.top().second;
+				res.pop();
+			}
+			sum += now_s() - t0;
+		}
+		if (p < warmup)
+			continue;
+		qps.push_back((double) nq / sum);
+		if (p == warmup)
+			for (size_t i = 0; i < nq; i++)
+				rec += cv_recall_at_k(base, cv_row(qs, i), CV_METRIC_L2, gt + i * K, K,
+						      &got[i * K], K);
+	}
+	std::vector<double> sorted = qps;
+	std::sort(sorted.begin(), sorted.end());
+	printf("{\"peer\":\"hnswlib\",\"ef_search\":%u,\"queries\":%zu,\"repeat\":%d,"
+	       "\"warmup\":%d,\"qps\":%.3f,\"qps_best\":%.3f,\"qps_min\":%.3f,"
+	       "\"recall_at_k\":%.6f,\"build_s\":%.3f}\n",
+	       ef, nq, repeat, warmup, cs_quantile(sorted.data(), sorted.size(), 0.5), sorted.back(),
+	       sorted.front(), rec / (double) nq, build_s);
+	delete hl;
+	free(gt);
+	cv_dataset_free(base);
+	cv_dataset_free(qs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int runs = 3, build_runs = 1;
@@ -57,8 +149,18 @@ int main(int argc, char **argv)
 	const unsigned M = 16, EFC = 200, K = 10;
 	const unsigned efs[] = {10, 20, 40, 80};
 
+	const char *only = nullptr;
+	unsigned only_ef = 10;
+	int warmup = 1;
+
 	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--runs"))
+		if (!strcmp(argv[i], "--hnswlib-only"))
+			only = argv[i + 1];
+		else if (!strcmp(argv[i], "--ef"))
+			only_ef = (unsigned) strtoul(argv[i + 1], nullptr, 10);
+		else if (!strcmp(argv[i], "--warmup"))
+			warmup = (int) strtol(argv[i + 1], nullptr, 10);
+		else if (!strcmp(argv[i], "--runs"))
 			runs = (int) strtol(argv[i + 1], nullptr, 10);
 		else if (!strcmp(argv[i], "--build-runs"))
 			build_runs = (int) strtol(argv[i + 1], nullptr, 10);
@@ -76,6 +178,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (only)
+		return hnswlib_only(only, only_ef, warmup, runs, threads, nq);
 	cv_dataset *base = load("fashion-mnist:train"), *qs = load("fashion-mnist:test");
 	if (nbase && nbase < base->n) {
 		cv_dataset *s = nullptr;

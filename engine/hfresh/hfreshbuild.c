@@ -354,27 +354,23 @@ size_t hfr_rng_select(const float *cent, uint32_t di, const float *ccmat, uint32
 typedef struct progress {
 	int on;
 	const char *phase;
-	double t0;
+	const char *drawn; /* the phase the line was last drawn for */
+	uint64_t t0;       /* cv_progress_start() when that phase began */
 } progress;
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Draw "hfresh build: phase  done/total" on stderr when it is a terminal. */
+/* Draw "building hfresh PHASE [...] done/total, elapsed, left" on stderr when it is a terminal. */
 static void prog(progress *p, size_t done, size_t total)
 {
+	char what[48];
+
 	if (!p->on)
 		return;
-	fprintf(stderr, "\rhfresh build: %-10s %3d%%  %.1fs", p->phase,
-		total ? (int) (100.0 * done / total) : 100, now_s() - p->t0);
-	if (done >= total)
-		fputc('\n', stderr);
-	fflush(stderr);
+	if (p->drawn != p->phase) { /* each phase's estimate from its own start */
+		p->drawn = p->phase;
+		p->t0 = cv_progress_start();
+	}
+	snprintf(what, sizeof(what), "hfresh %s", p->phase);
+	cv_progress_line(what, done, total, p->t0);
 }
 
 typedef struct bctx {
@@ -655,11 +651,35 @@ out:
 	return rc;
 }
 
+/*
+ * The options with the shape filled in from the dimension where they
+ * leave it 0 (HFR_EX_MAX_DIM): code bits first, then the posting size and
+ * replicas that go with them. Returns o itself when nothing is left open,
+ * else *buf so filled.
+ */
+static const cv_build_opts *resolve_shape(const cv_build_opts *o, size_t d, cv_build_opts *buf)
+{
+	int ex;
+
+	if (o->code_bits && o->max_posting_kb && o->replicas)
+		return o;
+	*buf = *o;
+	if (!buf->code_bits)
+		buf->code_bits = d <= HFR_EX_MAX_DIM ? HFR_EX_CODE_BITS : HFR_DEFAULT_CODE_BITS;
+	ex = buf->code_bits > 1;
+	if (!buf->max_posting_kb)
+		buf->max_posting_kb = ex ? HFR_EX_MAX_POSTING_KB : HFR_DEFAULT_MAX_POSTING_KB;
+	if (!buf->replicas)
+		buf->replicas = ex ? HFR_EX_REPLICAS : HFR_DEFAULT_REPLICAS;
+	return buf;
+}
+
 int hfr_build(const cv_dataset *data, const cv_build_opts *o, const char *dir, cv_err *e)
 {
+	cv_build_opts shaped;
 	hfr_meta m;
 	hfr_rot rot = {0};
-	progress pg = {.on = o->progress && isatty(2), .t0 = now_s()};
+	progress pg = {.on = o->progress && isatty(2)};
 	unsigned threads = hfr_threads(o->threads);
 	float *xi = NULL, *ccmat = NULL, *crot = NULL;
 	const float *x;
@@ -676,6 +696,7 @@ int hfr_build(const cv_dataset *data, const cv_build_opts *o, const char *dir, c
 		return cv_err_set(e, -EINVAL, "hfresh: %zu dimensions, at most 16384", data->d);
 	if (data->n >= UINT32_MAX)
 		return cv_err_set(e, -EINVAL, "hfresh: %zu vectors, ids are 32-bit", data->n);
+	o = resolve_shape(o, data->d, &shaped);
 	if (o->max_posting_kb < HFR_MIN_MAX_POSTING_KB || o->max_posting_kb > HFR_MAX_MAX_POSTING_KB)
 		return cv_err_set(e, -EINVAL, "hfresh: --max-posting-kb %u out of range %u..%u",
 				  o->max_posting_kb, HFR_MIN_MAX_POSTING_KB, HFR_MAX_MAX_POSTING_KB);

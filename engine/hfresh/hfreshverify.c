@@ -127,6 +127,8 @@ int hfr_verify(const char *dir, cv_err *e)
 			goto out;
 		}
 	}
+	cv_err_set(e, 0, "ok: %u live ids, %u postings, %u-bit codes, %u replicas, %u KB postings",
+		   m.live, m.nposts, m.code_bits ? m.code_bits : 1u, m.replicas, m.max_posting_kb);
 	rc = 0;
 out:
 	if (fdp >= 0)

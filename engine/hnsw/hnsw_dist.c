@@ -420,10 +420,10 @@ void hnsw_normalise(const float *src, float *dst, size_t d)
 const char *hnsw_build_info(void)
 {
 #if defined(__AVX512F__)
-	return "with -march AVX-512 (bench copy)";
+	return "with -march AVX-512 (not the shipped build)";
 #elif defined(__AVX2__)
-	return "with -march AVX2";
+	return "with -march AVX2 (not the shipped build)";
 #else
-	return "for the baseline ISA (kernels dispatched at run time)";
+	return "for the baseline ISA, as shipped (kernels dispatched at run time)";
 #endif
 }

@@ -2,9 +2,9 @@
  * kernels.c - the scalar kernels, the cpuid dispatch and the public
  * distance functions.
  *
- * The scalar kernels keep four float accumulators (as the SIMD ones keep
- * four vector accumulators) so the dependency chain of the sum is short;
- * the compiler may not reorder float additions itself.
+ * The scalar kernels are the portable reference: 64 lanes of fused
+ * multiply-adds and one fixed reduction tree (below), which the SIMD levels
+ * reproduce exactly, so all levels agree bit for bit.
  *
  * Dispatch: a pointer to the active cvk_ops, set once on first use from
  * __builtin_cpu_supports and read with relaxed atomics afterwards (a
@@ -17,42 +17,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The portable reference. Element i of a sum goes to lane i mod 64 with
+ * one fused multiply-add (fmaf: one rounding, as the vector FMA), lanes
+ * past d stay 0, and the lanes are added by cvk_reduce64's fixed tree. The
+ * SIMD levels keep exactly these lanes in their registers, so every level
+ * returns the same bits. On a CPU without FMA, fmaf is libm's exact
+ * software fma: slow, but such a CPU has no SIMD level here either.
+ */
+float cvk_reduce64(const float lanes[64])
+{
+	float m[16], n[8], o[4], p0, p1;
+
+	for (int j = 0; j < 16; j++)
+		m[j] = (lanes[j] + lanes[16 + j]) + (lanes[32 + j] + lanes[48 + j]);
+	for (int j = 0; j < 8; j++)
+		n[j] = m[j] + m[8 + j];
+	for (int j = 0; j < 4; j++)
+		o[j] = n[j] + n[4 + j];
+	p0 = o[0] + o[2];
+	p1 = o[1] + o[3];
+	return p0 + p1;
+}
+
 float cvk_l2sq_scalar(const float *a, const float *b, size_t d)
 {
-	float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-	size_t i = 0;
+	float lanes[64] = {0};
 
-	for (; i + 4 <= d; i += 4) {
-		float t0 = a[i] - b[i], t1 = a[i + 1] - b[i + 1];
-		float t2 = a[i + 2] - b[i + 2], t3 = a[i + 3] - b[i + 3];
-
-		s0 += t0 * t0;
-		s1 += t1 * t1;
-		s2 += t2 * t2;
-		s3 += t3 * t3;
-	}
-	for (; i < d; i++) {
+	for (size_t i = 0; i < d; i++) {
 		float t = a[i] - b[i];
 
-		s0 += t * t;
+		lanes[i & 63] = fmaf(t, t, lanes[i & 63]);
 	}
-	return (s0 + s1) + (s2 + s3);
+	return cvk_reduce64(lanes);
 }
 
 float cvk_dot_scalar(const float *a, const float *b, size_t d)
 {
-	float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-	size_t i = 0;
+	float lanes[64] = {0};
 
-	for (; i + 4 <= d; i += 4) {
-		s0 += a[i] * b[i];
-		s1 += a[i + 1] * b[i + 1];
-		s2 += a[i + 2] * b[i + 2];
-		s3 += a[i + 3] * b[i + 3];
-	}
-	for (; i < d; i++)
-		s0 += a[i] * b[i];
-	return (s0 + s1) + (s2 + s3);
+	for (size_t i = 0; i < d; i++)
+		lanes[i & 63] = fmaf(a[i], b[i], lanes[i & 63]);
+	return cvk_reduce64(lanes);
 }
 
 float cvk_cosine_finish(float dot, float na, float nb)
@@ -65,25 +71,11 @@ float cvk_cosine_finish(float dot, float na, float nb)
 	return (float) (1.0 - (double) dot / den);
 }
 
+/* Three reference sums: a.b, a.a and b.b, each as cvk_dot_scalar adds it. */
 float cvk_cosine_scalar(const float *a, const float *b, size_t d)
 {
-	float ab0 = 0, ab1 = 0, aa0 = 0, aa1 = 0, bb0 = 0, bb1 = 0;
-	size_t i = 0;
-
-	for (; i + 2 <= d; i += 2) {
-		ab0 += a[i] * b[i];
-		ab1 += a[i + 1] * b[i + 1];
-		aa0 += a[i] * a[i];
-		aa1 += a[i + 1] * a[i + 1];
-		bb0 += b[i] * b[i];
-		bb1 += b[i + 1] * b[i + 1];
-	}
-	for (; i < d; i++) {
-		ab0 += a[i] * b[i];
-		aa0 += a[i] * a[i];
-		bb0 += b[i] * b[i];
-	}
-	return cvk_cosine_finish(ab0 + ab1, aa0 + aa1, bb0 + bb1);
+	return cvk_cosine_finish(cvk_dot_scalar(a, b, d), cvk_dot_scalar(a, a, d),
+				 cvk_dot_scalar(b, b, d));
 }
 
 static const cvk_ops ops_scalar = {"scalar", cvk_l2sq_scalar, cvk_dot_scalar, cvk_cosine_scalar};

@@ -2,12 +2,16 @@
  * kernels.h - private: the distance kernels at each SIMD level, and batch
  * helpers for the indexes.
  *
- * Every level computes the same three sums (sum (a-b)^2, sum a*b, and for
- * cosine sum a*b, sum a*a, sum b*b) over float32 with float accumulators;
- * the levels differ only in how many lanes they add at once, so their
- * results agree to a few ulps of the sum, never bit for bit. No alignment
- * is required at any level; tails are handled with masked loads, so a
- * kernel never reads past a + d or b + d.
+ * Every level computes the same sums (sum (a-b)^2, sum a*b, and for cosine
+ * sum a*b, sum a*a, sum b*b) over float32 in one fixed order, so the
+ * levels agree bit for bit: element i is added into lane i mod 64 by a
+ * fused multiply-add (one rounding), lanes past d stay 0, and the 64
+ * lanes are added by cvk_reduce64's tree: m[j] = (l[j] + l[16+j]) +
+ * (l[32+j] + l[48+j]) for j < 16, then halves added pairwise (j + 8,
+ * j + 4, j + 2, j + 1) down to one. AVX-512 holds the lanes in four
+ * registers of 16, AVX2 in eight of 8, the scalar level in an array.
+ * No alignment is required at any level; tails are handled with masked
+ * loads, so a kernel never reads past a + d or b + d.
  *
  * The level is chosen once, on first use, from cpuid
  * (__builtin_cpu_supports): avx512f -> "avx512", avx2 + fma -> "avx2",
@@ -41,6 +45,9 @@ float cvk_cosine_avx2(const float *a, const float *b, size_t d);
 float cvk_l2sq_avx512(const float *a, const float *b, size_t d);
 float cvk_dot_avx512(const float *a, const float *b, size_t d);
 float cvk_cosine_avx512(const float *a, const float *b, size_t d);
+
+/* The reference order's final sum of 64 lanes (see above). */
+float cvk_reduce64(const float lanes[64]);
 
 /* 1 - dot / sqrt(na * nb), computed in double; 1 when either norm is 0. */
 float cvk_cosine_finish(float dot, float na, float nb);

@@ -2,18 +2,50 @@
  * kernels_avx512.c - AVX-512F kernels (built with -mavx512f, called only
  * when cpuid says the CPU has it).
  *
- * Four 16-lane accumulators (64 floats per step), then 16-lane steps; the
- * last 1..15 floats come in through a zero-masked load, which neither
- * reads nor faults past the end.
+ * The summation order is the portable reference's (kernels.h): element i
+ * goes to lane i mod 64, here accumulator (i / 16) mod 4, lane i mod 16,
+ * with one FMA (one rounding) per element, and the 64 lanes are reduced
+ * by the fixed tree of cvk_reduce64. So every result equals the scalar
+ * kernel's bit for bit. The last 1..63 floats come in 16 at a time through
+ * zero-masked loads (which neither read nor fault past the end) and
+ * merge-masked FMAs, so lanes past d are left untouched, as in the
+ * reference.
  */
 #include "kernels.h"
 
 #include <immintrin.h>
 
-/* The mask of the first r (0..15) lanes. */
-static inline __mmask16 tail_mask(size_t r)
+/* The mask of the first min(left, 16) lanes. */
+static inline __mmask16 chunk_mask(size_t left)
 {
-	return (__mmask16) ((1u << r) - 1u);
+	return left >= 16 ? (__mmask16) 0xFFFF : (__mmask16) ((1u << left) - 1u);
+}
+
+/* cvk_reduce64 over lanes s0 (0..15), s1 (16..31), s2 (32..47), s3 (48..63). */
+static inline float reduce64(__m512 s0, __m512 s1, __m512 s2, __m512 s3)
+{
+	__m512 m = _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3));
+	__m256 n = _mm256_add_ps(_mm512_castps512_ps256(m),
+				 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(m), 1)));
+	__m128 o = _mm_add_ps(_mm256_castps256_ps128(n), _mm256_extractf128_ps(n, 1));
+	__m128 p = _mm_add_ps(o, _mm_movehl_ps(o, o));
+
+	return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
+}
+
+/* acc lanes += (a - b)^2 over the 16 floats at a, b under mask mk. */
+static inline __m512 l2_step(__m512 acc, const float *a, const float *b, __mmask16 mk)
+{
+	__m512 t = _mm512_sub_ps(_mm512_maskz_loadu_ps(mk, a), _mm512_maskz_loadu_ps(mk, b));
+
+	return _mm512_mask3_fmadd_ps(t, t, acc, mk);
+}
+
+/* acc lanes += a * b over the 16 floats at a, b under mask mk. */
+static inline __m512 dot_step(__m512 acc, const float *a, const float *b, __mmask16 mk)
+{
+	return _mm512_mask3_fmadd_ps(_mm512_maskz_loadu_ps(mk, a), _mm512_maskz_loadu_ps(mk, b), acc,
+				     mk);
 }
 
 float cvk_l2sq_avx512(const float *a, const float *b, size_t d)
@@ -32,18 +64,21 @@ float cvk_l2sq_avx512(const float *a, const float *b, size_t d)
 		s2 = _mm512_fmadd_ps(t2, t2, s2);
 		s3 = _mm512_fmadd_ps(t3, t3, s3);
 	}
-	for (; i + 16 <= d; i += 16) {
-		__m512 t = _mm512_sub_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i));
-
-		s0 = _mm512_fmadd_ps(t, t, s0);
+	if (i < d) {
+		s0 = l2_step(s0, a + i, b + i, chunk_mask(d - i));
+		i += 16;
 	}
 	if (i < d) {
-		__mmask16 mk = tail_mask(d - i);
-		__m512 t = _mm512_sub_ps(_mm512_maskz_loadu_ps(mk, a + i), _mm512_maskz_loadu_ps(mk, b + i));
-
-		s1 = _mm512_fmadd_ps(t, t, s1);
+		s1 = l2_step(s1, a + i, b + i, chunk_mask(d - i));
+		i += 16;
 	}
-	return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+	if (i < d) {
+		s2 = l2_step(s2, a + i, b + i, chunk_mask(d - i));
+		i += 16;
+	}
+	if (i < d)
+		s3 = l2_step(s3, a + i, b + i, chunk_mask(d - i));
+	return reduce64(s0, s1, s2, s3);
 }
 
 float cvk_dot_avx512(const float *a, const float *b, size_t d)
@@ -57,48 +92,26 @@ float cvk_dot_avx512(const float *a, const float *b, size_t d)
 		s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
 		s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
 	}
-	for (; i + 16 <= d; i += 16)
-		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
 	if (i < d) {
-		__mmask16 mk = tail_mask(d - i);
-
-		s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, a + i), _mm512_maskz_loadu_ps(mk, b + i), s1);
+		s0 = dot_step(s0, a + i, b + i, chunk_mask(d - i));
+		i += 16;
 	}
-	return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+	if (i < d) {
+		s1 = dot_step(s1, a + i, b + i, chunk_mask(d - i));
+		i += 16;
+	}
+	if (i < d) {
+		s2 = dot_step(s2, a + i, b + i, chunk_mask(d - i));
+		i += 16;
+	}
+	if (i < d)
+		s3 = dot_step(s3, a + i, b + i, chunk_mask(d - i));
+	return reduce64(s0, s1, s2, s3);
 }
 
+/* Three sums of the reference order, each its own dot product (the reference's definition). */
 float cvk_cosine_avx512(const float *a, const float *b, size_t d)
 {
-	__m512 ab0 = _mm512_setzero_ps(), ab1 = ab0, aa0 = ab0, aa1 = ab0, bb0 = ab0, bb1 = ab0;
-	size_t i = 0;
-
-	for (; i + 32 <= d; i += 32) {
-		__m512 x0 = _mm512_loadu_ps(a + i), y0 = _mm512_loadu_ps(b + i);
-		__m512 x1 = _mm512_loadu_ps(a + i + 16), y1 = _mm512_loadu_ps(b + i + 16);
-
-		ab0 = _mm512_fmadd_ps(x0, y0, ab0);
-		aa0 = _mm512_fmadd_ps(x0, x0, aa0);
-		bb0 = _mm512_fmadd_ps(y0, y0, bb0);
-		ab1 = _mm512_fmadd_ps(x1, y1, ab1);
-		aa1 = _mm512_fmadd_ps(x1, x1, aa1);
-		bb1 = _mm512_fmadd_ps(y1, y1, bb1);
-	}
-	for (; i + 16 <= d; i += 16) {
-		__m512 x = _mm512_loadu_ps(a + i), y = _mm512_loadu_ps(b + i);
-
-		ab0 = _mm512_fmadd_ps(x, y, ab0);
-		aa0 = _mm512_fmadd_ps(x, x, aa0);
-		bb0 = _mm512_fmadd_ps(y, y, bb0);
-	}
-	if (i < d) {
-		__mmask16 mk = tail_mask(d - i);
-		__m512 x = _mm512_maskz_loadu_ps(mk, a + i), y = _mm512_maskz_loadu_ps(mk, b + i);
-
-		ab1 = _mm512_fmadd_ps(x, y, ab1);
-		aa1 = _mm512_fmadd_ps(x, x, aa1);
-		bb1 = _mm512_fmadd_ps(y, y, bb1);
-	}
-	return cvk_cosine_finish(_mm512_reduce_add_ps(_mm512_add_ps(ab0, ab1)),
-				 _mm512_reduce_add_ps(_mm512_add_ps(aa0, aa1)),
-				 _mm512_reduce_add_ps(_mm512_add_ps(bb0, bb1)));
+	return cvk_cosine_finish(cvk_dot_avx512(a, b, d), cvk_dot_avx512(a, a, d),
+				 cvk_dot_avx512(b, b, d));
 }

@@ -4,7 +4,9 @@
  * addresses, with each vector ending right before an unmapped page (so a
  * kernel that reads past its last float crashes the test).
  *
- * Tolerance: the proven bound for float summation in any order,
+ * Every SIMD level must return the scalar level's bits (one summation
+ * order, kernels.h). Against double precision the tolerance is the proven
+ * bound for float summation in any order,
  * |err| <= (d + 1) u sum |terms| with u = 2^-24 (Higham, Thm. 3.1); a
  * wrong kernel is off by whole terms, far outside it.
  */
@@ -125,25 +127,87 @@ static void test_levels_vs_reference(void **state)
 	munmap(gb.base, gb.len);
 }
 
-/* The levels agree with each other closely on fashion-mnist-like values (0..255). */
-static void test_levels_agree_on_large_values(void **state)
+/* The bits of f. */
+static uint32_t bits(float f)
 {
-	float a[784], b[784];
-	const cvk_ops *s = cvk_level("scalar");
+	uint32_t u;
 
-	for (int i = 0; i < 784; i++) {
-		a[i] = (float) ((i * 37) % 256);
-		b[i] = (float) ((i * 91 + 5) % 256);
-	}
-	for (int l = 1; l < 3; l++) {
-		const cvk_ops *o = cvk_level(levels[l]);
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
 
-		if (!o)
-			continue;
-		/* sums reach ~1e7, past 2^24, so rounding differs by level: within the bound */
-		assert_true(fabsf(o->l2sq(a, b, 784) - s->l2sq(a, b, 784)) <= 2 * 786 * 0x1.0p-24f * s->l2sq(a, b, 784));
-		assert_true(fabsf(o->dot(a, b, 784) - s->dot(a, b, 784)) <= 2 * 786 * 0x1.0p-24f * s->dot(a, b, 784));
+/* A sequential sum (one lane): the order the reference does not use. */
+static float dot_sequential(const float *a, const float *b, size_t d)
+{
+	float s = 0;
+
+	for (size_t i = 0; i < d; i++)
+		s = fmaf(a[i], b[i], s);
+	return s;
+}
+
+/*
+ * Every level the CPU has returns the portable (scalar) level's bits, on
+ * dimensions 1..257, 784 and 1536, at two misalignments, with values over
+ * six orders of magnitude so that any other summation order rounds
+ * differently (checked: a sequential sum differs from the reference on
+ * most dimensions, so equal bits are not an accident of exact sums).
+ */
+static void test_levels_bit_equal(void **state)
+{
+	size_t dims[260], nd = 0, order_matters = 0, compared = 0;
+	const cvk_ops *ref = cvk_level("scalar");
+	guarded ga, gb;
+
+	(void) state;
+	assert_non_null(ref);
+	for (size_t d = 1; d <= 257; d++)
+		dims[nd++] = d;
+	dims[nd++] = 784;
+	dims[nd++] = 1536;
+	guarded_new(&ga, 1600 * 4 + 64);
+	guarded_new(&gb, 1600 * 4 + 64);
+	for (size_t i = 0; i < nd; i++) {
+		size_t d = dims[i];
+		float *a = guarded_tail(&ga, d), *b = guarded_tail(&gb, d);
+
+		for (size_t j = 0; j < d; j++) {
+			a[j] = frand() * ldexpf(1.0f, (int) (j % 20) - 10);
+			b[j] = frand() * 255.0f;
+		}
+		for (int shift = 0; shift < 2; shift++) {
+			float *x = a - shift, *y = b - 3 * shift, rl2, rdot, rcos;
+
+			if (shift) { /* the same data lower: another misalignment */
+				memmove(x, a, d * sizeof(float));
+				memmove(y, b, d * sizeof(float));
+			}
+			rl2 = ref->l2sq(x, y, d);
+			rdot = ref->dot(x, y, d);
+			rcos = ref->cosine_dist(x, y, d);
+			if (bits(dot_sequential(x, y, d)) != bits(rdot))
+				order_matters++;
+			for (int l = 1; l < 3; l++) {
+				const cvk_ops *o = cvk_level(levels[l]);
+
+				if (!o)
+					continue;
+				compared++;
+				if (bits(o->l2sq(x, y, d)) != bits(rl2) || bits(o->dot(x, y, d)) != bits(rdot) ||
+				    bits(o->cosine_dist(x, y, d)) != bits(rcos))
+					fail_msg("%s d=%zu shift %d: l2 %a/%a dot %a/%a cos %a/%a", o->name, d,
+						 shift, (double) o->l2sq(x, y, d), (double) rl2,
+						 (double) o->dot(x, y, d), (double) rdot,
+						 (double) o->cosine_dist(x, y, d), (double) rcos);
+			}
+		}
 	}
+	/* the sums are order-sensitive on this data */
+	assert_true(order_matters > nd / 2);
+	munmap(ga.base, ga.len);
+	munmap(gb.base, gb.len);
+	if (!compared)
+		skip(); /* no SIMD level on this CPU: nothing to compare */
 }
 
 static void test_dispatch(void **state)
@@ -202,7 +266,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_levels_vs_reference),
-		cmocka_unit_test(test_levels_agree_on_large_values),
+		cmocka_unit_test(test_levels_bit_equal),
 		cmocka_unit_test(test_dispatch),
 		cmocka_unit_test(test_batch_helpers),
 	};

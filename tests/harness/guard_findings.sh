@@ -121,10 +121,12 @@ expect_recorded 3 "run on P through a symlink" "$cs" run "$T/S" "$T/prod.json" -
 expect 0 "validate again" "$cs" validate "$T/S" --quiet --allow-no-device-stats
 cp "$T/study.json" "$T/study-scratch.json"
 sed -i 's|"scratch_dir":"../work/scratch"|"scratch_dir":"../work/P/scratch"|' "$T/study-scratch.json"
-expect 0 "study register (scratch inside P)" "$cs" study register "$T/S" "$T/study-scratch.json"
+expect 0 "study register (scratch inside P; an amendment after runs)" "$cs" study register "$T/S" \
+	"$T/study-scratch.json" --amend --rationale "scratch moved"
 expect_recorded 3 "validate with scratch_dir inside P" "$cs" validate "$T/S" --quiet --allow-no-device-stats
 [ -e "$P/scratch" ] && { echo "FAIL: validate made a scratch directory inside P"; fail=1; }
-expect 0 "study register (scratch back)" "$cs" study register "$T/S" "$T/study.json"
+expect 0 "study register (scratch back)" "$cs" study register "$T/S" "$T/study.json" --amend \
+	--rationale "scratch back"
 
 # finding 5: from another directory, P is still P, and a relative target means what it says there
 ( cd "$T/work/clone" && "$cs" cache evict ../P/KIND ) >/dev/null 2>&1
@@ -156,15 +158,27 @@ printf '{"index":"%s","queries":{"spec":"queries","count":2},"cold":true}' "$T/w
 expect_recorded 3 "run on a forged clone (cp -al of P)" "$cs" run "$T/S" "$T/forged.json" --no-progress
 rm -rf "$T/work/forged"
 
-# finding 9: the protected set only grows, unless amended
+# finding 9: the protected set only grows, unless amended (a second study, before any run:
+# the plan freeze does not apply yet, the production rule does)
+"$cs" init "$T/S9" >/dev/null || exit 1
+S9=$T/S9
+refusals9() { python3 - "$S9/ledger.db" <<'PY'
+import sqlite3, sys
+print(sqlite3.connect(sys.argv[1]).execute("select count(*) from records where kind='refusal'").fetchone()[0])
+PY
+}
+expect 0 "study register (second study)" "$cs" study register "$S9" "$T/study.json"
 sed 's|"paths":\["../work/P","../work/H"\]|"paths":["../work/H"]|' "$T/study.json" > "$T/fewer.json"
-expect_recorded 3 "re-register with fewer production items" "$cs" study register "$T/S" "$T/fewer.json"
-sed 's|"paths":\["../work/P","../work/H"\]|"paths":["../work/P","../work/Hx"]|' "$T/study.json" > "$T/typo.json"
-expect 5 "re-register with a mistyped path" "$cs" study register "$T/S" "$T/typo.json"
-grep -q 'production.paths\[1\]' "$T/err" || { echo "FAIL: typo message: $(cat "$T/err")"; fail=1; }
+r0=$(refusals9)
+expect 3 "re-register with fewer production items" "$cs" study register "$S9" "$T/fewer.json"
+grep -q "production-removal" "$T/err" || { echo "FAIL: fewer items message: $(cat "$T/err")"; fail=1; }
 sed 's|"paths":\["../work/P","../work/H"\]|"paths":[]|' "$T/study.json" > "$T/hosts.json"
-expect_recorded 3 "re-register with hosts only" "$cs" study register "$T/S" "$T/hosts.json"
-expect 0 "amend with a rationale" "$cs" study register "$T/S" "$T/fewer.json" --amend \
+expect 3 "re-register with hosts only" "$cs" study register "$S9" "$T/hosts.json"
+[ "$(refusals9)" -ge $((r0 + 2)) ] || { echo "FAIL: removals not recorded"; fail=1; }
+sed 's|"paths":\["../work/P","../work/H"\]|"paths":["../work/P","../work/Hx"]|' "$T/study.json" > "$T/typo.json"
+expect 5 "re-register with a mistyped path" "$cs" study register "$S9" "$T/typo.json"
+grep -q 'production.paths\[1\]' "$T/err" || { echo "FAIL: typo message: $(cat "$T/err")"; fail=1; }
+expect 0 "amend with a rationale" "$cs" study register "$S9" "$T/fewer.json" --amend \
 	--rationale "H is retired"
 "$cs" cache evict "$P/KIND" >/dev/null 2>&1
 [ $? = 3 ] || { echo "FAIL: P lost protection after an amendment elsewhere (the registry keeps it)"; fail=1; }

@@ -71,6 +71,111 @@ static void test_study(void **state)
 			 CS_EXIT_BADINPUT);
 }
 
+/* The plan section (issue 13): its keys and values checked like the rest. */
+static void test_plan(void **state)
+{
+	static const char *const pre = "{\"id\":\"s\",\"production\":{\"paths\":[\"/p\"]},\"plan\":";
+	static const struct {
+		const char *plan, *want;
+	} bad[] = {
+		{"{\"desing\":[]}", "$.plan.desing: unknown key"},
+		{"{\"design\":[3]}", "$.plan.design[0]"},
+		{"{\"hypotheses\":{\"X1\":{\"runs\":[\"a.json\"]}}}", "$.plan.hypotheses.X1"},
+		{"{\"hypotheses\":{\"H1\":{\"runs\":[]}}}", "$.plan.hypotheses.H1.runs"},
+		{"{\"hypotheses\":{\"H1\":{\"runs\":[\"a.json\"],\"skeptic\":[]}}}",
+		 "$.plan.hypotheses.H1.skeptic: unknown key"},
+		{"{\"holdout\":{\"targets\":[\"t.json\"],\"metrics\":[\"wall_s\"]}}",
+		 "$.plan.holdout: missing key \"threshold\""},
+		{"{\"holdout\":{\"targets\":[\"t.json\"],\"metrics\":[\"wall_s\"],\"threshold\":0}}",
+		 "$.plan.holdout.threshold"},
+		{"{\"holdout\":{\"targets\":[],\"metrics\":[\"wall_s\"],\"threshold\":0.35}}",
+		 "$.plan.holdout.targets"},
+		{"{\"holdout\":{\"targets\":[\"t.json\"],\"metrics\":[\"wall_s\"],\"threshold\":0.35,"
+		 "\"band_level\":1}}",
+		 "$.plan.holdout.band_level"},
+		{"{\"holdout\":{\"targets\":[\"t.json\"],\"metrics\":[\"wall_s\"],\"threshold\":0.35,"
+		 "\"min_inside\":2}}",
+		 "$.plan.holdout.min_inside"},
+	};
+	char buf[1024];
+
+	(void) state;
+	snprintf(buf, sizeof(buf), "%s%s}", pre,
+		 "{\"design\":[\"d.json\"],\"hypotheses\":{\"H1\":{\"runs\":[\"d.json\"],"
+		 "\"sceptic\":[\"s.json\"]}},\"holdout\":{\"targets\":[\"t.json\"],"
+		 "\"metrics\":[\"wall_s\"],\"threshold\":0.35,\"band_level\":0.9,\"min_inside\":1}}");
+	assert_int_equal(check(buf, 0, NULL), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s%s}", pre, bad[i].plan);
+		assert_int_equal(check(buf, 0, bad[i].want), CS_EXIT_BADINPUT);
+	}
+}
+
+static int has(const json_t *tags, const char *t)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(tags, i, v)
+		if (!strcmp(json_string_value(v), t))
+			return 1;
+	return 0;
+}
+
+/* Tags come from the settings; a tag the settings contradict is exit 5 naming $.tags[i]. */
+static void test_tags(void **state)
+{
+	json_t *defaults = json_pack("{s:i,s:i}", "k", 10, "ef_search", 40);
+	json_t *run, *eff = NULL, *tags = NULL;
+	cs_err e = {0};
+
+	(void) state;
+	run = json_pack("{s:s,s:{s:s},s:b,s:[i],s:s,s:s,s:[s,s,s]}", "index", "/x", "queries", "spec",
+			"q", "cold", 1, "partitions", 0, "device", "hdd-pool", "device_time", "virtual",
+			"tags", "partition", "hdd", "spread");
+	assert_int_equal(harness_run_effective(run, defaults, &eff, &e), 0);
+	assert_int_equal(harness_run_tags(eff, defaults, "phnsw", "design", "r.json", &tags, &e), 0);
+	for (const char *const *t = (const char *const[]){"cold", "serial", "partition", "hdd",
+							   "hdd-pool", "virtual", "ef40",
+							   "baseline", "phnsw", "design", "spread",
+							   NULL};
+	     *t; t++) {
+		if (!has(tags, *t))
+			print_message("tags lack %s\n", *t);
+		assert_true(has(tags, *t));
+	}
+	json_decref(tags);
+	/* the same label on an exploratory run does not count */
+	assert_int_equal(harness_run_tags(eff, defaults, "phnsw", "exploratory", "r.json", &tags, &e), 0);
+	assert_false(has(tags, "spread"));
+	assert_true(has(tags, "exploratory"));
+	json_decref(tags);
+	json_decref(eff);
+	/* ef_search off the study default: no baseline; "baseline" claimed anyway: exit 5 */
+	json_object_set_new(run, "ef_search", json_integer(20));
+	json_object_set_new(run, "tags", json_pack("[s,s]", "ef20", "baseline"));
+	assert_int_equal(harness_run_effective(run, defaults, &eff, &e), 0);
+	assert_int_equal(harness_run_tags(eff, defaults, NULL, NULL, "r.json", &tags, &e),
+			 CS_EXIT_BADINPUT);
+	assert_non_null(strstr(e.msg, "r.json: $.tags[1]: tag \"baseline\" contradicts"));
+	json_decref(eff);
+	/* warm on a cold run; a device tag without the device */
+	json_object_set_new(run, "tags", json_pack("[s]", "warm"));
+	assert_int_equal(harness_run_effective(run, defaults, &eff, &e), 0);
+	assert_int_equal(harness_run_tags(eff, defaults, NULL, NULL, "r.json", &tags, &e),
+			 CS_EXIT_BADINPUT);
+	json_decref(eff);
+	json_object_del(run, "device");
+	json_object_set_new(run, "tags", json_pack("[s,s]", "cold", "nvme"));
+	assert_int_equal(harness_run_effective(run, defaults, &eff, &e), 0);
+	assert_int_equal(harness_run_tags(eff, defaults, NULL, NULL, "r.json", &tags, &e),
+			 CS_EXIT_BADINPUT);
+	assert_non_null(strstr(e.msg, "$.tags[1]"));
+	json_decref(eff);
+	json_decref(run);
+	json_decref(defaults);
+}
+
 static void test_run(void **state)
 {
 	(void) state;
@@ -388,6 +493,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_study),
+		cmocka_unit_test(test_plan),
+		cmocka_unit_test(test_tags),
 		cmocka_unit_test(test_messages),
 		cmocka_unit_test(test_schemas),
 		cmocka_unit_test(test_run),

@@ -37,7 +37,7 @@ import json, sqlite3, sys
 runs = {}
 for (p,) in sqlite3.connect(sys.argv[1]).execute("select payload from records where kind='run' order by seq"):
     r = json.loads(p)
-    runs[r["tags"][0]] = r
+    runs[(r.get("labels") or r["tags"])[0]] = r  # the spec's own tags; "tags" are derived
 bad = []
 v = runs["virtual"]
 m, mr = v["metrics"], v["metrics_real"]

@@ -9,9 +9,26 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$C" index build --kind hfresh --data synth:n=3000,d=16,clusters=8,seed=1 --metric l2 \
-	--max-posting-kb 8 --replicas 3 --threads 2 --out "$T/ix" >/dev/null 2>&1 ||
+	--max-posting-kb 8 --replicas 3 --threads 2 --code-bits 1 --out "$T/ix" >/dev/null 2>&1 ||
 	fail "build exited $?"
-"$C" index verify "$T/ix" >/dev/null 2>&1 || fail "verify of a fresh index exited $?"
+"$C" index verify "$T/ix" >"$T/v" 2>&1 || fail "verify of a fresh index exited $?"
+grep -q '1-bit codes, 3 replicas, 8 KB postings' "$T/v" || fail "verify summary: $(cat "$T/v")"
+# the default shape comes from the dimension: 4-bit codes, 1 replica, 96 KB postings up to
+# 256 dimensions, HFresh's 1-bit codes, 4 replicas, 48 KB above
+for d in 16 257; do
+	"$C" index build --kind hfresh --data synth:n=600,d=$d,clusters=4,seed=1 --metric l2 \
+		--threads 2 --out "$T/auto$d" >/dev/null 2>&1 || fail "default build d=$d exited $?"
+	"$C" index verify "$T/auto$d" >"$T/v" 2>&1 || fail "verify d=$d exited $?"
+	case $d in
+	16) want='4-bit codes, 1 replicas, 96 KB postings' ;;
+	*) want='1-bit codes, 4 replicas, 48 KB postings' ;;
+	esac
+	grep -q "$want" "$T/v" || fail "default shape at d=$d: $(cat "$T/v"), want $want"
+done
+"$C" index build --kind hfresh --data synth:n=600,d=16,clusters=4,seed=1 --metric l2 \
+	--threads 2 --code-bits 2 --out "$T/auto2" >/dev/null 2>&1 || fail "--code-bits 2 exited $?"
+"$C" index verify "$T/auto2" >"$T/v" 2>&1 || fail "verify --code-bits 2 exited $?"
+grep -q '2-bit codes, 1 replicas, 96 KB' "$T/v" || fail "--code-bits 2 shape: $(cat "$T/v")"
 out=$("$C" index query "$T/ix" --queries synth:n=3000,d=16,clusters=8,seed=1 --nq 50 \
 	--data synth:n=3000,d=16,clusters=8,seed=1 --search-probe 8 --rescore-limit 50 \
 	--io concurrent:8 --json 2>&1) || fail "query exited $?: $out"

@@ -73,6 +73,7 @@ static void update_recall(unsigned bits)
 	ref.n = N; /* the truth is over the indexed rows, not the queries */
 	cv_build_opts_default(&o);
 	o.max_posting_kb = bits > 1 ? 16 : 8;
+	o.replicas = 4; /* as HFresh: the splits and reassignments this test is about */
 	o.threads = 2;
 	o.code_bits = bits;
 	assert_int_equal(cv_index_build("hfresh", &base, &o, dir, &e), 0);

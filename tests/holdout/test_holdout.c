@@ -75,6 +75,42 @@ static void test_score_summary_by_hand(void **state)
 	assert_int_equal(holdout_score(rows, 4, 0.1, &s, &e), 0);
 	assert_false(s.passed);
 	assert_int_equal(holdout_score(rows, 0, 0.35, &s, &e), CS_EXIT_BADINPUT);
+	/* scale-free: interval score over |observed|, row by row */
+	assert_int_equal(holdout_score(rows, 4, 0.35, &s, &e), 0);
+	assert_true(fabs(s.mean_rel_interval_score -
+			 (40 / 110.0 + 420 / 70.0 + 2 / 10.0 + 1500 / 800.0) / 4) < 1e-9);
+	assert_true(fabs(s.coverage_p_high - (1 - holdout_binom_cdf(2, 4, 0.95))) < 1e-12);
+}
+
+/* The coverage check is two-sided: bands too wide are miscalibrated too. */
+static void test_coverage_two_sided(void **state)
+{
+	holdout_row rows[100];
+	holdout_summary s;
+	cs_err e;
+
+	(void) state;
+	/* every observation inside: P(X >= 100 | n 100, 0.95) = 0.95^100 = 0.0059 */
+	for (int i = 0; i < 100; i++)
+		rows[i] = (holdout_row){.value = 10, .lo = 1, .hi = 100, .observed = 10 + i % 7};
+	assert_int_equal(holdout_score(rows, 100, 0.35, &s, &e), 0);
+	assert_int_equal(s.inside, 100);
+	assert_true(fabs(s.coverage_p_high - pow(0.95, 100)) < 1e-12);
+	assert_true(fabs(s.coverage_p_two_sided - 2 * pow(0.95, 100)) < 1e-12);
+	assert_true(s.calibration_rejected); /* one-sided (under-coverage only), it passed */
+	assert_true(s.coverage_p > 0.5);
+	/* 95 of 100: well calibrated either way */
+	for (int i = 0; i < 5; i++)
+		rows[i].observed = 1000;
+	assert_int_equal(holdout_score(rows, 100, 0.35, &s, &e), 0);
+	assert_int_equal(s.inside, 95);
+	assert_false(s.calibration_rejected);
+	assert_true(s.coverage_p_two_sided > 0.5);
+	/* the level is the plan's: at 0.5 the same 95 inside is far too many */
+	assert_int_equal(holdout_score_at(rows, 100, 0.35, 0.5, &s, &e), 0);
+	assert_true(s.calibration_rejected);
+	assert_true(fabs(s.level - 0.5) < 1e-12);
+	assert_true(fabs(holdout_coverage_two_sided(50, 100, 0.5) - 1.0) < 1e-12);
 }
 
 /* ---- synthetic studies ---- */
@@ -345,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_t_quantiles),
 		cmocka_unit_test(test_interval_score_by_hand),
 		cmocka_unit_test(test_score_summary_by_hand),
+		cmocka_unit_test(test_coverage_two_sided),
 		cmocka_unit_test(test_io_model_coverage),
 		cmocka_unit_test(test_loglinear),
 		cmocka_unit_test(test_too_few_runs),

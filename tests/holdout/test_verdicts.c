@@ -134,10 +134,102 @@ static void test_verdicts(void **state)
 	}
 }
 
+/* A run record as the harness writes it under a plan: class and spec hash. */
+static void add_planned_run(ledger *l, const char *id, const char *sha, const char *cls,
+			    const char *tags, double wall)
+{
+	json_t *p = json_pack("{s:s,s:o,s:[s],s:{s:f},s:s,s:b,s:s,s:s}", "run_id", id, "tags",
+			      json_loads(tags, 0, NULL), "hypotheses", "H1", "metrics", "wall_s",
+			      wall, "status", "complete", "holdout", !strcmp(cls, "holdout"), "class",
+			      cls, "spec_sha256", sha);
+	json_t *st = json_pack("{s:s,s:s,s:b,s:s}", "run_id", id, "spec_sha256", sha, "holdout",
+			       !strcmp(cls, "holdout"), "class", cls);
+	cs_err e;
+
+	assert_int_equal(ledger_append(l, "run_start", st, NULL, &e), 0);
+	assert_int_equal(ledger_append(l, "run", p, NULL, &e), 0);
+	json_decref(st);
+	json_decref(p);
+}
+
+static json_t *find(json_t *all, const char *id)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(all, i, v)
+		if (!strcmp(json_string_value(json_object_get(v, "hypothesis")), id))
+			return v;
+	return NULL;
+}
+
+/*
+ * Under a plan: a confirmatory hypothesis sees only the design runs the
+ * plan maps to it (an exploratory run tagged alike and claiming to serve
+ * it does not count); accepted needs its sceptic runs done and not
+ * refuting (provisional before, refuted when they refute); a hypothesis
+ * registered after the first run_start is post hoc and exploratory.
+ */
+static void test_plan_verdicts(void **state)
+{
+	const char *d = "d1d1", *sk = "s1s1", *x = "x1x1";
+	ledger *l;
+	json_t *all, *study;
+	cs_err e;
+
+	(void) state;
+	snprintf(dir, sizeof(dir), "/tmp/cs-verdicts-plan-%d", (int) getpid());
+	assert_int_equal(ledger_init(dir, &e), 0);
+	assert_int_equal(ledger_open(dir, &l, &e), 0);
+	/* H1: wall > 5 s on serial runs (the design run: 8 s; its sceptic replicate: 9 s) */
+	add_hypothesis(l, "H1", rule_median_gt("wall_s", "serial", 5), rule_median_gt("wall_s", "serial", 100));
+	/* H2: wall > 7 s, no sceptic run planned: provisional at best */
+	add_hypothesis(l, "H2", rule_median_gt("wall_s", "serial", 7), rule_median_gt("wall_s", "serial", 100));
+	/* H4: accept wall > 7, reject wall > 8.5: the sceptic replicate (9 s) refutes it */
+	add_hypothesis(l, "H4", rule_median_gt("wall_s", "serial", 7), rule_median_gt("wall_s", "serial", 8.5));
+	study = json_pack("{s:s,s:{s:{s:{s:{s:[s],s:[s]},s:{s:[s]},s:{s:[s],s:[s]}}}},"
+			  "s:[{s:s,s:s,s:s},{s:s,s:s,s:s}]}",
+			  "id", "s", "doc", "plan", "hypotheses", "H1", "runs", "d.json", "sceptic",
+			  "s.json", "H2", "runs", "d.json", "H4", "runs", "d.json", "sceptic", "s.json",
+			  "plan_specs", "path", "d.json", "sha256", d, "class", "design", "path", "s.json",
+			  "sha256", sk, "class", "sceptic");
+	assert_non_null(study);
+	assert_int_equal(ledger_append(l, "study", study, NULL, &e), 0);
+	json_decref(study);
+	add_planned_run(l, "R0001", d, "design", "[\"serial\",\"design\"]", 8);
+	/* an exploratory run, tagged like the design run, that would lift H2's median over 100 */
+	add_planned_run(l, "R0002", x, "exploratory", "[\"serial\",\"exploratory\"]", 500);
+	add_hypothesis(l, "H3", rule_median_gt("wall_s", "serial", 5), rule_median_gt("wall_s", "serial", 100));
+	assert_int_equal(report_verdicts(l, 0, 0, &all, &e), 0);
+	assert_string_equal(json_string_value(json_object_get(find(all, "H1"), "verdict")), "provisional");
+	assert_string_equal(json_string_value(json_object_get(find(all, "H2"), "verdict")), "provisional");
+	assert_int_equal(json_array_size(json_object_get(find(all, "H2"), "runs")), 1);
+	assert_string_equal(json_string_value(json_object_get(find(all, "H2"), "class")), "confirmatory");
+	/* H3 came after the first run: post hoc, exploratory, and it sees the runs that serve it */
+	assert_true(json_is_true(json_object_get(find(all, "H3"), "post_hoc")));
+	assert_string_equal(json_string_value(json_object_get(find(all, "H3"), "class")), "exploratory");
+	json_decref(all);
+	add_planned_run(l, "R0003", sk, "sceptic", "[\"serial\",\"sceptic\"]", 9);
+	assert_int_equal(report_verdicts(l, 0, 0, &all, &e), 0);
+	assert_string_equal(json_string_value(json_object_get(find(all, "H1"), "verdict")), "accepted");
+	assert_string_equal(json_string_value(json_object_get(find(all, "H2"), "verdict")), "provisional");
+	assert_string_equal(json_string_value(json_object_get(find(all, "H4"), "verdict")), "refuted");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(find(all, "H1"), "sceptic"), "done")), 1);
+	json_decref(all);
+	ledger_close(l);
+	{
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_verdicts),
+		cmocka_unit_test(test_plan_verdicts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,7 +92,7 @@ static void test_init_open(void **state)
 	assert_int_equal(stat(path, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(ledger_size(l), 0);
-	assert_string_equal(ledger_access_state(l), "nothing run");
+	assert_string_equal(ledger_access_state(l), "none");
 	ledger_close(l);
 	/* a second init is refused */
 	assert_int_equal(ledger_init(*state, &e), CS_EXIT_REFUSED);
@@ -280,15 +280,74 @@ static void test_find_foreach_state(void **state)
 	assert_int_equal(ledger_find(l, "hypothesis", "H9", &r, &e), 0);
 	assert_int_equal(ledger_foreach(l, "hypothesis", count_cb, &n, &e), 0);
 	assert_int_equal(n, 2);
-	assert_string_equal(ledger_access_state(l), "nothing run");
-	note(l, "run", NULL, 4);
-	assert_string_equal(ledger_access_state(l), "runs recorded");
+	assert_string_equal(ledger_access_state(l), "none");
+	note(l, "run_start", NULL, 4);
+	assert_string_equal(ledger_access_state(l), "runs started");
 	n = 0;
 	assert_int_equal(ledger_foreach(l, NULL, count_cb, &n, &e), 0);
 	assert_int_equal(n, 4); /* the callback stopped it */
-	note(l, "score", NULL, 5);
+	note(l, "run", NULL, 5);
 	assert_string_equal(ledger_access_state(l), "results seen");
+	note(l, "score", NULL, 6);
+	assert_string_equal(ledger_access_state(l), "holdout seen");
 	ledger_close(l);
+}
+
+/*
+ * Signed notes against golang.org/x/mod/sumdb/note's own example (note.go):
+ * the same signer key signs the same text to the same bytes (Ed25519 is
+ * deterministic), its verifier key prints the same, and the note opens
+ * with it; a flipped bit, another key and malformed lines are told apart.
+ */
+static void test_signed_note(void **state)
+{
+	static const char skey[] = "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz";
+	static const char vkey[] = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW";
+	static const char text[] = "If you think cryptography is the answer to your problem,\n"
+				   "then you don't know what your problem is.\n";
+	static const char want[] =
+		"If you think cryptography is the answer to your problem,\n"
+		"then you don't know what your problem is.\n"
+		"\n"
+		"\xe2\x80\x94 PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n";
+	lg_signer *k = NULL, *other = NULL;
+	lg_vkey v, ov;
+	char buf[256], why[200], *note = NULL, *osk = NULL;
+	size_t tl;
+	cs_err e = {0};
+
+	(void) state;
+	assert_int_equal(lg_signer_parse(skey, strlen(skey), &k), 0);
+	assert_int_equal(lg_vkey_format(k->v.name, k->v.pub, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, vkey);
+	assert_int_equal(lg_vkey_parse(vkey, strlen(vkey), &v), 0);
+	assert_int_equal(v.hash, 0xc74f20a3u);
+	assert_int_equal(lg_note_sign(k, text, strlen(text), &note, &e), 0);
+	assert_string_equal(note, want);
+	assert_int_equal(lg_note_open(note, strlen(note), &v, &tl, why, sizeof(why)), 1);
+	assert_int_equal(tl, strlen(text));
+	/* a flipped bit in the text: the signature no longer verifies */
+	note[3] ^= 1;
+	assert_int_equal(lg_note_open(note, strlen(note), &v, &tl, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "does not verify"));
+	note[3] ^= 1;
+	/* another key of the same name: well formed, not signed by it */
+	assert_int_equal(lg_signer_generate("PeterNeumann", &other, &osk, &e), 0);
+	ov = other->v;
+	assert_int_equal(lg_note_open(note, strlen(note), &ov, &tl, why, sizeof(why)), 0);
+	/* a verifier key whose hash does not match, a bad name, a private key as a verifier key */
+	assert_int_equal(lg_vkey_parse("PeterNeumann+c74f20a4+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW", 66, &v), -1);
+	assert_int_equal(lg_vkey_parse("Peter Neumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW", 67, &v), -1);
+	assert_int_equal(lg_vkey_parse(skey, strlen(skey), &v), -1);
+	/* malformed notes */
+	assert_int_equal(lg_note_open(text, strlen(text), NULL, &tl, why, sizeof(why)), -1);
+	assert_int_equal(lg_note_open("a\n\n- x AAAA\n", 13, NULL, &tl, why, sizeof(why)), -1);
+	assert_int_equal(lg_note_open("a\n\n\xe2\x80\x94 x AAAAAAA=\n", 18, NULL, &tl, why, sizeof(why)), 1);
+	assert_int_equal(lg_note_open("a\n\n\xe2\x80\x94 x AAAAAAA\n", 17, NULL, &tl, why, sizeof(why)), -1);
+	free(note);
+	free(osk);
+	lg_signer_free(k);
+	lg_signer_free(other);
 }
 
 static void test_checkpoint_codec(void **state)
@@ -303,7 +362,10 @@ static void test_checkpoint_codec(void **state)
 	assert_int_equal(ledger_checkpoint_parse(text, strlen(text), "cp", &th, &e), 0);
 	assert_int_equal(th.size, 0);
 	assert_memory_equal(th.root, lg_empty_root, 32);
-	assert_int_equal(strncmp(th.origin, "coldstudy/cs-ledger-test-", 25), 0);
+	/* a unique origin: "coldstudy/" and the study id, 32 hex digits */
+	assert_int_equal(strncmp(th.origin, "coldstudy/", 10), 0);
+	assert_int_equal(strlen(th.origin), 42);
+	assert_int_equal(strspn(th.origin + 10, "0123456789abcdef"), 32);
 	free(text);
 	for (int i = 0; i < 5; i++)
 		note(l, "note", NULL, i);
@@ -492,6 +554,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_raw_blobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_raw_reference_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_find_foreach_state, setup, teardown),
+		cmocka_unit_test(test_signed_note),
 		cmocka_unit_test_setup_teardown(test_checkpoint_codec, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_verify_with_checkpoints, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_proofs, setup, teardown),

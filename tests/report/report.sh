@@ -94,15 +94,18 @@ need = [
     "## 8. Deviations", "the first cold gate attempt was lost &lt;b&gt;without a record&lt;/b&gt; and rerun",
     "## 7. Refutations", "ef\\_search changes recall too",
     "| R0005 |", "| H1 | confirmatory | accepted |",
-    "1 of 2 predictions inside their 95% bands", "Latest score",
+    "1 of 2 predictions inside their bands (level 0.95)", "The score of record",
+    "two-sided binomial p = 0.195 over the rows", "Table 10a. The score per metric",
     "median(io_over_wall over runs tagged gate+cold+serial+hdd+baseline) = 0.9988",
     "Table 7. Serial against fan-out", "Table 8. Per-read latency and cold query time by device",
     "| hdd-pool |", "| sata-ssd |", "| host device |",
     "cold-query-fixture", "frozen before any holdout result existed",
     "widen H7's band: the seed's pooled interval was 1.04 to 1.61 | 1.3 \\[1, 2\\] |",
-    "| nothing run | widen H7",
-    "11 hypotheses registered (amendments: 1); verdicts from the registered rules: 1 accepted,",
-    "Holdout: median relative error 0.05276 against the threshold 0.35 (PASS), 1 of 2 predictions",
+    "| none | widen H7",
+    "11 hypotheses registered (amendments: 1). Confirmatory, decided by the runs the plan maps to each: 0 accepted",
+    "Exploratory hypotheses, never counted as confirmatory: 11 (0 post hoc",
+    "6 runs: 0 design, 0 sceptic, 1 holdout, 5 exploratory",
+    "median relative error 0.05276 against the threshold 0.35 (default): PASS, 1 of 2 predictions",
 ]
 for s in need:
     no(s not in md, "report.md lacks: " + s)
@@ -146,6 +149,10 @@ ok "fixture odd" "$fx" "$T/O" && ok "odd records" "$fx" --odd "$T/O"
 ok "report of odd records" "$cs" report "$T/O" --out "$T/RO" || die "odd records are not reported"
 grep -q "(null)" "$T/RO/report.md" "$T/RO/report.html" && die "(null) printed for a missing member"
 grep -q "| R9 | -1 | n/a | many |" "$T/RO/report.md" || die "odd run R9 not shown as recorded"
+# a payload that breaks its kind's schema (a run without run_id) fails verify: no report (exit 4)
+python3 "$src/tests/ledger/raw_append.py" "$T/O/ledger.db" run '{"metrics":{}}' >/dev/null
+"$cs" report "$T/O" --out "$T/RB" > "$T/rb.out" 2>&1; rc=$?
+[ $rc -eq 4 ] && grep -q "run payload: \$.run_id: missing" "$T/rb.out" || die "a schema-breaking record was reported: exit $rc: $(cat "$T/rb.out")"
 python3 -c 'import glob, sys, xml.etree.ElementTree as E; [E.parse(f) for f in glob.glob(sys.argv[1] + "/*.svg")]' "$T/RO" ||
 	die "an SVG of odd records does not parse"
 

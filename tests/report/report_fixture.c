@@ -153,25 +153,27 @@ static int add(ledger *l, const char *kind, json_t *p, cs_err *e)
 /*
  * Records of every kind the report reads, with members of the wrong type,
  * missing or absurd: the report must show them as n/a or leave them out,
- * never crash or print garbage.
+ * never crash or print garbage. They keep each kind's schema (log verify
+ * refuses payloads that do not, and so does report, which verifies first).
  */
 static const char *const odd[][2] = {
-    {"run", "{\"run_id\":5,\"tags\":{\"x\":1},\"metrics\":[1,2],\"features\":\"s\"}"},
+    /* each keeps its kind's schema (ledger/schema.c), so the log verifies; the rest is odd */
+    {"run", "{\"run_id\":\"R5\",\"tags\":{\"x\":1},\"metrics\":{\"wall_s\":[1,2]},\"features\":\"s\"}"},
     {"run", "{\"run_id\":\"R9\",\"metrics\":{\"wall_s\":-1,\"engine_reads\":\"many\","
             "\"engine_read_ms_mean\":1e300},\"features\":{\"mode\":\"fanout\",\"fanout\":-3,"
             "\"device\":7},\"status\":\"aborted\"}"},
-    {"run", "{}"},
-    {"hypothesis", "{\"id\":\"H77\"}"},
-    {"amendment", "{\"id\":\"H77\",\"rationale\":5}"},
-    {"validation", "{\"check\":[],\"passed\":\"maybe\",\"detail\":7}"},
-    {"prediction", "{\"id\":1,\"target\":[],\"band95\":[\"a\"],\"value\":null}"},
-    {"run_start", "{\"holdout\":true}"},
-    {"score", "{\"rows\":[{\"predicted\":0,\"observed\":-5,\"lo\":\"x\"},3],\"n\":\"two\"}"},
-    {"refutation", "{\"because\":{\"no\":1}}"},
-    {"deviation", "{}"},
-    {"note", "{\"text\":[1],\"status\":\"ok\"}"},
-    {"verdict", "{\"hypothesis\":3}"},
-    {"study", "{\"doc\":[]}"},
+    {"run", "{\"run_id\":\"\"}"},
+    {"validation", "{\"check\":\"\",\"passed\":false,\"batch\":-1,\"detail\":7}"},
+    {"prediction", "{\"id\":\"1\",\"target\":{\"metric\":7},\"band95\":[5,1],\"value\":-0.0}"},
+    {"run_start", "{\"holdout\":true,\"run_id\":\"R5\",\"spec_sha256\":\"" "ffffffffffffffffffff"
+                  "ffffffffffffffffffffffffffffffffffffffffffff\"}"},
+    {"score", "{\"passed\":true,\"rows\":[{\"predicted\":0,\"observed\":-5,\"lo\":\"x\"},3],"
+              "\"n\":\"two\"}"},
+    {"refutation", "{\"hypothesis\":\"H404\",\"because\":\"\"}"},
+    {"deviation", "{\"because\":\"x\",\"run_id\":\"R404\"}"},
+    {"note", "{\"text\":\"\",\"status\":[1]}"},
+    {"verdict", "{\"hypothesis\":\"H404\",\"verdict\":\"maybe\"}"},
+    {"study", "{\"id\":\"\",\"doc\":{\"holdout\":[]}}"},
 };
 
 /* Append the odd records. */
