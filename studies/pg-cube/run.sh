@@ -64,7 +64,7 @@ if ! "$CS" validate "$S" --quiet; then
 fi
 
 step "runs on the clone's private server"
-for r in cold-serial cold-fanout warm-serial; do
+for r in cold-serial cold-fanout warm-serial sceptic/cold-serial-q20 sceptic/cold-fanout-q20 sceptic/warm-serial-q20; do
 	printf '%s: ' "$r"
 	"$CS" run "$S" "$r.json" -q || die "run $r failed (exit $?)"
 done
