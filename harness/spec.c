@@ -217,6 +217,12 @@ static const jv_key run_keys[] = {
 	 .desc = "a bulk writer on the same file system during the run"},
 	{.name = "client_cpus", .type = JK_INTS, .flags = JK_NULLABLE, .lo = 0, .hi = 1023, .max = 1024,
 	 .desc = "CPUs the clients are pinned to"},
+	{.name = "repeat", .type = JK_INT, .lo = 1, .hi = 1000,
+	 .desc = "run the load this many times, each from the same state (cold: evicted and proven "
+		 "cold again); metrics are the repeats' means, each repeat's are kept (default 1)"},
+	{.name = "warmup_queries", .type = JK_INT, .lo = 0, .hi = 100000000,
+	 .desc = "untimed queries with one client before each repeat (a cold run is made cold "
+		 "again after them) (default 0)"},
 	{.name = "cold_each_query", .type = JK_BOOL,
 	 .desc = "cold again (evict, prove) before every query; needs cold and one client"},
 	{.name = "target", .type = JK_ENUM, .vals = targets,
@@ -439,7 +445,8 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 	if (json_is_string(json_object_get(eff, "target")) &&
 	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres")) {
 		static const char *const engine_only[] = {"device", "prewarm", "load", "bulkwrite",
-							  "client_cpus", NULL};
+							  "client_cpus", "repeat", "warmup_queries",
+							  NULL};
 		const json_t *pg = json_object_get(eff, "postgres");
 
 		for (size_t i = 0; engine_only[i]; i++)
