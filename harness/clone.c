@@ -30,6 +30,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/fs.h>
@@ -39,6 +40,16 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* snprintf for paths: a name that does not fit is cut (and then not found), never overrun. */
+__attribute__((format(printf, 3, 4))) static void pathf(char *out, size_t cap, const char *f, ...)
+{
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(out, cap, f, ap);
+	va_end(ap);
+}
 
 int harness_dir_sha256(const char *dir, char out[65], cs_err *e)
 {
@@ -179,10 +190,10 @@ static int is_pgdata(const char *src)
 	char p[PATH_MAX];
 	struct stat st;
 
-	snprintf(p, sizeof(p), "%s/PG_VERSION", src);
+	pathf(p, sizeof(p), "%s/PG_VERSION", src);
 	if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
 		return 0;
-	snprintf(p, sizeof(p), "%s/global/pg_control", src);
+	pathf(p, sizeof(p), "%s/global/pg_control", src);
 	return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -202,7 +213,7 @@ static int pg_dirs(const char *src, const char *dst, const char *rel, int depth,
 
 	if (depth > 32)
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s/%s: directories nested too deep", src, rel);
-	snprintf(sp, sizeof(sp), "%s%s%s", src, *rel ? "/" : "", rel);
+	pathf(sp, sizeof(sp), "%s%s%s", src, *rel ? "/" : "", rel);
 	d = opendir(sp);
 	if (!d)
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: cannot open: %s", sp, strerror(errno));
@@ -212,8 +223,8 @@ static int pg_dirs(const char *src, const char *dst, const char *rel, int depth,
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name);
-		snprintf(full, sizeof(full), "%s/%s", src, sub);
+		pathf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name);
+		pathf(full, sizeof(full), "%s/%s", src, sub);
 		if (lstat(full, &st) < 0) {
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", full, strerror(errno));
 			break;
@@ -227,7 +238,7 @@ static int pg_dirs(const char *src, const char *dst, const char *rel, int depth,
 		}
 		if (!S_ISDIR(st.st_mode))
 			continue;
-		snprintf(dp, sizeof(dp), "%s/%s", dst, sub);
+		pathf(dp, sizeof(dp), "%s/%s", dst, sub);
 		if ((mkdir(dp, st.st_mode & 07777) < 0 && errno != EEXIST) ||
 		    chown(dp, st.st_uid, st.st_gid) < 0 || chmod(dp, st.st_mode & 07777) < 0) {
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create: %s", dp, strerror(errno));
@@ -257,7 +268,7 @@ static void rm_tree(const char *dir, int depth)
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		pathf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
 		if (lstat(sub, &st) < 0)
 			continue;
 		if (S_ISDIR(st.st_mode)) {
@@ -316,8 +327,8 @@ static int copy_listed(const char *src, const char *dst, const char *name, int k
 	struct stat fst;
 	int rl, rc;
 
-	snprintf(sp, sizeof(sp), "%s/%s", src, name);
-	snprintf(dp, sizeof(dp), "%s/%s", dst, name);
+	pathf(sp, sizeof(sp), "%s/%s", src, name);
+	pathf(dp, sizeof(dp), "%s/%s", dst, name);
 	if (make_parents(dst, name) < 0)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create directories", dp);
 	rc = clone_file(sp, dp, keep_owner, &rl, &size, e);
@@ -364,18 +375,18 @@ static int clone_online(const char *srcabs, const struct stat *pst, const char *
 	rc = harness_pg_backup_stop(c, &label, e);
 	if (rc)
 		return rc;
-	snprintf(wdir, sizeof(wdir), "%s/pg_wal", srcabs);
+	pathf(wdir, sizeof(wdir), "%s/pg_wal", srcabs);
 	rc = guard_dir_files(wdir, &wal, &nwal, e);
 	for (size_t i = 0; i < nwal && !rc; i++) {
 		char name[PATH_MAX];
 
-		snprintf(name, sizeof(name), "pg_wal/%s", wal[i]);
+		pathf(name, sizeof(name), "pg_wal/%s", wal[i]);
 		rc = copy_listed(srcabs, dst, name, 1, files, info, e);
 	}
 	guard_dir_files_free(wal, nwal);
 	if (rc)
 		goto out;
-	snprintf(label_path, sizeof(label_path), "%s/backup_label", dst);
+	pathf(label_path, sizeof(label_path), "%s/backup_label", dst);
 	fd = open(label_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0 || fchown(fd, pst->st_uid, pst->st_gid) < 0 ||
 	    write(fd, label, strlen(label)) != (ssize_t) strlen(label) || fsync(fd) < 0) {
@@ -429,7 +440,7 @@ int harness_clone_cluster(const char *src, const char *dst, const char *study_di
 		char pid[PATH_MAX];
 
 		/* A running server changes its files while they are copied: no consistent copy. */
-		snprintf(pid, sizeof(pid), "%s/postmaster.pid", srcabs);
+		pathf(pid, sizeof(pid), "%s/postmaster.pid", srcabs);
 		online = lstat(pid, &st) == 0;
 		if (online && !sockdir)
 			return cs_err_set(e, CS_EXIT_BADINPUT,

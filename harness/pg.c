@@ -29,6 +29,7 @@
 #include "guard.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
@@ -48,6 +49,16 @@
 #define PG_START_S 60 /* the longest a server may take to accept connections */
 #define PG_STOP_S 60  /* ... and to shut down after SIGINT */
 
+/* snprintf for paths: a name that does not fit is cut (and then not found), never overrun. */
+__attribute__((format(printf, 3, 4))) static void pathf(char *out, size_t cap, const char *f, ...)
+{
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(out, cap, f, ap);
+	va_end(ap);
+}
+
 static void sleep_ms(long ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -62,7 +73,7 @@ int harness_pg_bindir(char *out, size_t cap, cs_err *e)
 	FILE *p;
 
 	if (env && *env) {
-		snprintf(out, cap, "%s", env);
+		pathf(out, cap, "%s", env);
 	} else {
 		/* pg_config says where this machine's server binaries are; Debian's default else. */
 		p = popen("pg_config --bindir 2>/dev/null", "r");
@@ -72,12 +83,12 @@ int harness_pg_bindir(char *out, size_t cap, cs_err *e)
 			pclose(p);
 		}
 		line[strcspn(line, "\r\n")] = '\0';
-		snprintf(out, cap, "%s", line);
-		snprintf(exe, sizeof(exe), "%s/postgres", out);
+		pathf(out, cap, "%s", line);
+		pathf(exe, sizeof(exe), "%s/postgres", out);
 		if (!line[0] || access(exe, X_OK) < 0)
-			snprintf(out, cap, "%s", "/usr/lib/postgresql/15/bin");
+			pathf(out, cap, "%s", "/usr/lib/postgresql/15/bin");
 	}
-	snprintf(exe, sizeof(exe), "%s/postgres", out);
+	pathf(exe, sizeof(exe), "%s/postgres", out);
 	if (access(exe, X_OK) < 0)
 		return cs_err_set(e, CS_EXIT_BADINPUT,
 				  "%s: no PostgreSQL server binary (install postgresql, or set "
@@ -93,7 +104,7 @@ static int write_private(const char *dir, const char *name, const char *text, ui
 	size_t len = strlen(text);
 	int fd;
 
-	snprintf(path, cap, "%s/%s", dir, name);
+	pathf(path, cap, "%s/%s", dir, name);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0 || fchown(fd, uid, gid) < 0 || write(fd, text, len) != (ssize_t) len) {
 		int err = errno;
@@ -116,7 +127,7 @@ int harness_pg_init(harness_pg *s, const guard_held *pgdata, int port, const cha
 	memset(s, 0, sizeof(*s));
 	s->pgdata = pgdata;
 	s->port = port;
-	snprintf(s->shared_buffers, sizeof(s->shared_buffers), "%s",
+	pathf(s->shared_buffers, sizeof(s->shared_buffers), "%s",
 		 shared_buffers ? shared_buffers : "128MB");
 	rc = harness_pg_bindir(s->bindir, sizeof(s->bindir), e);
 	if (rc)
@@ -131,11 +142,11 @@ int harness_pg_init(harness_pg *s, const guard_held *pgdata, int port, const cha
 				  "refuses root (clone the cluster with coldstudy clone, which keeps its owner)",
 				  pgdata->shown);
 	pw = getpwuid(s->uid);
-	snprintf(s->user, sizeof(s->user), "%s", pw ? pw->pw_name : "postgres");
+	pathf(s->user, sizeof(s->user), "%s", pw ? pw->pw_name : "postgres");
 	if (!mkdtemp(tmpl))
 		return cs_err_set(e, CS_EXIT_INTERNAL, "cannot make a private socket directory: %s",
 				  strerror(errno));
-	snprintf(s->sockdir, sizeof(s->sockdir), "%s", tmpl);
+	pathf(s->sockdir, sizeof(s->sockdir), "%s", tmpl);
 	if (chown(s->sockdir, s->uid, s->gid) < 0 || chmod(s->sockdir, 0700) < 0) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", s->sockdir, strerror(errno));
 		goto fail;
@@ -176,13 +187,13 @@ static void log_tail(const harness_pg *s, char *out, size_t cap)
 	for (char *p = buf; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
-	snprintf(out, cap, "%s", buf + (strlen(buf) > 300 ? strlen(buf) - 300 : 0));
+	pathf(out, cap, "%s", buf + (strlen(buf) > 300 ? strlen(buf) - 300 : 0));
 }
 
 /* conninfo for the private server (socket directory and port only). */
 static void conninfo(const harness_pg *s, const char *db, const char *user, char *out, size_t cap)
 {
-	snprintf(out, cap, "host='%s' port=%d dbname='%s' user='%s' connect_timeout=10", s->sockdir,
+	pathf(out, cap, "host='%s' port=%d dbname='%s' user='%s' connect_timeout=10", s->sockdir,
 		 s->port, db ? db : "postgres", user ? user : s->user);
 }
 
@@ -198,14 +209,14 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 
 	if (s->pid)
 		return 0;
-	snprintf(exe, sizeof(exe), "%s/postgres", s->bindir);
-	snprintf(port, sizeof(port), "%d", s->port);
-	snprintf(sb, sizeof(sb), "shared_buffers=%s", s->shared_buffers);
-	snprintf(hba, sizeof(hba), "hba_file=%s/pg_hba.conf", s->sockdir);
-	snprintf(ident, sizeof(ident), "ident_file=%s/pg_ident.conf", s->sockdir);
-	snprintf(own_conf, sizeof(own_conf), "%s/postgresql.conf", guard_held_via(s->pgdata));
+	pathf(exe, sizeof(exe), "%s/postgres", s->bindir);
+	pathf(port, sizeof(port), "%d", s->port);
+	pathf(sb, sizeof(sb), "shared_buffers=%s", s->shared_buffers);
+	pathf(hba, sizeof(hba), "hba_file=%s/pg_hba.conf", s->sockdir);
+	pathf(ident, sizeof(ident), "ident_file=%s/pg_ident.conf", s->sockdir);
+	pathf(own_conf, sizeof(own_conf), "%s/postgresql.conf", guard_held_via(s->pgdata));
 	/* A cluster whose configuration lives elsewhere (Debian's /etc) gets an empty one. */
-	snprintf(conf, sizeof(conf), "config_file=%s/postgresql.conf", s->sockdir);
+	pathf(conf, sizeof(conf), "config_file=%s/postgresql.conf", s->sockdir);
 	argv[a++] = "postgres";
 	argv[a++] = "-D";
 	argv[a++] = ".";
@@ -324,7 +335,7 @@ void harness_pg_fini(harness_pg *s)
 	if (!s->sockdir[0])
 		return;
 	for (size_t i = 0; names[i]; i++) {
-		snprintf(p, sizeof(p), "%s/%s", s->sockdir, names[i]);
+		pathf(p, sizeof(p), "%s/%s", s->sockdir, names[i]);
 		unlink(p);
 	}
 	rmdir(s->sockdir);
@@ -338,7 +349,7 @@ static int one_value(PGconn *c, const char *sql, char *out, size_t cap)
 	int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
 
 	if (ok)
-		snprintf(out, cap, "%s", PQgetvalue(r, 0, 0));
+		pathf(out, cap, "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
 	return ok ? 0 : -1;
 }
@@ -387,7 +398,7 @@ int harness_pg_backup_start(const char *pgdata, const struct stat *st, const cha
 	int rc;
 
 	*out = NULL;
-	snprintf(ci, sizeof(ci), "host='%s' port=%d dbname=postgres user='%s' connect_timeout=10",
+	pathf(ci, sizeof(ci), "host='%s' port=%d dbname=postgres user='%s' connect_timeout=10",
 		 sockdir, port, pw ? pw->pw_name : "postgres");
 	c = PQconnectdb(ci);
 	if (PQstatus(c) != CONNECTION_OK) {
