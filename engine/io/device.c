@@ -499,8 +499,13 @@ CV_API const char *cv_device_describe(const cv_device *dev, char *buf, size_t n)
 	PUT("queues       %s\n", p->placement == CVDEV_PER_SERVER
 				       ? "one per server, each operation to a server drawn at random"
 				       : "one shared FIFO queue in front of every server");
-	PUT("writes       %u cop%s, a draw + len / %.0f MiB/s each\n",
-	    p->write_copies ? p->write_copies : 1, p->write_copies > 1 ? "ies" : "y", p->write_mibps);
+	if (p->write_mibps > 0)
+		PUT("writes       %u cop%s, a draw + len / %.0f MiB/s each\n",
+		    p->write_copies ? p->write_copies : 1, p->write_copies > 1 ? "ies" : "y",
+		    p->write_mibps);
+	else
+		PUT("writes       %u cop%s, a draw each (no transfer time)\n",
+		    p->write_copies ? p->write_copies : 1, p->write_copies > 1 ? "ies" : "y");
 	if (p->iops > 0)
 		PUT("iops cap     %.0f\n", p->iops);
 	if (p->mibps > 0)
