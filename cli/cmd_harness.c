@@ -17,23 +17,27 @@ int cmd_validate(int argc, char **argv)
 {
 	harness_validate_opts o = {0};
 	const char *dir = NULL;
+	int json = 0, rc;
 	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy validate DIR [--allow-no-device-stats] [--quiet]\n\n"
+		printf("usage: coldstudy validate DIR [--allow-no-device-stats] [-q|--quiet] [--json]\n\n"
 		       "Run the checks that must pass before any study run, each a validation record:\n"
 		       "ledger verifies, clock monotonic, O_DIRECT, io_uring, eviction (residency 0.0\n"
 		       "on every index file), engine vs block-device read counts (ratio in [0.9, 1.1]),\n"
 		       "the guard refuses a planted production path, the clone marker validates, host.\n"
 		       "--allow-no-device-stats waives the device comparison where the device has no\n"
-		       "stats, recorded as a deviation. Exit 4 when a check failed.\n");
+		       "stats, recorded as a deviation. Exit 4 when a check failed. --json prints\n"
+		       "the batch's validation records as a JSON array instead of the lines.\n");
 		return CS_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--allow-no-device-stats"))
 			o.allow_no_device_stats = 1;
-		else if (!strcmp(argv[i], "--quiet"))
+		else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q"))
 			o.quiet = 1;
+		else if (!strcmp(argv[i], "--json"))
+			json = 1;
 		else if (argv[i][0] == '-')
 			return cli_usage(argv[0], "unknown option '%s'", argv[i]);
 		else if (!dir)
@@ -43,9 +47,18 @@ int cmd_validate(int argc, char **argv)
 	}
 	if (!dir)
 		return cli_usage(argv[0], "missing study directory");
-	if (harness_validate(dir, &o, &e))
-		return cli_fail(argv[0], &e);
-	return CS_EXIT_OK;
+	if (json) {
+		o.quiet = 1;
+		o.results = json_array();
+	}
+	rc = harness_validate(dir, &o, &e);
+	if (json && json_array_size(o.results)) {
+		/* The records, also when a check failed (exit 4 below says so). */
+		json_dumpf(o.results, stdout, JSON_INDENT(2));
+		putchar('\n');
+	}
+	json_decref(o.results);
+	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }
 
 int cmd_clone(int argc, char **argv)
@@ -206,7 +219,7 @@ int cmd_study(int argc, char **argv)
 
 	if (cli_wants_help(argc, argv) || argc < 2) {
 		printf("usage: coldstudy study register DIR study.json [--amend --rationale TEXT]\n"
-		       "       coldstudy study show DIR\n\n"
+		       "       coldstudy study show DIR [--json]\n\n"
 		       "Register the study spec (production targets, datasets, indexes, defaults and\n"
 		       "the plan: design run specs, holdout targets and scoring rule, the runs that\n"
 		       "decide each hypothesis and its sceptic runs) as a study record, strictly\n"
@@ -251,13 +264,24 @@ int cmd_study(int argc, char **argv)
 		return CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "show")) {
+		const char *dir = NULL;
 		ledger *l = NULL;
 		json_t *doc = NULL;
 		int rc;
 
-		if (argc != 3)
+		/* The study is JSON already: --json is accepted like every verb's. */
+		for (int i = 2; i < argc; i++) {
+			if (!strcmp(argv[i], "--json"))
+				continue;
+			if (argv[i][0] == '-')
+				return cli_usage(argv[0], "unknown option '%s'", argv[i]);
+			if (dir)
+				return cli_usage(argv[0], "show takes one DIR");
+			dir = argv[i];
+		}
+		if (!dir)
 			return cli_usage(argv[0], "show needs DIR");
-		rc = ledger_open(argv[2], &l, &e);
+		rc = ledger_open(dir, &l, &e);
 		if (!rc)
 			rc = harness_study_current(l, &doc, &e);
 		if (!rc) {

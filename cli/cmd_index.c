@@ -39,7 +39,7 @@ static const char usage[] =
 	"                             --metric l2|cosine|ip --out DIR [--m N]\n"
 	"                             [--ef-construction N] [--partitions N] [--threads N]\n"
 	"                             [--seed N] [--max-posting-kb N] [--replicas N]\n"
-	"                             [--rng-factor X] [--code-bits 1..4]\n"
+	"                             [--rng-factor X] [--code-bits 1..4] [-q] [--json]\n"
 	"       coldstudy index query DIR --queries SPEC [--nq N] [--data SPEC] [--gt FILE]\n"
 	"                             [--k 10] [--ef-search N] [--mode serial|fanout:C]\n"
 	"                             [--merge stream|sort] [--strategy mmap|pread|direct|uring]\n"
@@ -51,7 +51,9 @@ static const char usage[] =
 	"       coldstudy index verify DIR\n"
 	"       coldstudy index insert DIR --data SPEC [--first-id N]\n"
 	"       coldstudy index delete DIR --ids FILE | --data SPEC [--first-id N]\n\n"
-	"build writes DIR (a progress bar on a terminal); query prints recall@k\n"
+	"build writes DIR (a progress bar with elapsed time and an estimate of the time\n"
+	"left on a terminal; -q: none); --json prints what was built as one object.\n"
+	"query prints recall@k\n"
 	"(ann-benchmarks' definition), QPS, latency mean/p50/p99, reads per query,\n"
 	"bytes per read, mean read latency, buffer hits, heap/posting/rescore reads.\n"
 	"--cold evicts the index's files and empties the buffer pool before each query.\n"
@@ -183,13 +185,22 @@ static int index_build(int argc, char **argv)
 	cv_build_opts o;
 	cv_dataset *ds = NULL;
 	cv_err e = {{0}};
-	uint64_t v;
-	int rc;
+	uint64_t v, t0;
+	double secs;
+	int rc, json = 0, quiet = 0;
 
 	cv_build_opts_default(&o);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (!strcmp(a, "--json")) {
+			json = 1;
+			continue;
+		}
+		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			quiet = 1;
+			continue;
+		}
 		if (a[0] == '-' && !val)
 			return cli_usage("index", "%s needs a value", a);
 		if (!strcmp(a, "--kind"))
@@ -270,7 +281,7 @@ static int index_build(int argc, char **argv)
 		guard_held_close(&held);
 		return fail(rc, &e);
 	}
-	o.progress = isatty(2);
+	o.progress = !quiet && isatty(2);
 	{
 		cs_err ge = {0};
 
@@ -280,6 +291,7 @@ static int index_build(int argc, char **argv)
 			return cli_fail("index", &ge);
 		}
 	}
+	t0 = cs_mono_ns();
 	rc = cv_index_build(kind, ds, &o, guard_held_via(&held), &e);
 	if (!rc)
 		rc = write_data_spec(guard_held_via(&held), data);
@@ -288,7 +300,19 @@ static int index_build(int argc, char **argv)
 		cv_dataset_free(ds);
 		return fail(rc, &e);
 	}
-	printf("built %s index of %zu rows x %zu dims in %s\n", kind, ds->n, ds->d, out);
+	secs = (double) (cs_mono_ns() - t0) / 1e9;
+	if (json) {
+		json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:f}", "kind", kind, "dir", out,
+				      "data", data, "n", (json_int_t) ds->n, "d", (json_int_t) ds->d,
+				      "metric", cv_metric_name(o.metric), "seconds", secs);
+
+		if (j)
+			json_dumpf(j, stdout, JSON_COMPACT);
+		putchar('\n');
+		json_decref(j);
+	} else
+		printf("built %s index of %zu rows x %zu dims in %s (%.1f s)\n", kind, ds->n, ds->d,
+		       out, secs);
 	cv_dataset_free(ds);
 	return CS_EXIT_OK;
 }

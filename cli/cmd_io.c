@@ -670,6 +670,10 @@ int cmd_device(int argc, char **argv)
 		return argc < 2 ? CS_EXIT_USAGE : CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "list")) {
+		if (argc > 2)
+			return cli_usage("device", argv[2][0] == '-' ? "unknown option '%s'"
+								     : "list takes no argument ('%s')",
+					 argv[2]);
 		for (const char *const *p = cv_device_profiles(); *p; p++) {
 			cv_device *d;
 			cv_err e;

@@ -170,6 +170,7 @@ json_t *harness_host_capture(const char *path);
 typedef struct harness_validate_opts {
 	int allow_no_device_stats; /* waive the engine-vs-device check where no stats exist (a deviation) */
 	int quiet;
+	json_t *results;           /* borrowed, or NULL: each record's payload is appended (--json) */
 } harness_validate_opts;
 
 /* Run every check, each a `validation` record; exit 4 if any failed. */

@@ -81,6 +81,7 @@ typedef struct qrow {
 	double setup_ms;          /* prewarm before the query (outside its latency) */
 	double vlat_ms, vread_ms; /* virtual time: latency and read time as the device gives them */
 	uint64_t vdev_reads, vhits;
+	uint32_t rep;             /* the repeat it belongs to */
 } qrow;
 
 typedef struct load {
@@ -99,6 +100,8 @@ typedef struct load {
 	atomic_uint_fast64_t next, done;
 	atomic_uint_fast64_t end_ns;  /* the latest query completion: the end of the wall */
 	atomic_uint_fast64_t start_ns; /* the first query's submission: the start of the wall */
+	atomic_uint_fast64_t vlat_ns;  /* virtual time: the modelled latencies so far (progress) */
+	unsigned rep;                  /* the repeat running (run.json "repeat") */
 	atomic_int failed;
 	atomic_uint fanout_via;       /* how a fan-out overlapped its reads (cv_fanout_via) */
 	char fail_msg[256];
@@ -193,6 +196,7 @@ static void *client(void *p)
 		fail(L, "cannot pin the client to client_cpus", rc);
 		goto out;
 	}
+	json_decref(L->placement[c]); /* a later repeat's client: where it runs now */
 	L->placement[c] = harness_affinity_now();
 	if (L->vdev) {
 		rc = cv_trace_new(1u << 19, &trace);
@@ -288,10 +292,13 @@ static void *client(void *p)
 		r->vread_ms = r->read_ms;
 		r->vdev_reads = r->reads;
 		r->vhits = 0;
+		r->rep = L->rep;
 		if (trace) {
 			harness_vq vq;
 
-			rc = harness_vtime_query(L->vdev, trace, query_seed(L->seed, i),
+			/* each repeat its own streams: query i of repeat r */
+			rc = harness_vtime_query(L->vdev, trace,
+						 query_seed(L->seed, ((uint64_t) L->rep << 40) + i),
 						 L->has_bg ? &L->bg : NULL, L->pw ? &L->pw[q] : NULL,
 						 L->files, L->nfiles, r->lat_ms, &vq);
 			if (rc) {
@@ -310,6 +317,7 @@ static void *client(void *p)
 			}
 			r->vlat_ms = vq.lat_ms;
 			r->vread_ms = vq.read_ms;
+			atomic_fetch_add(&L->vlat_ns, (uint_fast64_t) (vq.lat_ms * 1e6));
 			r->vdev_reads = vq.device_reads;
 			r->vhits = vq.hit_reads;
 		}
@@ -660,19 +668,195 @@ static void record_abort(ledger *l, const char *run_id, const char *because)
 	json_decref(d);
 }
 
+/*
+ * Before a repeat (or before the first when warm-up queries are asked):
+ * nwarm untimed queries with one client, then, for a cold run, cold again
+ * (buffers dropped, every file evicted, residency proven 0). A warm run's
+ * resident fraction is measured again.
+ */
+static int before_repeat(ledger *l, load *L, cv_index *ix, const cv_dataset *queries, char **files,
+			 size_t nfiles, uint64_t nwarm, int cold, double *resident_before, cs_err *e)
+{
+	cv_io *w = NULL;
+	uint32_t *ids = NULL;
+	float *d = NULL;
+	int r = 0, rc;
+
+	if (nwarm) {
+		ids = calloc(L->k ? L->k : 1, sizeof(*ids));
+		d = calloc(L->k ? L->k : 1, sizeof(*d));
+		r = ids && d ? cv_io_new(&L->io, &w) : -ENOMEM;
+		for (uint64_t i = 0; !r && i < nwarm && !got_signal; i++) {
+			size_t nout;
+
+			r = cv_index_query(ix, w, cv_row(queries, (size_t) (i % queries->n)), &L->qo, ids, d,
+					   &nout, NULL);
+		}
+		cv_io_free(w);
+		free(ids);
+		free(d);
+		if (r)
+			return cs_err_set(e, CS_EXIT_INTERNAL, "warm-up query failed: %s", strerror(-r));
+	}
+	if (!cold) {
+		*resident_before = resident_fraction(files, nfiles);
+		return 0;
+	}
+	cv_index_drop_buffers(ix);
+	rc = evict_all(files, nfiles, e);
+	if (!rc)
+		rc = guard_cold(l, files, nfiles, "run", resident_before, e);
+	return rc;
+}
+
+/*
+ * One repeat's metrics from the clients' rows and counters (appended to
+ * reps; a virtual-time run's real-disk figures to reps_real), and its rows
+ * appended to rowsj (with "repeat" when tag). mem_peak_bytes is set for the
+ * whole run afterwards.
+ */
+static int repeat_metrics(const load *L, uint64_t t_end, int virt, int have_dev,
+			  const cv_blkstat *bs0, const cv_blkstat *bs1, double resident_before, int tag,
+			  json_t *reps, json_t *reps_real, json_t *rowsj, uint64_t *vd, uint64_t *vh,
+			  cs_err *e)
+{
+	cv_io_stats all;
+	uint64_t start = atomic_load(&L->start_ns) ? atomic_load(&L->start_ns) : L->t0;
+	double setup_ms = 0, wall_s;
+	json_t *m, *mr = NULL;
+
+	memset(&all, 0, sizeof(all));
+	for (unsigned c = 0; c < L->clients; c++)
+		cv_io_stats_merge(&all, &L->stats[c]);
+	/* The wall runs from the first query's submission to the last one's completion
+	 * (client threads' start-up is not part of the load); per-query eviction and
+	 * prewarm are setup, not load (such runs have one client). */
+	for (unsigned c = 0; c < L->clients; c++)
+		for (size_t i = 1; i < L->nrows[c]; i++)
+			setup_ms += L->rows[c][i].setup_ms;
+	wall_s = (double) (t_end - start) / 1e9 - setup_ms / 1e3;
+	m = make_metrics(L, &all, wall_s, 0, have_dev, bs0, bs1, resident_before, 0);
+	if (m && virt) {
+		mr = m;
+		m = make_metrics(L, &all, virtual_wall_s(L, start), 1, have_dev, bs0, bs1,
+				 resident_before, 0);
+		for (unsigned c = 0; c < L->clients; c++)
+			for (size_t i = 0; i < L->nrows[c]; i++) {
+				*vd += L->rows[c][i].vdev_reads;
+				*vh += L->rows[c][i].vhits;
+			}
+	}
+	if (!m || json_array_append_new(reps, m) || (virt && json_array_append_new(reps_real, mr))) {
+		json_decref(mr);
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	}
+	for (unsigned c = 0; c < L->clients; c++) {
+		for (size_t i = 0; i < L->nrows[c] && json_array_size(rowsj) < ROWS_MAX; i++) {
+			const qrow *r = &L->rows[c][i];
+			json_t *row = json_pack(
+				"{s:I, s:I, s:f, s:f, s:I, s:I, s:f, s:o, s:I}", "q", (json_int_t) r->q,
+				"client", (json_int_t) r->client, "t_ms", r->t_ms, "lat_ms",
+				virt ? r->vlat_ms : r->lat_ms, "reads", (json_int_t) r->reads, "bytes",
+				(json_int_t) r->bytes, "read_ms", virt ? r->vread_ms : r->read_ms, "recall",
+				num_or_null(r->recall), "n", (json_int_t) r->n);
+
+			if (row && virt) {
+				json_object_set_new(row, "lat_ms_real", json_real(r->lat_ms));
+				json_object_set_new(row, "read_ms_real", json_real(r->read_ms));
+				json_object_set_new(row, "device_reads_virtual",
+						    json_integer((json_int_t) r->vdev_reads));
+				json_object_set_new(row, "prewarm_hits", json_integer((json_int_t) r->vhits));
+			}
+			if (row && L->pw)
+				json_object_set_new(row, "setup_ms", json_real(r->setup_ms));
+			if (row && tag)
+				json_object_set_new(row, "repeat", json_integer((json_int_t) L->rep));
+			if (!row || json_array_append_new(rowsj, row))
+				return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		}
+	}
+	return 0;
+}
+
+/* Set key to v in every object of arr. */
+static void set_all(json_t *arr, const char *key, json_int_t v)
+{
+	size_t i;
+	json_t *o;
+
+	json_array_foreach(arr, i, o)
+		json_object_set_new(o, key, json_integer(v));
+}
+
+/*
+ * The repeats' metrics as one: each metric's mean over the repeats where
+ * it is a number (null when it is a number in none); the spread is
+ * reported from the repeats themselves (reports/results.c). New reference.
+ */
+static json_t *mean_metrics(const json_t *reps)
+{
+	json_t *out = json_object(), *first = json_array_get(reps, 0), *v;
+	const char *k;
+
+	if (!out || !first) {
+		json_decref(out);
+		return NULL;
+	}
+	json_object_foreach(first, k, v) {
+		double sum = 0;
+		size_t n = 0, i;
+		json_t *r;
+
+		json_array_foreach(reps, i, r) {
+			const json_t *x = json_object_get(r, k);
+
+			if (json_is_number(x)) {
+				sum += json_number_value(x);
+				n++;
+			}
+		}
+		if (n)
+			json_object_set_new(out, k, json_real(sum / (double) n));
+		else
+			json_object_set(out, k, v); /* null, or a label such as fanout_via */
+	}
+	return out;
+}
+
+/*
+ * The load's progress line on stderr. A virtual-time run shows the QPS the
+ * device model gives (what its record will say) beside the real disk's;
+ * the time left is "estimating" until a query has returned.
+ */
 static void progress(const load *L, uint64_t total, int final)
 {
 	double el = (double) (cs_mono_ns() - L->t0) / 1e9;
 	uint64_t done = atomic_load(&L->done);
 	double qps = el > 0 ? (double) done / el : 0, left;
+	char rate[96], lefts[48];
 
 	if (L->deadline_ns)
 		left = (double) (L->deadline_ns > cs_mono_ns() ? L->deadline_ns - cs_mono_ns() : 0) / 1e9;
 	else
 		left = qps > 0 ? (double) (total - (done < total ? done : total)) / qps : NAN;
-	fprintf(stderr, "\r  queries %llu%s%llu  %.2f qps  %.0f s elapsed  %s%.0f s left   %s",
-		(unsigned long long) done, total ? "/" : "", (unsigned long long) total, qps, el,
-		isfinite(left) ? "" : "?", isfinite(left) ? left : 0.0, final ? "\n" : "");
+	if (L->vdev) {
+		/* Clients run side by side in virtual time: each one's share of the modelled time. */
+		double vs = (double) atomic_load(&L->vlat_ns) / 1e9 / (L->clients ? L->clients : 1);
+
+		snprintf(rate, sizeof(rate), "%.2f qps modelled (%.2f real)",
+			 vs > 0 ? (double) done / vs : 0.0, qps);
+	} else {
+		snprintf(rate, sizeof(rate), "%.2f qps", qps);
+	}
+	if (final)
+		snprintf(lefts, sizeof(lefts), "done");
+	else if (isfinite(left))
+		snprintf(lefts, sizeof(lefts), "%.0f s left", left);
+	else
+		snprintf(lefts, sizeof(lefts), "estimating");
+	fprintf(stderr, "\r  queries %llu%s%llu  %s  %.0f s elapsed, %s   %s",
+		(unsigned long long) done, total ? "/" : "", (unsigned long long) total, rate, el,
+		lefts, final ? "\n" : "");
 	fflush(stderr);
 }
 
@@ -682,7 +866,9 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	json_t *raw = NULL, *study = NULL, *eff = NULL, *features = NULL, *marker = NULL;
 	json_t *host = NULL, *memcap = NULL, *ios = NULL, *mems = NULL, *proms = NULL, *rowsj = NULL;
 	json_t *rec = NULL, *metrics = NULL, *tmp;
-	json_t *metrics_real = NULL, *vinfo = NULL, *treat = NULL;
+	json_t *metrics_real = NULL, *vinfo = NULL, *treat = NULL, *reps = NULL, *reps_real = NULL;
+	unsigned nrep = 1;
+	uint64_t nwarm = 0, vd = 0, vh = 0;
 	harness_readers *readers = NULL;
 	harness_writer *writer = NULL;
 	harness_blockset *pw = NULL;
@@ -708,7 +894,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	cv_blkdev bd;
 	cv_blkstat bs0, bs1;
 	int have_dev = 0, rc, cold, started_load = 0, run_started = 0, tty;
-	double resident_before = 0.0, wall_s;
+	double resident_before = 0.0;
 	struct sigaction sa, old_int, old_term;
 	uint64_t t_end, mem_peak = 0;
 	count_ctx cc = {0};
@@ -748,6 +934,10 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	rc = harness_run_check_treatments(eff, spec_path, e);
 	if (rc)
 		goto out;
+	if (json_is_integer(json_object_get(eff, "repeat")))
+		nrep = (unsigned) json_integer_value(json_object_get(eff, "repeat"));
+	if (json_is_integer(json_object_get(eff, "warmup_queries")))
+		nwarm = (uint64_t) json_integer_value(json_object_get(eff, "warmup_queries"));
 	virt = json_is_string(json_object_get(eff, "device_time")) &&
 	       !strcmp(json_string_value(json_object_get(eff, "device_time")), "virtual");
 	if (json_is_array(json_object_get(eff, "client_cpus")) &&
@@ -1146,33 +1336,77 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	}
 	cs_format_rfc3339(cs_now_us(), started);
 	L.t0 = cs_mono_ns();
-	if (json_is_number(json_object_get(eff, "duration_s")))
-		L.deadline_ns = L.t0 + (uint64_t) (json_number_value(json_object_get(eff, "duration_s")) * 1e9);
-	for (unsigned c = 0; c < L.clients; c++) {
-		ca[c].L = &L;
-		ca[c].c = c;
-		if (pthread_create(&th[c], NULL, client, &ca[c])) {
-			fail(&L, "cannot start client thread", -EAGAIN);
-			L.clients = c;
-			break;
+	rowsj = json_array();
+	reps = json_array();
+	reps_real = json_array();
+	if (!rowsj || !reps || !reps_real) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		goto out;
+	}
+	/*
+	 * The load, `repeat` times: each repeat starts from the run's state
+	 * (cold: evicted and proven cold again; warm: as the last left it),
+	 * after `warmup_queries` untimed queries, and gives its own metrics;
+	 * its per-query rows are taken out of the clients' buffers into rowsj.
+	 */
+	for (unsigned rep = 0; rep < nrep; rep++) {
+		if (rep > 0 || nwarm > 0) {
+			rc = before_repeat(l, &L, ix, queries, files, nfiles, nwarm, cold,
+					   &resident_before, e);
+			if (rc)
+				goto out;
 		}
-	}
-	started_load = 1;
-	for (;;) {
-		struct timespec ts = {0, 50 * 1000 * 1000};
-		uint64_t d = atomic_load(&L.done);
-		int finished = (L.query_count && d >= L.query_count) ||
-			       (L.deadline_ns && cs_mono_ns() >= L.deadline_ns) ||
-			       atomic_load(&L.failed) || got_signal;
+		if (have_dev && cv_blkdev_stat(&bd, &bs0))
+			have_dev = 0;
+		atomic_store(&L.next, 0);
+		atomic_store(&L.done, 0);
+		atomic_store(&L.start_ns, 0);
+		atomic_store(&L.end_ns, 0);
+		atomic_store(&L.vlat_ns, 0);
+		L.rep = rep;
+		L.deadline_ns = 0;
+		if (json_is_number(json_object_get(eff, "duration_s")))
+			L.deadline_ns = cs_mono_ns() +
+					(uint64_t) (json_number_value(json_object_get(eff, "duration_s")) * 1e9);
+		for (unsigned c = 0; c < L.clients; c++) {
+			L.nrows[c] = 0;
+			ca[c].L = &L;
+			ca[c].c = c;
+			if (pthread_create(&th[c], NULL, client, &ca[c])) {
+				fail(&L, "cannot start client thread", -EAGAIN);
+				L.clients = c;
+				break;
+			}
+		}
+		started_load = 1;
+		for (;;) {
+			struct timespec ts = {0, 50 * 1000 * 1000};
+			uint64_t d = atomic_load(&L.done);
+			int finished = (L.query_count && d >= L.query_count) ||
+				       (L.deadline_ns && cs_mono_ns() >= L.deadline_ns) ||
+				       atomic_load(&L.failed) || got_signal;
 
-		if (finished)
-			break;
+			if (finished)
+				break;
+			if (tty)
+				progress(&L, L.query_count, 0);
+			nanosleep(&ts, NULL);
+		}
+		for (unsigned c = 0; c < L.clients; c++)
+			pthread_join(th[c], NULL);
+		/* Wall ends when the last query returned, not when this thread noticed. */
+		t_end = atomic_load(&L.end_ns) ? atomic_load(&L.end_ns) : cs_mono_ns();
 		if (tty)
-			progress(&L, L.query_count, 0);
-		nanosleep(&ts, NULL);
+			progress(&L, L.query_count, 1);
+		if (have_dev && cv_blkdev_stat(&bd, &bs1))
+			have_dev = 0;
+		if (got_signal || atomic_load(&L.failed))
+			break;
+		rc = repeat_metrics(&L, t_end, virt, have_dev, &bs0, &bs1, resident_before, nrep > 1,
+				    reps, reps_real, rowsj, &vd, &vh, e);
+		if (rc)
+			goto out;
 	}
-	for (unsigned c = 0; c < L.clients; c++)
-		pthread_join(th[c], NULL);
 	if (readers || writer) {
 		cs_err te = {0};
 		json_t *rj = readers ? harness_readers_stop(readers, &te) : NULL;
@@ -1224,13 +1458,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 					  "no bytes written to the real disk; max_bytes and max_s do "
 					  "not apply"));
 	}
-	/* Wall ends when the last query returned, not when this thread noticed. */
-	t_end = atomic_load(&L.end_ns) ? atomic_load(&L.end_ns) : cs_mono_ns();
 	cs_format_rfc3339(cs_now_us(), ended);
-	if (tty)
-		progress(&L, L.query_count, 1);
-	if (have_dev && cv_blkdev_stat(&bd, &bs1))
-		have_dev = 0;
 	harness_samplers_stop(smp, &ios, &mems, &proms, &mem_peak);
 	smp = NULL;
 	if (got_signal) {
@@ -1252,42 +1480,28 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		goto out;
 	}
 
-	/* 5. metrics */
+	/* 5. metrics: one repeat's as they are; several repeats' means (the spread in reports) */
 	{
-		cv_io_stats all;
-		uint64_t start = atomic_load(&L.start_ns) ? atomic_load(&L.start_ns) : L.t0;
-		double setup_ms = 0;
 		struct rusage ru;
 
-		memset(&all, 0, sizeof(all));
-		for (unsigned c = 0; c < L.clients; c++)
-			cv_io_stats_merge(&all, &L.stats[c]);
-		/* The wall runs from the first query's submission to the last one's completion
-		 * (client threads' start-up is not part of the load); per-query eviction and
-		 * prewarm are setup, not load (such runs have one client). */
-		for (unsigned c = 0; c < L.clients; c++)
-			for (size_t i = 1; i < L.nrows[c]; i++)
-				setup_ms += L.rows[c][i].setup_ms;
-		wall_s = (double) (t_end - start) / 1e9 - setup_ms / 1e3;
 		if (!json_is_true(json_object_get(memcap, "applied")) || !mem_peak) {
 			getrusage(RUSAGE_SELF, &ru);
 			mem_peak = (uint64_t) ru.ru_maxrss * 1024u;
 		}
-		metrics = make_metrics(&L, &all, wall_s, 0, have_dev, &bs0, &bs1, resident_before,
-				       mem_peak);
-		if (metrics && virt) {
-			double vwall = virtual_wall_s(&L, start);
-			uint64_t vd = 0, vh = 0;
+		/* One peak for the whole run: the repeats share the process. */
+		set_all(reps, "mem_peak_bytes", (json_int_t) mem_peak);
+		set_all(reps_real, "mem_peak_bytes", (json_int_t) mem_peak);
+		metrics = nrep > 1 ? mean_metrics(reps) : json_incref(json_array_get(reps, 0));
+		if (virt)
+			metrics_real = nrep > 1 ? mean_metrics(reps_real)
+						: json_incref(json_array_get(reps_real, 0));
+		if (!metrics || (virt && !metrics_real)) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+			goto out;
+		}
+		if (virt) {
 			char desc[1024];
 
-			metrics_real = metrics;
-			metrics = make_metrics(&L, &all, vwall, 1, have_dev, &bs0, &bs1,
-					       resident_before, mem_peak);
-			for (unsigned c = 0; c < L.clients; c++)
-				for (size_t i = 0; i < L.nrows[c]; i++) {
-					vd += L.rows[c][i].vdev_reads;
-					vh += L.rows[c][i].vhits;
-				}
 			vinfo = json_pack("{s:s, s:s, s:I, s:I, s:s}", "device",
 					  cv_device_name(dev), "model",
 					  cv_device_describe(dev, desc, sizeof(desc)), "device_reads",
@@ -1301,35 +1515,6 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 						  : "each query's read trace replayed alone on the device model "
 						    "(cv_device_simulate); a client's queries back to back with "
 						    "their real gaps; clients do not contend with each other");
-		}
-		rowsj = json_array();
-		if (!metrics || !rowsj) {
-			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-			goto out;
-		}
-		for (unsigned c = 0; c < L.clients; c++) {
-			for (size_t i = 0; i < L.nrows[c] && json_array_size(rowsj) < ROWS_MAX; i++) {
-				const qrow *r = &L.rows[c][i];
-				json_t *row = json_pack(
-					"{s:I, s:I, s:f, s:f, s:I, s:I, s:f, s:o, s:I}", "q",
-					(json_int_t) r->q, "client", (json_int_t) r->client, "t_ms", r->t_ms,
-					"lat_ms", virt ? r->vlat_ms : r->lat_ms, "reads",
-					(json_int_t) r->reads, "bytes", (json_int_t) r->bytes, "read_ms",
-					virt ? r->vread_ms : r->read_ms, "recall", num_or_null(r->recall),
-					"n", (json_int_t) r->n);
-
-				if (row && virt) {
-					json_object_set_new(row, "lat_ms_real", json_real(r->lat_ms));
-					json_object_set_new(row, "read_ms_real", json_real(r->read_ms));
-					json_object_set_new(row, "device_reads_virtual",
-							    json_integer((json_int_t) r->vdev_reads));
-					json_object_set_new(row, "prewarm_hits",
-							    json_integer((json_int_t) r->vhits));
-				}
-				if (row && L.pw)
-					json_object_set_new(row, "setup_ms", json_real(r->setup_ms));
-				json_array_append_new(rowsj, row);
-			}
 		}
 	}
 
@@ -1387,6 +1572,12 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		}
 		if (treat)
 			json_object_set(rec, "treatments", treat);
+		if (nrep > 1) {
+			/* Each repeat's metrics; `metrics` holds their means. */
+			json_object_set(rec, "repeats", reps);
+			if (virt)
+				json_object_set(rec, "repeats_real", reps_real);
+		}
 		if (L.cpus) {
 			json_t *pl = json_array();
 
@@ -1433,6 +1624,8 @@ out:
 		json_decref(L.placement[c]);
 	free(L.placement);
 	json_decref(metrics_real);
+	json_decref(reps);
+	json_decref(reps_real);
 	json_decref(vinfo);
 	json_decref(treat);
 	harness_memcap_release(cgdir);

@@ -183,6 +183,12 @@ static const jv_key run_keys[] = {
 		 "flushes wait in its queues (virtual time: modelled, no bytes written)"},
 	{.name = "client_cpus", .type = JK_INTS, .flags = JK_NULLABLE, .lo = 0, .hi = 1023, .max = 1024,
 	 .desc = "CPUs the clients are pinned to"},
+	{.name = "repeat", .type = JK_INT, .lo = 1, .hi = 1000,
+	 .desc = "run the load this many times, each from the same state (cold: evicted and proven "
+		 "cold again); metrics are the repeats' means, each repeat's are kept (default 1)"},
+	{.name = "warmup_queries", .type = JK_INT, .lo = 0, .hi = 100000000,
+	 .desc = "untimed queries with one client before each repeat (a cold run is made cold "
+		 "again after them) (default 0)"},
 	{.name = "cold_each_query", .type = JK_BOOL,
 	 .desc = "cold again (evict, prove) before every query; needs cold and one client"},
 	{.schema = "{\"not\": {\"required\": [\"query_count\", \"duration_s\"]}}"},

@@ -80,6 +80,7 @@ typedef struct vctx {
 	int all_passed;
 	int quiet;
 	json_t *waived;
+	json_t *out; /* o->results: the batch's payloads, or NULL */
 } vctx;
 
 static int batch_cb(const ledger_record *r, void *ud)
@@ -104,6 +105,8 @@ static int record_w(vctx *v, const char *check, int passed, int waived, json_t *
 	if (!p)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 	rc = ledger_append(v->l, "validation", p, NULL, e);
+	if (v->out)
+		json_array_append(v->out, p);
 	json_decref(p);
 	if (!passed && !waived)
 		v->all_passed = 0;
@@ -637,6 +640,7 @@ int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 	guard_held_init(&sh);
 	guard_held_init(&xh);
 	v.quiet = o->quiet;
+	v.out = o->results;
 	v.all_passed = 1;
 	rc = ledger_open(dir, &v.l, e);
 	if (rc)
@@ -742,6 +746,8 @@ out:
 			      "waived", v.waived ? json_incref(v.waived) : json_array());
 		if (p)
 			ledger_append(v.l, "validation", p, NULL, &le);
+		if (p && v.out)
+			json_array_append(v.out, p);
 		json_decref(p);
 		if (!rc && !passed)
 			rc = cs_err_set(e, CS_EXIT_VERIFY, "validation batch %lld failed; runs stay refused",
