@@ -3,7 +3,8 @@
 # of one spec under hdd-pool in virtual time record different device
 # seeds and give different per-read latency means, and each, run again
 # with `--seed` set to its recorded device_seed, reproduces its per-read
-# latencies exactly (every query's read_ms, and the mean). A bad --seed is
+# latencies exactly (every query's read_ms, and the mean); the repeats of
+# one run draw streams of their own too. A bad --seed is
 # a usage error (exit 2). Skips (77) while the phnsw kind is not built.
 set -u
 . "$(dirname "$0")/common.sh"
@@ -16,6 +17,10 @@ run() { # extra args...; prints the run id
 	"$cs" run "$S" "$T/v.json" -q "$@" 2>"$T/err" || { echo "FAIL: run $*: $(cat "$T/err")" >&2; echo FAILED; }
 }
 a=$(run); b=$(run)
+printf '{"index":"%s","queries":{"spec":"%s","first":0,"count":4},"cold":true,"k":10,%s}' \
+	"$T/clone" "synth:n=40,d=32,clusters=16,seed=7" \
+	'"partitions":[0],"device":"hdd-pool","device_time":"virtual","repeat":2' > "$T/rep.json"
+rep=$("$cs" run "$S" "$T/rep.json" -q 2>"$T/err") || { echo "FAIL: repeat run: $(cat "$T/err")"; fail=1; }
 seed_of() {
 	python3 - "$S/ledger.db" "$1" <<'PY'
 import json, sqlite3, sys
@@ -35,9 +40,9 @@ for i in "$a" "$b" "$ra" "$rb"; do
 	"$cs" run show "$S" "$i" --queries --json > "$T/q.$i.json" 2>"$T/err" ||
 		{ echo "FAIL: run show $i: $(cat "$T/err")"; fail=1; }
 done
-python3 - "$S/ledger.db" "$T" "$a" "$b" "$ra" "$rb" <<'PY' || fail=1
+python3 - "$S/ledger.db" "$T" "$a" "$b" "$ra" "$rb" "$rep" <<'PY' || fail=1
 import json, sqlite3, sys
-db, T, a, b, ra, rb = sys.argv[1:]
+db, T, a, b, ra, rb, rep_run = sys.argv[1:]
 runs = {}
 for (p,) in sqlite3.connect(db).execute("select payload from records where kind='run'"):
     r = json.loads(p)
@@ -61,6 +66,10 @@ if not bad:
         if not rows(orig) or rows(rep) != rows(orig): bad.append("replay of %s: per-query read times differ (or none)" % orig)
     print("per-read means: %s %.4f ms (seed %d), %s %.4f ms (seed %d); replays %.4f, %.4f"
           % (a, mean(a), runs[a]["device_seed"], b, mean(b), runs[b]["device_seed"], mean(ra), mean(rb)))
+rr = runs.get(rep_run, {}).get("repeats") or []
+if len(rr) != 2: bad.append("repeat run: %d repeats recorded" % len(rr))
+elif rr[0]["engine_read_ms_mean"] == rr[1]["engine_read_ms_mean"]: bad.append("two repeats, one stream: %r" % rr[0]["engine_read_ms_mean"])
+else: print("repeats: %.4f, %.4f ms" % (rr[0]["engine_read_ms_mean"], rr[1]["engine_read_ms_mean"]))
 print("per-query rows compared: %d" % len(rows(a)))
 print("\n".join("FAIL: " + x for x in bad) or "ok")
 sys.exit(1 if bad else 0)
