@@ -83,7 +83,8 @@ static int data_info(int argc, char **argv)
 		free(s);
 		json_decref(o);
 	} else {
-		printf("spec       %s\nrows       %zu\ndim        %zu\ndtype      float32\n"
+		/* The same names as --json's keys, so a reader of one can read the other. */
+		printf("spec       %s\nn          %zu (rows)\nd          %zu (dimensions)\ndtype      float32\n"
 		       "min        %g\nmax        %g\nmean_norm  %g\nsha256     %s\n",
 		       spec, ds->n, ds->d, mn, mx, norms / (double) ds->n, hex);
 	}

@@ -16,23 +16,27 @@ int cmd_validate(int argc, char **argv)
 {
 	harness_validate_opts o = {0};
 	const char *dir = NULL;
+	int json = 0, rc;
 	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy validate DIR [--allow-no-device-stats] [--quiet]\n\n"
+		printf("usage: coldstudy validate DIR [--allow-no-device-stats] [-q|--quiet] [--json]\n\n"
 		       "Run the checks that must pass before any study run, each a validation record:\n"
 		       "ledger verifies, clock monotonic, O_DIRECT, io_uring, eviction (residency 0.0\n"
 		       "on every index file), engine vs block-device read counts (ratio in [0.9, 1.1]),\n"
 		       "the guard refuses a planted production path, the clone marker validates, host.\n"
 		       "--allow-no-device-stats waives the device comparison where the device has no\n"
-		       "stats, recorded as a deviation. Exit 4 when a check failed.\n");
+		       "stats, recorded as a deviation. Exit 4 when a check failed. --json prints\n"
+		       "the batch's validation records as a JSON array instead of the lines.\n");
 		return CS_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--allow-no-device-stats"))
 			o.allow_no_device_stats = 1;
-		else if (!strcmp(argv[i], "--quiet"))
+		else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q"))
 			o.quiet = 1;
+		else if (!strcmp(argv[i], "--json"))
+			json = 1;
 		else if (argv[i][0] == '-')
 			return cli_usage(argv[0], "unknown option '%s'", argv[i]);
 		else if (!dir)
@@ -42,9 +46,18 @@ int cmd_validate(int argc, char **argv)
 	}
 	if (!dir)
 		return cli_usage(argv[0], "missing study directory");
-	if (harness_validate(dir, &o, &e))
-		return cli_fail(argv[0], &e);
-	return CS_EXIT_OK;
+	if (json) {
+		o.quiet = 1;
+		o.results = json_array();
+	}
+	rc = harness_validate(dir, &o, &e);
+	if (json && json_array_size(o.results)) {
+		/* The records, also when a check failed (exit 4 below says so). */
+		json_dumpf(o.results, stdout, JSON_INDENT(2));
+		putchar('\n');
+	}
+	json_decref(o.results);
+	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }
 
 int cmd_clone(int argc, char **argv)
@@ -52,17 +65,23 @@ int cmd_clone(int argc, char **argv)
 	const char *src = NULL, *dst = NULL, *study = NULL;
 	harness_clone_info info;
 	ledger *l = NULL;
-	json_t *sdoc = NULL, *note;
+	guard_held held;
+	json_t *note;
 	cs_err e = {0};
 	int rc;
 
+	guard_held_init(&held);
 	if (cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy clone SRC DST [--study DIR]\n\n"
 		       "Clone index directory SRC into DST (which must not exist): FICLONE reflinks\n"
 		       "where the file system can, a full copy otherwise, recorded as which in the\n"
-		       "clone marker DST/.coldstudy-clone (bound to DST's device and inode and to\n"
-		       "SRC's content hash). With --study, DST is refused if it is production, and\n"
-		       "the clone is noted in the study's ledger.\n");
+		       "clone marker DST/.coldstudy-clone (bound to DST's device and inode, each\n"
+		       "file's inode and size, and SRC's content hash). DST is resolved once and\n"
+		       "refused (exit 3) when it is, lies inside, or contains a production item of\n"
+		       "the machine registry (and, with --study, of the study); it is created beneath\n"
+		       "its held parent and filled through the held directory. With --study the\n"
+		       "marker is authenticated with the study's clone key (HMAC-SHA-256) and the\n"
+		       "clone is noted in the ledger; only such clones are accepted by `run`.\n");
 		return CS_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -82,14 +101,16 @@ int cmd_clone(int argc, char **argv)
 	}
 	if (!src || !dst)
 		return cli_usage(argv[0], "need SRC and DST");
-	if (study) {
-		if ((rc = ledger_open(study, &l, &e)) || (rc = guard_study(l, "clone", &sdoc, &e)) ||
-		    (rc = guard_production(l, sdoc, dst, "clone", &e)))
-			goto out;
-	}
-	rc = harness_clone(src, dst, &info, &e);
+	if (study && (rc = ledger_open(study, &l, &e)))
+		goto out;
+	rc = harness_clone_target(l, dst, &held, &e);
 	if (rc)
 		goto out;
+	rc = harness_clone(src, guard_held_via(&held), study, &info, &e);
+	if (rc) {
+		guard_held_rmdir(&held); /* the empty DST made for it, by name in its held parent */
+		goto out;
+	}
 	printf("%s: %s of %llu files (%llu bytes, %llu reflinked), source sha256 %s\n", dst,
 	       info.method, (unsigned long long) info.files, (unsigned long long) info.bytes,
 	       (unsigned long long) info.reflinked_files, info.source_sha256);
@@ -101,7 +122,7 @@ int cmd_clone(int argc, char **argv)
 		json_decref(note);
 	}
 out:
-	json_decref(sdoc);
+	guard_held_close(&held);
 	ledger_close(l);
 	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }
@@ -180,7 +201,7 @@ int cmd_study(int argc, char **argv)
 
 	if (cli_wants_help(argc, argv) || argc < 2) {
 		printf("usage: coldstudy study register DIR study.json [--amend --rationale TEXT]\n"
-		       "       coldstudy study show DIR\n\n"
+		       "       coldstudy study show DIR [--json]\n\n"
 		       "Register the study spec (production targets, datasets, indexes, defaults and\n"
 		       "the plan: design run specs, holdout targets and scoring rule, the runs that\n"
 		       "decide each hypothesis and its sceptic runs) as a study record, strictly\n"
@@ -188,7 +209,12 @@ int cmd_study(int argc, char **argv)
 		       "every run spec the plan names is hashed. The plan freezes at the first run: a\n"
 		       "different spec after that is refused (exit 3, a refusal record) unless --amend\n"
 		       "--rationale TEXT, recorded with the access state. show prints the one in\n"
-		       "force. Every key: 'coldstudy schema study' and docs/specs.md.\n");
+		       "force. Production paths are resolved against DIR (the study folder, never the\n"
+		       "current directory), must exist (exit 5), and are recorded by identity (device,\n"
+		       "inode, file system, a block device's backing) in the record and in the\n"
+		       "machine-wide production registry; a spec that drops a production item is\n"
+		       "refused (exit 3) at any time unless --amend --rationale. Every key: 'coldstudy\n"
+		       "schema study' and docs/specs.md.\n");
 		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "register")) {
@@ -220,13 +246,24 @@ int cmd_study(int argc, char **argv)
 		return CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "show")) {
+		const char *dir = NULL;
 		ledger *l = NULL;
 		json_t *doc = NULL;
 		int rc;
 
-		if (argc != 3)
+		/* The study is JSON already: --json is accepted like every verb's. */
+		for (int i = 2; i < argc; i++) {
+			if (!strcmp(argv[i], "--json"))
+				continue;
+			if (argv[i][0] == '-')
+				return cli_usage(argv[0], "unknown option '%s'", argv[i]);
+			if (dir)
+				return cli_usage(argv[0], "show takes one DIR");
+			dir = argv[i];
+		}
+		if (!dir)
 			return cli_usage(argv[0], "show needs DIR");
-		rc = ledger_open(argv[2], &l, &e);
+		rc = ledger_open(dir, &l, &e);
 		if (!rc)
 			rc = harness_study_current(l, &doc, &e);
 		if (!rc) {

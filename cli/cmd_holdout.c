@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guard.h"
 #include "harness.h"
 #include "holdout.h"
 #include "ledger.h"
@@ -502,6 +503,8 @@ int cmd_verdicts(int argc, char **argv)
 	rc = ledger_open(dir, &l, &e);
 	if (!rc)
 		rc = report_verdicts(l, (int64_t) as_of, record, &all, &e);
+	if (rc == CS_EXIT_REFUSED) /* nothing to judge: a refusal, and so a record */
+		rc = guard_refuse(l, "registered", "verdicts", dir, &e, "%s", e.msg);
 	if (!rc)
 		rc = holdout_registered_test(l, &test, &e);
 	ledger_close(l);

@@ -19,6 +19,10 @@
  * later without naming the data again.
  */
 #include "cmds.h"
+
+#include "guard.h"
+
+#include <fcntl.h>
 #include "coldvec.h"
 
 #include <errno.h>
@@ -35,7 +39,7 @@ static const char usage[] =
 	"                             --metric l2|cosine|ip --out DIR [--m N]\n"
 	"                             [--ef-construction N] [--partitions N] [--threads N]\n"
 	"                             [--seed N] [--max-posting-kb N] [--replicas N]\n"
-	"                             [--rng-factor X] [--code-bits 1..4]\n"
+	"                             [--rng-factor X] [--code-bits 1..4] [-q] [--json]\n"
 	"       coldstudy index query DIR --queries SPEC [--nq N] [--data SPEC] [--gt FILE]\n"
 	"                             [--k 10] [--ef-search N] [--mode serial|fanout:C]\n"
 	"                             [--merge stream|sort] [--strategy mmap|pread|direct|uring]\n"
@@ -47,7 +51,9 @@ static const char usage[] =
 	"       coldstudy index verify DIR\n"
 	"       coldstudy index insert DIR --data SPEC [--first-id N]\n"
 	"       coldstudy index delete DIR --ids FILE | --data SPEC [--first-id N]\n\n"
-	"build writes DIR (a progress bar on a terminal); query prints recall@k\n"
+	"build writes DIR (a progress bar with elapsed time and an estimate of the time\n"
+	"left on a terminal; -q: none); --json prints what was built as one object.\n"
+	"query prints recall@k\n"
 	"(ann-benchmarks' definition), QPS, latency mean/p50/p99, reads per query,\n"
 	"bytes per read, mean read latency, buffer hits, heap/posting/rescore reads.\n"
 	"--cold evicts the index's files and empties the buffer pool before each query.\n"
@@ -175,16 +181,26 @@ static int write_data_spec(const char *dir, const char *spec)
 static int index_build(int argc, char **argv)
 {
 	const char *kind = NULL, *data = NULL, *out = NULL, *metric = NULL;
+	guard_held held;
 	cv_build_opts o;
 	cv_dataset *ds = NULL;
 	cv_err e = {{0}};
-	uint64_t v;
-	int rc;
+	uint64_t v, t0;
+	double secs;
+	int rc, json = 0, quiet = 0;
 
 	cv_build_opts_default(&o);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (!strcmp(a, "--json")) {
+			json = 1;
+			continue;
+		}
+		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			quiet = 1;
+			continue;
+		}
 		if (a[0] == '-' && !val)
 			return cli_usage("index", "%s needs a value", a);
 		if (!strcmp(a, "--kind"))
@@ -244,29 +260,59 @@ static int index_build(int argc, char **argv)
 		return cli_usage("index", "--kind wants hnsw, paged, phnsw or hfresh, got '%s'", kind);
 	if (cv_metric_parse(metric, &o.metric))
 		return cli_usage("index", "--metric wants l2, cosine or ip, got '%s'", metric);
-	if (access(out, F_OK) == 0) {
+	{
+		cs_err ge = {0};
 		char **files = NULL;
 		size_t n = 0;
 
-		if (cv_index_files(out, &files, &n) == 0 && n > 0) {
+		/* --out is resolved once: checked, created beneath its held parent, written through the hold. */
+		if ((rc = guard_target(NULL, NULL, out, AT_FDCWD, "index build", "--out", &held, &ge)))
+			return cli_fail("index", &ge);
+		if (held.exists && cv_index_files(guard_held_via(&held), &files, &n) == 0 && n > 0) {
 			cv_index_files_free(files, n);
+			guard_held_close(&held);
 			fprintf(stderr, "coldstudy index: %s: exists and is not empty (refusing to overwrite)\n", out);
 			return CS_EXIT_REFUSED;
 		}
 		cv_index_files_free(files, n);
 	}
 	rc = cv_dataset_load(data, &ds, &e);
-	if (rc)
+	if (rc) {
+		guard_held_close(&held);
 		return fail(rc, &e);
-	o.progress = isatty(2);
-	rc = cv_index_build(kind, ds, &o, out, &e);
+	}
+	o.progress = !quiet && isatty(2);
+	{
+		cs_err ge = {0};
+
+		if ((rc = guard_held_mkdirs(&held, &ge))) {
+			cv_dataset_free(ds);
+			guard_held_close(&held);
+			return cli_fail("index", &ge);
+		}
+	}
+	t0 = cs_mono_ns();
+	rc = cv_index_build(kind, ds, &o, guard_held_via(&held), &e);
 	if (!rc)
-		rc = write_data_spec(out, data);
+		rc = write_data_spec(guard_held_via(&held), data);
+	guard_held_close(&held);
 	if (rc) {
 		cv_dataset_free(ds);
 		return fail(rc, &e);
 	}
-	printf("built %s index of %zu rows x %zu dims in %s\n", kind, ds->n, ds->d, out);
+	secs = (double) (cs_mono_ns() - t0) / 1e9;
+	if (json) {
+		json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:f}", "kind", kind, "dir", out,
+				      "data", data, "n", (json_int_t) ds->n, "d", (json_int_t) ds->d,
+				      "metric", cv_metric_name(o.metric), "seconds", secs);
+
+		if (j)
+			json_dumpf(j, stdout, JSON_COMPACT);
+		putchar('\n');
+		json_decref(j);
+	} else
+		printf("built %s index of %zu rows x %zu dims in %s (%.1f s)\n", kind, ds->n, ds->d,
+		       out, secs);
 	cv_dataset_free(ds);
 	return CS_EXIT_OK;
 }
@@ -629,13 +675,35 @@ static int index_query(int argc, char **argv)
 	float *dists = NULL;
 	double sim_read_sum = 0, sim_infl_sum = 0;
 	int rc, exitc = CS_EXIT_OK;
+	guard_held held;
+	const char *idir;
 
 	rc = parse_query_args(argc, argv, &a);
 	if (rc)
 		return rc;
+	/*
+	 * The index is resolved once and read through the hold. A cold query
+	 * evicts, so a production index is refused there; warm reads are allowed.
+	 */
+	{
+		cs_err ge = {0};
+
+		rc = a.cold ? guard_existing(NULL, NULL, a.dir, AT_FDCWD, "index query --cold", "index",
+					   &held, &ge)
+			    : guard_hold(a.dir, AT_FDCWD, &held, &ge);
+		if (!rc && !held.exists) {
+			guard_held_close(&held);
+			rc = cs_err_set(&ge, CS_EXIT_BADINPUT, "%s: does not exist", a.dir);
+		}
+		if (rc) {
+			free(a.parts);
+			return cli_fail("index", &ge);
+		}
+		idir = guard_held_via(&held);
+	}
 	cv_open_opts_default(&oo);
 	oo.buffers_bytes = a.buffers;
-	rc = cv_index_open(a.dir, &oo, &ix, &e);
+	rc = cv_index_open(idir, &oo, &ix, &e);
 	if (rc) {
 		exitc = fail(rc, &e);
 		goto out;
@@ -662,7 +730,7 @@ static int index_query(int argc, char **argv)
 			goto out;
 		}
 	/* ground truth: --gt, or computed (and cached) against the data spec */
-	if (!a.data && read_data_spec(a.dir, spec, sizeof(spec)) == 0)
+	if (!a.data && read_data_spec(idir, spec, sizeof(spec)) == 0)
 		a.data = spec;
 	if (a.data) {
 		rc = cv_dataset_load(a.data, &base, &e);
@@ -737,7 +805,7 @@ static int index_query(int argc, char **argv)
 		goto out;
 	}
 	if (a.cold || a.record) {
-		rc = cv_index_files(a.dir, &files, &nfiles);
+		rc = cv_index_files(idir, &files, &nfiles);
 		if (rc) {
 			exitc = fail(rc, NULL);
 			goto out;
@@ -746,7 +814,7 @@ static int index_query(int argc, char **argv)
 	a.qo.blocks = a.record ? &bl : NULL;
 	ids = calloc(a.qo.k, sizeof(*ids));
 	dists = calloc(a.qo.k, sizeof(*dists));
-	s.lat_ms = calloc(s.nq * a.repeat ? s.nq * a.repeat : 1, sizeof(double));
+	s.lat_ms = calloc(s.nq && a.repeat ? s.nq * a.repeat : 1, sizeof(double));
 	s.pass_qps = calloc(a.repeat, sizeof(double));
 	if (!ids || !dists || !s.lat_ms || !s.pass_qps) {
 		exitc = CS_EXIT_INTERNAL;
@@ -871,6 +939,7 @@ out:
 	cv_dataset_free(qs);
 	cv_dataset_free(base);
 	cv_index_close(ix);
+	guard_held_close(&held);
 	return exitc;
 }
 
@@ -948,7 +1017,8 @@ static int read_ids(const char *path, uint32_t **out, size_t *n)
 
 static int index_update(int argc, char **argv, int insert)
 {
-	const char *dir = NULL, *data = NULL, *idfile = NULL;
+	const char *dir = NULL, *data = NULL, *idfile = NULL, *shown = NULL;
+	guard_held held;
 	uint64_t first = 0;
 	cv_dataset *ds = NULL;
 	cv_err e = {{0}};
@@ -956,6 +1026,7 @@ static int index_update(int argc, char **argv, int insert)
 	size_t n = 0;
 	int rc;
 
+	guard_held_init(&held);
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i];
 
@@ -979,10 +1050,22 @@ static int index_update(int argc, char **argv, int insert)
 	if (!dir || (insert && !data) || (!insert && !data == !idfile))
 		return cli_usage("index", insert ? "insert needs DIR and --data SPEC"
 						 : "delete needs DIR and one of --ids FILE or --data SPEC");
+	{
+		cs_err ge = {0};
+
+		/* A production index is never changed: resolve once, check, update through the hold. */
+		if ((rc = guard_existing(NULL, NULL, dir, AT_FDCWD, insert ? "index insert" : "index delete",
+				       "index", &held, &ge)))
+			return cli_fail("index", &ge);
+		shown = dir;
+		dir = guard_held_via(&held);
+	}
 	if (data) {
 		rc = cv_dataset_load(data, &ds, &e);
-		if (rc)
+		if (rc) {
+			guard_held_close(&held);
 			return fail(rc, &e);
+		}
 	}
 	if (insert) {
 		rc = cv_index_insert(dir, ds, (uint32_t) first, &e);
@@ -992,6 +1075,7 @@ static int index_update(int argc, char **argv, int insert)
 			rc = read_ids(idfile, &ids, &n);
 			if (rc) {
 				cv_dataset_free(ds);
+				guard_held_close(&held);
 				return rc;
 			}
 		} else {
@@ -999,6 +1083,7 @@ static int index_update(int argc, char **argv, int insert)
 			ids = malloc((n ? n : 1) * sizeof(*ids));
 			if (!ids) {
 				cv_dataset_free(ds);
+				guard_held_close(&held);
 				return CS_EXIT_INTERNAL;
 			}
 			for (size_t i = 0; i < n; i++)
@@ -1008,6 +1093,7 @@ static int index_update(int argc, char **argv, int insert)
 	}
 	free(ids);
 	cv_dataset_free(ds);
+	guard_held_close(&held);
 	if (rc == -ENOTSUP) {
 		fprintf(stderr, "coldstudy index: %s\n", e.msg[0] ? e.msg : "not supported");
 		return CS_EXIT_REFUSED;
@@ -1015,7 +1101,7 @@ static int index_update(int argc, char **argv, int insert)
 	if (rc)
 		return fail(rc, &e);
 	printf("%s %zu rows %s %s\n", insert ? "inserted" : "deleted", n, insert ? "into" : "from",
-	       dir);
+	       shown);
 	return CS_EXIT_OK;
 }
 

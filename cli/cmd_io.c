@@ -17,6 +17,7 @@
 #include "cmds.h"
 
 #include "coldvec.h"
+#include "guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,8 +42,15 @@ static int cache_evict(int argc, char **argv)
 	if (argc < 2)
 		return cli_usage("cache", "evict needs at least one FILE");
 	for (int i = 1; i < argc; i++) {
-		int rc = cv_cache_evict(argv[i]);
+		guard_held h;
+		cs_err e = {0};
+		int rc;
 
+		/* Production's cache is never evicted: resolve once, check, evict through the hold. */
+		if ((rc = guard_existing(NULL, NULL, argv[i], AT_FDCWD, "cache evict", "file", &h, &e)))
+			return cli_fail("cache", &e);
+		rc = cv_cache_evict(guard_held_via(&h));
+		guard_held_close(&h);
 		if (rc)
 			return fail_errno("cache", argv[i], rc);
 	}
@@ -213,7 +221,17 @@ static int cache_prewarm(int argc, char **argv)
 	rc = parse_blocks(blocks, &list, &n);
 	if (rc)
 		return rc;
-	rc = cv_cache_prewarm(file, list, n, (uint32_t) bs);
+	{
+		guard_held h;
+		cs_err e = {0};
+
+		if ((rc = guard_existing(NULL, NULL, file, AT_FDCWD, "cache prewarm", "file", &h, &e))) {
+			free(list);
+			return cli_fail("cache", &e);
+		}
+		rc = cv_cache_prewarm(guard_held_via(&h), list, n, (uint32_t) bs);
+		guard_held_close(&h);
+	}
 	free(list);
 	if (rc == -ERANGE) {
 		fprintf(stderr, "coldstudy cache: %s: a block in the list lies past the end of the file\n", file);
@@ -404,7 +422,10 @@ int cmd_probe(int argc, char **argv)
 	int json = 0, fio = 0, have_fio = 0, rc;
 	uint64_t v;
 	cv_err e = { { 0 } };
+	guard_held held;
+	const char *shown = NULL;
 
+	guard_held_init(&held);
 	if (cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy probe FILE --qd N --bs 4k|8k|16k --reads M [--strategy uring|pread|direct|mmap]\n"
 		       "                       [--device PROFILE] [--seed S] [--json] [--fio]\n");
@@ -446,6 +467,15 @@ int cmd_probe(int argc, char **argv)
 	}
 	if (!file)
 		return cli_usage("probe", "FILE is required");
+	{
+		cs_err ge = {0};
+
+		/* Load on production (a file or a device) is refused; the probe reads through the hold. */
+		if ((rc = guard_existing(NULL, NULL, file, AT_FDCWD, "probe", "file", &held, &ge)))
+			return cli_fail("probe", &ge);
+		shown = file;
+		file = guard_held_via(&held);
+	}
 	if (devspec) {
 		rc = cv_device_new(devspec, o.seed, &dev, &e);
 		if (rc) {
@@ -471,7 +501,7 @@ int cmd_probe(int argc, char **argv)
 
 		if (!o2)
 			goto oom;
-		json_object_set_new(o2, "file", json_string(file));
+		json_object_set_new(o2, "file", json_string(shown));
 		json_object_set_new(o2, "strategy", json_string(cv_io_strategy_name(o.strategy)));
 		json_object_set_new(o2, "qd", json_integer(o.qd));
 		json_object_set_new(o2, "bs", json_integer(o.bs));
@@ -498,7 +528,7 @@ int cmd_probe(int argc, char **argv)
 		printf("%s\n", txt);
 		free(txt);
 	} else {
-		printf("probe %s: %s, qd %u, bs %u, %llu reads%s%s\n", file, cv_io_strategy_name(o.strategy),
+		printf("probe %s: %s, qd %u, bs %u, %llu reads%s%s\n", shown, cv_io_strategy_name(o.strategy),
 		       o.qd, o.bs, (unsigned long long) r.reads, dev ? ", device model " : "",
 		       dev ? cv_device_name(dev) : "");
 		printf("%-12s %12s%s\n", "", "coldstudy", have_fio ? "          fio" : "");
@@ -519,9 +549,11 @@ int cmd_probe(int argc, char **argv)
 			printf("%-12s %12.3f\n", "IOPS ratio", r.iops / fr.iops);
 	}
 	cv_device_free(dev);
+	guard_held_close(&held);
 	return CS_EXIT_OK;
 oom:
 	cv_device_free(dev);
+	guard_held_close(&held);
 	fprintf(stderr, "coldstudy probe: out of memory\n");
 	return CS_EXIT_INTERNAL;
 }
@@ -638,6 +670,10 @@ int cmd_device(int argc, char **argv)
 		return argc < 2 ? CS_EXIT_USAGE : CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "list")) {
+		if (argc > 2)
+			return cli_usage("device", argv[2][0] == '-' ? "unknown option '%s'"
+								     : "list takes no argument ('%s')",
+					 argv[2]);
 		for (const char *const *p = cv_device_profiles(); *p; p++) {
 			cv_device *d;
 			cv_err e;

@@ -385,9 +385,12 @@ static int collect_hyp(const ledger_record *r, void *ud)
 /* A number as the canonical form prints it. */
 static void num_text(const json_t *v, char *buf, size_t cap)
 {
-	char *c = NULL;
+	char *c = NULL, n[CS_NUM_MAX];
 
-	if (v && !cs_json_canonical(v, &c, NULL, NULL)) {
+	if (json_is_number(v)) {
+		/* Readable and exact: 200 as "200", never the canonical form's "2e+02". */
+		snprintf(buf, cap, "%s", cs_num_text(json_number_value(v), n));
+	} else if (v && !cs_json_canonical(v, &c, NULL, NULL)) {
 		snprintf(buf, cap, "%s", c);
 		free(c);
 	} else {

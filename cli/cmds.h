@@ -27,6 +27,7 @@ int cmd_index(int argc, char **argv);
 /* cmd_harness.c */
 int cmd_validate(int argc, char **argv);
 int cmd_clone(int argc, char **argv);
+int cmd_production(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_study(int argc, char **argv);
 /* cmd_runs.c: getting results out */

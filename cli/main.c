@@ -29,6 +29,7 @@ static const verb verbs[] = {
 	{"runs", cmd_runs, "the study's runs, one row each: settings and metrics (table, CSV, JSON)"},
 	{"schema", cmd_schema, "JSON Schemas of hypothesis files, study.json and run.json; --check FILE"},
 	{"study", cmd_study, "register and show a study spec (production targets, datasets)"},
+	{"production", cmd_production, "list, add and remove machine-wide production items"},
 	{"holdout", cmd_holdout, "predict holdout runs from design runs; score the predictions"},
 	{"refute", cmd_refute, "record the sceptic's refutation of a hypothesis"},
 	{"verdicts", cmd_verdicts, "evaluate every hypothesis's registered rules"},

@@ -214,3 +214,27 @@ fail:
 	unlink(tmp);
 	return rc;
 }
+
+const char *cs_num_text(double d, char out[CS_NUM_MAX])
+{
+	double a = fabs(d);
+
+	if (!isfinite(d)) {
+		snprintf(out, CS_NUM_MAX, "%s", isnan(d) ? "nan" : d > 0 ? "inf" : "-inf");
+		return out;
+	}
+	if (d == 0 || (a >= 1e-4 && a < 1e15)) {
+		/* The fewest decimals that read back as d (17 significant digits at most). */
+		for (int dec = 0; dec <= 20; dec++) {
+			snprintf(out, CS_NUM_MAX, "%.*f", dec, d);
+			if (strtod(out, NULL) == d)
+				return out;
+		}
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(out, CS_NUM_MAX, "%.*g", prec, d);
+		if (strtod(out, NULL) == d)
+			break;
+	}
+	return out;
+}

@@ -73,6 +73,14 @@ uint64_t cs_mono_ns(void);
 double cs_quantile(const double *sorted, size_t n, double q);
 
 /*
+ * d for a person, exactly: the shortest text that reads back as d, in
+ * plain notation from 1e-4 to 1e15 ("200", "0.0125", "1234567"), else
+ * with an exponent ("1.5e-07"). Not for hashing (cs_json_canonical is).
+ */
+#define CS_NUM_MAX 40
+const char *cs_num_text(double d, char out[CS_NUM_MAX]);
+
+/*
  * Load a JSON document strictly: at most cap bytes, valid UTF-8, no
  * duplicate keys, no trailing garbage, an object at the top. On failure
  * the message names the file and line:column. Returns a new reference.

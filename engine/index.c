@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct cv_index {
@@ -335,4 +336,35 @@ CV_API int cv_index_delete(const char *dir, const uint32_t *ids, size_t n, cv_er
 		return cv_err_set(e, -ENOTSUP, "index kind '%s' does not take live deletes",
 				  ops->kind);
 	return ops->del(dir, ids, n, e);
+}
+
+uint64_t cv_progress_start(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+void cv_progress_line(const char *what, size_t done, size_t total, uint64_t t0_ns)
+{
+	double el = (double) (cv_progress_start() - t0_ns) / 1e9;
+	int pct = total ? (int) (100.0 * (double) (done < total ? done : total) / (double) total) : 100;
+	char bar[21], eta[48];
+	int fill = pct / 5;
+
+	for (int i = 0; i < 20; i++)
+		bar[i] = i < fill ? '#' : ' ';
+	bar[20] = '\0';
+	/* The rate so far predicts the rest; until a second has passed it is noise. */
+	if (done >= total)
+		snprintf(eta, sizeof(eta), "done");
+	else if (done && el >= 1.0)
+		snprintf(eta, sizeof(eta), "about %.0f s left",
+			 el * (double) (total - done) / (double) done);
+	else
+		snprintf(eta, sizeof(eta), "estimating");
+	fprintf(stderr, "\rbuilding %s [%s] %3d%%  %zu/%zu  %.0f s elapsed, %s   %s", what, bar, pct,
+		done, total, el, eta, done >= total ? "\n" : "");
+	fflush(stderr);
 }

@@ -7,6 +7,8 @@
 
 #include "coldvec.h"
 
+#include <stdint.h>
+
 typedef struct cv_index_ops {
 	const char *kind;
 	int (*build)(const cv_dataset *data, const cv_build_opts *o, const char *dir, cv_err *e);
@@ -23,6 +25,15 @@ typedef struct cv_index_ops {
 	int (*insert)(const char *dir, const cv_dataset *data, uint32_t first_id, cv_err *e);
 	int (*del)(const char *dir, const uint32_t *ids, size_t n, cv_err *e);
 } cv_index_ops;
+
+/*
+ * The one build progress line every kind draws on stderr (engine/index.c):
+ * "\rbuilding WHAT [#####     ]  42%  N/M  12 s elapsed, about 17 s left",
+ * a newline once done >= total. t0_ns is cv_progress_start() at the
+ * build's start. Writes nothing but the line; callers rate-limit.
+ */
+uint64_t cv_progress_start(void);
+void cv_progress_line(const char *what, size_t done, size_t total, uint64_t t0_ns);
 
 /* Defined in engine/hnsw/ (hnsw, paged, phnsw) and engine/hfresh/. NULL members: -ENOTSUP. */
 extern const cv_index_ops cv_hnsw_ops;

@@ -1,19 +1,11 @@
 /*
  * guard.c - every refusal in one place (guard.h).
  *
- * Production identity. A production item is what study.json's
- * "production" names: paths (files or directories), block devices,
- * database and host names. A path is compared by what the kernel says it
- * is, never by its spelling: stat() follows symlinks and /proc/self/fd/N
- * magic links, realpath() removes "..", "." and trailing slashes, and the
- * device + inode pair of every ancestor of the target is compared with
- * every production item, so a bind mount of a production directory (same
- * superblock, same root inode) and a hard link (same inode) are caught.
- * A target directory is also walked (bounded) so that a hard link to a
- * production file planted inside a "clone" is caught, and every ancestor
- * of every production item is compared with the target so that a target
- * that contains production is caught. Production items that do not exist
- * (yet) are compared by their lexically normalised absolute path.
+ * Production identity lives in held.c (a path resolved once, held, and
+ * identified by file system, inode and birth time) and prodset.c (the
+ * machine registry and the study's registered items, and the checks a held
+ * target must pass). guard_production here is the one-call form for a
+ * path string, plus the names of production databases and hosts.
  *
  * The clone marker (written by harness/clone.c) binds a clone to its own
  * directory's device and inode: a marker copied into another directory
@@ -23,6 +15,7 @@
  * every time a verb was told no.
  */
 #include "guard.h"
+#include "guard_int.h"
 
 #include "cv_io.h"
 #include "ledger.h"
@@ -30,7 +23,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -82,263 +78,6 @@ int guard_refuse(struct ledger *l, const char *guard, const char *verb, const ch
 	return cs_err_set(e, CS_EXIT_REFUSED, "refused (%s): %s", guard, why);
 }
 
-/* ---- production items ---- */
-
-typedef struct prod_item {
-	const char *name; /* as study.json spells it (borrowed) */
-	char norm[PATH_MAX];
-	int exists;
-	dev_t dev;
-	ino_t ino;
-} prod_item;
-
-/* Lexically normalise an absolute or relative path (no symlink resolution). */
-static void normalise(const char *in, char *out, size_t cap)
-{
-	char buf[PATH_MAX * 2];
-	char *save = NULL, *tok;
-	size_t stack[PATH_MAX / 2], depth = 0, len = 0;
-
-	if (in[0] == '/') {
-		fmt(buf, sizeof(buf), "%s", in);
-	} else {
-		char cwd[PATH_MAX];
-
-		if (!getcwd(cwd, sizeof(cwd)))
-			fmt(cwd, sizeof(cwd), "/");
-		fmt(buf, sizeof(buf), "%s/%s", cwd, in);
-	}
-	out[0] = '\0';
-	for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
-		if (!strcmp(tok, "."))
-			continue;
-		if (!strcmp(tok, "..")) {
-			if (depth) {
-				len = stack[--depth];
-				out[len] = '\0';
-			}
-			continue;
-		}
-		if (depth < sizeof(stack) / sizeof(stack[0]))
-			stack[depth++] = len;
-		len += (size_t) fmt(out + len, len < cap ? cap - len : 0, "/%s", tok);
-		if (len >= cap)
-			len = cap - 1;
-	}
-	if (!out[0])
-		fmt(out, cap, "/");
-}
-
-/* Fill items from study.production.paths; returns the count (at most cap). */
-static size_t prod_paths(const json_t *study, prod_item *items, size_t cap)
-{
-	const json_t *paths = json_object_get(json_object_get(study, "production"), "paths");
-	size_t i, n = 0;
-	json_t *v;
-
-	json_array_foreach(paths, i, v) {
-		struct stat st;
-		char rp[PATH_MAX];
-
-		if (!json_is_string(v) || n >= cap)
-			continue;
-		items[n].name = json_string_value(v);
-		if (stat(items[n].name, &st) == 0) {
-			items[n].exists = 1;
-			items[n].dev = st.st_dev;
-			items[n].ino = st.st_ino;
-			if (realpath(items[n].name, rp))
-				fmt(items[n].norm, sizeof(items[n].norm), "%s", rp);
-			else
-				normalise(items[n].name, items[n].norm, sizeof(items[n].norm));
-		} else {
-			items[n].exists = 0;
-			normalise(items[n].name, items[n].norm, sizeof(items[n].norm));
-		}
-		n++;
-	}
-	return n;
-}
-
-/* Every inode of production: the items and, bounded, everything inside production directories. */
-typedef struct inode_ref {
-	dev_t dev;
-	ino_t ino;
-	const prod_item *item;
-} inode_ref;
-
-typedef struct inode_set {
-	inode_ref *v;
-	size_t n, cap;
-} inode_set;
-
-static int cmp_inode(const void *a, const void *b)
-{
-	const inode_ref *x = a, *y = b;
-
-	if (x->dev != y->dev)
-		return x->dev < y->dev ? -1 : 1;
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	return 0;
-}
-
-static void set_add(inode_set *s, dev_t dev, ino_t ino, const prod_item *it)
-{
-	if (s->n == s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 64;
-		inode_ref *nv;
-
-		if (nc > GUARD_WALK_MAX * 2)
-			return;
-		nv = realloc(s->v, nc * sizeof(*nv));
-		if (!nv)
-			return;
-		s->v = nv;
-		s->cap = nc;
-	}
-	s->v[s->n++] = (inode_ref){dev, ino, it};
-}
-
-/* Add everything under dir (no symlinks followed, bounded). */
-static void set_walk(inode_set *s, const char *dir, const prod_item *it, int depth)
-{
-	DIR *d;
-	struct dirent *de;
-
-	if (depth > GUARD_WALK_DEPTH || !(d = opendir(dir)))
-		return;
-	while ((de = readdir(d)) && s->n < GUARD_WALK_MAX) {
-		char p[PATH_MAX];
-		struct stat st;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if ((size_t) fmt(p, sizeof(p), "%s/%s", dir, de->d_name) >= sizeof(p))
-			continue;
-		if (lstat(p, &st) < 0)
-			continue;
-		set_add(s, st.st_dev, st.st_ino, it);
-		if (S_ISDIR(st.st_mode))
-			set_walk(s, p, it, depth + 1);
-	}
-	closedir(d);
-}
-
-static void set_build(inode_set *s, const prod_item *items, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		struct stat st;
-
-		if (!items[i].exists)
-			continue;
-		set_add(s, items[i].dev, items[i].ino, &items[i]);
-		if (stat(items[i].norm, &st) == 0 && S_ISDIR(st.st_mode))
-			set_walk(s, items[i].norm, &items[i], 0);
-	}
-	if (s->n)
-		qsort(s->v, s->n, sizeof(*s->v), cmp_inode);
-}
-
-/* The production item whose inode (or whose contents' inode) this is, or NULL. */
-static const prod_item *match_inode(const inode_set *s, dev_t dev, ino_t ino)
-{
-	inode_ref key = {dev, ino, NULL};
-	const inode_ref *r;
-
-	if (!s->n)
-		return NULL;
-	r = bsearch(&key, s->v, s->n, sizeof(*s->v), cmp_inode);
-	return r ? r->item : NULL;
-}
-
-/* Is path (normalised) equal to or below base (normalised)? */
-static int path_under(const char *path, const char *base)
-{
-	size_t bl = strlen(base);
-
-	if (!strcmp(base, "/"))
-		return 1;
-	return !strncmp(path, base, bl) && (path[bl] == '\0' || path[bl] == '/');
-}
-
-typedef struct walk_ctx {
-	const inode_set *set;
-	size_t seen;
-	const prod_item *hit;
-	char hit_path[PATH_MAX];
-} walk_ctx;
-
-/* Walk dir (bounded) comparing every entry's dev/ino with production. */
-static void walk_dir(walk_ctx *w, const char *dir, int depth)
-{
-	DIR *d;
-	struct dirent *de;
-
-	if (depth > GUARD_WALK_DEPTH || w->hit || !(d = opendir(dir)))
-		return;
-	while (!w->hit && w->seen < GUARD_WALK_MAX && (de = readdir(d))) {
-		char p[PATH_MAX];
-		struct stat st;
-		const prod_item *m;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if ((size_t) fmt(p, sizeof(p), "%s/%s", dir, de->d_name) >= sizeof(p))
-			continue;
-		w->seen++;
-		if (stat(p, &st) < 0)
-			continue;
-		m = match_inode(w->set, st.st_dev, st.st_ino);
-		if (m) {
-			w->hit = m;
-			fmt(w->hit_path, sizeof(w->hit_path), "%s", p);
-			break;
-		}
-		/* stat followed a symlink: do not descend through links (loops). */
-		if (S_ISDIR(st.st_mode) && de->d_type == DT_DIR)
-			walk_dir(w, p, depth + 1);
-	}
-	closedir(d);
-}
-
-/* The production block devices' numbers and names. */
-static int on_prod_device(const json_t *study, const char *target, dev_t tdev, char *why,
-			  size_t cap)
-{
-	const json_t *devs = json_object_get(json_object_get(study, "production"), "block_devices");
-	cv_blkdev bd;
-	int have_bd;
-	size_t i;
-	json_t *v;
-
-	have_bd = cv_blkdev_for_path(target, &bd, NULL) == 0;
-	json_array_foreach(devs, i, v) {
-		const char *name = json_string_value(v), *base;
-		char dpath[PATH_MAX];
-		struct stat st;
-
-		if (!name)
-			continue;
-		if (name[0] != '/')
-			fmt(dpath, sizeof(dpath), "/dev/%s", name);
-		else
-			fmt(dpath, sizeof(dpath), "%s", name);
-		if (stat(dpath, &st) == 0 && S_ISBLK(st.st_mode) && st.st_rdev == tdev) {
-			fmt(why, cap, "target lives on production block device %s (%u:%u)", name,
-				 major(tdev), minor(tdev));
-			return 1;
-		}
-		base = strrchr(dpath, '/') + 1;
-		if (have_bd && (!strcmp(base, bd.part) || !strcmp(base, bd.disk))) {
-			fmt(why, cap, "target lives on production block device %s (%s)", name,
-				 bd.part);
-			return 1;
-		}
-	}
-	return 0;
-}
-
 /* Does target name a production database or host (a DSN or URL)? */
 static int names_prod_service(const json_t *study, const char *target, char *why, size_t cap)
 {
@@ -372,121 +111,14 @@ static int names_prod_service(const json_t *study, const char *target, char *why
 int guard_production(struct ledger *l, const json_t *study, const char *target, const char *verb,
 		     cs_err *e)
 {
-	prod_item *items;
-	inode_set set = {0};
-	size_t n;
-	struct stat st;
-	char rp[PATH_MAX], norm[PATH_MAX], why[CS_ERR_MAX];
-	const prod_item *m;
-	int rc = 0;
-
-	items = calloc(64, sizeof(*items));
-	if (!items)
-		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-	n = prod_paths(study, items, 64);
-	set_build(&set, items, n);
-	why[0] = '\0';
+	char why[CS_ERR_MAX];
+	guard_held h;
+	int rc;
 
 	if (names_prod_service(study, target, why, sizeof(why)))
-		goto refuse;
-	normalise(target, norm, sizeof(norm));
-	if (stat(target, &st) < 0) {
-		/* Not there: compare spellings only (the kernel cannot say more). */
-		for (size_t i = 0; i < n; i++) {
-			if (path_under(norm, items[i].norm)) {
-				fmt(why, sizeof(why), "target %s is production item %s", norm,
-					 items[i].name);
-				goto refuse;
-			}
-		}
-		goto out;
-	}
-	if (!realpath(target, rp))
-		fmt(rp, sizeof(rp), "%s", norm);
-
-	/* The target itself, by inode (symlink, "..", trailing slash, /proc/self/fd, hard link). */
-	m = match_inode(&set, st.st_dev, st.st_ino);
-	if (m) {
-		fmt(why, sizeof(why), "target %s is, or is inside, production item %s (same device and inode %u:%u/%llu)",
-			 target, m->name, major(st.st_dev), minor(st.st_dev),
-			 (unsigned long long) st.st_ino);
-		goto refuse;
-	}
-	/* Every ancestor (bind mounts show the source's device and inode). */
-	{
-		char up[PATH_MAX];
-
-		fmt(up, sizeof(up), "%s", rp);
-		for (;;) {
-			struct stat ast;
-			char *slash = strrchr(up, '/');
-
-			if (!slash)
-				break;
-			if (slash == up)
-				slash[1] = '\0';
-			else
-				*slash = '\0';
-			if (stat(up, &ast) == 0 && (m = match_inode(&set, ast.st_dev, ast.st_ino))) {
-				fmt(why, sizeof(why), "target %s lies inside production item %s (via %s)",
-					 target, m->name, up);
-				goto refuse;
-			}
-			if (!strcmp(up, "/"))
-				break;
-		}
-	}
-	/* Spellings of production items that do not exist. */
-	for (size_t i = 0; i < n; i++) {
-		if (!items[i].exists && path_under(rp, items[i].norm)) {
-			fmt(why, sizeof(why), "target %s lies at production path %s", target,
-				 items[i].name);
-			goto refuse;
-		}
-	}
-	/* Production inside the target. */
-	if (S_ISDIR(st.st_mode)) {
-		walk_ctx w = {.set = &set};
-
-		for (size_t i = 0; i < n; i++) {
-			char up[PATH_MAX];
-
-			if (!items[i].exists)
-				continue;
-			fmt(up, sizeof(up), "%s", items[i].norm);
-			for (;;) {
-				struct stat ast;
-				char *slash = strrchr(up, '/');
-
-				if (stat(up, &ast) == 0 && ast.st_dev == st.st_dev &&
-				    ast.st_ino == st.st_ino) {
-					fmt(why, sizeof(why), "target %s contains production item %s",
-						 target, items[i].name);
-					goto refuse;
-				}
-				if (!slash || !strcmp(up, "/"))
-					break;
-				if (slash == up)
-					slash[1] = '\0';
-				else
-					*slash = '\0';
-			}
-		}
-		walk_dir(&w, rp, 0);
-		if (w.hit) {
-			fmt(why, sizeof(why), "%s inside target is production item %s (same inode)",
-				 w.hit_path, w.hit->name);
-			goto refuse;
-		}
-	}
-	if (on_prod_device(study, rp, st.st_dev, why, sizeof(why)))
-		goto refuse;
-	goto out;
-refuse:
-	rc = guard_refuse(l, "production", verb, target, e, "%s", why);
-out:
-	free(set.v);
-	free(items);
+		return guard_refuse(l, "production", verb, target, e, "%s", why);
+	rc = guard_target(l, NULL, target, AT_FDCWD, verb, "target", &h, e);
+	guard_held_close(&h);
 	return rc;
 }
 
@@ -647,15 +279,107 @@ out:
 
 /* ---- clone marker ---- */
 
-int guard_clone(struct ledger *l, const char *dir, const char *verb, int check_hash,
-		json_t **marker, cs_err *e)
+#define CLONE_KEY_FILE "clone.key"
+
+int guard_clone_key(const char *study_dir, int create, unsigned char key[32], cs_err *e)
 {
-	char mpath[PATH_MAX];
+	guard_held h;
+	char hex[65];
+	ssize_t n;
+	int fd, rc;
+
+	rc = guard_hold(study_dir, AT_FDCWD, &h, e);
+	if (rc)
+		return rc;
+	if (!h.exists || !S_ISDIR(h.st.st_mode)) {
+		guard_held_close(&h);
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: not a study folder", study_dir);
+	}
+	fd = openat(h.fd, CLONE_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && create) {
+		unsigned char raw[32];
+
+		if (RAND_bytes(raw, sizeof(raw)) != 1) {
+			guard_held_close(&h);
+			return cs_err_set(e, CS_EXIT_INTERNAL, "no random bytes for the clone key");
+		}
+		cs_hex(raw, 32, hex);
+		/* O_EXCL: two first clones race to one key; the loser reads the winner's. */
+		fd = openat(h.fd, CLONE_KEY_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
+		if (fd >= 0) {
+			int ok = write(fd, hex, 64) == 64 && fsync(fd) == 0;
+
+			close(fd);
+			if (!ok) {
+				unlinkat(h.fd, CLONE_KEY_FILE, 0);
+				guard_held_close(&h);
+				return cs_err_set(e, CS_EXIT_INTERNAL, "%s/%s: cannot write the clone key",
+						  study_dir, CLONE_KEY_FILE);
+			}
+		}
+		fd = openat(h.fd, CLONE_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	guard_held_close(&h);
+	if (fd < 0)
+		return cs_err_set(e, errno == ENOENT ? CS_EXIT_REFUSED : CS_EXIT_INTERNAL,
+				  "%s/%s: %s", study_dir, CLONE_KEY_FILE,
+				  errno == ENOENT ? "the study has no clone key (clone with --study)"
+						  : strerror(errno));
+	n = read(fd, hex, 64);
+	close(fd);
+	hex[n > 0 ? n : 0] = '\0';
+	if (n != 64)
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s/%s: not a 64-digit hex key", study_dir,
+				  CLONE_KEY_FILE);
+	for (int i = 0; i < 32; i++) {
+		unsigned v;
+
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			return cs_err_set(e, CS_EXIT_BADINPUT, "%s/%s: not a hex key", study_dir,
+					  CLONE_KEY_FILE);
+		key[i] = (unsigned char) v;
+	}
+	return 0;
+}
+
+int guard_clone_mac(const json_t *marker, const unsigned char key[32], char out[65], cs_err *e)
+{
+	json_t *m = json_deep_copy(marker);
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	char *canon = NULL;
+	size_t len;
+	int rc;
+
+	if (!m)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	json_object_del(m, "hmac_sha256");
+	rc = cs_json_canonical(m, &canon, &len, e);
+	json_decref(m);
+	if (rc)
+		return rc;
+	if (!HMAC(EVP_sha256(), key, 32, (const unsigned char *) canon, len, md, &mdlen) ||
+	    mdlen != 32) {
+		free(canon);
+		return cs_err_set(e, CS_EXIT_INTERNAL, "HMAC-SHA-256 failed");
+	}
+	free(canon);
+	cs_hex(md, 32, out);
+	return 0;
+}
+
+int guard_clone(struct ledger *l, const char *study_dir, const char *dir, const char *verb,
+		int check_hash, json_t **marker, cs_err *e)
+{
+	char mpath[PATH_MAX], mac[65];
+	unsigned char key[32];
 	struct stat st;
 	json_t *m = NULL, *files;
 	cs_err le = {0};
 	json_int_t dev, ino;
-	size_t i;
+	char **names = NULL;
+	size_t nnames = 0, i;
 	json_t *f;
 	int rc;
 
@@ -670,10 +394,22 @@ int guard_clone(struct ledger *l, const char *dir, const char *verb, int check_h
 	dev = json_integer_value(json_object_get(m, "dev"));
 	ino = json_integer_value(json_object_get(m, "ino"));
 	files = json_object_get(m, "files");
-	if (json_integer_value(json_object_get(m, "format")) != 1 || !json_is_array(files) ||
+	if (json_integer_value(json_object_get(m, "format")) != 2 || !json_is_array(files) ||
 	    !json_is_string(json_object_get(m, "source_sha256")) ||
 	    !json_is_string(json_object_get(m, "method"))) {
-		rc = guard_refuse(l, "clone", verb, dir, e, "%s: clone marker is malformed", mpath);
+		rc = guard_refuse(l, "clone", verb, dir, e,
+				  "%s: clone marker is malformed or of an old format (clone again)",
+				  mpath);
+		goto out;
+	}
+	/* The marker is the study's word that this is its clone: HMAC under the study's key. */
+	if (!study_dir || guard_clone_key(study_dir, 0, key, &le) ||
+	    guard_clone_mac(m, key, mac, &le) ||
+	    !json_is_string(json_object_get(m, "hmac_sha256")) ||
+	    CRYPTO_memcmp(mac, json_string_value(json_object_get(m, "hmac_sha256")), 64)) {
+		rc = guard_refuse(l, "clone", verb, dir, e,
+				  "%s: clone marker is not authenticated by this study's key%s%s%s",
+				  mpath, le.msg[0] ? " (" : "", le.msg, le.msg[0] ? ")" : "");
 		goto out;
 	}
 	if ((uint64_t) dev != (uint64_t) st.st_dev || (uint64_t) ino != (uint64_t) st.st_ino) {
@@ -687,6 +423,7 @@ int guard_clone(struct ledger *l, const char *dir, const char *verb, int check_h
 	json_array_foreach(files, i, f) {
 		const char *name = json_string_value(json_object_get(f, "name"));
 		json_int_t size = json_integer_value(json_object_get(f, "size"));
+		json_int_t fino = json_integer_value(json_object_get(f, "ino"));
 		char fp[PATH_MAX];
 		struct stat fst;
 
@@ -695,12 +432,32 @@ int guard_clone(struct ledger *l, const char *dir, const char *verb, int check_h
 			goto out;
 		}
 		fmt(fp, sizeof(fp), "%s/%s", dir, name);
-		if (stat(fp, &fst) < 0 || (json_int_t) fst.st_size != size) {
+		if (lstat(fp, &fst) < 0 || !S_ISREG(fst.st_mode) || (json_int_t) fst.st_size != size ||
+		    (uint64_t) fst.st_ino != (uint64_t) fino) {
 			rc = guard_refuse(l, "clone", verb, dir, e,
-					  "%s: file %s is missing or changed size since the clone", mpath,
-					  name);
+					  "%s: file %s is missing, replaced or changed size since the "
+					  "clone",
+					  mpath, name);
 			goto out;
 		}
+		/* A second link is another name for these bytes, maybe production's. */
+		if (fst.st_nlink > 1) {
+			rc = guard_refuse(l, "clone", verb, dir, e,
+					  "%s: file %s has %lu links: a clone's files are its own",
+					  dir, name, (unsigned long) fst.st_nlink);
+			goto out;
+		}
+	}
+	/* Every file of the directory is one the marker names. */
+	if (guard_dir_files(dir, &names, &nnames, &le)) {
+		rc = guard_refuse(l, "clone", verb, dir, e, "%s: %s", dir, le.msg);
+		goto out;
+	}
+	if (nnames != json_array_size(files)) {
+		rc = guard_refuse(l, "clone", verb, dir, e,
+				  "%s: holds %zu files, its clone marker names %zu", dir, nnames,
+				  json_array_size(files));
+		goto out;
 	}
 	if (check_hash) {
 		char sha[65];
@@ -723,6 +480,7 @@ int guard_clone(struct ledger *l, const char *dir, const char *verb, int check_h
 		m = NULL;
 	}
 out:
+	guard_dir_files_free(names, nnames);
 	json_decref(m);
 	return rc;
 }

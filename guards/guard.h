@@ -19,11 +19,142 @@
 #define GUARD_H
 
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include "cs.h"
 
 struct ledger;
 
+/* ---- held targets (held.c) ---- */
+
+/* A file system: a device number, or a loop device's backing file (dev, inode, offset). */
+typedef struct guard_fskey {
+	int kind; /* 1 device (a = major, b = minor), 2 loop backing (a = dev, b = ino, c = offset) */
+	uint64_t a, b, c;
+} guard_fskey;
+
+/* What a file is: its file system and inode, with the inode's birth time. */
+typedef struct guard_ident {
+	dev_t dev;
+	uint64_t ino;
+	unsigned mode, nlink;
+	dev_t rdev;
+	int64_t btime_ns; /* 0: unknown */
+	guard_fskey fs;
+} guard_ident;
+
+#define GUARD_DEVSET_MAX 32
+/* The storage behind a device: itself, its device-mapper slaves, its disk or partitions. */
+typedef struct guard_devset {
+	guard_fskey v[GUARD_DEVSET_MAX];
+	size_t n;
+} guard_devset;
+
+/*
+ * A path resolved once. fd holds the target (O_PATH) when it exists, else
+ * its nearest existing ancestor, with the missing components in rest.
+ */
+typedef struct guard_held {
+	int fd;
+	int exists;
+	struct stat st;          /* of what fd holds */
+	char rest[4096];         /* components still to create beneath fd */
+	char shown[4096];        /* the user's spelling, for messages */
+	char via[4200];          /* "/proc/PID/fd/N[/rest]": the held target for path-taking APIs */
+	int made_parent;         /* after guard_held_mkdirs: the directory the last component was made in */
+	char made_name[256];     /* ... and that component (guard_held_rmdir removes it) */
+} guard_held;
+
+void guard_held_init(guard_held *h);
+/*
+ * Resolve path once from base_fd (AT_FDCWD: the current directory) with
+ * openat2(RESOLVE_NO_MAGICLINKS) (a component walk without it). A magic
+ * link is refused (CS_EXIT_REFUSED); a missing target is held through its
+ * nearest existing ancestor. Caller closes with guard_held_close.
+ */
+int guard_hold(const char *path, int base_fd, guard_held *h, cs_err *e);
+void guard_held_close(guard_held *h);
+/* The held target as a path the kernel resolves through the descriptor (borrowed). */
+const char *guard_held_via(const guard_held *h);
+/* Create the missing components beneath the held ancestor (mkdirat, no symlink followed); h then holds the new directory. */
+int guard_held_mkdirs(guard_held *h, cs_err *e);
+/* Remove the (empty) directory guard_held_mkdirs made last, by name in its held parent. */
+void guard_held_rmdir(guard_held *h);
+
+int guard_ident_fd(int fd, guard_ident *id);
+int guard_ident_same(const guard_ident *x, const guard_ident *y);
+void guard_fskey_of(dev_t dev, guard_fskey *k);
+int guard_fskey_eq(const guard_fskey *x, const guard_fskey *y);
+/* The devices behind dev (is_blockdev_item: a production device, covering its partitions). */
+void guard_devset_of(dev_t dev, int is_blockdev_item, guard_devset *s);
+int guard_devset_meet(const guard_devset *x, const guard_devset *y);
+
+/* ---- the production set (prodset.c) ---- */
+
+/*
+ * Everything production: the machine-wide registry (COLDSTUDY_PRODUCTION_REGISTRY,
+ * default /var/lib/coldstudy/production.json) and, with a ledger, every
+ * production item the study ever registered (unless amended away).
+ */
+typedef struct guard_prodset guard_prodset;
+
+int guard_prodset_load(struct ledger *l, guard_prodset **out, cs_err *e);
+void guard_prodset_free(guard_prodset *ps);
+/* Add path (resolved from base_fd, must exist) to ps only: validate's planted targets. */
+int guard_prodset_add(guard_prodset *ps, const char *path, int base_fd, const char *owner,
+		      cs_err *e);
+/* The registry file's path (borrowed; from the environment or the default). */
+const char *guard_registry_path(void);
+
+/*
+ * Refuse (CS_EXIT_REFUSED, a refusal record with l) when the held target
+ * is production, lies inside it, contains it, holds a hard link to a
+ * production file, or lives on a production block device. role names the
+ * target in messages ("index", "bulkwrite.dir"). ps NULL: the registry
+ * only, loaded for this call. A walk past its limits refuses (fail closed).
+ */
+int guard_check_held(struct ledger *l, guard_prodset *ps, const guard_held *h, const char *verb,
+		     const char *role, cs_err *e);
+
+/* guard_hold + guard_check_held; on refusal h is closed. */
+int guard_target(struct ledger *l, guard_prodset *ps, const char *path, int base_fd,
+		 const char *verb, const char *role, guard_held *h, cs_err *e);
+
+/*
+ * Resolve study.json's production items against the study folder
+ * (study_fd), each required to exist (CS_EXIT_BADINPUT naming it), into
+ * *items (a new JSON array of identities); hosts and databases are added
+ * as named items. 0 or CS_EXIT_*.
+ */
+int guard_production_resolve(const json_t *study, int study_fd, const char *study_name,
+			     json_t **items, cs_err *e);
+/*
+ * A re-registration may add production items, never drop one silently:
+ * refuse (recorded) when items misses any item the study protected so far,
+ * unless amend; *removed (new) gets the items an amendment drops.
+ */
+int guard_production_keep(struct ledger *l, const json_t *items, int amend, const char *verb,
+			  json_t **removed, cs_err *e);
+/* Add items (guard_production_resolve's) to the machine registry under owner. */
+int guard_registry_add(const json_t *items, const char *owner, cs_err *e);
+/* Remove the registry items whose path (or name) is name; *removed gets how many. */
+int guard_registry_remove(const char *name, size_t *removed, cs_err *e);
+/* The registry's items (new reference). */
+int guard_registry_list(json_t **items, cs_err *e);
+
+/* guard_target for a target that must exist (exit 5 otherwise): what evicts, reads or loads. */
+int guard_existing(struct ledger *l, guard_prodset *ps, const char *path, int base_fd,
+		   const char *verb, const char *role, guard_held *h, cs_err *e);
+
+/*
+ * A dataset spec's file (fvecs:PATH, npy:PATH, ...) checked like a target:
+ * a study run reads clones and generated data, never production's files.
+ * Specs without a path (synth:, fashion-mnist) pass.
+ */
+int guard_dataset(struct ledger *l, guard_prodset *ps, const char *spec, const char *verb,
+		  const char *role, cs_err *e);
+
+/* Append a refusal record (when l is set) and fill e; returns CS_EXIT_REFUSED. */
 /*
  * Append a refusal record (when l is set) and fill e; returns CS_EXIT_REFUSED.
  * A transaction the verb has open is rolled back first: a refusal changes
@@ -44,14 +175,21 @@ int guard_production(struct ledger *l, const json_t *study, const char *target, 
 		     cs_err *e);
 
 /*
- * Refuse a target directory without a valid clone marker: the marker's
- * dev/ino must be the directory's own (a marker copied elsewhere is
- * invalid) and every file it lists must exist with its size. With
+ * Refuse a target directory without a valid clone marker: format 2, an
+ * HMAC-SHA-256 under study_dir's clone key (clone.key, 0600, made at init
+ * or the first clone), dev/ino of the directory itself (a marker copied
+ * elsewhere is invalid), every file it lists present as a regular file with
+ * its size and inode and one link, and no file it does not list. With
  * check_hash, the content hash of the directory must also equal the
  * source's. *marker (may be NULL) gets the marker (new reference).
  */
-int guard_clone(struct ledger *l, const char *dir, const char *verb, int check_hash,
-		json_t **marker, cs_err *e);
+int guard_clone(struct ledger *l, const char *study_dir, const char *dir, const char *verb,
+		int check_hash, json_t **marker, cs_err *e);
+
+/* The study's clone key (32 bytes); create: make it (0600) when missing. 0 or CS_EXIT_*. */
+int guard_clone_key(const char *study_dir, int create, unsigned char key[32], cs_err *e);
+/* HMAC-SHA-256 (hex) of a marker's canonical JSON without its "hmac_sha256". */
+int guard_clone_mac(const json_t *marker, const unsigned char key[32], char out[65], cs_err *e);
 
 #define GUARD_CLONE_MARKER ".coldstudy-clone"
 

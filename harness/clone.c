@@ -9,10 +9,17 @@
  * "reflink" only when every file was reflinked, "copy" otherwise.
  *
  * The marker DST/.coldstudy-clone is written last, atomically:
- * {"format":1, "dev", "ino" (DST's own), "method", "source" (absolute),
+ * {"format":2, "dev", "ino" (DST's own), "method", "source" (absolute),
  * "source_sha256" (guard_dir_sha256 over the source), "files"
- * [{name, size}], "reflinked", "created"}. Binding it to DST's device and
- * inode makes a marker copied into another directory invalid (guards/).
+ * [{name, size, ino}], "reflinked", "created", "hmac_sha256"}. Binding it
+ * to DST's device and inode makes a marker copied into another directory
+ * invalid; the HMAC under the study's clone key (guards/) makes an edited
+ * or hand-written marker invalid. Without a study the marker has no HMAC
+ * and no study run accepts the clone.
+ *
+ * DST must not exist, or be an empty directory the caller has just made
+ * through a held descriptor (cmd_clone passes "/proc/PID/fd/N", so every
+ * file lands in the directory that was checked, whatever is renamed).
  * A failed clone removes what it made; DST never holds a marker over a
  * half-copied tree.
  */
@@ -156,7 +163,22 @@ static void undo(const char *dst, char **names, size_t n)
 	rmdir(dst);
 }
 
-int harness_clone(const char *src, const char *dst, harness_clone_info *info, cs_err *e)
+/* Is dir an empty directory? */
+static int empty_dir(const char *dir)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int empty = guard_dir_files(dir, &names, &n, NULL) == 0 && n == 0;
+	char m[PATH_MAX];
+	struct stat st;
+
+	guard_dir_files_free(names, n);
+	snprintf(m, sizeof(m), "%s/%s", dir, GUARD_CLONE_MARKER);
+	return empty && lstat(m, &st) < 0;
+}
+
+int harness_clone(const char *src, const char *dst, const char *study_dir,
+		  harness_clone_info *info, cs_err *e)
 {
 	char **names = NULL, srcabs[PATH_MAX], sha[65], ts[32], mpath[PATH_MAX];
 	size_t n = 0, made = 0;
@@ -169,7 +191,7 @@ int harness_clone(const char *src, const char *dst, harness_clone_info *info, cs
 	memset(info, 0, sizeof(*info));
 	if (!realpath(src, srcabs) || stat(srcabs, &st) < 0 || !S_ISDIR(st.st_mode))
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: not an index directory", src);
-	if (lstat(dst, &st) == 0)
+	if (stat(dst, &st) == 0 && !(S_ISDIR(st.st_mode) && empty_dir(dst)))
 		return cs_err_set(e, CS_EXIT_REFUSED, "%s: already exists; a clone is made fresh",
 				  dst);
 	rc = guard_dir_files(srcabs, &names, &n, e);
@@ -182,7 +204,7 @@ int harness_clone(const char *src, const char *dst, harness_clone_info *info, cs
 	rc = guard_dir_sha256(srcabs, sha, e);
 	if (rc)
 		goto out;
-	if (mkdir(dst, 0755) < 0) {
+	if (mkdir(dst, 0755) < 0 && errno != EEXIST) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create: %s", dst, strerror(errno));
 		goto out;
 	}
@@ -207,8 +229,17 @@ int harness_clone(const char *src, const char *dst, harness_clone_info *info, cs
 		info->files++;
 		info->bytes += size;
 		info->reflinked_files += (uint64_t) rl;
-		json_array_append_new(files, json_pack("{s:s, s:I}", "name", names[i], "size",
-						       (json_int_t) size));
+		{
+			struct stat fst;
+
+			if (lstat(dp, &fst) < 0) {
+				rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", dp, strerror(errno));
+				goto fail;
+			}
+			json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", names[i],
+							       "size", (json_int_t) size, "ino",
+							       (json_int_t) fst.st_ino));
+		}
 	}
 	snprintf(info->method, sizeof(info->method), "%s",
 		 info->reflinked_files == info->files ? "reflink" : "copy");
@@ -218,7 +249,7 @@ int harness_clone(const char *src, const char *dst, harness_clone_info *info, cs
 		goto fail;
 	}
 	cs_format_rfc3339(cs_now_us(), ts);
-	json_object_set_new(marker, "format", json_integer(1));
+	json_object_set_new(marker, "format", json_integer(2));
 	json_object_set_new(marker, "dev", json_integer((json_int_t) st.st_dev));
 	json_object_set_new(marker, "ino", json_integer((json_int_t) st.st_ino));
 	json_object_set_new(marker, "method", json_string(info->method));
@@ -226,6 +257,17 @@ int harness_clone(const char *src, const char *dst, harness_clone_info *info, cs
 	json_object_set_new(marker, "source_sha256", json_string(sha));
 	json_object_set_new(marker, "reflinked", json_integer((json_int_t) info->reflinked_files));
 	json_object_set_new(marker, "created", json_string(ts));
+	if (study_dir) {
+		unsigned char key[32];
+		char mac[65];
+
+		rc = guard_clone_key(study_dir, 1, key, e);
+		if (!rc)
+			rc = guard_clone_mac(marker, key, mac, e);
+		if (rc)
+			goto fail;
+		json_object_set_new(marker, "hmac_sha256", json_string(mac));
+	}
 	rc = cs_json_canonical(marker, &canon, &clen, e);
 	if (rc)
 		goto fail;
@@ -243,5 +285,22 @@ out:
 	free(canon);
 	json_decref(marker);
 	guard_dir_files_free(names, n);
+	return rc;
+}
+
+int harness_clone_target(struct ledger *l, const char *dst, guard_held *h, cs_err *e)
+{
+	int rc = guard_target(l, NULL, dst, AT_FDCWD, "clone", "DST", h, e);
+
+	if (rc)
+		return rc;
+	if (h->exists) {
+		guard_held_close(h);
+		return cs_err_set(e, CS_EXIT_REFUSED, "%s: already exists; a clone is made fresh",
+				  dst);
+	}
+	rc = guard_held_mkdirs(h, e);
+	if (rc)
+		guard_held_close(h);
 	return rc;
 }

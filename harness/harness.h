@@ -90,7 +90,11 @@ json_t *harness_study_schema(void);
 int harness_study_register(const char *dir, const char *path, int64_t *seq, cs_err *e);
 
 /*
- * The same with the plan's rules: every run spec the plan names is loaded,
+ * The same with the plan's rules, and production's: production paths are
+ * resolved against DIR (each must exist) and recorded by identity in the
+ * record ("production_items") and the machine registry; a spec that drops
+ * a protected item is refused (exit 3, recorded) unless rationale is given.
+ * Every run spec the plan names is loaded,
  * validated and hashed (its tags checked against its settings) and the
  * record carries "plan_specs" [{"path","sha256","class"}] and
  * "plan_sha256". The same study and plan again writes nothing (*seq: the
@@ -134,12 +138,24 @@ typedef struct harness_clone_info {
 } harness_clone_info;
 
 /*
- * Clone index directory src into dst (must not exist): FICLONE per file
- * where the file system can, a full copy otherwise (method "copy" if any
- * file had to be copied). Writes dst/.coldstudy-clone last, bound to
- * dst's own st_dev and st_ino and to src's content hash.
+ * Clone index directory src into dst (must not exist, or be an empty
+ * directory): FICLONE per file where the file system can, a full copy
+ * otherwise (method "copy" if any file had to be copied). Writes
+ * dst/.coldstudy-clone last, bound to dst's own st_dev and st_ino, each
+ * file's inode and size and src's content hash, authenticated with an
+ * HMAC under study_dir's clone key (made on first use; NULL: no HMAC, and
+ * no study run will accept the clone).
  */
-int harness_clone(const char *src, const char *dst, harness_clone_info *info, cs_err *e);
+int harness_clone(const char *src, const char *dst, const char *study_dir,
+		  harness_clone_info *info, cs_err *e);
+
+/*
+ * Resolve a clone's destination once and make it: refused (recorded with
+ * l) when it exists, or is, lies in or contains production; created
+ * beneath its held parent; h then holds the new, empty directory.
+ */
+struct guard_held;
+int harness_clone_target(struct ledger *l, const char *dst, struct guard_held *h, cs_err *e);
 
 /* SHA-256 over a directory's index files (sorted names, each name + length + bytes). */
 int harness_dir_sha256(const char *dir, char out[65], cs_err *e);
@@ -154,6 +170,7 @@ json_t *harness_host_capture(const char *path);
 typedef struct harness_validate_opts {
 	int allow_no_device_stats; /* waive the engine-vs-device check where no stats exist (a deviation) */
 	int quiet;
+	json_t *results;           /* borrowed, or NULL: each record's payload is appended (--json) */
 } harness_validate_opts;
 
 /* Run every check, each a `validation` record; exit 4 if any failed. */

@@ -37,6 +37,7 @@
 #include "ledger.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -80,6 +81,7 @@ typedef struct qrow {
 	double setup_ms;          /* prewarm before the query (outside its latency) */
 	double vlat_ms, vread_ms; /* virtual time: latency and read time as the device gives them */
 	uint64_t vdev_reads, vhits;
+	uint32_t rep;             /* the repeat it belongs to */
 } qrow;
 
 typedef struct load {
@@ -98,6 +100,8 @@ typedef struct load {
 	atomic_uint_fast64_t next, done;
 	atomic_uint_fast64_t end_ns;  /* the latest query completion: the end of the wall */
 	atomic_uint_fast64_t start_ns; /* the first query's submission: the start of the wall */
+	atomic_uint_fast64_t vlat_ns;  /* virtual time: the modelled latencies so far (progress) */
+	unsigned rep;                  /* the repeat running (run.json "repeat") */
 	atomic_int failed;
 	atomic_uint fanout_via;       /* how a fan-out overlapped its reads (cv_fanout_via) */
 	char fail_msg[256];
@@ -132,22 +136,6 @@ static void fail(load *L, const char *msg, int rc)
 	pthread_mutex_unlock(&L->mu);
 }
 
-/* Resident fraction of files (NaN when it cannot be measured). */
-static double prewarm_residency(char **files, size_t n)
-{
-	uint64_t pages = 0, res = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		cv_residency r;
-
-		if (cv_cache_residency(files[i], &r))
-			return NAN;
-		pages += r.pages;
-		res += r.resident;
-	}
-	return pages ? (double) res / (double) pages : 0.0;
-}
-
 /* One client: closed loop, the next query only when the last returned. */
 static void *client(void *p)
 {
@@ -166,6 +154,7 @@ static void *client(void *p)
 		fail(L, "cannot pin the client to client_cpus", rc);
 		goto out;
 	}
+	json_decref(L->placement[c]); /* a later repeat's client: where it runs now */
 	L->placement[c] = harness_affinity_now();
 	if (L->vdev) {
 		rc = cv_trace_new(1u << 19, &trace);
@@ -205,10 +194,14 @@ static void *client(void *p)
 			cv_index_drop_buffers(L->ix);
 			for (size_t f = 0; f < L->nfiles && !rc; f++)
 				rc = cv_cache_evict(L->files[f]);
-			res = prewarm_residency(L->files, L->nfiles);
-			if (!rc && !(res == 0.0)) {
-				fail(L, "page cache not cold after eviction before the query", -EBUSY);
-				break;
+			/* The cold proof is the guard's (guard_cold), as at the start of the run. */
+			if (!rc) {
+				cs_err ge = {0};
+
+				if (guard_cold(NULL, L->files, L->nfiles, "run", &res, &ge)) {
+					fail(L, "page cache not cold after eviction before the query", -EBUSY);
+					break;
+				}
 			}
 			if (!rc && L->pw)
 				rc = harness_prewarm(L->files, L->nfiles, &L->pw[q]);
@@ -257,6 +250,7 @@ static void *client(void *p)
 		r->vread_ms = r->read_ms;
 		r->vdev_reads = r->reads;
 		r->vhits = 0;
+		r->rep = L->rep;
 		if (trace) {
 			harness_vq vq;
 
@@ -271,6 +265,7 @@ static void *client(void *p)
 			}
 			r->vlat_ms = vq.lat_ms;
 			r->vread_ms = vq.read_ms;
+			atomic_fetch_add(&L->vlat_ns, (uint_fast64_t) (vq.lat_ms * 1e6));
 			r->vdev_reads = vq.device_reads;
 			r->vhits = vq.hit_reads;
 		}
@@ -321,26 +316,95 @@ static const char *dataset_spec(const json_t *study, const char *s)
 	return json_is_string(v) ? json_string_value(v) : s;
 }
 
-/* The base dataset for recall: run.base, else the study index whose clone is this index. */
-static const char *base_spec(const json_t *study, const json_t *eff, const char *index)
+/*
+ * The base dataset for recall: run.base, else the study index whose clone
+ * is this index (the clone resolved against the study folder, compared by
+ * device and inode with the held index).
+ */
+static const char *base_spec(struct ledger *l, const json_t *study, const json_t *eff,
+			     const char *index)
 {
 	const char *b = json_string_value(json_object_get(eff, "base"));
-	char rp[PATH_MAX], rq[PATH_MAX];
-	const char *k;
+	struct stat ist;
+	guard_held sh;
+	const char *k, *found = NULL;
 	json_t *v;
+	cs_err e = {0};
 
 	if (b)
 		return dataset_spec(study, b);
-	if (!realpath(index, rp))
+	if (stat(index, &ist) < 0 || guard_hold(ledger_dir(l), AT_FDCWD, &sh, &e))
 		return NULL;
 	json_object_foreach(json_object_get(study, "indexes"), k, v) {
 		const char *c = json_string_value(json_object_get(v, "clone"));
 		const char *d = json_string_value(json_object_get(v, "dataset"));
+		guard_held ch;
 
-		if (c && d && realpath(c, rq) && !strcmp(rp, rq))
-			return dataset_spec(study, d);
+		if (!c || !d || found || guard_hold(c, sh.fd, &ch, &e))
+			continue;
+		if (ch.exists && ch.st.st_dev == ist.st_dev && ch.st.st_ino == ist.st_ino)
+			found = dataset_spec(study, d);
+		guard_held_close(&ch);
 	}
-	return NULL;
+	guard_held_close(&sh);
+	return found;
+}
+
+/*
+ * The run's other paths, each refused when it touches production: the
+ * dataset files of queries and base, the ground-truth cache directory
+ * (COLDSTUDY_CACHE, held and handed to the engine through the hold), and
+ * the bulk writer's directory (bulkwrite.dir, else the study's scratch_dir,
+ * else the index's parent), made beneath its held parent into *wh.
+ */
+static int run_guard_inputs(struct ledger *l, guard_prodset *prod, const json_t *study,
+			    const json_t *eff, const guard_held *ih, guard_held *wh, cs_err *e)
+{
+	const char *q = dataset_spec(study, json_string_value(json_object_get(json_object_get(eff, "queries"), "spec")));
+	const char *b = json_string_value(json_object_get(eff, "base"));
+	const char *cache = getenv("COLDSTUDY_CACHE");
+	const json_t *bw = json_object_get(eff, "bulkwrite");
+	int rc;
+
+	if ((rc = guard_dataset(l, prod, q, "run", "$.queries.spec", e)) ||
+	    (b && (rc = guard_dataset(l, prod, dataset_spec(study, b), "run", "$.base", e))))
+		return rc;
+	if (cache && *cache && strncmp(cache, "/proc/", 6)) {
+		static guard_held ch; /* the engine reads COLDSTUDY_CACHE for the whole run */
+
+		rc = guard_target(l, prod, cache, AT_FDCWD, "run", "COLDSTUDY_CACHE", &ch, e);
+		if (!rc)
+			rc = guard_held_mkdirs(&ch, e);
+		if (rc)
+			return rc;
+		setenv("COLDSTUDY_CACHE", guard_held_via(&ch), 1);
+	}
+	if (json_is_object(bw)) {
+		const char *wd = json_string_value(json_object_get(bw, "dir"));
+		guard_held sh;
+		int base = AT_FDCWD;
+
+		guard_held_init(&sh);
+		if (!wd && json_is_string(json_object_get(study, "scratch_dir"))) {
+			/* study.json's paths are the study folder's. */
+			wd = json_string_value(json_object_get(study, "scratch_dir"));
+			if ((rc = guard_hold(ledger_dir(l), AT_FDCWD, &sh, e)))
+				return rc;
+			base = sh.fd;
+		}
+		if (!wd) {
+			/* Beside the index, on its file system: the writes compete with its reads. */
+			wd = "../.coldstudy-bulkwrite";
+			base = ih->fd;
+		}
+		rc = guard_target(l, prod, wd, base, "run", "bulkwrite.dir", wh, e);
+		guard_held_close(&sh);
+		if (!rc)
+			rc = guard_held_mkdirs(wh, e);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 /*
@@ -552,19 +616,195 @@ static void record_abort(ledger *l, const char *run_id, const char *because)
 	json_decref(d);
 }
 
+/*
+ * Before a repeat (or before the first when warm-up queries are asked):
+ * nwarm untimed queries with one client, then, for a cold run, cold again
+ * (buffers dropped, every file evicted, residency proven 0). A warm run's
+ * resident fraction is measured again.
+ */
+static int before_repeat(ledger *l, load *L, cv_index *ix, const cv_dataset *queries, char **files,
+			 size_t nfiles, uint64_t nwarm, int cold, double *resident_before, cs_err *e)
+{
+	cv_io *w = NULL;
+	uint32_t *ids = NULL;
+	float *d = NULL;
+	int r = 0, rc;
+
+	if (nwarm) {
+		ids = calloc(L->k ? L->k : 1, sizeof(*ids));
+		d = calloc(L->k ? L->k : 1, sizeof(*d));
+		r = ids && d ? cv_io_new(&L->io, &w) : -ENOMEM;
+		for (uint64_t i = 0; !r && i < nwarm && !got_signal; i++) {
+			size_t nout;
+
+			r = cv_index_query(ix, w, cv_row(queries, (size_t) (i % queries->n)), &L->qo, ids, d,
+					   &nout, NULL);
+		}
+		cv_io_free(w);
+		free(ids);
+		free(d);
+		if (r)
+			return cs_err_set(e, CS_EXIT_INTERNAL, "warm-up query failed: %s", strerror(-r));
+	}
+	if (!cold) {
+		*resident_before = resident_fraction(files, nfiles);
+		return 0;
+	}
+	cv_index_drop_buffers(ix);
+	rc = evict_all(files, nfiles, e);
+	if (!rc)
+		rc = guard_cold(l, files, nfiles, "run", resident_before, e);
+	return rc;
+}
+
+/*
+ * One repeat's metrics from the clients' rows and counters (appended to
+ * reps; a virtual-time run's real-disk figures to reps_real), and its rows
+ * appended to rowsj (with "repeat" when tag). mem_peak_bytes is set for the
+ * whole run afterwards.
+ */
+static int repeat_metrics(const load *L, uint64_t t_end, int virt, int have_dev,
+			  const cv_blkstat *bs0, const cv_blkstat *bs1, double resident_before, int tag,
+			  json_t *reps, json_t *reps_real, json_t *rowsj, uint64_t *vd, uint64_t *vh,
+			  cs_err *e)
+{
+	cv_io_stats all;
+	uint64_t start = atomic_load(&L->start_ns) ? atomic_load(&L->start_ns) : L->t0;
+	double setup_ms = 0, wall_s;
+	json_t *m, *mr = NULL;
+
+	memset(&all, 0, sizeof(all));
+	for (unsigned c = 0; c < L->clients; c++)
+		cv_io_stats_merge(&all, &L->stats[c]);
+	/* The wall runs from the first query's submission to the last one's completion
+	 * (client threads' start-up is not part of the load); per-query eviction and
+	 * prewarm are setup, not load (such runs have one client). */
+	for (unsigned c = 0; c < L->clients; c++)
+		for (size_t i = 1; i < L->nrows[c]; i++)
+			setup_ms += L->rows[c][i].setup_ms;
+	wall_s = (double) (t_end - start) / 1e9 - setup_ms / 1e3;
+	m = make_metrics(L, &all, wall_s, 0, have_dev, bs0, bs1, resident_before, 0);
+	if (m && virt) {
+		mr = m;
+		m = make_metrics(L, &all, virtual_wall_s(L, start), 1, have_dev, bs0, bs1,
+				 resident_before, 0);
+		for (unsigned c = 0; c < L->clients; c++)
+			for (size_t i = 0; i < L->nrows[c]; i++) {
+				*vd += L->rows[c][i].vdev_reads;
+				*vh += L->rows[c][i].vhits;
+			}
+	}
+	if (!m || json_array_append_new(reps, m) || (virt && json_array_append_new(reps_real, mr))) {
+		json_decref(mr);
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	}
+	for (unsigned c = 0; c < L->clients; c++) {
+		for (size_t i = 0; i < L->nrows[c] && json_array_size(rowsj) < ROWS_MAX; i++) {
+			const qrow *r = &L->rows[c][i];
+			json_t *row = json_pack(
+				"{s:I, s:I, s:f, s:f, s:I, s:I, s:f, s:o, s:I}", "q", (json_int_t) r->q,
+				"client", (json_int_t) r->client, "t_ms", r->t_ms, "lat_ms",
+				virt ? r->vlat_ms : r->lat_ms, "reads", (json_int_t) r->reads, "bytes",
+				(json_int_t) r->bytes, "read_ms", virt ? r->vread_ms : r->read_ms, "recall",
+				num_or_null(r->recall), "n", (json_int_t) r->n);
+
+			if (row && virt) {
+				json_object_set_new(row, "lat_ms_real", json_real(r->lat_ms));
+				json_object_set_new(row, "read_ms_real", json_real(r->read_ms));
+				json_object_set_new(row, "device_reads_virtual",
+						    json_integer((json_int_t) r->vdev_reads));
+				json_object_set_new(row, "prewarm_hits", json_integer((json_int_t) r->vhits));
+			}
+			if (row && L->pw)
+				json_object_set_new(row, "setup_ms", json_real(r->setup_ms));
+			if (row && tag)
+				json_object_set_new(row, "repeat", json_integer((json_int_t) L->rep));
+			if (!row || json_array_append_new(rowsj, row))
+				return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		}
+	}
+	return 0;
+}
+
+/* Set key to v in every object of arr. */
+static void set_all(json_t *arr, const char *key, json_int_t v)
+{
+	size_t i;
+	json_t *o;
+
+	json_array_foreach(arr, i, o)
+		json_object_set_new(o, key, json_integer(v));
+}
+
+/*
+ * The repeats' metrics as one: each metric's mean over the repeats where
+ * it is a number (null when it is a number in none); the spread is
+ * reported from the repeats themselves (reports/results.c). New reference.
+ */
+static json_t *mean_metrics(const json_t *reps)
+{
+	json_t *out = json_object(), *first = json_array_get(reps, 0), *v;
+	const char *k;
+
+	if (!out || !first) {
+		json_decref(out);
+		return NULL;
+	}
+	json_object_foreach(first, k, v) {
+		double sum = 0;
+		size_t n = 0, i;
+		json_t *r;
+
+		json_array_foreach(reps, i, r) {
+			const json_t *x = json_object_get(r, k);
+
+			if (json_is_number(x)) {
+				sum += json_number_value(x);
+				n++;
+			}
+		}
+		if (n)
+			json_object_set_new(out, k, json_real(sum / (double) n));
+		else
+			json_object_set(out, k, v); /* null, or a label such as fanout_via */
+	}
+	return out;
+}
+
+/*
+ * The load's progress line on stderr. A virtual-time run shows the QPS the
+ * device model gives (what its record will say) beside the real disk's;
+ * the time left is "estimating" until a query has returned.
+ */
 static void progress(const load *L, uint64_t total, int final)
 {
 	double el = (double) (cs_mono_ns() - L->t0) / 1e9;
 	uint64_t done = atomic_load(&L->done);
 	double qps = el > 0 ? (double) done / el : 0, left;
+	char rate[96], lefts[48];
 
 	if (L->deadline_ns)
 		left = (double) (L->deadline_ns > cs_mono_ns() ? L->deadline_ns - cs_mono_ns() : 0) / 1e9;
 	else
 		left = qps > 0 ? (double) (total - (done < total ? done : total)) / qps : NAN;
-	fprintf(stderr, "\r  queries %llu%s%llu  %.2f qps  %.0f s elapsed  %s%.0f s left   %s",
-		(unsigned long long) done, total ? "/" : "", (unsigned long long) total, qps, el,
-		isfinite(left) ? "" : "?", isfinite(left) ? left : 0.0, final ? "\n" : "");
+	if (L->vdev) {
+		/* Clients run side by side in virtual time: each one's share of the modelled time. */
+		double vs = (double) atomic_load(&L->vlat_ns) / 1e9 / (L->clients ? L->clients : 1);
+
+		snprintf(rate, sizeof(rate), "%.2f qps modelled (%.2f real)",
+			 vs > 0 ? (double) done / vs : 0.0, qps);
+	} else {
+		snprintf(rate, sizeof(rate), "%.2f qps", qps);
+	}
+	if (final)
+		snprintf(lefts, sizeof(lefts), "done");
+	else if (isfinite(left))
+		snprintf(lefts, sizeof(lefts), "%.0f s left", left);
+	else
+		snprintf(lefts, sizeof(lefts), "estimating");
+	fprintf(stderr, "\r  queries %llu%s%llu  %s  %.0f s elapsed, %s   %s",
+		(unsigned long long) done, total ? "/" : "", (unsigned long long) total, rate, el,
+		lefts, final ? "\n" : "");
 	fflush(stderr);
 }
 
@@ -574,7 +814,9 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	json_t *raw = NULL, *study = NULL, *eff = NULL, *features = NULL, *marker = NULL;
 	json_t *host = NULL, *memcap = NULL, *ios = NULL, *mems = NULL, *proms = NULL, *rowsj = NULL;
 	json_t *rec = NULL, *metrics = NULL, *tmp;
-	json_t *metrics_real = NULL, *vinfo = NULL, *treat = NULL;
+	json_t *metrics_real = NULL, *vinfo = NULL, *treat = NULL, *reps = NULL, *reps_real = NULL;
+	unsigned nrep = 1;
+	uint64_t nwarm = 0, vd = 0, vh = 0;
 	harness_readers *readers = NULL;
 	harness_writer *writer = NULL;
 	harness_blockset *pw = NULL;
@@ -592,13 +834,15 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	client_arg *ca = NULL;
 	load L;
 	char sha[65], run_id[32], started[32], ended[32], cgdir[1024] = "";
-	const char *index, *bspec;
+	const char *index, *bspec, *index_shown = NULL;
+	guard_prodset *prod = NULL;
+	guard_held ihold, whold;
 	cv_err ce = {{0}};
 	cs_err le = {0};
 	cv_blkdev bd;
 	cv_blkstat bs0, bs1;
 	int have_dev = 0, rc, cold, started_load = 0, run_started = 0, tty;
-	double resident_before = 0.0, wall_s;
+	double resident_before = 0.0;
 	struct sigaction sa, old_int, old_term;
 	uint64_t t_end, mem_peak = 0;
 	count_ctx cc = {0};
@@ -608,6 +852,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	int holdout = 0, repeat = 0;
 
 	memset(&L, 0, sizeof(L));
+	guard_held_init(&ihold);
+	guard_held_init(&whold);
 	pthread_mutex_init(&L.mu, NULL);
 	got_signal = 0;
 	tty = o->progress < 0 ? isatty(2) : o->progress;
@@ -636,6 +882,10 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	rc = harness_run_check_treatments(eff, spec_path, e);
 	if (rc)
 		goto out;
+	if (json_is_integer(json_object_get(eff, "repeat")))
+		nrep = (unsigned) json_integer_value(json_object_get(eff, "repeat"));
+	if (json_is_integer(json_object_get(eff, "warmup_queries")))
+		nwarm = (uint64_t) json_integer_value(json_object_get(eff, "warmup_queries"));
 	virt = json_is_string(json_object_get(eff, "device_time")) &&
 	       !strcmp(json_string_value(json_object_get(eff, "device_time")), "virtual");
 	if (json_is_array(json_object_get(eff, "client_cpus")) &&
@@ -657,10 +907,21 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			goto out;
 	}
 	if ((rc = guard_validated(l, "run", e)) ||
-	    (rc = guard_hypotheses(l, json_object_get(eff, "hypotheses"), "run", e)) ||
-	    (rc = guard_production(l, study, index, "run", e)) ||
-	    (rc = guard_clone(l, index, "run", 0, &marker, e)))
+	    (rc = guard_hypotheses(l, json_object_get(eff, "hypotheses"), "run", e)))
 		goto out;
+	/*
+	 * Every path the run acts on is resolved once and checked on the held
+	 * descriptor; from here on the index is opened, listed, evicted and
+	 * measured only through the hold (ihold.via), so swapping a symlink or
+	 * renaming a directory after this point changes nothing.
+	 */
+	if ((rc = guard_prodset_load(l, &prod, e)) ||
+	    (rc = guard_existing(l, prod, index, AT_FDCWD, "run", "index", &ihold, e)) ||
+	    (rc = guard_clone(l, ledger_dir(l), guard_held_via(&ihold), "run", 0, &marker, e)) ||
+	    (rc = run_guard_inputs(l, prod, study, eff, &ihold, &whold, e)))
+		goto out;
+	index_shown = index;
+	index = guard_held_via(&ihold);
 	/* what the run is comes from the plan, by its spec hash, not from the flag */
 	if ((rc = ledger_plan_load(l, 0, &plan, e)) ||
 	    (rc = guard_run_plan(l, &plan, sha, o->holdout, "run", &holdout, e)))
@@ -710,7 +971,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		oo.flags = json_is_true(json_object_get(eff, "readahead")) ? CV_FILE_READAHEAD : 0;
 		r = cv_index_open(index, &oo, &ix, &ce);
 		if (r) {
-			rc = cs_err_set(e, errno_exit(r), "%s: %s", index, ce.msg);
+			rc = cs_err_set(e, errno_exit(r), "%s: %s", index_shown, ce.msg);
 			goto out;
 		}
 		if (cv_index_dim(ix) != queries->d) {
@@ -741,7 +1002,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	L.metric = cv_index_metric(ix);
 	if (json_is_string(json_object_get(eff, "metric")))
 		cv_metric_parse(json_string_value(json_object_get(eff, "metric")), &L.metric);
-	bspec = base_spec(study, eff, index);
+	bspec = base_spec(l, study, eff, index);
 	if (bspec) {
 		int r = cv_dataset_load(bspec, &base, &ce);
 
@@ -791,7 +1052,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	else if (!json_is_number(json_object_get(eff, "duration_s")))
 		L.query_count = queries->n;
 	if (cv_index_files(index, &files, &nfiles) || !nfiles) {
-		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot list the index files", index);
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot list the index files", index_shown);
 		goto out;
 	}
 	L.files = files;
@@ -974,24 +1235,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	}
 	if (json_is_object(json_object_get(eff, "bulkwrite"))) {
 		const json_t *bw = json_object_get(eff, "bulkwrite");
-		const char *wd = json_string_value(json_object_get(bw, "dir"));
-		char parent[PATH_MAX];
-
-		if (!wd)
-			wd = json_string_value(json_object_get(study, "scratch_dir"));
-		if (!wd) {
-			char *sl;
-
-			snprintf(parent, sizeof(parent), "%s", index);
-			while ((sl = strrchr(parent, '/')) && sl[1] == '\0' && sl != parent)
-				*sl = '\0';
-			sl = strrchr(parent, '/');
-			if (sl && sl != parent)
-				*sl = '\0';
-			else
-				snprintf(parent, sizeof(parent), "%s", sl ? "/" : ".");
-			wd = parent;
-		}
+		const char *wd = guard_held_via(&whold); /* checked and made by run_guard_inputs */
 		rc = harness_writer_start(
 			wd, index,
 			json_is_integer(json_object_get(bw, "max_bytes"))
@@ -1011,33 +1255,77 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	}
 	cs_format_rfc3339(cs_now_us(), started);
 	L.t0 = cs_mono_ns();
-	if (json_is_number(json_object_get(eff, "duration_s")))
-		L.deadline_ns = L.t0 + (uint64_t) (json_number_value(json_object_get(eff, "duration_s")) * 1e9);
-	for (unsigned c = 0; c < L.clients; c++) {
-		ca[c].L = &L;
-		ca[c].c = c;
-		if (pthread_create(&th[c], NULL, client, &ca[c])) {
-			fail(&L, "cannot start client thread", -EAGAIN);
-			L.clients = c;
-			break;
+	rowsj = json_array();
+	reps = json_array();
+	reps_real = json_array();
+	if (!rowsj || !reps || !reps_real) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		goto out;
+	}
+	/*
+	 * The load, `repeat` times: each repeat starts from the run's state
+	 * (cold: evicted and proven cold again; warm: as the last left it),
+	 * after `warmup_queries` untimed queries, and gives its own metrics;
+	 * its per-query rows are taken out of the clients' buffers into rowsj.
+	 */
+	for (unsigned rep = 0; rep < nrep; rep++) {
+		if (rep > 0 || nwarm > 0) {
+			rc = before_repeat(l, &L, ix, queries, files, nfiles, nwarm, cold,
+					   &resident_before, e);
+			if (rc)
+				goto out;
 		}
-	}
-	started_load = 1;
-	for (;;) {
-		struct timespec ts = {0, 50 * 1000 * 1000};
-		uint64_t d = atomic_load(&L.done);
-		int finished = (L.query_count && d >= L.query_count) ||
-			       (L.deadline_ns && cs_mono_ns() >= L.deadline_ns) ||
-			       atomic_load(&L.failed) || got_signal;
+		if (have_dev && cv_blkdev_stat(&bd, &bs0))
+			have_dev = 0;
+		atomic_store(&L.next, 0);
+		atomic_store(&L.done, 0);
+		atomic_store(&L.start_ns, 0);
+		atomic_store(&L.end_ns, 0);
+		atomic_store(&L.vlat_ns, 0);
+		L.rep = rep;
+		L.deadline_ns = 0;
+		if (json_is_number(json_object_get(eff, "duration_s")))
+			L.deadline_ns = cs_mono_ns() +
+					(uint64_t) (json_number_value(json_object_get(eff, "duration_s")) * 1e9);
+		for (unsigned c = 0; c < L.clients; c++) {
+			L.nrows[c] = 0;
+			ca[c].L = &L;
+			ca[c].c = c;
+			if (pthread_create(&th[c], NULL, client, &ca[c])) {
+				fail(&L, "cannot start client thread", -EAGAIN);
+				L.clients = c;
+				break;
+			}
+		}
+		started_load = 1;
+		for (;;) {
+			struct timespec ts = {0, 50 * 1000 * 1000};
+			uint64_t d = atomic_load(&L.done);
+			int finished = (L.query_count && d >= L.query_count) ||
+				       (L.deadline_ns && cs_mono_ns() >= L.deadline_ns) ||
+				       atomic_load(&L.failed) || got_signal;
 
-		if (finished)
-			break;
+			if (finished)
+				break;
+			if (tty)
+				progress(&L, L.query_count, 0);
+			nanosleep(&ts, NULL);
+		}
+		for (unsigned c = 0; c < L.clients; c++)
+			pthread_join(th[c], NULL);
+		/* Wall ends when the last query returned, not when this thread noticed. */
+		t_end = atomic_load(&L.end_ns) ? atomic_load(&L.end_ns) : cs_mono_ns();
 		if (tty)
-			progress(&L, L.query_count, 0);
-		nanosleep(&ts, NULL);
+			progress(&L, L.query_count, 1);
+		if (have_dev && cv_blkdev_stat(&bd, &bs1))
+			have_dev = 0;
+		if (got_signal || atomic_load(&L.failed))
+			break;
+		rc = repeat_metrics(&L, t_end, virt, have_dev, &bs0, &bs1, resident_before, nrep > 1,
+				    reps, reps_real, rowsj, &vd, &vh, e);
+		if (rc)
+			goto out;
 	}
-	for (unsigned c = 0; c < L.clients; c++)
-		pthread_join(th[c], NULL);
 	if (readers || writer) {
 		cs_err te = {0};
 		json_t *rj = readers ? harness_readers_stop(readers, &te) : NULL;
@@ -1062,13 +1350,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		if (wj)
 			json_object_set_new(treat, "bulkwrite", wj);
 	}
-	/* Wall ends when the last query returned, not when this thread noticed. */
-	t_end = atomic_load(&L.end_ns) ? atomic_load(&L.end_ns) : cs_mono_ns();
 	cs_format_rfc3339(cs_now_us(), ended);
-	if (tty)
-		progress(&L, L.query_count, 1);
-	if (have_dev && cv_blkdev_stat(&bd, &bs1))
-		have_dev = 0;
 	harness_samplers_stop(smp, &ios, &mems, &proms, &mem_peak);
 	smp = NULL;
 	if (got_signal) {
@@ -1090,42 +1372,28 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		goto out;
 	}
 
-	/* 5. metrics */
+	/* 5. metrics: one repeat's as they are; several repeats' means (the spread in reports) */
 	{
-		cv_io_stats all;
-		uint64_t start = atomic_load(&L.start_ns) ? atomic_load(&L.start_ns) : L.t0;
-		double setup_ms = 0;
 		struct rusage ru;
 
-		memset(&all, 0, sizeof(all));
-		for (unsigned c = 0; c < L.clients; c++)
-			cv_io_stats_merge(&all, &L.stats[c]);
-		/* The wall runs from the first query's submission to the last one's completion
-		 * (client threads' start-up is not part of the load); per-query eviction and
-		 * prewarm are setup, not load (such runs have one client). */
-		for (unsigned c = 0; c < L.clients; c++)
-			for (size_t i = 1; i < L.nrows[c]; i++)
-				setup_ms += L.rows[c][i].setup_ms;
-		wall_s = (double) (t_end - start) / 1e9 - setup_ms / 1e3;
 		if (!json_is_true(json_object_get(memcap, "applied")) || !mem_peak) {
 			getrusage(RUSAGE_SELF, &ru);
 			mem_peak = (uint64_t) ru.ru_maxrss * 1024u;
 		}
-		metrics = make_metrics(&L, &all, wall_s, 0, have_dev, &bs0, &bs1, resident_before,
-				       mem_peak);
-		if (metrics && virt) {
-			double vwall = virtual_wall_s(&L, start);
-			uint64_t vd = 0, vh = 0;
+		/* One peak for the whole run: the repeats share the process. */
+		set_all(reps, "mem_peak_bytes", (json_int_t) mem_peak);
+		set_all(reps_real, "mem_peak_bytes", (json_int_t) mem_peak);
+		metrics = nrep > 1 ? mean_metrics(reps) : json_incref(json_array_get(reps, 0));
+		if (virt)
+			metrics_real = nrep > 1 ? mean_metrics(reps_real)
+						: json_incref(json_array_get(reps_real, 0));
+		if (!metrics || (virt && !metrics_real)) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+			goto out;
+		}
+		if (virt) {
 			char desc[512];
 
-			metrics_real = metrics;
-			metrics = make_metrics(&L, &all, vwall, 1, have_dev, &bs0, &bs1,
-					       resident_before, mem_peak);
-			for (unsigned c = 0; c < L.clients; c++)
-				for (size_t i = 0; i < L.nrows[c]; i++) {
-					vd += L.rows[c][i].vdev_reads;
-					vh += L.rows[c][i].vhits;
-				}
 			vinfo = json_pack("{s:s, s:s, s:I, s:I, s:s}", "device",
 					  cv_device_name(dev), "model",
 					  cv_device_describe(dev, desc, sizeof(desc)), "device_reads",
@@ -1134,35 +1402,6 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 					  "each query's read trace replayed alone on the device model "
 					  "(cv_device_simulate); a client's queries back to back with their "
 					  "real gaps; clients do not contend with each other");
-		}
-		rowsj = json_array();
-		if (!metrics || !rowsj) {
-			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-			goto out;
-		}
-		for (unsigned c = 0; c < L.clients; c++) {
-			for (size_t i = 0; i < L.nrows[c] && json_array_size(rowsj) < ROWS_MAX; i++) {
-				const qrow *r = &L.rows[c][i];
-				json_t *row = json_pack(
-					"{s:I, s:I, s:f, s:f, s:I, s:I, s:f, s:o, s:I}", "q",
-					(json_int_t) r->q, "client", (json_int_t) r->client, "t_ms", r->t_ms,
-					"lat_ms", virt ? r->vlat_ms : r->lat_ms, "reads",
-					(json_int_t) r->reads, "bytes", (json_int_t) r->bytes, "read_ms",
-					virt ? r->vread_ms : r->read_ms, "recall", num_or_null(r->recall),
-					"n", (json_int_t) r->n);
-
-				if (row && virt) {
-					json_object_set_new(row, "lat_ms_real", json_real(r->lat_ms));
-					json_object_set_new(row, "read_ms_real", json_real(r->read_ms));
-					json_object_set_new(row, "device_reads_virtual",
-							    json_integer((json_int_t) r->vdev_reads));
-					json_object_set_new(row, "prewarm_hits",
-							    json_integer((json_int_t) r->vhits));
-				}
-				if (row && L.pw)
-					json_object_set_new(row, "setup_ms", json_real(r->setup_ms));
-				json_array_append_new(rowsj, row);
-			}
 		}
 	}
 
@@ -1181,9 +1420,11 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			ledger_rollback(l);
 			goto out;
 		}
-		ixj = json_pack("{s:s, s:s, s:{s:O, s:O}}", "kind", cv_index_kind(ix), "dir", index,
-				"clone", "method", json_object_get(marker, "method"), "source_sha256",
-				json_object_get(marker, "source_sha256"));
+		/* What was read: the held directory's identity, whatever its spelling resolved to later. */
+		ixj = json_pack("{s:s, s:s, s:{s:O, s:O}, s:I, s:I}", "kind", cv_index_kind(ix), "dir",
+				index_shown, "clone", "method", json_object_get(marker, "method"),
+				"source_sha256", json_object_get(marker, "source_sha256"), "dev",
+				(json_int_t) ihold.st.st_dev, "ino", (json_int_t) ihold.st.st_ino);
 		rec = json_pack("{s:s, s:O, s:s, s:O, s:O, s:b, s:o, s:O, s:O, s:{s:s, s:s, s:s, s:s},"
 				" s:O, s:s, s:s, s:s, s:O, s:o}",
 				"run_id", run_id, "spec", eff, "spec_sha256", sha, "tags", tags,
@@ -1215,6 +1456,12 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		}
 		if (treat)
 			json_object_set(rec, "treatments", treat);
+		if (nrep > 1) {
+			/* Each repeat's metrics; `metrics` holds their means. */
+			json_object_set(rec, "repeats", reps);
+			if (virt)
+				json_object_set(rec, "repeats_real", reps_real);
+		}
 		if (L.cpus) {
 			json_t *pl = json_array();
 
@@ -1261,6 +1508,8 @@ out:
 		json_decref(L.placement[c]);
 	free(L.placement);
 	json_decref(metrics_real);
+	json_decref(reps);
+	json_decref(reps_real);
 	json_decref(vinfo);
 	json_decref(treat);
 	harness_memcap_release(cgdir);
@@ -1276,6 +1525,9 @@ out:
 	pthread_mutex_destroy(&L.mu);
 	cv_index_files_free(files, nfiles);
 	cv_index_close(ix);
+	guard_held_close(&ihold);
+	guard_held_close(&whold);
+	guard_prodset_free(prod);
 	cv_device_free(dev);
 	free(gt);
 	cv_dataset_free(base);

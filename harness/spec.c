@@ -21,10 +21,12 @@
 #include "ledger.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 /* ---- small helpers ---- */
@@ -179,6 +181,12 @@ static const jv_key run_keys[] = {
 	 .desc = "a bulk writer on the same file system during the run"},
 	{.name = "client_cpus", .type = JK_INTS, .flags = JK_NULLABLE, .lo = 0, .hi = 1023, .max = 1024,
 	 .desc = "CPUs the clients are pinned to"},
+	{.name = "repeat", .type = JK_INT, .lo = 1, .hi = 1000,
+	 .desc = "run the load this many times, each from the same state (cold: evicted and proven "
+		 "cold again); metrics are the repeats' means, each repeat's are kept (default 1)"},
+	{.name = "warmup_queries", .type = JK_INT, .lo = 0, .hi = 100000000,
+	 .desc = "untimed queries with one client before each repeat (a cold run is made cold "
+		 "again after them) (default 0)"},
 	{.name = "cold_each_query", .type = JK_BOOL,
 	 .desc = "cold again (evict, prove) before every query; needs cold and one client"},
 	{.schema = "{\"not\": {\"required\": [\"query_count\", \"duration_s\"]}}"},
@@ -926,12 +934,15 @@ int harness_study_register_amend(const char *dir, const char *path, const char *
 {
 	ledger *l = NULL;
 	ledger_plan prev = {0};
-	json_t *doc = NULL, *rec = NULL, *specs = NULL;
-	char *canon = NULL, sha[65], psha[65] = "";
+	json_t *doc = NULL, *rec = NULL, *specs = NULL, *items = NULL, *removed = NULL;
+	char *canon = NULL, sha[65], psha[65] = "", owner[PATH_MAX + 80], real[PATH_MAX], link[64];
+	guard_held sh;
+	ssize_t rl;
 	size_t len;
 	int rc, have_prev = 0;
 
 	*seq = 0;
+	guard_held_init(&sh);
 	rc = harness_study_load(path, &doc, e);
 	if (rc)
 		return rc;
@@ -959,6 +970,17 @@ int harness_study_register_amend(const char *dir, const char *path, const char *
 		rc = ledger_plan_load(l, 0, &prev, e);
 	if (rc)
 		goto out;
+	/*
+	 * Production paths are resolved once, against the study folder (never the
+	 * current directory), and must exist (bad input before anything else).
+	 */
+	rc = guard_hold(dir, AT_FDCWD, &sh, e);
+	if (!rc)
+		rc = guard_production_resolve(doc, sh.fd, path, &items, e);
+	if (rc) {
+		ledger_rollback(l);
+		goto out;
+	}
 	have_prev = prev.rec != NULL;
 	if (have_prev &&
 	    !strcmp(json_string_value(json_object_get(prev.rec, "sha256")) ?: "", sha) &&
@@ -973,36 +995,57 @@ int harness_study_register_amend(const char *dir, const char *path, const char *
 						  prev.first_run_start != 0, rationale != NULL,
 						  "study register", e)))
 		goto out;
-	rec = json_pack("{s:O, s:s, s:O}", "id", json_object_get(doc, "id"), "sha256", sha, "doc",
-			doc);
+	/* The protected set only grows unless amended, before the first run too (guards/). */
+	rc = guard_production_keep(l, items, rationale != NULL, "study register", &removed, e);
+	if (rc)
+		goto out;
+	rec = json_pack("{s:O, s:s, s:O, s:O}", "id", json_object_get(doc, "id"), "sha256", sha,
+			"doc", doc, "production_items", items);
 	if (!rec) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
 	}
 	if (specs) {
-		char base[PATH_MAX], real[PATH_MAX];
+		char base[PATH_MAX], pbase[PATH_MAX];
 
 		folder_of(path, base, sizeof(base));
 		json_object_set(rec, "plan_specs", specs);
 		json_object_set_new(rec, "plan_sha256", json_string(psha));
 		/* where the plan's relative paths were read (holdout predict reads targets there) */
-		if (realpath(base, real))
-			json_object_set_new(rec, "plan_base", json_string(real));
+		if (realpath(base, pbase))
+			json_object_set_new(rec, "plan_base", json_string(pbase));
 	}
-	if (have_prev && rationale)
-		json_object_set_new(
-			rec, "amendment",
-			json_pack("{s:s, s:s, s:s, s:I}", "rationale", rationale, "access_state",
-				  ledger_access_state(l), "replaces",
-				  json_string_value(json_object_get(prev.rec, "sha256")) ?: "",
-				  "replaces_seq", (json_int_t) prev.study_seq));
+	if (have_prev && rationale) {
+		json_t *am = json_pack("{s:s, s:s, s:s, s:I}", "rationale", rationale, "access_state",
+				       ledger_access_state(l), "replaces",
+				       json_string_value(json_object_get(prev.rec, "sha256")) ?: "",
+				       "replaces_seq", (json_int_t) prev.study_seq);
+
+		if (json_array_size(removed)) {
+			json_object_set(am, "production_removed", removed);
+			json_object_set_new(rec, "production_amended", json_true());
+		}
+		json_object_set_new(rec, "amendment", am);
+	}
 	rc = ledger_append(l, "study", rec, seq, e);
 	if (!rc)
 		rc = ledger_commit(l, e);
+	if (rc)
+		goto out;
+	/* The machine-wide registry: every verb on this machine checks it, study or not. */
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", sh.fd);
+	rl = readlink(link, real, sizeof(real) - 1);
+	real[rl > 0 ? rl : 0] = '\0';
+	snprintf(owner, sizeof(owner), "study:%s@%s", json_string_value(json_object_get(doc, "id")),
+		 real);
+	rc = guard_registry_add(items, owner, e);
 out:
+	guard_held_close(&sh);
 	ledger_plan_free(&prev);
 	json_decref(specs);
 	json_decref(rec);
+	json_decref(items);
+	json_decref(removed);
 	json_decref(doc);
 	free(canon);
 	ledger_close(l);

@@ -9,7 +9,8 @@
  *   o_direct          O_DIRECT reads work where the clones live;
  *   io_uring          an io_uring read works (the "uring" strategy);
  *   eviction          evicting works on a scratch file and on every file
- *                     of every study index that exists: residency 0 pages
+ *                     of every study clone that exists (never a source:
+ *                     in a study's layout that is production): residency 0 pages
  *                     by a trustworthy method (the fincore caveat: mincore
  *                     without write access lies, so -EACCES is a failure);
  *   engine_vs_device  after eviction, N random O_DIRECT reads (io_uring, batches of 32, so the window is short) through a
@@ -20,16 +21,24 @@
  *                     check is recorded as not available and FAILS; with
  *                     --allow-no-device-stats it is waived, and the waiver
  *                     is a deviation record: never passed by default;
- *   guard_production  a planted production item is refused through a
- *                     symlink, "..", a trailing slash, a hard link,
- *                     /proc/self/fd/N, a bind mount (where mount works),
- *                     and a benign directory is allowed (a control);
+ *   guard_production  a planted production item (held in memory, never in
+ *                     the machine registry) is refused through each class
+ *                     of target the guards know: direct, symlink, a
+ *                     symlink's "..", a trailing slash, a hard link inside
+ *                     a target, a hard link as the target, /proc/self/fd/N,
+ *                     a bind mount (where mount works), a target that does
+ *                     not exist yet inside it, a relative path from another
+ *                     directory, and a walk past its limit; a benign
+ *                     directory is allowed (a control);
  *   clone_marker      a fresh clone's marker validates with its content
- *                     hash, a marker copied into another directory does
+ *                     hash and the study's HMAC, a marker copied into
+ *                     another directory does not, an edited marker does
  *                     not, and every existing study clone validates;
  *   host              the host, captured as BenchExec does.
- * Scratch files live in the study's scratch_dir (default DIR/.validate),
- * which should be on the file system of the clones; they are removed.
+ * Scratch files live in the study's scratch_dir (default DIR/.validate;
+ * study.json's paths are the study folder's), which must be new and
+ * outside every production item; it is made beneath its held parent, used
+ * through the hold, and removed.
  */
 #include "harness.h"
 
@@ -71,6 +80,7 @@ typedef struct vctx {
 	int all_passed;
 	int quiet;
 	json_t *waived;
+	json_t *out; /* o->results: the batch's payloads, or NULL */
 } vctx;
 
 static int batch_cb(const ledger_record *r, void *ud)
@@ -95,6 +105,8 @@ static int record_w(vctx *v, const char *check, int passed, int waived, json_t *
 	if (!p)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 	rc = ledger_append(v->l, "validation", p, NULL, e);
+	if (v->out)
+		json_array_append(v->out, p);
 	json_decref(p);
 	if (!passed && !waived)
 		v->all_passed = 0;
@@ -223,35 +235,43 @@ static int evict_one(const char *path, json_t *files)
 	return r.resident == 0;
 }
 
-static json_t *check_eviction(const json_t *study, const char *scratch_file, int *ok)
+static json_t *check_eviction(const json_t *study, int study_fd, guard_prodset *ps,
+			      const char *scratch_file, int *ok)
 {
-	json_t *files = json_array(), *skipped = json_array();
+	json_t *files = json_array(), *skipped = json_array(), *refusedj = json_array();
 	const char *k;
 	json_t *ix;
 	int good = 1;
 
 	good &= evict_one(scratch_file, files);
 	json_object_foreach(json_object_get(study, "indexes"), k, ix) {
-		const char *dirs[2] = {json_string_value(json_object_get(ix, "clone")),
-				       json_string_value(json_object_get(ix, "source"))};
+		const char *c = json_string_value(json_object_get(ix, "clone"));
+		char **paths = NULL;
+		size_t n = 0;
+		guard_held h;
+		cs_err e = {0};
 
-		for (int d = 0; d < 2; d++) {
-			char **paths = NULL;
-			size_t n = 0;
-
-			if (!dirs[d])
-				continue;
-			if (cv_index_files(dirs[d], &paths, &n)) {
-				json_array_append_new(skipped, json_string(dirs[d]));
-				continue;
-			}
-			for (size_t i = 0; i < n; i++)
-				good &= evict_one(paths[i], files);
-			cv_index_files_free(paths, n);
+		/* Clones only, and only once the guards say a clone is not production. */
+		if (!c)
+			continue;
+		if (guard_target(NULL, ps, c, study_fd, "validate", "clone", &h, &e)) {
+			json_array_append_new(refusedj, json_pack("{s:s, s:s}", "clone", c, "why", e.msg));
+			good = 0;
+			continue;
 		}
+		if (!h.exists || cv_index_files(guard_held_via(&h), &paths, &n)) {
+			json_array_append_new(skipped, json_string(c));
+			guard_held_close(&h);
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			good &= evict_one(paths[i], files);
+		cv_index_files_free(paths, n);
+		guard_held_close(&h);
 	}
 	*ok = good;
-	return json_pack("{s:o, s:o}", "files", files, "not_built_yet", skipped);
+	return json_pack("{s:o, s:o, s:o}", "files", files, "not_built_yet", skipped, "refused",
+			 refusedj);
 }
 
 /*
@@ -345,110 +365,142 @@ static json_t *check_device(const char *file, int *ok, int *available)
 			 trials);
 }
 
-/* Is target refused by the planted study? Appends {how, target, refused}. */
-static int refused(const json_t *st, const char *how, const char *target, json_t *cases)
+/* Is target (from base_fd) refused by the planted production set? Appends {how, target, refused}. */
+static int refused(guard_prodset *ps, const char *how, const char *target, int base_fd,
+		   json_t *cases)
 {
 	cs_err e = {0};
-	int rc = guard_production(NULL, st, target, "validate", &e);
+	guard_held h;
+	int rc = guard_target(NULL, ps, target, base_fd, "validate", "target", &h, &e);
 
+	guard_held_close(&h);
 	json_array_append_new(cases, json_pack("{s:s, s:s, s:b, s:s}", "how", how, "target", target,
 					       "refused", rc == CS_EXIT_REFUSED, "why", e.msg));
 	return rc == CS_EXIT_REFUSED;
 }
 
-static json_t *check_guard(const json_t *study, const char *scratch, int *ok)
+/*
+ * The self-test of the production guard: one target of each class the
+ * guards know, planted under the scratch directory against a production
+ * item that lives only in this check's own set (sfd: the held scratch dir).
+ */
+static json_t *check_guard(int sfd, const char *scratch, int *ok)
 {
-	char prod[PATH_MAX], data[PATH_MAX + 8], lnk[PATH_MAX], t[PATH_MAX * 2], clone[PATH_MAX],
-		hl[PATH_MAX + 8], mnt[PATH_MAX];
-	json_t *st = json_deep_copy(study), *paths, *cases = json_array();
-	const char *k;
-	json_t *v;
-	int good = 1, fd;
-	size_t i;
+	char prod[PATH_MAX], t[PATH_MAX * 2], mnt[PATH_MAX], abs[PATH_MAX];
+	json_t *cases = json_array();
+	guard_prodset *ps = NULL;
+	cs_err e = {0};
+	int good = 1, fd, bfd = -1;
 
+	/* The layout, made through the held scratch directory. */
+	mkdirat(sfd, "planted-production", 0755);
+	mkdirat(sfd, "planted-production/sub", 0755);
+	mkdirat(sfd, "benign", 0755);
+	mkdirat(sfd, "bind", 0755);
+	close(openat(sfd, "planted-production/data", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
 	pathf(prod, sizeof(prod), "%s/planted-production", scratch);
-	pathf(data, sizeof(data), "%s/data", prod);
-	pathf(lnk, sizeof(lnk), "%s/link-to-production", scratch);
-	pathf(clone, sizeof(clone), "%s/benign", scratch);
-	pathf(hl, sizeof(hl), "%s/hardlink", clone);
 	pathf(mnt, sizeof(mnt), "%s/bind", scratch);
-	mkdir(prod, 0755);
-	mkdir(clone, 0755);
-	mkdir(mnt, 0755);
-	close(open(data, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
-	unlink(lnk);
-	/* Links hold absolute targets: a relative one would resolve from the link's own
-	 * directory and dangle when the study's scratch_dir is relative. */
+	/* Links hold absolute targets: the scratch directory's real path. */
+	fd = openat(sfd, "planted-production", O_PATH | O_CLOEXEC);
+	pathf(t, sizeof(t), "/proc/self/fd/%d", fd);
 	{
-		char abs[PATH_MAX];
+		ssize_t n = fd >= 0 ? readlink(t, abs, sizeof(abs) - 1) : -1;
 
-		if (!realpath(prod, abs) || symlink(abs, lnk) < 0)
+		abs[n > 0 ? n : 0] = '\0';
+	}
+	if (fd >= 0)
+		close(fd);
+	unlinkat(sfd, "link-to-production", 0);
+	unlinkat(sfd, "link-to-sub", 0);
+	if (!abs[0] || symlinkat(abs, sfd, "link-to-production") < 0) {
+		good = 0;
+	} else {
+		pathf(t, sizeof(t), "%s/sub", abs);
+		if (symlinkat(t, sfd, "link-to-sub") < 0)
 			good = 0;
 	}
-	paths = json_object_get(json_object_get(st, "production"), "paths");
-	if (!json_is_array(paths)) {
-		paths = json_array();
-		json_object_set_new(json_object_get(st, "production"), "paths", paths);
+	if (guard_prodset_load(NULL, &ps, &e) ||
+	    guard_prodset_add(ps, "planted-production", sfd, "validate self-test", &e)) {
+		json_array_append_new(cases, json_pack("{s:s, s:s}", "how", "setup", "error", e.msg));
+		good = 0;
+		goto out;
 	}
-	json_array_append_new(paths, json_string(prod));
-
 	/* The control: a directory that is not production must be allowed. */
 	{
-		cs_err e = {0};
-		int rc = guard_production(NULL, st, clone, "validate", &e);
+		guard_held h;
+		int rc = guard_target(NULL, ps, "benign", sfd, "validate", "target", &h, &e);
 
+		guard_held_close(&h);
 		json_array_append_new(cases, json_pack("{s:s, s:s, s:b}", "how", "control (benign)",
-						       "target", clone, "refused",
-						       rc == CS_EXIT_REFUSED));
+						       "target", "benign", "refused", rc != 0));
 		if (rc)
 			good = 0;
 	}
-	good &= refused(st, "direct", prod, cases);
-	good &= refused(st, "symlink", lnk, cases);
-	pathf(t, sizeof(t), "%s/../planted-production/", clone);
-	good &= refused(st, "dotdot", t, cases);
-	pathf(t, sizeof(t), "%s/", prod);
-	good &= refused(st, "trailing slash", t, cases);
-	if (link(data, hl) == 0) {
-		good &= refused(st, "hard link inside target", clone, cases);
-		unlink(hl);
+	good &= refused(ps, "direct", "planted-production", sfd, cases);
+	good &= refused(ps, "symlink", "link-to-production", sfd, cases);
+	/* The kernel's "..": link-to-sub/.. is planted-production, whatever the spelling says. */
+	good &= refused(ps, "symlink then ..", "link-to-sub/../new-file", sfd, cases);
+	good &= refused(ps, "dotdot", "benign/../planted-production/", sfd, cases);
+	good &= refused(ps, "trailing slash", "planted-production/", sfd, cases);
+	good &= refused(ps, "does not exist yet, inside", "planted-production/a/b", sfd, cases);
+	good &= refused(ps, "does not exist yet, through a symlink", "link-to-production/new",
+			sfd, cases);
+	if (linkat(sfd, "planted-production/data", sfd, "benign/hardlink", 0) == 0) {
+		good &= refused(ps, "hard link inside target", "benign", sfd, cases);
+		good &= refused(ps, "hard link as the target", "benign/hardlink", sfd, cases);
+		unlinkat(sfd, "benign/hardlink", 0);
 	} else {
 		good = 0;
 	}
-	fd = open(prod, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* A relative path, resolved from another directory than the one it was written for. */
+	bfd = openat(sfd, "benign", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (bfd >= 0)
+		good &= refused(ps, "relative path from another directory", "../planted-production",
+				bfd, cases);
+	fd = openat(sfd, "planted-production", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
 		pathf(t, sizeof(t), "/proc/self/fd/%d", fd);
-		good &= refused(st, "/proc/self/fd", t, cases);
+		good &= refused(ps, "/proc/self/fd", t, AT_FDCWD, cases);
+		pathf(t, sizeof(t), "/proc/self/fd/%d/new", fd);
+		good &= refused(ps, "/proc/self/fd, not existing yet", t, AT_FDCWD, cases);
 		close(fd);
 	}
 	if (mount(prod, mnt, NULL, MS_BIND, NULL) == 0) {
-		good &= refused(st, "bind mount", mnt, cases);
+		good &= refused(ps, "bind mount", "bind", sfd, cases);
+		good &= refused(ps, "bind mount, not existing yet", "bind/new", sfd, cases);
 		umount2(mnt, MNT_DETACH);
 	} else {
 		json_array_append_new(cases, json_pack("{s:s, s:s}", "how", "bind mount", "not_tested",
 						       strerror(errno)));
 	}
-	/* Every real production path that exists, through a symlink. */
-	json_array_foreach(json_object_get(json_object_get(study, "production"), "paths"), i, v) {
-		struct stat sb;
-		char l2[PATH_MAX], abs[PATH_MAX];
+	/* Fail closed: a walk past its limit refuses a directory it could not finish. */
+	{
+		const char *old = getenv("COLDSTUDY_GUARD_WALK_MAX");
+		char keep[64];
 
-		if (stat(json_string_value(v), &sb) < 0 || !realpath(json_string_value(v), abs))
-			continue;
-		pathf(l2, sizeof(l2), "%s/link-%zu", scratch, i);
-		unlink(l2);
-		if (symlink(abs, l2) == 0) {
-			good &= refused(st, "symlink to a real production path", l2, cases);
-			unlink(l2);
-		}
+		pathf(keep, sizeof(keep), "%s", old ? old : "");
+		mkdirat(sfd, "benign/a", 0755);
+		mkdirat(sfd, "benign/b", 0755);
+		setenv("COLDSTUDY_GUARD_WALK_MAX", "1", 1);
+		good &= refused(ps, "walk past its limit", "benign", sfd, cases);
+		if (old)
+			setenv("COLDSTUDY_GUARD_WALK_MAX", keep, 1);
+		else
+			unsetenv("COLDSTUDY_GUARD_WALK_MAX");
+		unlinkat(sfd, "benign/a", AT_REMOVEDIR);
+		unlinkat(sfd, "benign/b", AT_REMOVEDIR);
 	}
-	(void) k;
-	unlink(lnk);
-	unlink(data);
-	rmdir(prod);
-	rmdir(clone);
-	rmdir(mnt);
-	json_decref(st);
+out:
+	if (bfd >= 0)
+		close(bfd);
+	guard_prodset_free(ps);
+	unlinkat(sfd, "link-to-production", 0);
+	unlinkat(sfd, "link-to-sub", 0);
+	unlinkat(sfd, "planted-production/data", 0);
+	unlinkat(sfd, "planted-production/sub", AT_REMOVEDIR);
+	unlinkat(sfd, "planted-production", AT_REMOVEDIR);
+	unlinkat(sfd, "benign", AT_REMOVEDIR);
+	unlinkat(sfd, "bind", AT_REMOVEDIR);
 	*ok = good;
 	return json_pack("{s:o}", "cases", cases);
 }
@@ -476,7 +528,8 @@ static void rm_tree(const char *dir)
 	rmdir(dir);
 }
 
-static json_t *check_clone(const json_t *study, const char *scratch, const char *file, int *ok)
+static json_t *check_clone(const json_t *study, const char *study_dir, int study_fd,
+			   const char *scratch, int *ok)
 {
 	char src[PATH_MAX], cl[PATH_MAX], cp[PATH_MAX], s1[PATH_MAX + 8], m1[PATH_MAX * 2],
 		m2[PATH_MAX * 2];
@@ -498,13 +551,13 @@ static json_t *check_clone(const json_t *study, const char *scratch, const char 
 	mkdir(src, 0755);
 	pathf(s1, sizeof(s1), "%s/part0", src);
 	make_file(s1, 65536);
-	rc = harness_clone(src, cl, &info, &e);
+	rc = harness_clone(src, cl, study_dir, &info, &e);
 	if (rc) {
 		json_object_set_new(d, "clone_error", json_string(e.msg));
 		good = 0;
 	} else {
 		json_object_set_new(d, "method", json_string(info.method));
-		rc = guard_clone(NULL, cl, "validate", 1, NULL, &e);
+		rc = guard_clone(NULL, study_dir, cl, "validate", 1, NULL, &e);
 		json_object_set_new(d, "fresh_clone_valid", json_boolean(rc == 0));
 		if (rc)
 			good = 0;
@@ -516,22 +569,50 @@ static json_t *check_clone(const json_t *study, const char *scratch, const char 
 		pathf(m2, sizeof(m2), "%s/%s", cp, GUARD_CLONE_MARKER);
 		if (cs_read_file(m1, 1u << 20, &buf, &len, NULL) == 0 &&
 		    cs_write_file_atomic(m2, buf, len, 0444, NULL) == 0) {
-			rc = guard_clone(NULL, cp, "validate", 0, NULL, &e);
+			rc = guard_clone(NULL, study_dir, cp, "validate", 0, NULL, &e);
 			json_object_set_new(d, "copied_marker_refused", json_boolean(rc == CS_EXIT_REFUSED));
 			if (rc != CS_EXIT_REFUSED)
 				good = 0;
 		} else {
 			good = 0;
 		}
+		/* A marker edited to fit the copy (its dev and ino), without the key, must be refused. */
+		{
+			json_t *m = NULL;
+			struct stat cst;
+			char *txt = NULL;
+
+			if (cs_json_load_file(m1, 1u << 20, &m, NULL) == 0 && stat(cp, &cst) == 0) {
+				json_object_set_new(m, "dev", json_integer((json_int_t) cst.st_dev));
+				json_object_set_new(m, "ino", json_integer((json_int_t) cst.st_ino));
+				txt = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS);
+			}
+			if (txt && cs_write_file_atomic(m2, txt, strlen(txt), 0444, NULL) == 0) {
+				rc = guard_clone(NULL, study_dir, cp, "validate", 0, NULL, &e);
+				json_object_set_new(d, "forged_marker_refused",
+						    json_boolean(rc == CS_EXIT_REFUSED));
+				if (rc != CS_EXIT_REFUSED)
+					good = 0;
+			} else {
+				good = 0;
+			}
+			free(txt);
+			json_decref(m);
+		}
 		free(buf);
 	}
 	json_object_foreach(json_object_get(study, "indexes"), k, ix) {
 		const char *c = json_string_value(json_object_get(ix, "clone"));
-		struct stat sb;
+		guard_held h;
 
-		if (!c || stat(c, &sb) < 0)
+		if (!c || guard_hold(c, study_fd, &h, &e))
 			continue;
-		rc = guard_clone(NULL, c, "validate", 1, NULL, &e);
+		if (!h.exists) {
+			guard_held_close(&h);
+			continue;
+		}
+		rc = guard_clone(NULL, study_dir, guard_held_via(&h), "validate", 1, NULL, &e);
+		guard_held_close(&h);
 		json_array_append_new(studies, json_pack("{s:s, s:b, s:s}", "clone", c, "valid",
 							 rc == 0, "why", rc ? e.msg : ""));
 		if (rc)
@@ -549,11 +630,17 @@ int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 {
 	vctx v = {0};
 	json_t *study = NULL, *d;
+	guard_held sh, xh;
+	guard_prodset *ps = NULL;
+	int made_scratch = 0;
 	char scratch[PATH_MAX], file[PATH_MAX + 16];
 	cs_err le = {0};
 	int rc, ok, avail;
 
+	guard_held_init(&sh);
+	guard_held_init(&xh);
 	v.quiet = o->quiet;
+	v.out = o->results;
 	v.all_passed = 1;
 	rc = ledger_open(dir, &v.l, e);
 	if (rc)
@@ -566,12 +653,36 @@ int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 		goto out;
 	}
 	v.batch++;
-	if (json_is_string(json_object_get(study, "scratch_dir")))
-		pathf(scratch, sizeof(scratch), "%s",
-			 json_string_value(json_object_get(study, "scratch_dir")));
-	else
-		pathf(scratch, sizeof(scratch), "%s/.validate", dir);
-	mkdir(scratch, 0755);
+	/*
+	 * study.json's paths are the study folder's. The scratch directory must
+	 * be new and outside production: it is checked, made beneath its held
+	 * parent, used only through the hold, and removed by name in that parent.
+	 */
+	rc = guard_hold(dir, AT_FDCWD, &sh, e);
+	if (rc)
+		goto out;
+	rc = guard_prodset_load(v.l, &ps, e);
+	if (rc)
+		goto out;
+	rc = guard_target(v.l, ps,
+			  json_is_string(json_object_get(study, "scratch_dir"))
+				  ? json_string_value(json_object_get(study, "scratch_dir"))
+				  : ".validate",
+			  sh.fd, "validate", "scratch_dir", &xh, e);
+	if (rc)
+		goto out;
+	if (xh.exists) {
+		rc = guard_refuse(v.l, "scratch-new", "validate", xh.shown, e,
+				  "scratch_dir %s exists: validate makes it new and removes it (remove "
+				  "it, or name a new one)",
+				  xh.shown);
+		goto out;
+	}
+	rc = guard_held_mkdirs(&xh, e);
+	if (rc)
+		goto out;
+	made_scratch = 1;
+	pathf(scratch, sizeof(scratch), "%s", guard_held_via(&xh));
 	pathf(file, sizeof(file), "%s/probe.dat", scratch);
 	rc = make_file(file, SCRATCH_BYTES);
 	if (rc) {
@@ -593,7 +704,7 @@ int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 	d = check_uring(file, &ok);
 	if ((rc = record(&v, "io_uring", ok, d, e)))
 		goto out;
-	d = check_eviction(study, file, &ok);
+	d = check_eviction(study, sh.fd, ps, file, &ok);
 	if ((rc = record(&v, "eviction", ok, d, e)))
 		goto out;
 	d = check_device(file, &ok, &avail);
@@ -615,10 +726,10 @@ int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 	} else if ((rc = record(&v, "engine_vs_device", ok, d, e))) {
 		goto out;
 	}
-	d = check_guard(study, scratch, &ok);
+	d = check_guard(xh.fd, scratch, &ok);
 	if ((rc = record(&v, "guard_production", ok, d, e)))
 		goto out;
-	d = check_clone(study, scratch, file, &ok);
+	d = check_clone(study, dir, sh.fd, scratch, &ok);
 	if ((rc = record(&v, "clone_marker", ok, d, e)))
 		goto out;
 	d = harness_host_capture(scratch);
@@ -635,13 +746,20 @@ out:
 			      "waived", v.waived ? json_incref(v.waived) : json_array());
 		if (p)
 			ledger_append(v.l, "validation", p, NULL, &le);
+		if (p && v.out)
+			json_array_append(v.out, p);
 		json_decref(p);
 		if (!rc && !passed)
 			rc = cs_err_set(e, CS_EXIT_VERIFY, "validation batch %lld failed; runs stay refused",
 					(long long) v.batch);
 	}
-	unlink(file);
-	rmdir(scratch);
+	if (made_scratch) {
+		unlink(file);
+		guard_held_rmdir(&xh);
+	}
+	guard_held_close(&xh);
+	guard_held_close(&sh);
+	guard_prodset_free(ps);
 	json_decref(v.waived);
 	json_decref(study);
 	ledger_close(v.l);

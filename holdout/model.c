@@ -727,8 +727,13 @@ int holdout_predict_at(const holdout_obs *design, size_t n, const json_t *target
 	if (rc == 0)
 		return 0;
 	rc = predict_loglinear(design, n, target, metric, level, out, e);
-	if (rc && e)
-		cs_err_set(e, rc, "%s; and %s", e1.msg, e->msg);
+	if (rc && e) {
+		/* Copy the second reason out first: formatting into e->msg must not read it. */
+		char m2[CS_ERR_MAX];
+
+		snprintf(m2, sizeof(m2), "%s", e->msg);
+		cs_err_set(e, rc, "neither model fits: %.480s; %.480s", e1.msg, m2);
+	}
 	return rc;
 }
 

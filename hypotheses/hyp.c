@@ -120,14 +120,10 @@ int hyp_id_valid(const char *s)
 	return 1;
 }
 
-/* The shortest %g form of d that reads back as d, for messages. */
-static void fmt_num(double d, char out[32])
+/* d for messages: exact and readable ("200", not "2e+02"). */
+static void fmt_num(double d, char out[CS_NUM_MAX])
 {
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(out, 32, "%.*g", prec, d);
-		if (strtod(out, NULL) == d)
-			return;
-	}
+	cs_num_text(d, out);
 }
 
 /* Phase 3: band95 = [low, high] with low <= value <= high (the table checked the types). */
@@ -135,7 +131,7 @@ static int check_prediction(const json_t *doc, const char *name, cs_err *e)
 {
 	json_t *p, *value, *band, *lo, *hi;
 	double v, l, h;
-	char vs[32], ls[32], hs[32];
+	char vs[CS_NUM_MAX], ls[CS_NUM_MAX], hs[CS_NUM_MAX];
 
 	p = json_object_get(doc, "prediction");
 	value = json_object_get(p, "value");

@@ -18,6 +18,7 @@
 #include "report.h"
 #include "report_int.h"
 
+#include "holdout.h"
 #include "hyp.h"
 #include "ledger.h"
 
@@ -63,6 +64,42 @@ static const char *unit_of(const char *metric)
 		if (!strcmp(metric_units[i][0], metric))
 			return metric_units[i][1];
 	return "";
+}
+
+/*
+ * A metric across a run's repeats: the number of repeats where it is a
+ * number, their mean, standard deviation (n - 1) and the 95% interval of
+ * the mean (Student t, n - 1 degrees of freedom). 0 when fewer than two.
+ */
+static size_t rep_stats(const json_t *reps, const char *metric, double *mean, double *sd,
+			double *lo, double *hi)
+{
+	double sum = 0, ss = 0, t;
+	size_t n = 0, i;
+	json_t *r;
+
+	json_array_foreach(reps, i, r) {
+		const json_t *v = json_object_get(r, metric);
+
+		if (json_is_number(v)) {
+			sum += json_number_value(v);
+			n++;
+		}
+	}
+	if (n < 2)
+		return 0;
+	*mean = sum / (double) n;
+	json_array_foreach(reps, i, r) {
+		const json_t *v = json_object_get(r, metric);
+
+		if (json_is_number(v))
+			ss += (json_number_value(v) - *mean) * (json_number_value(v) - *mean);
+	}
+	*sd = sqrt(ss / (double) (n - 1));
+	t = holdout_t_quantile(0.975, (double) (n - 1));
+	*lo = *mean - t * *sd / sqrt((double) n);
+	*hi = *mean + t * *sd / sqrt((double) n);
+	return n;
 }
 
 const char *report_run_kind(const json_t *run)
@@ -173,8 +210,37 @@ static json_t *run_row(const char *id, const json_t *rec, const json_t *start)
 			v = json_object_get(rec, "device_time");
 		json_object_set_new(row, setting_cols[i][0], copy_or_null(v));
 	}
+	{
+		const json_t *sp = json_object_get(rec, "spec");
+		const json_t *rp = json_object_get(sp, "repeat"), *wq = json_object_get(sp, "warmup_queries");
+		const json_t *nq = json_object_get(m, "queries");
+
+		json_object_set_new(row, "repeat", rec ? json_integer(json_is_integer(rp) ? json_integer_value(rp) : 1)
+						      : json_null());
+		json_object_set_new(row, "warmup_queries",
+				    rec ? json_integer(json_is_integer(wq) ? json_integer_value(wq) : 0)
+					: json_null());
+		/* The latencies each percentile was taken over (per repeat), and whether too few. */
+		json_object_set_new(row, "lat_samples", copy_or_null(nq));
+		json_object_set_new(row, "lat_p99_indicative",
+				    json_is_number(nq) ? json_boolean(json_number_value(nq) < REPORT_PCT_MIN_SAMPLES)
+						       : json_null());
+	}
 	for (size_t i = 0; names[i]; i++)
 		json_object_set_new(row, names[i], copy_or_null(json_object_get(m, names[i])));
+	/* Across repeats: each metric's standard deviation and the 95% interval of its mean. */
+	for (size_t i = 0; json_array_size(json_object_get(rec, "repeats")) > 1 && names[i]; i++) {
+		double mean, sd, lo, hi;
+		char col[64];
+		int ok = rep_stats(json_object_get(rec, "repeats"), names[i], &mean, &sd, &lo, &hi) > 0;
+
+		snprintf(col, sizeof(col), "%s_sd", names[i]);
+		json_object_set_new(row, col, ok ? json_real(sd) : json_null());
+		snprintf(col, sizeof(col), "%s_ci95_lo", names[i]);
+		json_object_set_new(row, col, ok ? json_real(lo) : json_null());
+		snprintf(col, sizeof(col), "%s_ci95_hi", names[i]);
+		json_object_set_new(row, col, ok ? json_real(hi) : json_null());
+	}
 	/* Diagnostics a run records beside the vocabulary (inflight_max, fanout_via, ...). */
 	{
 		const char *k;
@@ -250,16 +316,6 @@ out:
 
 /* ---- writers ---- */
 
-/* The shortest %g form of d that reads back as d (CSV keeps full precision). */
-static void fmt_exact(double d, char out[32])
-{
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(out, 32, "%.*g", prec, d);
-		if (strtod(out, NULL) == d)
-			return;
-	}
-}
-
 /* One CSV field (RFC 4180): quoted when it holds a comma, quote or line break. */
 static void csv_text(FILE *out, const char *s)
 {
@@ -279,15 +335,15 @@ static void csv_text(FILE *out, const char *s)
 /* A JSON value as a CSV field: null empty, arrays joined by spaces, objects as JSON. */
 static void csv_value(FILE *out, const json_t *v)
 {
-	char num[32];
+	char num[CS_NUM_MAX];
 
 	if (!v || json_is_null(v))
 		return;
 	if (json_is_integer(v)) {
 		fprintf(out, "%lld", (long long) json_integer_value(v));
 	} else if (json_is_real(v)) {
-		fmt_exact(json_real_value(v), num);
-		fputs(num, out);
+		/* Exact and plain: 40, not 4e+01. */
+		fputs(cs_num_text(json_real_value(v), num), out);
 	} else if (json_is_boolean(v)) {
 		fputs(json_is_true(v) ? "true" : "false", out);
 	} else if (json_is_string(v)) {
@@ -547,6 +603,22 @@ void report_run_summary(const json_t *rec, FILE *out)
 		fprintf(out, "  (%s samples%s)", with_unit(nq, "", d),
 			nq < REPORT_PCT_MIN_SAMPLES ? ", under 100: p99 is indicative only" : "");
 	fputc('\n', out);
+	{
+		static const char *const show[][2] = {{"wall_s", "s"}, {"qps", "queries/s"},
+						     {"lat_p99_ms", "ms"}, {"reads_per_query", ""}};
+		const json_t *reps = json_object_get(rec, "repeats");
+		double mean, sd, lo, hi;
+
+		if (json_array_size(reps) > 1) {
+			fprintf(out, "  means of %zu repeats; sd and 95%% interval of the mean:\n",
+				json_array_size(reps));
+			for (size_t i = 0; i < sizeof(show) / sizeof(show[0]); i++)
+				if (rep_stats(reps, show[i][0], &mean, &sd, &lo, &hi))
+					fprintf(out, "    %-16s %s, sd %s, [%s, %s]\n", show[i][0],
+						with_unit(mean, show[i][1], a), with_unit(sd, "", b),
+						with_unit(lo, "", c), with_unit(hi, "", d));
+		}
+	}
 	fprintf(out, "  recall@k %s, %s reads a query of %s, %s a read\n",
 		with_unit(num_or_nan(m, "recall_at_k"), "", a),
 		with_unit(num_or_nan(m, "reads_per_query"), "", b),
@@ -609,6 +681,7 @@ static void write_run_text(const json_t *rec, FILE *out)
 	const json_t *f = json_object_get(rec, "features"), *v;
 	const char *const *names = hyp_metrics();
 	char a[REPORT_NUM_MAX], b[REPORT_NUM_MAX];
+	const json_t *reps;
 	const char *k;
 
 	fprintf(out, "%s\n", str_or(rec, "run_id", "?"));
@@ -622,14 +695,23 @@ static void write_run_text(const json_t *rec, FILE *out)
 	fprintf(out, "\nsettings\n");
 	json_object_foreach((json_t *) f, k, v)
 		fprintf(out, "  %-24s %s\n", k, cell(v, a));
-	fprintf(out, "\nmetrics%s\n", mr ? "                                     (real disk)" : "");
+	reps = json_object_get(rec, "repeats");
+	fprintf(out, "\nmetrics%s%s\n", mr ? "                                     (real disk)" : "",
+		json_array_size(reps) > 1 ? "  sd, 95% interval of the mean over the repeats" : "");
 	for (size_t i = 0; names[i]; i++) {
 		const char *u = unit_of(names[i]);
 		const json_t *mv = json_object_get(m, names[i]);
+		double mean, sd, lo, hi;
 
 		fprintf(out, "  %-24s %14s %-9s", names[i], cell(mv, a), json_is_number(mv) ? u : "");
 		if (mr)
 			fprintf(out, " %14s", cell(json_object_get(mr, names[i]), b));
+		if (rep_stats(reps, names[i], &mean, &sd, &lo, &hi)) {
+			char c1[REPORT_NUM_MAX], c2[REPORT_NUM_MAX];
+
+			fprintf(out, "  sd %s, [%s, %s]", report_fmt_num(sd, b), report_fmt_num(lo, c1),
+				report_fmt_num(hi, c2));
+		}
 		fputc('\n', out);
 	}
 }

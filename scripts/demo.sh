@@ -50,7 +50,18 @@ if [ "$P" != 64 ]; then
 	done
 fi
 
+step "build the production stand-in: phnsw over $BASE, $P partitions, m 16, ef_construction $EFC"
+t0=$(date +%s)
+"$CS" index build --kind phnsw --data "$BASE" --metric l2 --partitions "$P" --m 16 \
+	--ef-construction "$EFC" --out work/prod-index
+echo "built in $(( $(date +%s) - t0 )) s"
+
 step "create the study; register H1..H10 and the study spec with its plan (frozen at the first run)"
+# study.json's paths are resolved against the study folder, and production must exist:
+# the stand-in is registered (by device and inode) in the production registry, which
+# every verb on this machine checks. The demo keeps its own registry, so deleting the
+# demo folder leaves nothing behind in /var/lib/coldstudy.
+export COLDSTUDY_PRODUCTION_REGISTRY="${COLDSTUDY_PRODUCTION_REGISTRY:-$W/production-registry.json}"
 "$CS" init "$S"
 hyps=""
 for i in 1 2 3 4 5 6 7 8 9 10; do hyps="$hyps $top/studies/cold-query/hypotheses/H$i.json"; done
@@ -60,12 +71,7 @@ for i in 1 2 3 4 5 6 7 8 9 10; do hyps="$hyps $top/studies/cold-query/hypotheses
 # runs, the holdout targets and the scoring rule (threshold 0.35, the seed's); every run spec
 # it names is hashed now
 "$CS" study register "$S" study.demo.json
-
-step "build the production stand-in: phnsw over $BASE, $P partitions, m 16, ef_construction $EFC"
-t0=$(date +%s)
-"$CS" index build --kind phnsw --data "$BASE" --metric l2 --partitions "$P" --m 16 \
-	--ef-construction "$EFC" --out work/prod-index
-echo "built in $(( $(date +%s) - t0 )) s"
+"$CS" production list
 
 step "clone it (runs never touch production) and validate"
 "$CS" clone work/prod-index work/clone --study "$S"

@@ -16,4 +16,10 @@ for v in $("$cs" help | awk '/^  [a-z]/ {print $1}'); do
 	if [ $rc -ne 0 ]; then echo "FAIL: $v --help exit $rc"; fail=1; fi
 	case "$out" in *usage*) ;; *) echo "FAIL: $v --help prints no usage"; fail=1 ;; esac
 done
+# A verb's unknown option is a usage error, never ignored.
+check 2 "device list --bogus" "$cs" device list --bogus
+check 2 "device list extra" "$cs" device list extra
+check 2 "runs --bogus" "$cs" runs --bogus
+check 2 "schema without a kind" "$cs" schema
+check 2 "run -q --progress" "$cs" run S r.json -q --progress
 exit $fail

@@ -354,27 +354,23 @@ size_t hfr_rng_select(const float *cent, uint32_t di, const float *ccmat, uint32
 typedef struct progress {
 	int on;
 	const char *phase;
-	double t0;
+	const char *drawn; /* the phase the line was last drawn for */
+	uint64_t t0;       /* cv_progress_start() when that phase began */
 } progress;
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Draw "hfresh build: phase  done/total" on stderr when it is a terminal. */
+/* Draw "building hfresh PHASE [...] done/total, elapsed, left" on stderr when it is a terminal. */
 static void prog(progress *p, size_t done, size_t total)
 {
+	char what[48];
+
 	if (!p->on)
 		return;
-	fprintf(stderr, "\rhfresh build: %-10s %3d%%  %.1fs", p->phase,
-		total ? (int) (100.0 * done / total) : 100, now_s() - p->t0);
-	if (done >= total)
-		fputc('\n', stderr);
-	fflush(stderr);
+	if (p->drawn != p->phase) { /* each phase's estimate from its own start */
+		p->drawn = p->phase;
+		p->t0 = cv_progress_start();
+	}
+	snprintf(what, sizeof(what), "hfresh %s", p->phase);
+	cv_progress_line(what, done, total, p->t0);
 }
 
 typedef struct bctx {
@@ -683,7 +679,7 @@ int hfr_build(const cv_dataset *data, const cv_build_opts *o, const char *dir, c
 	cv_build_opts shaped;
 	hfr_meta m;
 	hfr_rot rot = {0};
-	progress pg = {.on = o->progress && isatty(2), .t0 = now_s()};
+	progress pg = {.on = o->progress && isatty(2)};
 	unsigned threads = hfr_threads(o->threads);
 	float *xi = NULL, *ccmat = NULL, *crot = NULL;
 	const float *x;

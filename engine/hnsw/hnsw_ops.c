@@ -21,18 +21,10 @@ static int graph_path(const char *dir, char *buf, size_t len)
 	return (size_t) snprintf(buf, len, "%s/%s", dir, GRAPH_FILE) >= len ? -ENAMETOOLONG : 0;
 }
 
-/* A progress bar on stderr. */
+/* The build's progress line on stderr; ud holds the build's start (cv_progress_start). */
 static void bar(size_t done, size_t total, void *ud)
 {
-	unsigned pct = total ? (unsigned) (done * 100 / total) : 100;
-	char line[64];
-	int n;
-
-	(void) ud;
-	n = snprintf(line, sizeof(line), "\rbuilding hnsw: %3u%% (%zu/%zu)%s", pct, done, total,
-		     done >= total ? "\n" : "");
-	if (n > 0 && write(2, line, (size_t) n) < 0)
-		return;
+	cv_progress_line("hnsw", done, total, *(const uint64_t *) ud);
 }
 
 static int ops_build(const cv_dataset *data, const cv_build_opts *o, const char *dir, cv_err *e)
@@ -41,6 +33,7 @@ static int ops_build(const cv_dataset *data, const cv_build_opts *o, const char 
 			 .seed = o->seed};
 	char path[4096];
 	hnsw *h = NULL;
+	uint64_t t0;
 	int rc;
 
 	if (graph_path(dir, path, sizeof(path)))
@@ -52,8 +45,9 @@ static int ops_build(const cv_dataset *data, const cv_build_opts *o, const char 
 	if (rc)
 		return cv_err_set(e, rc, "hnsw: bad parameters (m %u, ef_construction %u, dim %zu)",
 				  o->m, o->ef_construction, data->d);
+	t0 = cv_progress_start();
 	rc = hnsw_build(h, data->data, data->n, o->threads,
-			o->progress && isatty(2) ? bar : NULL, NULL);
+			o->progress && isatty(2) ? bar : NULL, &t0);
 	if (rc) {
 		rc = cv_err_set(e, rc, "hnsw: build failed: %s", strerror(-rc));
 		goto out;

@@ -237,6 +237,7 @@ typedef struct build_ctx {
 	int rc;
 	cv_err err;
 	int last_pct;
+	uint64_t t0; /* cv_progress_start() at the build's start */
 } build_ctx;
 
 static void progress(build_ctx *b)
@@ -248,17 +249,8 @@ static void progress(build_ctx *b)
 		return;
 	pthread_mutex_lock(&b->mu);
 	if (pct != b->last_pct) {
-		char bar[41];
-		int fill = pct * 40 / 100;
-
-		for (int i = 0; i < 40; i++)
-			bar[i] = i < fill ? '#' : ' ';
-		bar[40] = '\0';
 		b->last_pct = pct;
-		fprintf(stderr, "\rbuilding [%s] %3d%% %zu/%zu", bar, pct, done, b->data->n);
-		if (pct == 100)
-			fputc('\n', stderr);
-		fflush(stderr);
+		cv_progress_line("phnsw", done, b->data->n, b->t0);
 	}
 	pthread_mutex_unlock(&b->mu);
 }
@@ -315,7 +307,8 @@ static void *build_worker(void *arg)
 static int build_kind(const char *kind, uint32_t P, const cv_dataset *data,
 		      const cv_build_opts *o, const char *dir, cv_err *e)
 {
-	build_ctx b = {.data = data, .o = o, .dir = dir, .P = P, .last_pct = -1};
+	build_ctx b = {.data = data, .o = o, .dir = dir, .P = P, .last_pct = -1,
+		      .t0 = cv_progress_start()};
 	phnsw_catalog cat = {0};
 	float *norm = NULL;
 	pthread_t *tids = NULL;

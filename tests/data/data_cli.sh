@@ -11,8 +11,11 @@ fail=0
 no() { echo "FAIL: $*"; fail=1; }
 
 out=$("$cs" data info "synth:n=1000,d=16,clusters=4,seed=7") || no "info exit $?"
-echo "$out" | grep -q '^rows *1000$' || no "info rows: $out"
-echo "$out" | grep -q '^dim *16$' || no "info dim: $out"
+echo "$out" | grep -q '^n *1000 (rows)$' || no "info n: $out"
+echo "$out" | grep -q '^d *16 (dimensions)$' || no "info d: $out"
+# text and --json name the same fields
+"$cs" data info "synth:n=1000,d=16,clusters=4,seed=7" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["n"]==1000 and d["d"]==16 else 1)' || no "info --json n/d"
+
 echo "$out" | grep -q 'sha256 *5db66d1ef885c4b40782bde2ff982b305624dfb5e137e49821b2c6a285235894' || no "info hash: $out"
 json=$("$cs" data info "synth:n=10,d=3" --json) || no "info --json exit $?"
 case "$json" in '{'*'"n":10'*) ;; *) no "info json: $json" ;; esac

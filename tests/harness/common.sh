@@ -18,7 +18,7 @@ setup_study() { # base-spec partitions
  "scratch_dir":"$T/scratch"}
 J
 	"$cs" study register "$S" "$T/study.json" >/dev/null || exit 1
-	"$cs" clone "$T/src" "$T/clone" >/dev/null || exit 1
+	"$cs" clone "$T/src" "$T/clone" --study "$S" >/dev/null || exit 1
 	"$cs" validate "$S" --quiet --allow-no-device-stats || { echo "FAIL: validate"; exit 1; }
 }
 metric() { # run-id metric

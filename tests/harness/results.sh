@@ -92,6 +92,43 @@ if list(q[0])[:4] != ["q", "client", "t_ms", "lat_ms"]: fail("query columns %s" 
 sys.exit(bad)
 PY
 
+# Repeats: each from a cold state again, after warm-up queries; metrics the means, the
+# spread and a 95% interval out in the tables; raw rows tagged by repeat.
+printf '{"index":"%s",%s,"cold":true,"repeat":3,"warmup_queries":2}' "$T/clone" "$q" > "$T/rep.json"
+idr=$("$cs" run "$S" "$T/rep.json" -q) || { echo "FAIL: repeat run"; exit 1; }
+"$cs" run show "$S" "$idr" >"$T/rep.txt" || fail=1
+grep -q 'means of 3 repeats' "$T/rep.txt" || { echo "FAIL: run show does not give the repeats' spread"; fail=1; }
+"$cs" runs "$S" --jsonl >"$T/rep.jsonl" || fail=1
+"$cs" run show "$S" "$idr" --queries --csv >"$T/rep.csv" || fail=1
+python3 - "$S/ledger.db" "$T" "$idr" <<'PY' || fail=1
+import csv, json, math, sqlite3, sys
+db, T, idr = sys.argv[1:]
+rec = [json.loads(p) for (p,) in sqlite3.connect(db).execute("select payload from records where kind='run'")
+       if json.loads(p)["run_id"] == idr][0]
+bad = 0
+def fail(m):
+    global bad; print("FAIL:", m); bad = 1
+reps = rec.get("repeats", [])
+if len(reps) != 3: fail("%d repeats recorded, expected 3" % len(reps))
+for m in ("wall_s", "qps", "lat_p99_ms", "engine_reads"):
+    mean = sum(r[m] for r in reps) / len(reps)
+    if abs(rec["metrics"][m] - mean) > 1e-9 * max(1, abs(mean)): fail("metrics.%s %s is not the repeats' mean %s" % (m, rec["metrics"][m], mean))
+if any(r["resident_fraction_before"] != 0 for r in reps): fail("a repeat did not start cold: %s" % [r["resident_fraction_before"] for r in reps])
+if any(r["queries"] != 12 for r in reps): fail("a repeat ran %s queries" % [r["queries"] for r in reps])
+row = [json.loads(l) for l in open(T + "/rep.jsonl") if json.loads(l)["run_id"] == idr][0]
+if row["repeat"] != 3 or row["warmup_queries"] != 2: fail("settings columns %s %s" % (row["repeat"], row["warmup_queries"]))
+w = [r["wall_s"] for r in reps]; mu = sum(w) / 3
+sd = math.sqrt(sum((x - mu) ** 2 for x in w) / 2)
+if abs(row["wall_s_sd"] - sd) > 1e-9 * max(1, sd): fail("wall_s_sd %s, expected %s" % (row["wall_s_sd"], sd))
+half = 4.302652729911275 * sd / math.sqrt(3)  # t(0.975, 2)
+if abs(row["wall_s_ci95_lo"] - (mu - half)) > 1e-6 * max(1, mu) or abs(row["wall_s_ci95_hi"] - (mu + half)) > 1e-6 * max(1, mu):
+    fail("wall_s 95%% interval [%s, %s], expected [%s, %s]" % (row["wall_s_ci95_lo"], row["wall_s_ci95_hi"], mu - half, mu + half))
+if row["lat_samples"] != 12 or row["lat_p99_indicative"] is not True: fail("percentile samples %s / flag %s" % (row["lat_samples"], row["lat_p99_indicative"]))
+q = list(csv.DictReader(open(T + "/rep.csv", newline="")))
+if len(q) != 36 or sorted({r["repeat"] for r in q}) != ["0", "1", "2"]: fail("%d raw rows, repeats %s" % (len(q), sorted({r["repeat"] for r in q})))
+sys.exit(bad)
+PY
+
 # The README's walk-through, as written, in a directory where the study is S.
 awk '/<!-- results-walkthrough/{f=1; next} f && /^```sh/{g=1; next} g && /^```/{exit} g' \
 	"$COLDSTUDY_SRC/README.md" >"$T/walk.sh"

@@ -2,8 +2,10 @@
  * test_guard.c - every guard case refused (and recorded), and its
  * control allowed: production through a symlink, "..", a trailing slash,
  * a bind mount, a hard link, /proc/self/fd/N and the same inode; a target
- * inside or containing production; a production block device and host; a
- * missing or copied clone marker; an unregistered hypothesis; runs before
+ * inside or containing production, existing or not yet; a relative path
+ * from another directory; a walk past its limit; a production block device
+ * and host; re-registration that drops an item; a missing, copied, edited
+ * (unauthenticated) or hard-linked clone; an unregistered hypothesis; runs before
  * validation passed; a warm cache; a dirty tree; holdout without
  * predictions and with undeclared overlap.
  */
@@ -89,14 +91,28 @@ static ledger *new_study(const char *name)
 	return l;
 }
 
-static json_t *study_doc(void)
+/*
+ * Register a study whose production is root/prod (and a host), as `study
+ * register` does: resolved, recorded by identity in a study record.
+ */
+static json_t *study_doc(ledger *l, const char *extra_blockdev)
 {
-	char prod[PATH_MAX], missing[PATH_MAX];
+	char prod[PATH_MAX];
+	json_t *doc, *items = NULL, *rec;
+	cs_err e = {0};
 
 	pathf(prod, "%s/%s", "prod");
-	pathf(missing, "%s/%s", "not-yet-there");
-	return json_pack("{s:s, s:{s:[s, s], s:[s], s:[s]}}", "id", "t", "production", "paths", prod,
-			 missing, "block_devices", "loop7", "hosts", "pg-prod-1");
+	doc = json_pack("{s:s, s:{s:[s], s:[], s:[s]}}", "id", "t", "production", "paths", prod,
+			"block_devices", "hosts", "pg-prod-1");
+	if (extra_blockdev)
+		json_array_append_new(json_object_get(json_object_get(doc, "production"),
+						      "block_devices"),
+				      json_string(extra_blockdev));
+	assert_int_equal(guard_production_resolve(doc, AT_FDCWD, "study.json", &items, &e), 0);
+	rec = json_pack("{s:s, s:O, s:o}", "id", "t", "doc", doc, "production_items", items);
+	assert_int_equal(ledger_append(l, "study", rec, NULL, &e), 0);
+	json_decref(rec);
+	return doc;
 }
 
 /* Expect a refusal that is recorded, with the guard named. */
@@ -115,11 +131,11 @@ static void expect_refused(ledger *l, const json_t *st, const char *target)
 static void test_production(void **state)
 {
 	ledger *l = new_study("s-prod");
-	json_t *st = study_doc();
+	json_t *st;
 	char prod[PATH_MAX], data[PATH_MAX], t[PATH_MAX * 2], clone[PATH_MAX], hl[PATH_MAX],
 		lnk[PATH_MAX], mnt[PATH_MAX];
 	cs_err e = {0};
-	int fd;
+	int fd, before;
 
 	(void) state;
 	pathf(prod, "%s/%s", "prod");
@@ -131,6 +147,7 @@ static void test_production(void **state)
 	mkdir(clone, 0755);
 	mkdir(mnt, 0755);
 	touch(data, 4096);
+	st = study_doc(l, NULL);
 
 	/* control: a directory that is not production is allowed */
 	assert_int_equal(guard_production(l, st, clone, "run", &e), 0);
@@ -146,50 +163,121 @@ static void test_production(void **state)
 	expect_refused(l, st, data);                      /* inside production */
 	snprintf(t, sizeof(t), "%s/link/index.dat", root);
 	expect_refused(l, st, t);                         /* inside, through a symlink */
+	snprintf(t, sizeof(t), "%s/link/new/deeper", root);
+	expect_refused(l, st, t);                         /* not there yet, through a symlink */
+	pathf(t, "%s/%s", "prod/not-yet-there/x");
+	expect_refused(l, st, t);                         /* not there yet, inside */
 	fd = open(prod, O_RDONLY | O_DIRECTORY);
 	snprintf(t, sizeof(t), "/proc/self/fd/%d", fd);
-	expect_refused(l, st, t);                         /* /proc/self/fd/N */
-	close(fd);
-	fd = open(data, O_RDONLY);
-	snprintf(t, sizeof(t), "/proc/self/fd/%d", fd);
-	expect_refused(l, st, t);                         /* /proc/self/fd/N of a file inside */
+	expect_refused(l, st, t);                         /* /proc/self/fd/N: a magic link */
+	snprintf(t, sizeof(t), "/dev/fd/%d/new", fd);
+	expect_refused(l, st, t);                         /* /dev/fd/N/new */
 	close(fd);
 	snprintf(hl, sizeof(hl), "%s/hl.dat", clone);
 	assert_int_equal(link(data, hl), 0);
-	expect_refused(l, st, hl);                        /* hard link: same inode */
+	expect_refused(l, st, hl);                        /* hard link: a file of production */
 	expect_refused(l, st, clone);                     /* hard link inside the target */
 	unlink(hl);
 	assert_int_equal(guard_production(l, st, clone, "run", &e), 0);
 	expect_refused(l, st, root);                      /* target contains production */
-	pathf(t, "%s/%s", "not-yet-there/x");
-	expect_refused(l, st, t);                         /* a production path not there yet */
 	expect_refused(l, st, "postgres://app@pg-prod-1/db"); /* production host */
 	if (mount(prod, mnt, NULL, MS_BIND, NULL) == 0) {
 		expect_refused(l, st, mnt);               /* bind mount */
+		snprintf(t, sizeof(t), "%s/new", mnt);
+		expect_refused(l, st, t);                 /* bind mount, not there yet */
 		umount2(mnt, MNT_DETACH);
 	} else {
 		print_message("bind mount not tested here (mount failed)\n");
 	}
+	/* A relative spelling resolved from elsewhere names what it names there, not here. */
+	{
+		char cwd[PATH_MAX];
+
+		assert_non_null(getcwd(cwd, sizeof(cwd)));
+		assert_int_equal(chdir(clone), 0);
+		expect_refused(l, st, "../prod/x");
+		assert_int_equal(guard_production(l, st, "prod", "run", &e), 0); /* clone/prod: not there */
+		assert_int_equal(chdir(cwd), 0);
+	}
+	/* Fail closed: a walk past its limit refuses. */
+	{
+		char a[PATH_MAX];
+
+		pathf(a, "%s/%s", "clone/a");
+		mkdir(a, 0755);
+		pathf(a, "%s/%s", "clone/b");
+		mkdir(a, 0755);
+		setenv("COLDSTUDY_GUARD_WALK_MAX", "1", 1);
+		before = refusals(l, NULL);
+		assert_int_equal(guard_production(l, st, clone, "run", &e), CS_EXIT_REFUSED);
+		assert_non_null(strstr(e.msg, "COLDSTUDY_GUARD_WALK_MAX"));
+		assert_int_equal(refusals(l, NULL), before + 1);
+		unsetenv("COLDSTUDY_GUARD_WALK_MAX");
+		assert_int_equal(guard_production(l, st, clone, "run", &e), 0);
+	}
+	json_decref(st);
 	/* production block device: the device the test files live on */
 	{
 		struct stat sb;
-		json_t *st2 = json_deep_copy(st);
 		char dev[64];
+		ledger *l2 = new_study("s-prod-blk");
 
 		assert_int_equal(stat(clone, &sb), 0);
 		snprintf(dev, sizeof(dev), "/tmp/cs-fake-blk-%d", (int) getpid());
 		unlink(dev);
 		if (mknod(dev, S_IFBLK | 0600, sb.st_dev) == 0) {
-			json_array_append_new(json_object_get(json_object_get(st2, "production"),
-							      "block_devices"),
-					      json_string(dev));
-			expect_refused(l, st2, clone);
+			st = study_doc(l2, dev);
+			expect_refused(l2, st, clone);
+			json_decref(st);
 			unlink(dev);
 		}
-		json_decref(st2);
+		ledger_close(l2);
 	}
 	unlink(lnk);
-	json_decref(st);
+	ledger_close(l);
+}
+
+/* Re-registering may add production items; dropping one needs an amendment. */
+static void test_production_keep(void **state)
+{
+	ledger *l = new_study("s-keep");
+	char prod[PATH_MAX], other[PATH_MAX];
+	json_t *doc, *items = NULL, *removed = NULL, *rec;
+	cs_err e = {0};
+
+	(void) state;
+	pathf(prod, "%s/%s", "prod");
+	pathf(other, "%s/%s", "prod2");
+	mkdir(prod, 0755);
+	mkdir(other, 0755);
+	doc = json_pack("{s:{s:[s, s]}}", "production", "paths", prod, other);
+	assert_int_equal(guard_production_resolve(doc, AT_FDCWD, "s.json", &items, &e), 0);
+	assert_int_equal(guard_production_keep(l, items, 0, "study register", &removed, &e), 0);
+	rec = json_pack("{s:s, s:O}", "id", "t", "production_items", items);
+	assert_int_equal(ledger_append(l, "study", rec, NULL, &e), 0);
+	json_decref(rec);
+	json_decref(items);
+	json_decref(removed);
+	json_decref(doc);
+	/* a spec that protects only prod: refused, recorded */
+	doc = json_pack("{s:{s:[s]}}", "production", "paths", prod);
+	assert_int_equal(guard_production_resolve(doc, AT_FDCWD, "s.json", &items, &e), 0);
+	assert_int_equal(guard_production_keep(l, items, 0, "study register", &removed, &e),
+			 CS_EXIT_REFUSED);
+	assert_non_null(strstr(e.msg, "prod2"));
+	assert_int_equal(refusals(l, NULL), 1);
+	/* amended: allowed, and it says what it drops */
+	assert_int_equal(guard_production_keep(l, items, 1, "study register", &removed, &e), 0);
+	assert_int_equal(json_array_size(removed), 1);
+	json_decref(removed);
+	json_decref(items);
+	json_decref(doc);
+	/* a production path that does not exist is bad input */
+	doc = json_pack("{s:{s:[s]}}", "production", "paths", "/nonexistent/cs-prod");
+	assert_int_equal(guard_production_resolve(doc, AT_FDCWD, "s.json", &items, &e),
+			 CS_EXIT_BADINPUT);
+	assert_non_null(strstr(e.msg, "$.production.paths[0]"));
+	json_decref(doc);
 	ledger_close(l);
 }
 
@@ -197,13 +285,14 @@ static void test_clone_marker(void **state)
 {
 	ledger *l = new_study("s-clone");
 	char src[PATH_MAX], dst[PATH_MAX], cp[PATH_MAX], f[PATH_MAX * 2], m1[PATH_MAX * 2],
-		m2[PATH_MAX * 2], *buf;
+		m2[PATH_MAX * 2], *buf, sd[PATH_MAX];
 	harness_clone_info info;
 	json_t *marker = NULL;
 	cs_err e = {0};
 	size_t len;
 
 	(void) state;
+	pathf(sd, "%s/%s", "s-clone");
 	pathf(src, "%s/%s", "csrc");
 	pathf(dst, "%s/%s", "cdst");
 	pathf(cp, "%s/%s", "ccopy");
@@ -216,18 +305,40 @@ static void test_clone_marker(void **state)
 	touch(f, 3 * 4096);
 
 	/* no marker: refused */
-	assert_int_equal(guard_clone(l, src, "run", 0, NULL, &e), CS_EXIT_REFUSED);
+	assert_int_equal(guard_clone(l, sd, src, "run", 0, NULL, &e), CS_EXIT_REFUSED);
 	assert_int_equal(refusals(l, NULL), 1);
 
-	assert_int_equal(harness_clone(src, dst, &info, &e), 0);
+	assert_int_equal(harness_clone(src, dst, sd, &info, &e), 0);
 	assert_int_equal(info.files, 2);
 	assert_true(!strcmp(info.method, "reflink") || !strcmp(info.method, "copy"));
-	assert_int_equal(guard_clone(l, dst, "run", 1, &marker, &e), 0);
+	assert_int_equal(guard_clone(l, sd, dst, "run", 1, &marker, &e), 0);
 	assert_string_equal(json_string_value(json_object_get(marker, "source_sha256")),
 			    info.source_sha256);
 	json_decref(marker);
+	/* the key is the study's own, 0600 */
+	{
+		char kp[PATH_MAX * 2];
+		struct stat ks;
+
+		snprintf(kp, sizeof(kp), "%s/clone.key", sd);
+		assert_int_equal(stat(kp, &ks), 0);
+		assert_int_equal(ks.st_mode & 0777, 0600);
+	}
+	/* another study's key does not authenticate it */
+	{
+		ledger *l2 = new_study("s-clone-other");
+		char sd2[PATH_MAX];
+
+		pathf(sd2, "%s/%s", "s-clone-other");
+		assert_int_equal(harness_clone(src, cp, sd2, &info, &e), 0); /* makes sd2's key */
+		assert_int_equal(guard_clone(l2, sd2, dst, "run", 0, NULL, &e), CS_EXIT_REFUSED);
+		assert_non_null(strstr(e.msg, "not authenticated"));
+		ledger_close(l2);
+		snprintf(f, sizeof(f), "rm -rf '%s'", cp);
+		assert_int_equal(system(f), 0);
+	}
 	/* cloning onto an existing path is refused */
-	assert_int_equal(harness_clone(src, dst, &info, &e), CS_EXIT_REFUSED);
+	assert_int_equal(harness_clone(src, dst, sd, &info, &e), CS_EXIT_REFUSED);
 
 	/* a marker copied elsewhere (with the files) is invalid */
 	mkdir(cp, 0755);
@@ -242,8 +353,43 @@ static void test_clone_marker(void **state)
 	assert_int_equal(cs_read_file(m1, 1 << 20, &buf, &len, &e), 0);
 	assert_int_equal(cs_write_file_atomic(m2, buf, len, 0444, &e), 0);
 	free(buf);
-	assert_int_equal(guard_clone(l, cp, "run", 0, NULL, &e), CS_EXIT_REFUSED);
+	assert_int_equal(guard_clone(l, sd, cp, "run", 0, NULL, &e), CS_EXIT_REFUSED);
 	assert_non_null(strstr(e.msg, "copied marker"));
+	/* the marker edited to fit the copy (dev, ino, inodes) is refused: no key, no HMAC */
+	{
+		json_t *m = NULL;
+		struct stat cs;
+		char *txt;
+
+		assert_int_equal(cs_json_load_file(m2, 1 << 20, &m, &e), 0);
+		assert_int_equal(stat(cp, &cs), 0);
+		json_object_set_new(m, "dev", json_integer((json_int_t) cs.st_dev));
+		json_object_set_new(m, "ino", json_integer((json_int_t) cs.st_ino));
+		txt = json_dumps(m, JSON_COMPACT);
+		unlink(m2);
+		assert_int_equal(cs_write_file_atomic(m2, txt, strlen(txt), 0444, &e), 0);
+		free(txt);
+		json_decref(m);
+		assert_int_equal(guard_clone(l, sd, cp, "run", 0, NULL, &e), CS_EXIT_REFUSED);
+		assert_non_null(strstr(e.msg, "not authenticated"));
+	}
+	/* a clone file with a second link (cp -al of production, say) is refused */
+	{
+		char extra[PATH_MAX * 2];
+
+		snprintf(f, sizeof(f), "%s/KIND", dst);
+		snprintf(extra, sizeof(extra), "%s/kind-link", root);
+		assert_int_equal(link(f, extra), 0);
+		assert_int_equal(guard_clone(l, sd, dst, "run", 0, NULL, &e), CS_EXIT_REFUSED);
+		assert_non_null(strstr(e.msg, "links"));
+		unlink(extra);
+		/* and a file the marker does not name */
+		snprintf(extra, sizeof(extra), "%s/planted.dat", dst);
+		touch(extra, 4096);
+		assert_int_equal(guard_clone(l, sd, dst, "run", 0, NULL, &e), CS_EXIT_REFUSED);
+		assert_non_null(strstr(e.msg, "names"));
+		unlink(extra);
+	}
 
 	/* a changed file fails the content hash */
 	snprintf(f, sizeof(f), "%s/sub/part.dat", dst);
@@ -253,9 +399,9 @@ static void test_clone_marker(void **state)
 		assert_int_equal(pwrite(fd, "y", 1, 10), 1);
 		close(fd);
 	}
-	assert_int_equal(guard_clone(l, dst, "run", 0, NULL, &e), 0);
-	assert_int_equal(guard_clone(l, dst, "run", 1, NULL, &e), CS_EXIT_REFUSED);
-	assert_int_equal(refusals(l, NULL), 3);
+	assert_int_equal(guard_clone(l, sd, dst, "run", 0, NULL, &e), 0);
+	assert_int_equal(guard_clone(l, sd, dst, "run", 1, NULL, &e), CS_EXIT_REFUSED);
+	assert_int_equal(refusals(l, NULL), 6);
 	ledger_close(l);
 }
 
@@ -415,6 +561,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_production),
+		cmocka_unit_test(test_production_keep),
 		cmocka_unit_test(test_clone_marker),
 		cmocka_unit_test(test_registered_and_validated),
 		cmocka_unit_test(test_cold),

@@ -97,6 +97,8 @@ study study.json 0.35
 study strict.json 0.0001
 study ef10.json 0.35 10
 
+# production must exist to be registered (it is recorded by device and inode)
+expect 0 "index build" "$cs" index build --kind phnsw --data "$BASE" --metric l2 --partitions 8 --m 8 --ef-construction 32 --out prod
 S=$T/S
 expect 0 init "$cs" init "$S"
 expect 0 "register H1 H2 H4" "$cs" register "$S" "$T/hyp/H1.json" "$T/hyp/H2.json" "$T/hyp/H4.json"
@@ -105,7 +107,6 @@ n=$(q "$S" "select json_array_length(payload, '\$.plan_specs') from records wher
 [ "$n" = 7 ] || die "the plan's run specs are not all hashed: $n of 7"
 expect 0 "same study again" "$cs" study register "$S" study.json
 [ "$(q "$S" "select count(*) from records where kind='study'")" = 1 ] || die "the same study again wrote a record"
-expect 0 "index build" "$cs" index build --kind phnsw --data "$BASE" --metric l2 --partitions 8 --m 8 --ef-construction 32 --out prod
 expect 0 clone "$cs" clone prod clone --study "$S"
 "$cs" validate "$S" --quiet >/dev/null 2>&1 || expect 0 validate "$cs" validate "$S" --quiet --allow-no-device-stats
 cp -r "$S" "$T/SB"
