@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "ledger.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,7 +136,7 @@ int cmd_run(int argc, char **argv)
 	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy run DIR run.json [--holdout] [--enforce-clean]\n"
+		printf("usage: coldstudy run DIR run.json [--holdout] [--enforce-clean] [--seed S]\n"
 		       "                    [--declare-overlap TEXT] [--progress|--no-progress]\n"
 		       "                    [-q|--quiet] [--json]\n"
 		       "       coldstudy run show DIR RUN_ID [--queries] [--csv|--jsonl|--json]\n\n"
@@ -147,7 +148,11 @@ int cmd_run(int argc, char **argv)
 		       "Prints the run id on the first line (scripts: first line), then a summary of\n"
 		       "what it measured; -q prints the id only and no progress; --json prints the run\n"
 		       "record instead. 'coldstudy runs DIR' lists every run; 'run show' shows one.\n"
-		       "The run spec's keys: 'coldstudy schema run' (JSON Schema) and the README.\n");
+		       "The run spec's keys: 'coldstudy schema run' (JSON Schema) and the README.\n\n"
+		       "Under a device profile every run draws from its own random stream, seeded\n"
+		       "from its run id and spec hash and recorded as device_seed; --seed S (0 to\n"
+		       "2^53-1) replays that stream: in virtual time the per-read latencies of a\n"
+		       "run reproduce exactly from its recorded seed.\n");
 		return CS_EXIT_OK;
 	}
 	if (argc > 1 && !strcmp(argv[1], "show"))
@@ -167,6 +172,19 @@ int cmd_run(int argc, char **argv)
 			o.progress = 1;
 		} else if (!strcmp(argv[i], "--no-progress")) {
 			o.progress = 0;
+		} else if (!strcmp(argv[i], "--seed")) {
+			char *end = NULL;
+			unsigned long long v;
+
+			if (++i >= argc || !argv[i][0] || argv[i][0] == '-')
+				return cli_usage(argv[0], "--seed needs a number (0 to 2^53-1)");
+			errno = 0;
+			v = strtoull(argv[i], &end, 10);
+			if (errno || !end || *end || v > HARNESS_SEED_MAX)
+				return cli_usage(argv[0], "--seed '%s': not a number from 0 to 2^53-1",
+						 argv[i]);
+			o.seed = (uint64_t) v;
+			o.has_seed = 1;
 		} else if (!strcmp(argv[i], "--declare-overlap")) {
 			if (++i >= argc || !argv[i][0])
 				return cli_usage(argv[0], "--declare-overlap needs a text");

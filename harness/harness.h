@@ -53,8 +53,8 @@ int harness_run_effective(const json_t *run, const json_t *defaults, json_t **ou
 
 /*
  * Refuse treatment combinations that would measure nothing, on an
- * effective spec: virtual time without a device, competing readers in
- * virtual time, prewarm under a real-time device model, prewarm with
+ * effective spec: virtual time without a device, prewarm under a
+ * real-time device model, prewarm with
  * more than one client or warm. Exit 5 with the JSON path and why.
  */
 int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e);
@@ -184,8 +184,14 @@ typedef struct harness_run_opts {
 	const char *declare_overlap; /* text of a declared holdout overlap, or NULL */
 	const char *project_dir;     /* for --enforce-clean; NULL: $COLDSTUDY_SRC or "." */
 	int progress;                /* -1: when stderr is a terminal */
+	int has_seed;                /* seed given (--seed): replay that random stream */
+	uint64_t seed;               /* the device model's seed, at most HARNESS_SEED_MAX */
 	char run_id[32];             /* out: the run's id */
+	uint64_t seed_used;          /* out: the seed the run drew from */
 } harness_run_opts;
+
+/* Seeds are kept below 2^53 so that every JSON reader holds them exactly. */
+#define HARNESS_SEED_MAX ((UINT64_C(1) << 53) - 1)
 
 /* One run: guards, run_start, evict, prove cold, load, measure, one `run` record. */
 int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_err *e);

@@ -79,12 +79,17 @@ int harness_readers_start(char **files, size_t nfiles, unsigned n, uint32_t bloc
 /* Stop and free (accepts NULL); a new summary object, or NULL with e filled on failure. */
 json_t *harness_readers_stop(harness_readers *R, cs_err *e);
 
-/* Bulk sequential writes with fdatasync to a scratch file in dir (removed at stop). */
+/*
+ * Bulk sequential writes with fdatasync to a scratch file in dir (removed
+ * at stop); dev (may be NULL): each flush also passes through the device
+ * model in real time (its writes wait in the same queues as the reads).
+ */
 typedef struct harness_writer harness_writer;
 int harness_writer_start(const char *dir, const char *index, uint64_t max_bytes, double max_s,
-			 uint64_t chunk, uint64_t sync_bytes, harness_writer **out, cs_err *e);
+			 uint64_t chunk, uint64_t sync_bytes, const cv_device *dev,
+			 harness_writer **out, cs_err *e);
 /* Stop, remove the file, free (accepts NULL); a new summary, or NULL with e filled. */
-json_t *harness_writer_stop(harness_writer *W, int through_model, cs_err *e);
+json_t *harness_writer_stop(harness_writer *W, cs_err *e);
 
 /* Exit 5 unless every CPU of cpus (a JSON array) is in this process's allowed set. */
 int harness_cpuset_check(const json_t *cpus, cs_err *e);
@@ -111,15 +116,17 @@ typedef struct harness_vq {
 	uint64_t device_reads;  /* reads replayed against the device */
 	uint64_t hit_reads;     /* reads of prewarmed blocks (kept at their real latency) */
 	double span_real_ms, span_virtual_ms;
+	cv_sim_result sim;      /* the replay (competing work's figures included) */
 } harness_vq;
 
 /*
  * Replay query trace t against dev in virtual time (seeded), leaving out
  * reads wholly within hits (files[] maps the trace's files to block-set
- * file numbers by name). -ENOSPC when the trace dropped reads.
+ * file numbers by name), with the run's competing work (bg, may be NULL)
+ * in the same device queues. -ENOSPC when the trace dropped reads.
  */
 int harness_vtime_query(const cv_device *dev, const cv_trace *t, uint64_t seed,
-			const harness_blockset *hits, char **files, size_t nfiles, double real_lat_ms,
-			harness_vq *out);
+			const cv_sim_load *bg, const harness_blockset *hits, char **files,
+			size_t nfiles, double real_lat_ms, harness_vq *out);
 
 #endif

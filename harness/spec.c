@@ -176,9 +176,11 @@ static const jv_key run_keys[] = {
 	{.name = "prewarm", .type = JK_OBJECT, .flags = JK_NULLABLE, .sub = prewarm_keys,
 	 .desc = "load a query's blocks (or another's) into the cache before it: {of, offset}"},
 	{.name = "load", .type = JK_OBJECT, .flags = JK_NULLABLE, .sub = load_keys,
-	 .desc = "competing random readers during the run: {readers, block_bytes}"},
+	 .desc = "competing random readers during the run: {readers, block_bytes}; under a device "
+		 "profile they wait in its queues (virtual time: modelled beside each query)"},
 	{.name = "bulkwrite", .type = JK_OBJECT, .flags = JK_NULLABLE, .sub = bulkwrite_keys,
-	 .desc = "a bulk writer on the same file system during the run"},
+	 .desc = "a bulk writer on the same file system during the run; under a device profile its "
+		 "flushes wait in its queues (virtual time: modelled, no bytes written)"},
 	{.name = "client_cpus", .type = JK_INTS, .flags = JK_NULLABLE, .lo = 0, .hi = 1023, .max = 1024,
 	 .desc = "CPUs the clients are pinned to"},
 	{.name = "repeat", .type = JK_INT, .lo = 1, .hi = 1000,
@@ -351,9 +353,8 @@ int harness_study_load(const char *path, json_t **doc, cs_err *e)
 /*
  * The treatment knobs (docs/records.md "Treatments"): device_time,
  * prewarm, load, bulkwrite, client_cpus, checked by the table. Combinations
- * that would measure nothing (virtual time without a device, competing
- * readers replayed in virtual time, prewarm under a real-time device
- * model) are refused on the effective spec only, since study defaults may
+ * that would measure nothing (virtual time without a device, prewarm
+ * under a real-time device model) are refused on the effective spec only, since study defaults may
  * supply the device.
  */
 
@@ -365,15 +366,10 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 	int virt = dt && !strcmp(dt, "virtual");
 	int has_dev = json_is_string(dev);
 	const json_t *pw = json_object_get(eff, "prewarm");
-	const json_t *ld = json_object_get(eff, "load");
 
 	if (virt && !has_dev)
 		return bad(e, name, "$", "device_time",
 			   "\"virtual\" replays reads against a device profile, and none is named");
-	if (virt && json_is_object(ld))
-		return bad(e, name, "$", "load",
-			   "competing readers cannot be replayed in virtual time (the replay models "
-			   "one query's reads); use \"device_time\": \"realtime\"");
 	if (json_is_object(pw) && has_dev && !virt)
 		return bad(e, name, "$", "prewarm",
 			   "the real-time device model delays page-cache hits too, so prewarm would "

@@ -7,15 +7,19 @@
 # the same part files) to skip loading the base for recall.
 #
 # usage: bench/paged/ratio.sh CS IX [NQ]    (COLDSTUDY_FANOUT_THREADS=N passes through)
+# Q=SPEC: the queries (default the 200k x 768 index's); STRATEGY: the queries'
+# read strategy (default pread, the CLI's default: the fan-out then runs 16
+# synchronous readers; uring: 16 reads in flight from one thread).
 set -eu
 CS=${1:?usage: ratio.sh CS IX [NQ]}; IX=${2:?usage: ratio.sh CS IX [NQ]}; NQ=${3:-2}
-Q='synth:n=200100,d=768,clusters=64,seed=1[200000:200100]'
+Q=${Q:-'synth:n=200100,d=768,clusters=64,seed=1[200000:200100]'}
+ST=${STRATEGY:-pread}
 g() { tr -d " \n" | grep -o "\"$1\":[0-9.]*" | head -1 | cut -d: -f2; }
 uptime
 p1=$($CS probe $IX/part-000 --qd 1 --bs 8k --reads 2000 --strategy uring --json | g iops)
 p16=$($CS probe $IX/part-000 --qd 16 --bs 8k --reads 8000 --strategy uring --json | g iops)
-s=$($CS index query $IX --queries "$Q" --nq $NQ --mode serial --strategy uring --cold --json)
-f=$($CS index query $IX --queries "$Q" --nq $NQ --mode fanout:16 --strategy uring --cold --json)
+s=$($CS index query $IX --queries "$Q" --nq $NQ --mode serial --strategy $ST --cold --json)
+f=$($CS index query $IX --queries "$Q" --nq $NQ --mode fanout:16 --strategy $ST --cold --json)
 q1=$($CS probe $IX/part-000 --qd 1 --bs 8k --reads 2000 --strategy uring --json | g iops)
 q16=$($CS probe $IX/part-000 --qd 16 --bs 8k --reads 8000 --strategy uring --json | g iops)
 uptime
@@ -26,6 +30,6 @@ pr=(p16+q16)/(p1+q1)
 sp=s['wall_s']/f['wall_s']
 print(f"probe qd1 {p1:.0f}/{q1:.0f} qd16 {p16:.0f}/{q16:.0f} ratio {p16/p1:.2f}/{q16/q1:.2f} pooled {pr:.2f}")
 print(f"serial {s['wall_s']/s['queries']:.3f} s/q reads {s['reads_per_query']} cpu_us/read {s['cpu_us_per_read']}")
-print(f"fanout {f['wall_s']/f['queries']:.3f} s/q reads {f['reads_per_query']} cpu_us/read {f['cpu_us_per_read']}")
+print(f"fanout {f['wall_s']/f['queries']:.3f} s/q reads {f['reads_per_query']} cpu_us/read {f['cpu_us_per_read']} via {f.get('fanout_via')} inflight_max {f['inflight_max']}")
 print(f"speedup {sp:.2f}x = {sp/pr:.2f} of pooled probe ratio")
 PY

@@ -19,6 +19,7 @@
 #include "hnsw_int.h"
 #include "kernels/kernels.h"
 
+#include <errno.h>
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -41,156 +42,221 @@ static float ip_f32(const hnsw_query *q, const void *v, size_t d)
 	return q->cst - k_f32->dot(q->a, (const float *) v, d);
 }
 
-/* ---- scalar ---- */
+/*
+ * ---- quant8: one summation order at every level ----
+ * As engine/kernels (kernels.h): element i is added into lane i mod 64 by
+ * one fused multiply-add, lanes past d stay 0, and cvk_reduce64 adds the
+ * lanes; so the scalar, AVX2 and AVX-512 kernels return the same bits.
+ * L2's term is fma(t*t, w, lane) with t = a - c (t*t rounded first);
+ * IP's fma(a, c, lane).
+ */
 
 static float l2_q8_scalar(const hnsw_query *q, const void *v, size_t d)
 {
 	const uint8_t *c = v;
-	float s = 0;
+	float lanes[64] = {0};
 
 	for (size_t i = 0; i < d; i++) {
 		float t = q->a[i] - (float) c[i];
 
-		s += q->w[i] * t * t;
+		lanes[i & 63] = fmaf(t * t, q->w[i], lanes[i & 63]);
 	}
-	return q->cst + s;
+	return q->cst + cvk_reduce64(lanes);
 }
 
 static float ip_q8_scalar(const hnsw_query *q, const void *v, size_t d)
 {
 	const uint8_t *c = v;
-	float s = 0;
+	float lanes[64] = {0};
 
 	for (size_t i = 0; i < d; i++)
-		s += q->a[i] * (float) c[i];
-	return q->cst + s;
+		lanes[i & 63] = fmaf(q->a[i], (float) c[i], lanes[i & 63]);
+	return q->cst + cvk_reduce64(lanes);
 }
 
-/* ---- AVX2 ---- */
-
-__attribute__((target("avx2,fma"))) static float hsum256(__m256 v)
+/* Up to n (<= 16) code bytes from c, zero-padded: no read past c + n. */
+static inline void copy_tail(uint8_t out[16], const uint8_t *c, size_t n)
 {
-	__m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+	memset(out, 0, 16);
+	memcpy(out, c, n < 16 ? n : 16);
+}
 
-	lo = _mm_add_ps(lo, hi);
-	lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-	lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-	return _mm_cvtss_f32(lo);
+/* ---- AVX2 (lanes: accumulator (i / 8) mod 8, lane i mod 8) ---- */
+
+__attribute__((target("avx2,fma"))) static inline float reduce64_avx2(const __m256 r[8])
+{
+	__m256 mlo = _mm256_add_ps(_mm256_add_ps(r[0], r[2]), _mm256_add_ps(r[4], r[6]));
+	__m256 mhi = _mm256_add_ps(_mm256_add_ps(r[1], r[3]), _mm256_add_ps(r[5], r[7]));
+	__m256 n = _mm256_add_ps(mlo, mhi);
+	__m128 o = _mm_add_ps(_mm256_castps256_ps128(n), _mm256_extractf128_ps(n, 1));
+	__m128 p = _mm_add_ps(o, _mm_movehl_ps(o, o));
+
+	return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
+}
+
+/* The first min(left, 8) lanes set. */
+__attribute__((target("avx2,fma"))) static inline __m256i mask8(size_t left)
+{
+	static const int32_t m[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+
+	return _mm256_loadu_si256((const __m256i *) (m + 8 - (left >= 8 ? 8 : left)));
+}
+
+/* 8 codes at c (8 bytes readable) as floats. */
+__attribute__((target("avx2,fma"))) static inline __m256 codes8(const uint8_t *c)
+{
+	return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) c)));
+}
+
+/* One q8 step of 8 lanes: L2 (w != NULL) or IP, under mask mk (lanes off kept). */
+__attribute__((target("avx2,fma"))) static inline __m256 q8_step_avx2(__m256 acc, const float *a,
+								       const float *w, __m256 c,
+								       __m256i mk)
+{
+	__m256 x = _mm256_maskload_ps(a, mk), f;
+
+	if (w) {
+		__m256 t = _mm256_sub_ps(x, c);
+
+		f = _mm256_fmadd_ps(_mm256_mul_ps(t, t), _mm256_maskload_ps(w, mk), acc);
+	} else {
+		f = _mm256_fmadd_ps(x, c, acc);
+	}
+	return _mm256_blendv_ps(acc, f, _mm256_castsi256_ps(mk));
+}
+
+__attribute__((target("avx2,fma"))) static inline float q8_avx2(const hnsw_query *q,
+								 const uint8_t *c, size_t d,
+								 const float *w)
+{
+	__m256 r[8];
+	__m256i all = mask8(8);
+	size_t i = 0;
+
+	for (int k = 0; k < 8; k++)
+		r[k] = _mm256_setzero_ps();
+	for (; i + 64 <= d; i += 64) {
+#pragma GCC unroll 8
+		for (int k = 0; k < 8; k++)
+			r[k] = q8_step_avx2(r[k], q->a + i + 8 * k, w ? w + i + 8 * k : NULL,
+					    codes8(c + i + 8 * k), all);
+	}
+	for (int k = 0; k < 8 && i < d; k++, i += 8) {
+		uint8_t tail[16];
+
+		copy_tail(tail, c + i, d - i);
+		r[k] = q8_step_avx2(r[k], q->a + i, w ? w + i : NULL, codes8(tail), mask8(d - i));
+	}
+	return reduce64_avx2(r);
 }
 
 __attribute__((target("avx2,fma"))) static float l2_q8_avx2(const hnsw_query *q, const void *v,
 							     size_t d)
 {
-	const uint8_t *c = v;
-	__m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-	size_t i = 0;
-	float s;
-
-	for (; i + 16 <= d; i += 16) {
-		__m128i b = _mm_loadu_si128((const __m128i *) (c + i));
-		__m256 c0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
-		__m256 c1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8)));
-		__m256 t0 = _mm256_sub_ps(_mm256_loadu_ps(q->a + i), c0);
-		__m256 t1 = _mm256_sub_ps(_mm256_loadu_ps(q->a + i + 8), c1);
-
-		s0 = _mm256_fmadd_ps(_mm256_mul_ps(t0, t0), _mm256_loadu_ps(q->w + i), s0);
-		s1 = _mm256_fmadd_ps(_mm256_mul_ps(t1, t1), _mm256_loadu_ps(q->w + i + 8), s1);
-	}
-	s = hsum256(_mm256_add_ps(s0, s1));
-	for (; i < d; i++) {
-		float t = q->a[i] - (float) c[i];
-
-		s += q->w[i] * t * t;
-	}
-	return q->cst + s;
+	return q->cst + q8_avx2(q, v, d, q->w);
 }
 
 __attribute__((target("avx2,fma"))) static float ip_q8_avx2(const hnsw_query *q, const void *v,
 							     size_t d)
 {
-	const uint8_t *c = v;
-	__m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-	size_t i = 0;
-	float s;
-
-	for (; i + 16 <= d; i += 16) {
-		__m128i b = _mm_loadu_si128((const __m128i *) (c + i));
-		__m256 c0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
-		__m256 c1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8)));
-
-		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q->a + i), c0, s0);
-		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(q->a + i + 8), c1, s1);
-	}
-	s = hsum256(_mm256_add_ps(s0, s1));
-	for (; i < d; i++)
-		s += q->a[i] * (float) c[i];
-	return q->cst + s;
+	return q->cst + q8_avx2(q, v, d, NULL);
 }
 
-/* ---- AVX-512 ---- */
+/* ---- AVX-512 (lanes: accumulator (i / 16) mod 4, lane i mod 16) ---- */
+
+__attribute__((target("avx512f"))) static inline float reduce64_avx512(__m512 s0, __m512 s1,
+									__m512 s2, __m512 s3)
+{
+	__m512 m = _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3));
+	__m256 n = _mm256_add_ps(_mm512_castps512_ps256(m),
+				 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(m), 1)));
+	__m128 o = _mm_add_ps(_mm256_castps256_ps128(n), _mm256_extractf128_ps(n, 1));
+	__m128 p = _mm_add_ps(o, _mm_movehl_ps(o, o));
+
+	return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
+}
+
+/* 16 codes at c (16 bytes readable) as floats. */
+__attribute__((target("avx512f"))) static inline __m512 codes16(const uint8_t *c)
+{
+	return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) c)));
+}
+
+/* One q8 step of 16 lanes: L2 (w != NULL) or IP, under mask mk (lanes off kept). */
+__attribute__((target("avx512f"))) static inline __m512 q8_step_avx512(__m512 acc, const float *a,
+									const float *w, __m512 c,
+									__mmask16 mk)
+{
+	__m512 x = _mm512_maskz_loadu_ps(mk, a);
+
+	if (w) {
+		__m512 t = _mm512_sub_ps(x, c);
+
+		return _mm512_mask3_fmadd_ps(_mm512_mul_ps(t, t), _mm512_maskz_loadu_ps(mk, w), acc,
+					     mk);
+	}
+	return _mm512_mask3_fmadd_ps(x, c, acc, mk);
+}
+
+/* The next up-to-16 lanes at i into acc (a partial last chunk through a padded copy). */
+__attribute__((target("avx512f"))) static inline __m512 q8_chunk512(__m512 acc,
+								     const hnsw_query *q,
+								     const uint8_t *c, size_t i,
+								     size_t d, const float *w)
+{
+	size_t left = d - i;
+	uint8_t tail[16];
+
+	if (left >= 16)
+		return q8_step_avx512(acc, q->a + i, w ? w + i : NULL, codes16(c + i), 0xFFFF);
+	copy_tail(tail, c + i, left);
+	return q8_step_avx512(acc, q->a + i, w ? w + i : NULL, codes16(tail),
+			      (__mmask16) ((1u << left) - 1u));
+}
+
+__attribute__((target("avx512f"))) static inline float q8_avx512(const hnsw_query *q,
+								  const uint8_t *c, size_t d,
+								  const float *w)
+{
+	__m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+	size_t i = 0;
+
+	for (; i + 64 <= d; i += 64) {
+		s0 = q8_step_avx512(s0, q->a + i, w ? w + i : NULL, codes16(c + i), 0xFFFF);
+		s1 = q8_step_avx512(s1, q->a + i + 16, w ? w + i + 16 : NULL, codes16(c + i + 16),
+				    0xFFFF);
+		s2 = q8_step_avx512(s2, q->a + i + 32, w ? w + i + 32 : NULL, codes16(c + i + 32),
+				    0xFFFF);
+		s3 = q8_step_avx512(s3, q->a + i + 48, w ? w + i + 48 : NULL, codes16(c + i + 48),
+				    0xFFFF);
+	}
+	if (i < d) {
+		s0 = q8_chunk512(s0, q, c, i, d, w);
+		i += 16;
+	}
+	if (i < d) {
+		s1 = q8_chunk512(s1, q, c, i, d, w);
+		i += 16;
+	}
+	if (i < d) {
+		s2 = q8_chunk512(s2, q, c, i, d, w);
+		i += 16;
+	}
+	if (i < d)
+		s3 = q8_chunk512(s3, q, c, i, d, w);
+	return reduce64_avx512(s0, s1, s2, s3);
+}
 
 __attribute__((target("avx512f"))) static float l2_q8_avx512(const hnsw_query *q, const void *v,
 							      size_t d)
 {
-	const uint8_t *c = v;
-	__m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-	size_t i = 0;
-	float s;
-
-	for (; i + 32 <= d; i += 32) {
-		__m512 c0 = _mm512_cvtepi32_ps(
-			_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (c + i))));
-		__m512 c1 = _mm512_cvtepi32_ps(
-			_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (c + i + 16))));
-		__m512 t0 = _mm512_sub_ps(_mm512_loadu_ps(q->a + i), c0);
-		__m512 t1 = _mm512_sub_ps(_mm512_loadu_ps(q->a + i + 16), c1);
-
-		s0 = _mm512_fmadd_ps(_mm512_mul_ps(t0, t0), _mm512_loadu_ps(q->w + i), s0);
-		s1 = _mm512_fmadd_ps(_mm512_mul_ps(t1, t1), _mm512_loadu_ps(q->w + i + 16), s1);
-	}
-	for (; i + 16 <= d; i += 16) {
-		__m512 c0 = _mm512_cvtepi32_ps(
-			_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (c + i))));
-		__m512 t0 = _mm512_sub_ps(_mm512_loadu_ps(q->a + i), c0);
-
-		s0 = _mm512_fmadd_ps(_mm512_mul_ps(t0, t0), _mm512_loadu_ps(q->w + i), s0);
-	}
-	s = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
-	for (; i < d; i++) {
-		float t = q->a[i] - (float) c[i];
-
-		s += q->w[i] * t * t;
-	}
-	return q->cst + s;
+	return q->cst + q8_avx512(q, v, d, q->w);
 }
 
 __attribute__((target("avx512f"))) static float ip_q8_avx512(const hnsw_query *q, const void *v,
 							      size_t d)
 {
-	const uint8_t *c = v;
-	__m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-	size_t i = 0;
-	float s;
-
-	for (; i + 32 <= d; i += 32) {
-		__m512 c0 = _mm512_cvtepi32_ps(
-			_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (c + i))));
-		__m512 c1 = _mm512_cvtepi32_ps(
-			_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (c + i + 16))));
-
-		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(q->a + i), c0, s0);
-		s1 = _mm512_fmadd_ps(_mm512_loadu_ps(q->a + i + 16), c1, s1);
-	}
-	for (; i + 16 <= d; i += 16) {
-		__m512 c0 = _mm512_cvtepi32_ps(
-			_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (c + i))));
-
-		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(q->a + i), c0, s0);
-	}
-	s = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
-	for (; i < d; i++)
-		s += q->a[i] * (float) c[i];
-	return q->cst + s;
+	return q->cst + q8_avx512(q, v, d, NULL);
 }
 
 /* ---- node-to-node (the heuristic), through the query kernels ---- */
@@ -231,77 +297,98 @@ static float nn_f32_ip(const struct hnsw *h, const void *a, const void *b)
 	return k_ip_f32(&q, a, h->dim);
 }
 
-/* quant8 node-node distances: dequantise both sides (only the heuristic uses these). */
+/*
+ * quant8 node-node distances (only the heuristic uses these): both sides
+ * dequantised, in the reference order above. L2: t = x - y (codes as
+ * floats, exact), fma(t*t, w, lane); IP: each side fma(code, scale, lo),
+ * then fma(xa, xb, lane). The AVX-512 versions keep the same lanes.
+ */
 static float nn_q8_l2(const struct hnsw *h, const void *a, const void *b)
 {
 	const uint8_t *x = a, *y = b;
-	float s = 0;
+	float lanes[64] = {0};
 
 	for (size_t i = 0; i < h->dim; i++) {
 		float t = (float) x[i] - (float) y[i];
 
-		s += h->q_w[i] * t * t;
+		lanes[i & 63] = fmaf(t * t, h->q_w[i], lanes[i & 63]);
 	}
-	return s;
+	return cvk_reduce64(lanes);
 }
 
 static float nn_q8_ip(const struct hnsw *h, const void *a, const void *b)
 {
 	const uint8_t *x = a, *y = b;
-	float s = 0;
+	float lanes[64] = {0};
 
-	for (size_t i = 0; i < h->dim; i++)
-		s += (h->q_lo[i] + h->q_scale[i] * x[i]) * (h->q_lo[i] + h->q_scale[i] * y[i]);
-	return (h->p.metric == CV_METRIC_COSINE ? 1.0f : 0.0f) - s;
+	for (size_t i = 0; i < h->dim; i++) {
+		float xa = fmaf((float) x[i], h->q_scale[i], h->q_lo[i]);
+		float xb = fmaf((float) y[i], h->q_scale[i], h->q_lo[i]);
+
+		lanes[i & 63] = fmaf(xa, xb, lanes[i & 63]);
+	}
+	return (h->p.metric == CV_METRIC_COSINE ? 1.0f : 0.0f) - cvk_reduce64(lanes);
+}
+
+/* One node-node chunk of up to 16 lanes at i (a partial one through padded copies). */
+__attribute__((target("avx512f"))) static inline __m512 nn_chunk512(__m512 acc,
+								     const struct hnsw *h,
+								     const uint8_t *x,
+								     const uint8_t *y, size_t i,
+								     int l2)
+{
+	size_t left = h->dim - i;
+	__mmask16 mk = left >= 16 ? (__mmask16) 0xFFFF : (__mmask16) ((1u << left) - 1u);
+	uint8_t tx[16], ty[16];
+	__m512 cx, cy;
+
+	if (left >= 16) {
+		cx = codes16(x + i);
+		cy = codes16(y + i);
+	} else {
+		copy_tail(tx, x + i, left);
+		copy_tail(ty, y + i, left);
+		cx = codes16(tx);
+		cy = codes16(ty);
+	}
+	if (l2) {
+		__m512 t = _mm512_sub_ps(cx, cy);
+
+		return _mm512_mask3_fmadd_ps(_mm512_mul_ps(t, t),
+					     _mm512_maskz_loadu_ps(mk, h->q_w + i), acc, mk);
+	} else {
+		__m512 lo = _mm512_maskz_loadu_ps(mk, h->q_lo + i);
+		__m512 sc = _mm512_maskz_loadu_ps(mk, h->q_scale + i);
+
+		return _mm512_mask3_fmadd_ps(_mm512_fmadd_ps(cx, sc, lo), _mm512_fmadd_ps(cy, sc, lo),
+					     acc, mk);
+	}
+}
+
+__attribute__((target("avx512f"))) static inline float nn_q8_avx512(const struct hnsw *h,
+								     const uint8_t *x,
+								     const uint8_t *y, int l2)
+{
+	__m512 s[4];
+	size_t i = 0, d = h->dim;
+
+	for (int k = 0; k < 4; k++)
+		s[k] = _mm512_setzero_ps();
+	for (; i < d; i += 16)
+		s[(i / 16) & 3] = nn_chunk512(s[(i / 16) & 3], h, x, y, i, l2);
+	return reduce64_avx512(s[0], s[1], s[2], s[3]);
 }
 
 __attribute__((target("avx512f"))) static float nn_q8_l2_avx512(const struct hnsw *h,
 								 const void *a, const void *b)
 {
-	const uint8_t *x = a, *y = b;
-	__m512 s0 = _mm512_setzero_ps();
-	size_t i = 0;
-	float s;
-
-	for (; i + 16 <= h->dim; i += 16) {
-		__m512 t = _mm512_sub_ps(
-			_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (x + i)))),
-			_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (y + i)))));
-
-		s0 = _mm512_fmadd_ps(_mm512_mul_ps(t, t), _mm512_loadu_ps(h->q_w + i), s0);
-	}
-	s = _mm512_reduce_add_ps(s0);
-	for (; i < h->dim; i++) {
-		float t = (float) x[i] - (float) y[i];
-
-		s += h->q_w[i] * t * t;
-	}
-	return s;
+	return nn_q8_avx512(h, a, b, 1);
 }
 
 __attribute__((target("avx512f"))) static float nn_q8_ip_avx512(const struct hnsw *h,
 								 const void *a, const void *b)
 {
-	const uint8_t *x = a, *y = b;
-	__m512 s0 = _mm512_setzero_ps();
-	size_t i = 0;
-	float s;
-
-	for (; i + 16 <= h->dim; i += 16) {
-		__m512 lo = _mm512_loadu_ps(h->q_lo + i), sc = _mm512_loadu_ps(h->q_scale + i);
-		__m512 xa = _mm512_fmadd_ps(
-			_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (x + i)))),
-			sc, lo);
-		__m512 xb = _mm512_fmadd_ps(
-			_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (y + i)))),
-			sc, lo);
-
-		s0 = _mm512_fmadd_ps(xa, xb, s0);
-	}
-	s = _mm512_reduce_add_ps(s0);
-	for (; i < h->dim; i++)
-		s += (h->q_lo[i] + h->q_scale[i] * x[i]) * (h->q_lo[i] + h->q_scale[i] * y[i]);
-	return (h->p.metric == CV_METRIC_COSINE ? 1.0f : 0.0f) - s;
+	return (h->p.metric == CV_METRIC_COSINE ? 1.0f : 0.0f) - nn_q8_avx512(h, a, b, 0);
 }
 
 void hnsw_kernels_select(struct hnsw *h)
@@ -426,4 +513,32 @@ const char *hnsw_build_info(void)
 #else
 	return "for the baseline ISA, as shipped (kernels dispatched at run time)";
 #endif
+}
+
+int hnsw_q8_kernels(const char *level, hnsw_qdist_fn *l2, hnsw_qdist_fn *ip, hnsw_ndist_fn *nl2,
+		    hnsw_ndist_fn *nip)
+{
+	__builtin_cpu_init();
+	if (!strcmp(level, "scalar")) {
+		*l2 = l2_q8_scalar;
+		*ip = ip_q8_scalar;
+		*nl2 = nn_q8_l2;
+		*nip = nn_q8_ip;
+		return 0;
+	}
+	if (!strcmp(level, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+		*l2 = l2_q8_avx2;
+		*ip = ip_q8_avx2;
+		*nl2 = nn_q8_l2; /* no AVX2 node-node kernel: the reference serves */
+		*nip = nn_q8_ip;
+		return 0;
+	}
+	if (!strcmp(level, "avx512") && __builtin_cpu_supports("avx512f")) {
+		*l2 = l2_q8_avx512;
+		*ip = ip_q8_avx512;
+		*nl2 = nn_q8_l2_avx512;
+		*nip = nn_q8_ip_avx512;
+		return 0;
+	}
+	return -ENOTSUP;
 }

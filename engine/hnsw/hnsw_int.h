@@ -167,6 +167,14 @@ void hnsw_normalise(const float *src, float *dst, size_t d);
 /* Which kernel set the graph uses: "scalar", "avx2", "avx512". */
 const char *hnsw_kernel_name(void);
 
+/*
+ * The quant8 kernels of one level ("scalar", "avx2", "avx512"), for tests
+ * that compare them: query L2/IP and node-node L2/IP (node-node IP
+ * includes the metric's base). 0, or -ENOTSUP if the CPU lacks the level.
+ */
+int hnsw_q8_kernels(const char *level, hnsw_qdist_fn *l2, hnsw_qdist_fn *ip, hnsw_ndist_fn *nl2,
+		    hnsw_ndist_fn *nip);
+
 /* How hnsw_dist.c was compiled (-march), for the bench. */
 const char *hnsw_build_info(void);
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -415,6 +416,87 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* The bits of f. */
+static uint32_t fbits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+/*
+ * The quant8 kernels: every level the CPU has returns the scalar level's
+ * bits (one summation order), for the query and the node-node kernels, at
+ * dimensions 1..200 and 784, with the codes as the last bytes of a page
+ * followed by an unreadable one (so no level reads a code past the end).
+ */
+static void test_q8_levels_bit_equal(void **state)
+{
+	static const char *levels[] = {"avx2", "avx512"};
+	hnsw_qdist_fn rl2, rip, l2, ip;
+	hnsw_ndist_fn rnl2, rnip, nl2, nip;
+	size_t pg = (size_t) sysconf(_SC_PAGESIZE), compared = 0, order_matters = 0;
+	uint8_t *map = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *y = malloc(1024);
+	float *a = malloc(1024 * sizeof(float)), *w = malloc(1024 * sizeof(float));
+	float *lo = malloc(1024 * sizeof(float)), *sc = malloc(1024 * sizeof(float));
+	struct hnsw *h = calloc(1, sizeof(*h));
+	uint64_t r = 7;
+
+	(void) state;
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mprotect(map + pg, pg, PROT_NONE), 0);
+	assert_int_equal(hnsw_q8_kernels("scalar", &rl2, &rip, &rnl2, &rnip), 0);
+	for (size_t d = 1; d <= 785; d += d < 200 ? 1 : 584) {
+		uint8_t *c = map + pg - d;
+		hnsw_query q = {.a = a, .w = w, .cst = 0.25f};
+		float seq = 0;
+
+		for (size_t i = 0; i < d; i++) {
+			r = r * 6364136223846793005ull + 1442695040888963407ull;
+			c[i] = (uint8_t) (r >> 56);
+			y[i] = (uint8_t) (r >> 48);
+			a[i] = (float) ((double) (r >> 40) / 16777216.0 * 300.0 - 20.0);
+			w[i] = (float) ((double) ((r >> 20) & 0xFFFFF) / 1048576.0 * 1e-3);
+			lo[i] = -0.5f + (float) (r & 0xFF) / 512.0f;
+			sc[i] = (float) ((r >> 8) & 0xFF) / 4096.0f;
+			seq += q.a[i] * (float) c[i];
+		}
+		h->dim = d;
+		h->q_w = w;
+		h->q_lo = lo;
+		h->q_scale = sc;
+		h->p.metric = CV_METRIC_IP;
+		if (fbits(seq + q.cst) != fbits(rip(&q, c, d)))
+			order_matters++;
+		for (int l = 0; l < 2; l++) {
+			if (hnsw_q8_kernels(levels[l], &l2, &ip, &nl2, &nip))
+				continue;
+			compared++;
+			if (fbits(l2(&q, c, d)) != fbits(rl2(&q, c, d)) ||
+			    fbits(ip(&q, c, d)) != fbits(rip(&q, c, d)) ||
+			    fbits(nl2(h, c, y)) != fbits(rnl2(h, c, y)) ||
+			    fbits(nip(h, c, y)) != fbits(rnip(h, c, y)))
+				fail_msg("%s d=%zu: l2 %a/%a ip %a/%a nl2 %a/%a nip %a/%a", levels[l], d,
+					 (double) l2(&q, c, d), (double) rl2(&q, c, d), (double) ip(&q, c, d),
+					 (double) rip(&q, c, d), (double) nl2(h, c, y), (double) rnl2(h, c, y),
+					 (double) nip(h, c, y), (double) rnip(h, c, y));
+		}
+	}
+	/* the data is order-sensitive: a plain sequential sum differs from the reference */
+	assert_true(order_matters > 50);
+	munmap(map, 2 * pg);
+	free(y);
+	free(a);
+	free(w);
+	free(lo);
+	free(sc);
+	free(h);
+	if (!compared)
+		skip();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -422,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_delete),    cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_corrupt),   cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_index_kind),
+		cmocka_unit_test(test_q8_levels_bit_equal),
 	};
 
 	if (!mkdtemp(tmpdir))
