@@ -1577,7 +1577,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		if (ledger_plan_path(&plan, sha))
 			json_object_set_new(rec, "plan_path", json_string(ledger_plan_path(&plan, sha)));
 		if (repeat)
-			json_object_set_new(rec, "repeat", json_true());
+			json_object_set_new(rec, "holdout_repeat", json_true());
 		/* The file the run was asked with, as given (runs tables name it). */
 		json_object_set_new(rec, "spec_file", json_string(spec_path));
 		if (virt) {
