@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "ledger.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,8 +63,9 @@ int cmd_validate(int argc, char **argv)
 
 int cmd_clone(int argc, char **argv)
 {
-	const char *src = NULL, *dst = NULL, *study = NULL;
+	const char *src = NULL, *dst = NULL, *study = NULL, *pg_socket = NULL;
 	harness_clone_info info;
+	int pg_port = 5432;
 	ledger *l = NULL;
 	guard_held held;
 	json_t *note;
@@ -72,7 +74,7 @@ int cmd_clone(int argc, char **argv)
 
 	guard_held_init(&held);
 	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy clone SRC DST [--study DIR]\n\n"
+		printf("usage: coldstudy clone SRC DST [--study DIR] [--pg-socket DIR [--pg-port N]]\n\n"
 		       "Clone index directory SRC into DST (which must not exist): FICLONE reflinks\n"
 		       "where the file system can, a full copy otherwise, recorded as which in the\n"
 		       "clone marker DST/.coldstudy-clone (bound to DST's device and inode, each\n"
@@ -81,7 +83,12 @@ int cmd_clone(int argc, char **argv)
 		       "the machine registry (and, with --study, of the study); it is created beneath\n"
 		       "its held parent and filled through the held directory. With --study the\n"
 		       "marker is authenticated with the study's clone key (HMAC-SHA-256) and the\n"
-		       "clone is noted in the ledger; only such clones are accepted by `run`.\n");
+		       "clone is noted in the ledger; only such clones are accepted by `run`.\n\n"
+		       "SRC may be a PostgreSQL data directory: every directory is made, owner and\n"
+		       "modes kept. A running cluster is refused (exit 5) unless --pg-socket DIR\n"
+		       "[--pg-port N] names its server's socket: then it is copied through the\n"
+		       "low-level backup API (pg_backup_start, the files, pg_backup_stop, pg_wal\n"
+		       "and the backup_label), the server checked to run on SRC itself.\n");
 		return CS_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -89,6 +96,20 @@ int cmd_clone(int argc, char **argv)
 			if (++i >= argc)
 				return cli_usage(argv[0], "--study needs a directory");
 			study = argv[i];
+		} else if (!strcmp(argv[i], "--pg-socket")) {
+			if (++i >= argc)
+				return cli_usage(argv[0], "--pg-socket needs a directory");
+			pg_socket = argv[i];
+		} else if (!strcmp(argv[i], "--pg-port")) {
+			char *end;
+			long v;
+
+			if (++i >= argc)
+				return cli_usage(argv[0], "--pg-port needs a port number");
+			v = strtol(argv[i], &end, 10);
+			if (*end || v < 1 || v > 65535)
+				return cli_usage(argv[0], "--pg-port: '%s' is not a port number", argv[i]);
+			pg_port = (int) v;
 		} else if (argv[i][0] == '-') {
 			return cli_usage(argv[0], "unknown option '%s'", argv[i]);
 		} else if (!src) {
@@ -106,7 +127,7 @@ int cmd_clone(int argc, char **argv)
 	rc = harness_clone_target(l, dst, &held, &e);
 	if (rc)
 		goto out;
-	rc = harness_clone(src, guard_held_via(&held), study, &info, &e);
+	rc = harness_clone_cluster(src, guard_held_via(&held), study, pg_socket, pg_port, &info, &e);
 	if (rc) {
 		guard_held_rmdir(&held); /* the empty DST made for it, by name in its held parent */
 		goto out;
@@ -135,7 +156,7 @@ int cmd_run(int argc, char **argv)
 	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy run DIR run.json [--holdout] [--enforce-clean]\n"
+		printf("usage: coldstudy run DIR run.json [--holdout] [--enforce-clean] [--seed S]\n"
 		       "                    [--declare-overlap TEXT] [--progress|--no-progress]\n"
 		       "                    [-q|--quiet] [--json]\n"
 		       "       coldstudy run show DIR RUN_ID [--queries] [--csv|--jsonl|--json]\n\n"
@@ -147,7 +168,11 @@ int cmd_run(int argc, char **argv)
 		       "Prints the run id on the first line (scripts: first line), then a summary of\n"
 		       "what it measured; -q prints the id only and no progress; --json prints the run\n"
 		       "record instead. 'coldstudy runs DIR' lists every run; 'run show' shows one.\n"
-		       "The run spec's keys: 'coldstudy schema run' (JSON Schema) and the README.\n");
+		       "The run spec's keys: 'coldstudy schema run' (JSON Schema) and the README.\n\n"
+		       "Under a device profile every run draws from its own random stream, seeded\n"
+		       "from its run id and spec hash and recorded as device_seed; --seed S (0 to\n"
+		       "2^53-1) replays that stream: in virtual time the per-read latencies of a\n"
+		       "run reproduce exactly from its recorded seed.\n");
 		return CS_EXIT_OK;
 	}
 	if (argc > 1 && !strcmp(argv[1], "show"))
@@ -167,6 +192,19 @@ int cmd_run(int argc, char **argv)
 			o.progress = 1;
 		} else if (!strcmp(argv[i], "--no-progress")) {
 			o.progress = 0;
+		} else if (!strcmp(argv[i], "--seed")) {
+			char *end = NULL;
+			unsigned long long v;
+
+			if (++i >= argc || !argv[i][0] || argv[i][0] == '-')
+				return cli_usage(argv[0], "--seed needs a number (0 to 2^53-1)");
+			errno = 0;
+			v = strtoull(argv[i], &end, 10);
+			if (errno || !end || *end || v > HARNESS_SEED_MAX)
+				return cli_usage(argv[0], "--seed '%s': not a number from 0 to 2^53-1",
+						 argv[i]);
+			o.seed = (uint64_t) v;
+			o.has_seed = 1;
 		} else if (!strcmp(argv[i], "--declare-overlap")) {
 			if (++i >= argc || !argv[i][0])
 				return cli_usage(argv[0], "--declare-overlap needs a text");

@@ -236,9 +236,9 @@ static int score(const char *dir, const holdout_score_opts *o, int as_json)
 	if (json_array_size(json_object_get(s, "pending")))
 		printf("%zu predictions have no holdout run yet\n",
 		       json_array_size(json_object_get(s, "pending")));
-	if (json_array_size(json_object_get(s, "repeats")))
+	if (json_array_size(json_object_get(s, "repeated_runs")))
 		printf("%zu repeated holdout runs not counted (deviations)\n",
-		       json_array_size(json_object_get(s, "repeats")));
+		       json_array_size(json_object_get(s, "repeated_runs")));
 	if (json_array_size(json_object_get(s, "deviations")))
 		printf("%zu deviations on record (see the score record)\n",
 		       json_array_size(json_object_get(s, "deviations")));

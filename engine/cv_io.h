@@ -81,6 +81,18 @@ typedef struct cv_device cv_device;
  */
 CV_API int cv_device_new(const char *profile, uint64_t seed, cv_device **out, cv_err *e);
 CV_API void cv_device_free(cv_device *dev);
+/*
+ * Restart the device's real-time state (every queue empty) on a new
+ * random stream; 0 or -ENOMEM (the old state is kept then). Not while
+ * a cv_io uses the device.
+ */
+CV_API int cv_device_reseed(cv_device *dev, uint64_t seed);
+/*
+ * Real time: n writes of len bytes arrive at the device's queues now (a
+ * writer's flush); sleeps until the last completes and returns the ns
+ * waited. A bulk writer calls it so that its writes pass through the model.
+ */
+CV_API uint64_t cv_device_write_wait(const cv_device *dev, uint64_t len, unsigned n);
 CV_API const char *cv_device_name(const cv_device *dev);
 /* NULL-terminated list of built-in profile names. */
 CV_API const char *const *cv_device_profiles(void);
@@ -110,11 +122,37 @@ typedef struct cv_sim_result {
 	double read_ms_mean;   /* simulated per-read latency */
 	double inflight_mean;  /* time-averaged reads in flight */
 	double iops;
+	/* the competing work (cv_sim_load) over the same span */
+	uint64_t bg_reads;
+	double bg_read_ms_mean;
+	uint64_t bg_write_bytes;
+	double bg_write_mibps;
 } cv_sim_result;
+
+/*
+ * Competing work replayed beside a trace through the same device queues:
+ * `readers` closed-loop queue-depth-one readers of reader_bytes (a run's
+ * `load`), and a bulk writer that writes write_sync bytes as
+ * write_sync / write_chunk writes at once, waits for them all (its
+ * fdatasync) and starts the next flush, until write_max_bytes (0: no
+ * limit) (a run's `bulkwrite`). Both start before the trace (a warm-up of
+ * ten mean service times, so the trace meets them in their steady state)
+ * and stop issuing when the trace's last read is issued.
+ */
+typedef struct cv_sim_load {
+	unsigned readers;
+	uint32_t reader_bytes;    /* 0: 4096 */
+	uint64_t write_chunk;     /* 0: no writer */
+	uint64_t write_sync;      /* 0: write_chunk */
+	uint64_t write_max_bytes; /* 0: no limit */
+} cv_sim_load;
 
 /* Replay a trace against a device in virtual time (discrete events). */
 CV_API int cv_device_simulate(const cv_device *dev, const cv_trace *t, uint64_t seed,
 			      cv_sim_result *out);
+/* The same with competing work beside it (load NULL: none). */
+CV_API int cv_device_simulate_load(const cv_device *dev, const cv_trace *t, uint64_t seed,
+				   const cv_sim_load *load, cv_sim_result *out);
 
 /* ---- I/O contexts ---- */
 

@@ -420,6 +420,33 @@ int guard_clone(struct ledger *l, const char *study_dir, const char *dir, const 
 				  (unsigned long long) st.st_dev, (unsigned long long) st.st_ino);
 		goto out;
 	}
+	/*
+	 * A PostgreSQL cluster's clone is written by the server it is run under
+	 * (WAL, pg_control, statistics, hint bits): its marker binds the
+	 * directory and the key, not the bytes. Every file in it must still be
+	 * its own (one link); whether any is production's is guard_check_held's
+	 * walk.
+	 */
+	if (json_is_string(json_object_get(m, "target")) &&
+	    !strcmp(json_string_value(json_object_get(m, "target")), "postgres")) {
+		if (guard_dir_files(dir, &names, &nnames, &le)) {
+			rc = guard_refuse(l, "clone", verb, dir, e, "%s: %s", dir, le.msg);
+			goto out;
+		}
+		for (i = 0; i < nnames; i++) {
+			char fp[PATH_MAX];
+			struct stat fst;
+
+			fmt(fp, sizeof(fp), "%s/%s", dir, names[i]);
+			if (lstat(fp, &fst) == 0 && fst.st_nlink > 1) {
+				rc = guard_refuse(l, "clone", verb, dir, e,
+						  "%s: file %s has %lu links: a clone's files are its own",
+						  dir, names[i], (unsigned long) fst.st_nlink);
+				goto out;
+			}
+		}
+		goto valid;
+	}
 	json_array_foreach(files, i, f) {
 		const char *name = json_string_value(json_object_get(f, "name"));
 		json_int_t size = json_integer_value(json_object_get(f, "size"));
@@ -474,6 +501,7 @@ int guard_clone(struct ledger *l, const char *study_dir, const char *dir, const 
 			goto out;
 		}
 	}
+valid:
 	rc = 0;
 	if (marker) {
 		*marker = m;

@@ -142,6 +142,14 @@ int guard_registry_remove(const char *name, size_t *removed, cs_err *e);
 /* The registry's items (new reference). */
 int guard_registry_list(json_t **items, cs_err *e);
 
+/*
+ * Refuse (CS_EXIT_REFUSED, recorded with l) a TCP port that a production
+ * item names (study.json's production.ports): a server a run starts must
+ * never be addressed like production's. ps NULL: the registry only.
+ */
+int guard_port(struct ledger *l, guard_prodset *ps, int port, const char *verb, const char *role,
+	       cs_err *e);
+
 /* guard_target for a target that must exist (exit 5 otherwise): what evicts, reads or loads. */
 int guard_existing(struct ledger *l, guard_prodset *ps, const char *path, int base_fd,
 		   const char *verb, const char *role, guard_held *h, cs_err *e);

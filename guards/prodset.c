@@ -755,6 +755,33 @@ int guard_existing(struct ledger *l, guard_prodset *ps, const char *path, int ba
 	return cs_err_set(e, CS_EXIT_BADINPUT, "%s %s: does not exist", role, path);
 }
 
+int guard_port(struct ledger *l, guard_prodset *ps, int port, const char *verb, const char *role,
+	       cs_err *e)
+{
+	guard_prodset *own = NULL;
+	char num[32];
+	int rc = 0;
+
+	if (!ps) {
+		rc = guard_prodset_load(l, &own, e);
+		if (rc)
+			return rc;
+		ps = own;
+	}
+	say(num, sizeof(num), "%d", port);
+	for (size_t i = 0; i < ps->n; i++) {
+		if (strcmp(ps->v[i].kind, "port") || strcmp(ps->v[i].path, num))
+			continue;
+		rc = guard_refuse(l, "production", verb, num, e,
+				  "%s %d: it is production's port (registered by %s): a run's "
+				  "server is never reachable where production's is",
+				  role, port, ps->v[i].owner[0] ? ps->v[i].owner : "the registry");
+		break;
+	}
+	guard_prodset_free(own);
+	return rc;
+}
+
 int guard_dataset(struct ledger *l, guard_prodset *ps, const char *spec, const char *verb,
 		  const char *role, cs_err *e)
 {
@@ -833,8 +860,15 @@ static int resolve_item(const char *spelling, int dirfd, const char *kind, const
 int guard_production_resolve(const json_t *study, int study_fd, const char *study_name,
 			     json_t **items, cs_err *e)
 {
-	static const char *const keys[] = {"paths", "block_devices", "databases", "hosts"};
-	static const char *const kinds[] = {"path", "block_device", "database", "host"};
+	/*
+	 * A server's socket directories are identities like paths (kind
+	 * "path", role "socket"): a run's private socket directory is compared
+	 * with them by inode. Its ports are named items (kind "port").
+	 */
+	static const char *const keys[] = {"paths", "block_devices", "databases", "hosts",
+					   "sockets", "ports"};
+	static const char *const kinds[] = {"path", "block_device", "database", "host", "path",
+					    "port"};
 	const json_t *prod = json_object_get(study, "production");
 	json_t *arr = json_array();
 	int rc = 0;
@@ -842,19 +876,23 @@ int guard_production_resolve(const json_t *study, int study_fd, const char *stud
 	*items = NULL;
 	if (!arr)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-	for (size_t k = 0; k < 4 && !rc; k++) {
+	for (size_t k = 0; k < 6 && !rc; k++) {
 		size_t i;
 		json_t *v;
 
 		json_array_foreach(json_object_get(prod, keys[k]), i, v) {
-			char where[600];
+			char where[600], num[32];
 			const char *s = json_string_value(v);
 			json_t *it = NULL;
 
 			say(where, sizeof(where), "%s: $.production.%s[%zu]", study_name, keys[k], i);
+			if (k == 5 && json_is_integer(v)) {
+				say(num, sizeof(num), "%lld", (long long) json_integer_value(v));
+				s = num;
+			}
 			if (!s)
 				continue;
-			if (k >= 2) {
+			if (k == 2 || k == 3 || k == 5) {
 				it = json_pack("{s:s, s:s}", "kind", kinds[k], "name", s);
 			} else {
 				char dev[PATH_MAX];
@@ -867,6 +905,8 @@ int guard_production_resolve(const json_t *study, int study_fd, const char *stud
 				rc = resolve_item(dev, study_fd, kinds[k], where, &it, e);
 				if (rc)
 					break;
+				if (k == 4)
+					json_object_set_new(it, "role", json_string("socket"));
 			}
 			if (!it || json_array_append_new(arr, it)) {
 				rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");

@@ -26,8 +26,11 @@
 #include "harness.h"
 
 #include "guard.h"
+#include "harness_int.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/fs.h>
@@ -37,6 +40,16 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* snprintf for paths: a name that does not fit is cut (and then not found), never overrun. */
+__attribute__((format(printf, 3, 4))) static void pathf(char *out, size_t cap, const char *f, ...)
+{
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(out, cap, f, ap);
+	va_end(ap);
+}
 
 int harness_dir_sha256(const char *dir, char out[65], cs_err *e)
 {
@@ -107,9 +120,9 @@ static int copy_all(int in, int out, uint64_t size)
 	return fsync(out) < 0 ? -errno : 0;
 }
 
-/* Clone or copy one file; *reflinked set when FICLONE worked. */
-static int clone_file(const char *src, const char *dst, int *reflinked, uint64_t *size,
-		      cs_err *e)
+/* Clone or copy one file; *reflinked set when FICLONE worked; keep_owner: the source's uid/gid. */
+static int clone_file(const char *src, const char *dst, int keep_owner, int *reflinked,
+		      uint64_t *size, cs_err *e)
 {
 	struct stat st;
 	int in = -1, out = -1, rc;
@@ -124,6 +137,11 @@ static int clone_file(const char *src, const char *dst, int *reflinked, uint64_t
 	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0777);
 	if (out < 0) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create: %s", dst, strerror(errno));
+		goto out;
+	}
+	if (keep_owner && fchown(out, st.st_uid, st.st_gid) < 0) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot give it the source's owner: %s", dst,
+				strerror(errno));
 		goto out;
 	}
 	if (ioctl(out, FICLONE, in) == 0) {
@@ -163,6 +181,106 @@ static void undo(const char *dst, char **names, size_t n)
 	rmdir(dst);
 }
 
+/*
+ * Is src a PostgreSQL data directory (PG_VERSION and global/pg_control)?
+ * 1 yes, 0 no.
+ */
+static int is_pgdata(const char *src)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	pathf(p, sizeof(p), "%s/PG_VERSION", src);
+	if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	pathf(p, sizeof(p), "%s/global/pg_control", src);
+	return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/*
+ * Make every directory of the cluster src/rel under dst (empty ones too:
+ * PostgreSQL needs pg_notify, pg_snapshots, ...), each with its source's
+ * mode and owner (the server refuses a data directory it does not own).
+ * A symlink (a tablespace, a pg_wal elsewhere) is refused: its target
+ * would not be cloned.
+ */
+static int pg_dirs(const char *src, const char *dst, const char *rel, int depth, cs_err *e)
+{
+	char sp[PATH_MAX], dp[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if (depth > 32)
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s/%s: directories nested too deep", src, rel);
+	pathf(sp, sizeof(sp), "%s%s%s", src, *rel ? "/" : "", rel);
+	d = opendir(sp);
+	if (!d)
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: cannot open: %s", sp, strerror(errno));
+	while (!rc && (de = readdir(d))) {
+		char sub[PATH_MAX], full[PATH_MAX * 2];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		pathf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name);
+		pathf(full, sizeof(full), "%s/%s", src, sub);
+		if (lstat(full, &st) < 0) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", full, strerror(errno));
+			break;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT,
+					"%s: a symlink (a tablespace or a linked pg_wal): clusters with "
+					"storage outside the data directory are not cloned",
+					full);
+			break;
+		}
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		pathf(dp, sizeof(dp), "%s/%s", dst, sub);
+		if ((mkdir(dp, st.st_mode & 07777) < 0 && errno != EEXIST) ||
+		    chown(dp, st.st_uid, st.st_gid) < 0 || chmod(dp, st.st_mode & 07777) < 0) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create: %s", dp, strerror(errno));
+			break;
+		}
+		rc = pg_dirs(src, dst, sub, depth + 1, e);
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * Remove everything under dir, deepest first, never following a link: only
+ * for a cluster's clone that failed, whose dir this clone made fresh (the
+ * server-side copy and pg_wal's second pass are not in the name list).
+ */
+static void rm_tree(const char *dir, int depth)
+{
+	struct dirent *de;
+	DIR *d;
+
+	if (depth > 32 || !(d = opendir(dir)))
+		return;
+	while ((de = readdir(d))) {
+		char sub[PATH_MAX];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		pathf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		if (lstat(sub, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			rm_tree(sub, depth + 1);
+			rmdir(sub);
+		} else {
+			unlink(sub);
+		}
+	}
+	closedir(d);
+}
+
 /* Is dir an empty directory? */
 static int empty_dir(const char *dir)
 {
@@ -177,16 +295,139 @@ static int empty_dir(const char *dir)
 	return empty && lstat(m, &st) < 0;
 }
 
+/*
+ * What a cluster's online copy leaves out (PostgreSQL's backup protocol
+ * says so): the running server's pid and options files, the contents of
+ * directories it rebuilds at start, temporary files and relcache init
+ * files. pg_wal is copied after pg_backup_stop, listed afresh.
+ */
+static int pg_skip_online(const char *name)
+{
+	static const char *const dirs[] = {"pg_replslot/", "pg_dynshmem/", "pg_notify/",
+					   "pg_serial/", "pg_snapshots/", "pg_stat_tmp/",
+					   "pg_subtrans/", "pg_wal/", NULL};
+	const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+
+	if (!strcmp(name, "postmaster.pid") || !strcmp(name, "postmaster.opts") ||
+	    !strcmp(name, "backup_label") || !strcmp(name, "tablespace_map") ||
+	    strstr(name, "pgsql_tmp") || !strcmp(base, "pg_internal.init"))
+		return 1;
+	for (size_t i = 0; dirs[i]; i++)
+		if (!strncmp(name, dirs[i], strlen(dirs[i])))
+			return 1;
+	return 0;
+}
+
+/* Copy src/name to dst/name (a cluster's file: owner kept) and list it in files. */
+static int copy_listed(const char *src, const char *dst, const char *name, int keep_owner,
+		       json_t *files, harness_clone_info *info, cs_err *e)
+{
+	char sp[PATH_MAX * 2], dp[PATH_MAX * 2];
+	uint64_t size = 0;
+	struct stat fst;
+	int rl, rc;
+
+	pathf(sp, sizeof(sp), "%s/%s", src, name);
+	pathf(dp, sizeof(dp), "%s/%s", dst, name);
+	if (make_parents(dst, name) < 0)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create directories", dp);
+	rc = clone_file(sp, dp, keep_owner, &rl, &size, e);
+	if (rc)
+		return rc;
+	info->files++;
+	info->bytes += size;
+	info->reflinked_files += (uint64_t) rl;
+	if (lstat(dp, &fst) < 0)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", dp, strerror(errno));
+	json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", name, "size",
+					       (json_int_t) size, "ino", (json_int_t) fst.st_ino));
+	return 0;
+}
+
+/*
+ * A running cluster, through the low-level backup API: pg_backup_start
+ * (a fast checkpoint) on the server found at sockdir/port, which must run
+ * on src itself; every file but pg_wal copied; pg_backup_stop; pg_wal
+ * listed afresh and copied (it holds the WAL from the start checkpoint to
+ * the backup's end record); the backup_label written into the clone, so
+ * the clone's first start replays to a consistent state.
+ */
+static int clone_online(const char *srcabs, const struct stat *pst, const char *dst,
+			const char *sockdir, int port, char **names, size_t n, json_t *files,
+			json_t *marker, harness_clone_info *info, cs_err *e)
+{
+	char **wal = NULL, wdir[PATH_MAX + 8], label_path[PATH_MAX * 2];
+	size_t nwal = 0;
+	char *label = NULL;
+	PGconn *c = NULL;
+	int rc, fd;
+
+	rc = harness_pg_backup_start(srcabs, pst, sockdir, port, &c, e);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n && !rc; i++)
+		if (!pg_skip_online(names[i]))
+			rc = copy_listed(srcabs, dst, names[i], 1, files, info, e);
+	if (rc) {
+		harness_pg_backup_stop(c, NULL, NULL);
+		return rc;
+	}
+	rc = harness_pg_backup_stop(c, &label, e);
+	if (rc)
+		return rc;
+	pathf(wdir, sizeof(wdir), "%s/pg_wal", srcabs);
+	rc = guard_dir_files(wdir, &wal, &nwal, e);
+	for (size_t i = 0; i < nwal && !rc; i++) {
+		char name[PATH_MAX];
+
+		pathf(name, sizeof(name), "pg_wal/%s", wal[i]);
+		rc = copy_listed(srcabs, dst, name, 1, files, info, e);
+	}
+	guard_dir_files_free(wal, nwal);
+	if (rc)
+		goto out;
+	pathf(label_path, sizeof(label_path), "%s/backup_label", dst);
+	fd = open(label_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || fchown(fd, pst->st_uid, pst->st_gid) < 0 ||
+	    write(fd, label, strlen(label)) != (ssize_t) strlen(label) || fsync(fd) < 0) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot write: %s", label_path,
+				strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	close(fd);
+	{
+		struct stat fst;
+
+		if (lstat(label_path, &fst) == 0)
+			json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", "backup_label",
+							       "size", (json_int_t) fst.st_size, "ino",
+							       (json_int_t) fst.st_ino));
+	}
+	json_object_set_new(marker, "backup", json_string("pg_backup_start/pg_backup_stop (online)"));
+	info->files++;
+out:
+	free(label);
+	return rc;
+}
+
 int harness_clone(const char *src, const char *dst, const char *study_dir,
 		  harness_clone_info *info, cs_err *e)
+{
+	return harness_clone_cluster(src, dst, study_dir, NULL, 0, info, e);
+}
+
+int harness_clone_cluster(const char *src, const char *dst, const char *study_dir,
+			  const char *sockdir, int port, harness_clone_info *info, cs_err *e)
 {
 	char **names = NULL, srcabs[PATH_MAX], sha[65], ts[32], mpath[PATH_MAX];
 	size_t n = 0, made = 0;
 	json_t *marker = NULL, *files;
 	char *canon = NULL;
-	struct stat st;
+	struct stat st, pst;
 	size_t clen;
-	int rc;
+	int rc, pg, online = 0;
 
 	memset(info, 0, sizeof(*info));
 	if (!realpath(src, srcabs) || stat(srcabs, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -194,6 +435,22 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 	if (stat(dst, &st) == 0 && !(S_ISDIR(st.st_mode) && empty_dir(dst)))
 		return cs_err_set(e, CS_EXIT_REFUSED, "%s: already exists; a clone is made fresh",
 				  dst);
+	pg = is_pgdata(srcabs);
+	if (pg) {
+		char pid[PATH_MAX];
+
+		/* A running server changes its files while they are copied: no consistent copy. */
+		pathf(pid, sizeof(pid), "%s/postmaster.pid", srcabs);
+		online = lstat(pid, &st) == 0;
+		if (online && !sockdir)
+			return cs_err_set(e, CS_EXIT_BADINPUT,
+					  "%s: the cluster is running (postmaster.pid): stop it, or name "
+					  "its socket directory (--pg-socket DIR [--pg-port N]) to clone it "
+					  "through the low-level backup API",
+					  src);
+		if (stat(srcabs, &pst) < 0)
+			return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s", src, strerror(errno));
+	}
 	rc = guard_dir_files(srcabs, &names, &n, e);
 	if (rc)
 		return rc;
@@ -208,10 +465,27 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create: %s", dst, strerror(errno));
 		goto out;
 	}
+	if (pg) {
+		/* The data directory is its owner's, 0700 (or 0750), as the source's. */
+		if (chown(dst, pst.st_uid, pst.st_gid) < 0 || chmod(dst, pst.st_mode & 07777) < 0) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot give it the cluster's owner: %s",
+					dst, strerror(errno));
+			goto fail;
+		}
+		rc = pg_dirs(srcabs, dst, "", 0, e);
+		if (rc)
+			goto fail;
+	}
 	files = json_array();
 	marker = json_object();
 	json_object_set_new(marker, "files", files);
-	for (size_t i = 0; i < n; i++) {
+	if (online) {
+		rc = clone_online(srcabs, &pst, dst, sockdir, port, names, n, files, marker, info, e);
+		if (rc)
+			goto fail;
+		made = n;
+	}
+	for (size_t i = 0; i < n && !online; i++) {
 		char sp[PATH_MAX * 2], dp[PATH_MAX * 2];
 		uint64_t size = 0;
 		int rl;
@@ -223,7 +497,7 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 			goto fail;
 		}
 		made = i + 1;
-		rc = clone_file(sp, dp, &rl, &size, e);
+		rc = clone_file(sp, dp, pg, &rl, &size, e);
 		if (rc)
 			goto fail;
 		info->files++;
@@ -257,6 +531,8 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 	json_object_set_new(marker, "source_sha256", json_string(sha));
 	json_object_set_new(marker, "reflinked", json_integer((json_int_t) info->reflinked_files));
 	json_object_set_new(marker, "created", json_string(ts));
+	if (pg)
+		json_object_set_new(marker, "target", json_string("postgres"));
 	if (study_dir) {
 		unsigned char key[32];
 		char mac[65];
@@ -281,6 +557,10 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 	goto out;
 fail:
 	undo(dst, names, made);
+	if (pg) {
+		rm_tree(dst, 0);
+		rmdir(dst);
+	}
 out:
 	free(canon);
 	json_decref(marker);

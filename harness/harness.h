@@ -53,8 +53,8 @@ int harness_run_effective(const json_t *run, const json_t *defaults, json_t **ou
 
 /*
  * Refuse treatment combinations that would measure nothing, on an
- * effective spec: virtual time without a device, competing readers in
- * virtual time, prewarm under a real-time device model, prewarm with
+ * effective spec: virtual time without a device, prewarm under a
+ * real-time device model, prewarm with
  * more than one client or warm. Exit 5 with the JSON path and why.
  */
 int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e);
@@ -150,6 +150,17 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
 		  harness_clone_info *info, cs_err *e);
 
 /*
+ * harness_clone, for a PostgreSQL data directory that may be running: with
+ * sockdir (its server's socket directory) and port, a running cluster is
+ * copied through the low-level backup API (pg_backup_start, the files,
+ * pg_backup_stop, then pg_wal and the backup_label), after checking that
+ * the server there runs on src itself. Without sockdir a running cluster
+ * is bad input (exit 5).
+ */
+int harness_clone_cluster(const char *src, const char *dst, const char *study_dir,
+			  const char *sockdir, int port, harness_clone_info *info, cs_err *e);
+
+/*
  * Resolve a clone's destination once and make it: refused (recorded with
  * l) when it exists, or is, lies in or contains production; created
  * beneath its held parent; h then holds the new, empty directory.
@@ -184,8 +195,14 @@ typedef struct harness_run_opts {
 	const char *declare_overlap; /* text of a declared holdout overlap, or NULL */
 	const char *project_dir;     /* for --enforce-clean; NULL: $COLDSTUDY_SRC or "." */
 	int progress;                /* -1: when stderr is a terminal */
+	int has_seed;                /* seed given (--seed): replay that random stream */
+	uint64_t seed;               /* the device model's seed, at most HARNESS_SEED_MAX */
 	char run_id[32];             /* out: the run's id */
+	uint64_t seed_used;          /* out: the seed the run drew from */
 } harness_run_opts;
+
+/* Seeds are kept below 2^53 so that every JSON reader holds them exactly. */
+#define HARNESS_SEED_MAX ((UINT64_C(1) << 53) - 1)
 
 /* One run: guards, run_start, evict, prove cold, load, measure, one `run` record. */
 int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_err *e);

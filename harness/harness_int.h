@@ -79,12 +79,17 @@ int harness_readers_start(char **files, size_t nfiles, unsigned n, uint32_t bloc
 /* Stop and free (accepts NULL); a new summary object, or NULL with e filled on failure. */
 json_t *harness_readers_stop(harness_readers *R, cs_err *e);
 
-/* Bulk sequential writes with fdatasync to a scratch file in dir (removed at stop). */
+/*
+ * Bulk sequential writes with fdatasync to a scratch file in dir (removed
+ * at stop); dev (may be NULL): each flush also passes through the device
+ * model in real time (its writes wait in the same queues as the reads).
+ */
 typedef struct harness_writer harness_writer;
 int harness_writer_start(const char *dir, const char *index, uint64_t max_bytes, double max_s,
-			 uint64_t chunk, uint64_t sync_bytes, harness_writer **out, cs_err *e);
+			 uint64_t chunk, uint64_t sync_bytes, const cv_device *dev,
+			 harness_writer **out, cs_err *e);
 /* Stop, remove the file, free (accepts NULL); a new summary, or NULL with e filled. */
-json_t *harness_writer_stop(harness_writer *W, int through_model, cs_err *e);
+json_t *harness_writer_stop(harness_writer *W, cs_err *e);
 
 /* Exit 5 unless every CPU of cpus (a JSON array) is in this process's allowed set. */
 int harness_cpuset_check(const json_t *cpus, cs_err *e);
@@ -111,15 +116,79 @@ typedef struct harness_vq {
 	uint64_t device_reads;  /* reads replayed against the device */
 	uint64_t hit_reads;     /* reads of prewarmed blocks (kept at their real latency) */
 	double span_real_ms, span_virtual_ms;
+	cv_sim_result sim;      /* the replay (competing work's figures included) */
 } harness_vq;
 
 /*
  * Replay query trace t against dev in virtual time (seeded), leaving out
  * reads wholly within hits (files[] maps the trace's files to block-set
- * file numbers by name). -ENOSPC when the trace dropped reads.
+ * file numbers by name), with the run's competing work (bg, may be NULL)
+ * in the same device queues. -ENOSPC when the trace dropped reads.
  */
 int harness_vtime_query(const cv_device *dev, const cv_trace *t, uint64_t seed,
-			const harness_blockset *hits, char **files, size_t nfiles, double real_lat_ms,
-			harness_vq *out);
+			const cv_sim_load *bg, const harness_blockset *hits, char **files,
+			size_t nfiles, double real_lat_ms, harness_vq *out);
+
+/* ---- PostgreSQL: a private server on a cloned cluster (pg.c) ---- */
+
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include "harness.h"
+
+struct guard_held;
+typedef struct pg_conn PGconn;
+
+typedef struct harness_pg {
+	const struct guard_held *pgdata; /* the clone's data directory, held (borrowed) */
+	pid_t pid;                       /* the postmaster this run started; 0: none */
+	int port;                        /* names the socket file in sockdir */
+	uid_t uid;                       /* the data directory's owner: the server runs as it */
+	gid_t gid;
+	char user[64];                   /* its name: the role connected as by default */
+	char shared_buffers[32];
+	char bindir[PATH_MAX];
+	char sockdir[PATH_MAX];          /* private, 0700, the owner's; removed by fini */
+	char log[PATH_MAX + 32];         /* the server's stderr */
+} harness_pg;
+
+/* The server binaries: COLDSTUDY_PG_BINDIR, pg_config --bindir, Debian's; exit 5 when none. */
+int harness_pg_bindir(char *out, size_t cap, cs_err *e);
+/* Make the private socket directory and its files; nothing is started. */
+int harness_pg_init(harness_pg *s, const struct guard_held *pgdata, int port,
+		    const char *shared_buffers, cs_err *e);
+/* Start the postmaster on the held clone (no-op when running); returns once it accepts. */
+int harness_pg_start(harness_pg *s, cs_err *e);
+/* Fast shutdown and wait (e may be NULL). */
+int harness_pg_stop(harness_pg *s, cs_err *e);
+/* Stop the server if running and remove the private directory. */
+void harness_pg_fini(harness_pg *s);
+/*
+ * Connect to the run's own server (its socket only) and check it is the
+ * one on the held clone; CS_EXIT_REFUSED when not. Caller PQfinish()es.
+ */
+int harness_pg_connect(const harness_pg *s, const char *db, const char *user, PGconn **out,
+		       cs_err *e);
+
+/*
+ * The low-level backup API on a running cluster (clone.c's online copy):
+ * connect to the server at sockdir/port as the data directory's owner,
+ * check it runs on pgdata (st: pgdata's stat) and call pg_backup_start
+ * (fast); *out is the session that must stay open until the stop.
+ */
+int harness_pg_backup_start(const char *pgdata, const struct stat *st, const char *sockdir,
+			    int port, PGconn **out, cs_err *e);
+/* pg_backup_stop on that session and close it; *label (new, may be NULL) gets backup_label's text. */
+int harness_pg_backup_stop(PGconn *c, char **label, cs_err *e);
+
+/* The signal (SIGINT, SIGTERM) that asked the running `run` to stop, or 0 (run.c). */
+int harness_run_interrupted(void);
+
+/* A run whose target is "postgres" (pgrun.c): harness_run hands over after its spec checks. */
+struct ledger;
+struct guard_prodset;
+int harness_pg_run(struct ledger *l, struct guard_prodset *prod, const json_t *study,
+		   const json_t *eff, const char *sha, const char *spec_path, harness_run_opts *o,
+		   cs_err *e);
 
 #endif

@@ -72,6 +72,11 @@ static void on_signal(int sig)
 	got_signal = sig;
 }
 
+int harness_run_interrupted(void)
+{
+	return got_signal;
+}
+
 typedef struct qrow {
 	uint32_t q, client;
 	double t_ms, lat_ms, read_ms;
@@ -119,6 +124,10 @@ typedef struct load {
 	harness_blockset *pw;         /* per query row: the blocks to prewarm, or NULL */
 	int each;                     /* cold_each_query: cold again before every query */
 	const json_t *cpus;           /* client placement, or NULL */
+	cv_sim_load bg;               /* virtual time: competing work beside each query's replay */
+	int has_bg;
+	uint64_t bg_reads, bg_written; /* its modelled figures, summed over the replays (mu) */
+	double bg_read_ms;
 	json_t **placement;           /* per client: the CPU set it ran on */
 } load;
 
@@ -134,6 +143,44 @@ static void fail(load *L, const char *msg, int rc)
 		snprintf(L->fail_msg, sizeof(L->fail_msg), "%s: %s", msg, strerror(-rc));
 	atomic_store(&L->failed, 1);
 	pthread_mutex_unlock(&L->mu);
+}
+
+/* splitmix64's finaliser: a well-mixed 64-bit value of x. */
+static uint64_t seed_mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/*
+ * The stream of query i of a run seeded run_seed: mixed, so that the
+ * streams of two runs never overlap shifted by a few queries (as
+ * seed + i would for runs seeded s and s + 1).
+ */
+static uint64_t query_seed(uint64_t run_seed, uint64_t i)
+{
+	return seed_mix(run_seed ^ seed_mix(i + 1));
+}
+
+/*
+ * A run's own seed when none is given: a hash of its run id and spec
+ * hash (two runs of one spec draw different streams), below 2^53.
+ */
+static uint64_t run_seed(const char *run_id, const char *spec_sha)
+{
+	char buf[128];
+	unsigned char h[32];
+	uint64_t v = 0;
+	int n = snprintf(buf, sizeof(buf), "device-seed\n%s\n%s", run_id, spec_sha);
+
+	if (n < 0 || (size_t) n >= sizeof(buf))
+		n = 0; /* cannot happen: an id of < 32 and a hash of 64 characters */
+	cs_sha256(buf, (size_t) n, h);
+	for (int i = 0; i < 8; i++)
+		v = (v << 8) | h[i];
+	return v & HARNESS_SEED_MAX;
 }
 
 /* One client: closed loop, the next query only when the last returned. */
@@ -254,7 +301,10 @@ static void *client(void *p)
 		if (trace) {
 			harness_vq vq;
 
-			rc = harness_vtime_query(L->vdev, trace, L->seed + i, L->pw ? &L->pw[q] : NULL,
+			/* each repeat its own streams: query i of repeat r */
+			rc = harness_vtime_query(L->vdev, trace,
+						 query_seed(L->seed, ((uint64_t) L->rep << 40) + i),
+						 L->has_bg ? &L->bg : NULL, L->pw ? &L->pw[q] : NULL,
 						 L->files, L->nfiles, r->lat_ms, &vq);
 			if (rc) {
 				fail(L, rc == -ENOSPC ? "a query's read trace overflowed (over 524288 reads)"
@@ -262,6 +312,13 @@ static void *client(void *p)
 				     rc);
 				L->nrows[c]--;
 				break;
+			}
+			if (L->has_bg) {
+				pthread_mutex_lock(&L->mu);
+				L->bg_reads += vq.sim.bg_reads;
+				L->bg_read_ms += vq.sim.bg_read_ms_mean * (double) vq.sim.bg_reads;
+				L->bg_written += vq.sim.bg_write_bytes;
+				pthread_mutex_unlock(&L->mu);
 			}
 			r->vlat_ms = vq.lat_ms;
 			r->vread_ms = vq.read_ms;
@@ -882,6 +939,15 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	rc = harness_run_check_treatments(eff, spec_path, e);
 	if (rc)
 		goto out;
+	if (json_is_string(json_object_get(eff, "target")) &&
+	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres")) {
+		/* A PostgreSQL clone: its own phases (pgrun.c), the same guards and record. */
+		if ((rc = guard_prodset_load(l, &prod, e)) ||
+		    (rc = run_guard_inputs(l, prod, study, eff, &ihold, &whold, e)))
+			goto out;
+		rc = harness_pg_run(l, prod, study, eff, sha, spec_path, o, e);
+		goto out;
+	}
 	if (json_is_integer(json_object_get(eff, "repeat")))
 		nrep = (unsigned) json_integer_value(json_object_get(eff, "repeat"));
 	if (json_is_integer(json_object_get(eff, "warmup_queries")))
@@ -1037,7 +1103,6 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		L.io.queue_depth = (unsigned) json_integer_value(json_object_get(eff, "queue_depth"));
 	L.io.device = virt ? NULL : dev; /* virtual: real reads, replayed afterwards */
 	L.vdev = virt ? dev : NULL;
-	L.seed = 42;
 	L.cpus = json_is_array(json_object_get(eff, "client_cpus")) ? json_object_get(eff, "client_cpus")
 								    : NULL;
 	if (L.qo.mode == CV_MODE_FANOUT && L.qo.fanout > (L.io.queue_depth ? L.io.queue_depth : 64))
@@ -1093,6 +1158,13 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	if (rc)
 		goto out;
 	run_started = 1;
+	/* The run's random stream: its own, or the one asked for to replay a run. */
+	L.seed = o->has_seed ? o->seed : run_seed(run_id, sha);
+	o->seed_used = L.seed;
+	if (dev && cv_device_reseed(dev, L.seed)) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory seeding the device model");
+		goto out;
+	}
 
 	/* Prewarm: record the blocks each query (or another query) reads, before the cold state. */
 	if (json_is_object(json_object_get(eff, "prewarm"))) {
@@ -1220,8 +1292,31 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
 	}
-	/* Competing load starts before the first query and stops after the last. */
-	if (json_is_object(json_object_get(eff, "load"))) {
+	/*
+	 * Competing load starts before the first query and stops after the
+	 * last; in virtual time it is modelled beside each query's replay, in
+	 * the same device queues, and no thread runs.
+	 */
+	if (virt) {
+		const json_t *ld = json_object_get(eff, "load"), *bw = json_object_get(eff, "bulkwrite");
+
+		if (json_is_object(ld)) {
+			L.bg.readers = (unsigned) json_integer_value(json_object_get(ld, "readers"));
+			L.bg.reader_bytes = json_is_integer(json_object_get(ld, "block_bytes"))
+						    ? (uint32_t) json_integer_value(json_object_get(ld, "block_bytes"))
+						    : HARNESS_BLOCK;
+		}
+		if (json_is_object(bw)) {
+			L.bg.write_chunk = json_is_integer(json_object_get(bw, "chunk_bytes"))
+						   ? (uint64_t) json_integer_value(json_object_get(bw, "chunk_bytes"))
+						   : (uint64_t) 1 << 20;
+			L.bg.write_sync = json_is_integer(json_object_get(bw, "sync_bytes"))
+						  ? (uint64_t) json_integer_value(json_object_get(bw, "sync_bytes"))
+						  : (uint64_t) 8 << 20;
+		}
+		L.has_bg = L.bg.readers > 0 || L.bg.write_chunk > 0;
+	}
+	if (!virt && json_is_object(json_object_get(eff, "load"))) {
 		const json_t *ld = json_object_get(eff, "load");
 		uint32_t blk = json_is_integer(json_object_get(ld, "block_bytes"))
 				       ? (uint32_t) json_integer_value(json_object_get(ld, "block_bytes"))
@@ -1233,7 +1328,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		if (rc)
 			goto out;
 	}
-	if (json_is_object(json_object_get(eff, "bulkwrite"))) {
+	if (!virt && json_is_object(json_object_get(eff, "bulkwrite"))) {
 		const json_t *bw = json_object_get(eff, "bulkwrite");
 		const char *wd = guard_held_via(&whold); /* checked and made by run_guard_inputs */
 		rc = harness_writer_start(
@@ -1249,7 +1344,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			json_is_integer(json_object_get(bw, "sync_bytes"))
 				? (uint64_t) json_integer_value(json_object_get(bw, "sync_bytes"))
 				: (uint64_t) 8 << 20,
-			&writer, e);
+			dev, &writer, e);
 		if (rc)
 			goto out;
 	}
@@ -1333,12 +1428,12 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 
 		if (readers && !rj) {
 			readers = NULL;
-			harness_writer_stop(writer, 0, NULL);
+			harness_writer_stop(writer, NULL);
 			writer = NULL;
 			fail(&L, te.msg, -EIO);
 		} else {
 			readers = NULL;
-			wj = writer ? harness_writer_stop(writer, 0, &te) : NULL;
+			wj = writer ? harness_writer_stop(writer, &te) : NULL;
 			if (writer && !wj)
 				fail(&L, te.msg, -EIO);
 			writer = NULL;
@@ -1349,6 +1444,33 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			json_object_set_new(treat, "load", rj);
 		if (wj)
 			json_object_set_new(treat, "bulkwrite", wj);
+	}
+	if (L.has_bg) {
+		/* the competing work as the model ran it beside the replays */
+		if (!treat)
+			treat = json_object();
+		if (L.bg.readers)
+			json_object_set_new(
+				treat, "load",
+				json_pack("{s:I, s:I, s:s, s:I, s:I, s:o, s:b, s:s}", "readers",
+					  (json_int_t) L.bg.readers, "block_bytes",
+					  (json_int_t) L.bg.reader_bytes, "strategy", "model",
+					  "queue_depth", (json_int_t) 1, "reads", (json_int_t) L.bg_reads,
+					  "read_ms_mean",
+					  L.bg_reads ? json_real(L.bg_read_ms / (double) L.bg_reads)
+						     : json_null(),
+					  "through_model", 1, "device_time", "virtual"));
+		if (L.bg.write_chunk)
+			json_object_set_new(
+				treat, "bulkwrite",
+				json_pack("{s:I, s:I, s:I, s:b, s:s, s:s}", "bytes_written",
+					  (json_int_t) L.bg_written, "chunk_bytes",
+					  (json_int_t) L.bg.write_chunk, "sync_bytes",
+					  (json_int_t) L.bg.write_sync, "through_model", 1,
+					  "device_time", "virtual", "method",
+					  "modelled beside each query's replay, from its steady state; "
+					  "no bytes written to the real disk; max_bytes and max_s do "
+					  "not apply"));
 	}
 	cs_format_rfc3339(cs_now_us(), ended);
 	harness_samplers_stop(smp, &ios, &mems, &proms, &mem_peak);
@@ -1392,16 +1514,21 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			goto out;
 		}
 		if (virt) {
-			char desc[512];
+			char desc[1024];
 
 			vinfo = json_pack("{s:s, s:s, s:I, s:I, s:s}", "device",
 					  cv_device_name(dev), "model",
 					  cv_device_describe(dev, desc, sizeof(desc)), "device_reads",
 					  (json_int_t) vd, "prewarm_hit_reads", (json_int_t) vh,
 					  "replay",
-					  "each query's read trace replayed alone on the device model "
-					  "(cv_device_simulate); a client's queries back to back with their "
-					  "real gaps; clients do not contend with each other");
+					  L.has_bg
+						  ? "each query's read trace replayed on the device model with the "
+						    "run's competing readers and bulk writes in the same queues "
+						    "(cv_device_simulate_load); a client's queries back to back "
+						    "with their real gaps; clients do not contend with each other"
+						  : "each query's read trace replayed alone on the device model "
+						    "(cv_device_simulate); a client's queries back to back with "
+						    "their real gaps; clients do not contend with each other");
 		}
 	}
 
@@ -1442,12 +1569,15 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		}
 		json_object_set_new(rec, "device_time",
 				    dev ? json_string(virt ? "virtual" : "realtime") : json_null());
+		/* the model's random stream: `run --seed` with it replays the run's draws */
+		json_object_set_new(rec, "device_seed",
+				    dev ? json_integer((json_int_t) L.seed) : json_null());
 		json_object_set_new(rec, "class", json_string(cls));
 		json_object_set(rec, "labels", json_object_get(eff, "tags"));
 		if (ledger_plan_path(&plan, sha))
 			json_object_set_new(rec, "plan_path", json_string(ledger_plan_path(&plan, sha)));
 		if (repeat)
-			json_object_set_new(rec, "repeat", json_true());
+			json_object_set_new(rec, "holdout_repeat", json_true());
 		/* The file the run was asked with, as given (runs tables name it). */
 		json_object_set_new(rec, "spec_file", json_string(spec_path));
 		if (virt) {
@@ -1500,7 +1630,7 @@ out:
 	sigaction(SIGTERM, &old_term, NULL);
 	harness_samplers_stop(smp, NULL, NULL, NULL, NULL);
 	harness_readers_stop(readers, NULL);
-	harness_writer_stop(writer, 0, NULL);
+	harness_writer_stop(writer, NULL);
 	for (size_t q = 0; pw && q < npw; q++)
 		harness_blockset_free(&pw[q]);
 	free(pw);

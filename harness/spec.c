@@ -58,7 +58,43 @@ static const char *const strategies[] = {"mmap", "pread", "direct", "uring", NUL
 static const char *const dist_metrics[] = {"l2", "ip", "cosine", NULL};
 static const char *const device_times[] = {"realtime", "virtual", NULL};
 static const char *const prewarm_ofs[] = {"self", "other", NULL};
-static const char *const index_kinds[] = {"hnsw", "paged", "phnsw", "hfresh", NULL};
+static const char *const index_kinds[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
+static const char *const targets[] = {"engine", "postgres", NULL};
+static const char *const vector_texts[] = {"array", "pgvector", NULL};
+
+/*
+ * A run on a PostgreSQL clone (target "postgres", harness/pgrun.c): the
+ * run's index is the clone's data directory; these say what to send and
+ * how the private server runs. The SQL patterns want $1 (and {p}) anywhere,
+ * across lines too.
+ */
+static const jv_key postgres_keys[] = {
+	{.name = "sql", .type = JK_STRING, .flags = JK_REQUIRED, .max = 65536, .pattern = "[$]1",
+	 .expect = "SQL with $1 for the query vector",
+	 .desc = "the query, sent once per query with the query vector as $1 (text); its first "
+		 "column is the row's id"},
+	{.name = "partition_sql", .type = JK_STRING, .max = 65536,
+	 .pattern = "[$]1(.|\n)*[{]p[}]|[{]p[}](.|\n)*[$]1",
+	 .expect = "SQL with $1 for the query vector and {p} for the partition",
+	 .desc = "fan-out: one partition's query ({p}: its number), returning (id, distance) in "
+		 "distance order"},
+	{.name = "session", .type = JK_STRINGS, .max = 64, .pattern = "^[Ss][Ee][Tt] [^;]*$",
+	 .expect = "one \"SET name = value\" statement without ';'",
+	 .desc = "SET statements run in every session: the knobs (hnsw.ef_search, enable_seqscan, ...)"},
+	{.name = "shared_buffers", .type = JK_STRING, .max = 32, .pattern = "^[0-9]+(kB|MB|GB)?$",
+	 .expect = "a size like \"16MB\" (digits, then kB, MB or GB)",
+	 .desc = "the private server's shared_buffers (default 128MB)"},
+	{.name = "port", .type = JK_INT, .lo = 1024, .hi = 65535,
+	 .desc = "the port that names the private server's socket file (default 5432; never "
+		 "production's)"},
+	{.name = "database", .type = JK_STRING, .max = 63, .desc = "the database (default postgres)"},
+	{.name = "user", .type = JK_STRING, .max = 63,
+	 .desc = "the role (default: the data directory's owner's name)"},
+	{.name = "vector_text", .type = JK_ENUM, .vals = vector_texts,
+	 .desc = "how $1 is written: array ({a,b,...}, cast it, e.g. cube($1::float8[])) or "
+		 "pgvector ([a,b,...])"},
+	{0},
+};
 
 static const jv_key query_keys[] = {
 	{.name = "spec", .type = JK_STRING, .flags = JK_REQUIRED, .max = PATH_MAX_BYTES,
@@ -176,9 +212,11 @@ static const jv_key run_keys[] = {
 	{.name = "prewarm", .type = JK_OBJECT, .flags = JK_NULLABLE, .sub = prewarm_keys,
 	 .desc = "load a query's blocks (or another's) into the cache before it: {of, offset}"},
 	{.name = "load", .type = JK_OBJECT, .flags = JK_NULLABLE, .sub = load_keys,
-	 .desc = "competing random readers during the run: {readers, block_bytes}"},
+	 .desc = "competing random readers during the run: {readers, block_bytes}; under a device "
+		 "profile they wait in its queues (virtual time: modelled beside each query)"},
 	{.name = "bulkwrite", .type = JK_OBJECT, .flags = JK_NULLABLE, .sub = bulkwrite_keys,
-	 .desc = "a bulk writer on the same file system during the run"},
+	 .desc = "a bulk writer on the same file system during the run; under a device profile its "
+		 "flushes wait in its queues (virtual time: modelled, no bytes written)"},
 	{.name = "client_cpus", .type = JK_INTS, .flags = JK_NULLABLE, .lo = 0, .hi = 1023, .max = 1024,
 	 .desc = "CPUs the clients are pinned to"},
 	{.name = "repeat", .type = JK_INT, .lo = 1, .hi = 1000,
@@ -189,7 +227,15 @@ static const jv_key run_keys[] = {
 		 "again after them) (default 0)"},
 	{.name = "cold_each_query", .type = JK_BOOL,
 	 .desc = "cold again (evict, prove) before every query; needs cold and one client"},
-	{.schema = "{\"not\": {\"required\": [\"query_count\", \"duration_s\"]}}"},
+	{.name = "target", .type = JK_ENUM, .vals = targets,
+	 .desc = "what is queried: engine (coldstudy's index, the default) or postgres (a private "
+		 "server on a cloned cluster; index is its data directory)"},
+	{.name = "postgres", .type = JK_OBJECT, .sub = postgres_keys,
+	 .desc = "target postgres: {sql, partition_sql, session, shared_buffers, port, database, "
+		 "user, vector_text}"},
+	{.schema = "{\"not\": {\"required\": [\"query_count\", \"duration_s\"]},"
+		   " \"if\": {\"required\": [\"target\"], \"properties\": {\"target\": {\"const\": \"postgres\"}}},"
+		   " \"then\": {\"required\": [\"postgres\"]}}"},
 };
 
 static const jv_key production_keys[] = {
@@ -198,15 +244,23 @@ static const jv_key production_keys[] = {
 	{.name = "block_devices", .type = JK_STRINGS, .max = 64, .desc = "block devices never touched"},
 	{.name = "databases", .type = JK_STRINGS, .max = 64, .desc = "database names never touched"},
 	{.name = "hosts", .type = JK_STRINGS, .max = 64, .desc = "host names never touched"},
+	{.name = "sockets", .type = JK_STRINGS, .max = 64,
+	 .desc = "a server's socket directories (identities, like paths): no run's server is "
+		 "reached there"},
+	{.name = "ports", .type = JK_INTS, .lo = 1, .hi = 65535, .max = 64,
+	 .desc = "a server's ports: no run's server is named by one"},
 	{.schema = "{\"anyOf\": [{\"required\": [\"paths\"], \"properties\": {\"paths\": {\"minItems\": 1}}},"
 		   " {\"required\": [\"block_devices\"], \"properties\": {\"block_devices\": {\"minItems\": 1}}},"
 		   " {\"required\": [\"databases\"], \"properties\": {\"databases\": {\"minItems\": 1}}},"
-		   " {\"required\": [\"hosts\"], \"properties\": {\"hosts\": {\"minItems\": 1}}}]}"},
+		   " {\"required\": [\"hosts\"], \"properties\": {\"hosts\": {\"minItems\": 1}}},"
+		   " {\"required\": [\"sockets\"], \"properties\": {\"sockets\": {\"minItems\": 1}}},"
+		   " {\"required\": [\"ports\"]}]}"},
 };
 
 static const jv_key index_keys[] = {
 	{.name = "kind", .type = JK_ENUM, .vals = index_kinds,
-	 .desc = "the index kind: hnsw, paged, phnsw (partitioned) or hfresh"},
+	 .desc = "the index kind: hnsw, paged, phnsw (partitioned), hfresh, or postgres (a "
+		 "cluster's data directory)"},
 	{.name = "dataset", .type = JK_STRING, .max = PATH_MAX_BYTES,
 	 .desc = "the dataset (a name of datasets) the index was built over: recall's base"},
 	{.name = "source", .type = JK_STRING, .max = PATH_MAX_BYTES,
@@ -351,9 +405,8 @@ int harness_study_load(const char *path, json_t **doc, cs_err *e)
 /*
  * The treatment knobs (docs/records.md "Treatments"): device_time,
  * prewarm, load, bulkwrite, client_cpus, checked by the table. Combinations
- * that would measure nothing (virtual time without a device, competing
- * readers replayed in virtual time, prewarm under a real-time device
- * model) are refused on the effective spec only, since study defaults may
+ * that would measure nothing (virtual time without a device, prewarm
+ * under a real-time device model) are refused on the effective spec only, since study defaults may
  * supply the device.
  */
 
@@ -365,15 +418,10 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 	int virt = dt && !strcmp(dt, "virtual");
 	int has_dev = json_is_string(dev);
 	const json_t *pw = json_object_get(eff, "prewarm");
-	const json_t *ld = json_object_get(eff, "load");
 
 	if (virt && !has_dev)
 		return bad(e, name, "$", "device_time",
 			   "\"virtual\" replays reads against a device profile, and none is named");
-	if (virt && json_is_object(ld))
-		return bad(e, name, "$", "load",
-			   "competing readers cannot be replayed in virtual time (the replay models "
-			   "one query's reads); use \"device_time\": \"realtime\"");
 	if (json_is_object(pw) && has_dev && !virt)
 		return bad(e, name, "$", "prewarm",
 			   "the real-time device model delays page-cache hits too, so prewarm would "
@@ -390,6 +438,29 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 			   "evicting before each query would evict other clients' pages: needs clients 1");
 	if (json_is_object(pw) && !json_is_true(json_object_get(eff, "cold")))
 		return bad(e, name, "$", "prewarm", "a prewarm run starts cold: needs \"cold\": true");
+	if (json_is_string(json_object_get(eff, "target")) &&
+	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres")) {
+		static const char *const engine_only[] = {"device", "prewarm", "load", "bulkwrite",
+							  "client_cpus", "repeat", "warmup_queries",
+							  NULL};
+		const json_t *pg = json_object_get(eff, "postgres");
+
+		for (size_t i = 0; engine_only[i]; i++)
+			if (json_object_get(eff, engine_only[i]) &&
+			    !json_is_null(json_object_get(eff, engine_only[i])))
+				return bad(e, name, "$", engine_only[i],
+					   "is an engine target's knob; a postgres run does not take it");
+		if (json_integer_value(json_object_get(eff, "clients")) != 1)
+			return bad(e, name, "$", "clients",
+				   "a postgres run is one client: serial (one query at a time) or a "
+				   "fan-out over \"fanout\" connections");
+		if (!strcmp(json_string_value(json_object_get(eff, "mode")), "fanout") &&
+		    (!json_object_get(pg, "partition_sql") ||
+		     !json_is_array(json_object_get(eff, "partitions"))))
+			return bad(e, name, "$", "postgres.partition_sql",
+				   "a fan-out sends each partition's query: needs postgres.partition_sql "
+				   "and \"partitions\"");
+	}
 	return 0;
 }
 
@@ -404,6 +475,12 @@ int harness_run_validate(const json_t *doc, const char *name, const char *where,
 	if (json_object_get(doc, "query_count") && json_object_get(doc, "duration_s"))
 		return bad(e, name, where, "duration_s",
 			   "give either query_count or duration_s, not both");
+	/* ... and (its "if"): a postgres target says what to send. */
+	if (json_is_string(json_object_get(doc, "target")) &&
+	    !strcmp(json_string_value(json_object_get(doc, "target")), "postgres") &&
+	    !json_object_get(doc, "postgres"))
+		return bad(e, name, where, "postgres",
+			   "required object {sql, ...} is missing (target \"postgres\")");
 	return 0;
 }
 
@@ -493,6 +570,9 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 	kind[0] = '\0';
 	if (dir)
 		read_kind(dir, kind, sizeof(kind));
+	if (json_is_string(json_object_get(eff, "target")) &&
+	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres"))
+		snprintf(kind, sizeof(kind), "postgres");
 	f = json_object();
 	json_object_set(f, "clients", json_object_get(eff, "clients"));
 	json_object_set(f, "fanout", json_object_get(eff, "fanout"));
@@ -560,7 +640,7 @@ static const char *const tag_vocab[] = {
 	"gp3-3000", "gp3-80000", "probe", "virtual", "realtime", "baseline", "prewarm",
 	"prewarm-other", "load", "bulkwrite", "client-alt", "memcap", "merge-sort", "design",
 	"holdout", "sceptic", "exploratory", NULL};
-static const char *const kind_tags[] = {"hnsw", "paged", "phnsw", "hfresh", NULL};
+static const char *const kind_tags[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
 /* Knobs at the study's defaults, and no treatment: a "baseline" run. */
 static const char *const baseline_knobs[] = {"k", "ef_search", "search_probe", "rescore_limit",
 					     "buffers_bytes", "strategy", "io", "io_depth", "merge",
@@ -649,9 +729,12 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 		dt = json_string_value(json_object_get(eff, "device_time"));
 		add_tag(t, dt && !strcmp(dt, "virtual") ? "virtual" : "realtime");
 	}
-	snprintf(buf, sizeof(buf), "ef%lld",
-		 (long long) json_integer_value(json_object_get(eff, "ef_search")));
-	add_tag(t, buf);
+	/* ef_search is the engine's knob: a postgres run's is a SET in its session */
+	if (!kind || strcmp(kind, "postgres")) {
+		snprintf(buf, sizeof(buf), "ef%lld",
+			 (long long) json_integer_value(json_object_get(eff, "ef_search")));
+		add_tag(t, buf);
+	}
 	if (json_is_object(pw)) {
 		const char *of = json_string_value(json_object_get(pw, "of"));
 

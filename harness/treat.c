@@ -8,17 +8,20 @@
  * never put a page in the page cache the queries read from). Under a
  * device profile in real time they share the run's cv_device, so their
  * reads queue in the same modelled servers as the queries' reads: the
- * load goes through the model. Virtual-time replay models one query's
- * reads alone, so load is refused there (spec.c).
+ * load goes through the model. In virtual time no thread runs: each
+ * query's replay has the readers beside it in the same device queues
+ * (cv_device_simulate_load), and the record sums their modelled reads.
  *
  * Bulk writes (`bulkwrite`): one thread writes a scratch file
  * sequentially in chunk_bytes writes with fdatasync every sync_bytes,
  * until max_bytes or max_s or the end of the run, then drops its pages
  * and removes it. The file lives on the index's file system (study
  * scratch_dir, or the directory holding the index), and the record says
- * whether it shares the index's device. The device model has no writes:
- * under a device profile the writes act on the real device only, and the
- * record says so ("through_model": false).
+ * whether it shares the index's device. Under a device profile in real
+ * time each flush (sync_bytes / chunk_bytes writes) also waits in the
+ * model's queues (cv_device_write_wait), so the writes compete with the
+ * reads there ("through_model": true). In virtual time no thread runs:
+ * each query's replay has a writer beside it in the same queues.
  *
  * Client placement (`client_cpus`): each client thread pins itself with
  * pthread_setaffinity_np before its first query; the set asked for must
@@ -241,6 +244,8 @@ struct harness_writer {
 	int same_dev;
 	int made_dir;
 	char dir[PATH_MAX];
+	const cv_device *dev; /* the model the flushes also pass through, or NULL */
+	double model_ms;      /* time the flushes waited in the model */
 };
 
 static void *writer(void *p)
@@ -277,6 +282,12 @@ static void *writer(void *p)
 				W->err = -errno;
 				break;
 			}
+			if (W->dev) {
+				uint64_t nw = (since + W->chunk - 1) / W->chunk;
+
+				W->model_ms += (double) cv_device_write_wait(W->dev, W->chunk,
+									     (unsigned) (nw < 4096 ? nw : 4096)) / 1e6;
+			}
 			W->syncs++;
 			since = 0;
 		}
@@ -289,7 +300,8 @@ static void *writer(void *p)
 }
 
 int harness_writer_start(const char *dir, const char *index, uint64_t max_bytes, double max_s,
-			 uint64_t chunk, uint64_t sync_bytes, harness_writer **out, cs_err *e)
+			 uint64_t chunk, uint64_t sync_bytes, const cv_device *dev,
+			 harness_writer **out, cs_err *e)
 {
 	harness_writer *W = calloc(1, sizeof(*W));
 	struct stat a, b;
@@ -302,6 +314,7 @@ int harness_writer_start(const char *dir, const char *index, uint64_t max_bytes,
 	W->max_s = max_s;
 	W->chunk = chunk;
 	W->sync_bytes = sync_bytes;
+	W->dev = dev;
 	/* The study's scratch directory may not exist yet: make it (one level). */
 	if (mkdir(dir, 0700) == 0)
 		W->made_dir = 1;
@@ -329,7 +342,7 @@ int harness_writer_start(const char *dir, const char *index, uint64_t max_bytes,
 	return 0;
 }
 
-json_t *harness_writer_stop(harness_writer *W, int through_model, cs_err *e)
+json_t *harness_writer_stop(harness_writer *W, cs_err *e)
 {
 	json_t *j = NULL;
 
@@ -353,9 +366,10 @@ json_t *harness_writer_stop(harness_writer *W, int through_model, cs_err *e)
 			      "sync_bytes", (json_int_t) W->sync_bytes, "seconds", W->secs, "fdatasyncs",
 			      (json_int_t) W->syncs, "mib_s",
 			      W->secs > 0 ? (double) W->written / 1048576.0 / W->secs : 0.0,
-			      "same_device_as_index", W->same_dev, "through_model", 0, "removed",
-			      access(W->path, F_OK) != 0);
-	(void) through_model;
+			      "same_device_as_index", W->same_dev, "through_model", W->dev != NULL,
+			      "removed", access(W->path, F_OK) != 0);
+	if (j && W->dev)
+		json_object_set_new(j, "model_wait_ms", json_real(W->model_ms));
 	free(W);
 	return j;
 }
@@ -495,8 +509,8 @@ static long trace_file_index(const cv_trace *t, uint32_t fi, char **files, size_
 }
 
 int harness_vtime_query(const cv_device *dev, const cv_trace *t, uint64_t seed,
-			const harness_blockset *hits, char **files, size_t nfiles, double real_lat_ms,
-			harness_vq *out)
+			const cv_sim_load *bg, const harness_blockset *hits, char **files,
+			size_t nfiles, double real_lat_ms, harness_vq *out)
 {
 	size_t n = cv_trace_len(t);
 	const cv_trace_rec *recs = cv_trace_recs(t);
@@ -558,7 +572,7 @@ int harness_vtime_query(const cv_device *dev, const cv_trace *t, uint64_t seed,
 	if (nd) {
 		double span = (double) (hi - lo) / 1e6;
 
-		rc = cv_device_simulate(dev, use, seed, &r);
+		rc = cv_device_simulate_load(dev, use, seed, bg, &r);
 		if (rc) {
 			cv_trace_free(dt);
 			return rc;
@@ -569,6 +583,7 @@ int harness_vtime_query(const cv_device *dev, const cv_trace *t, uint64_t seed,
 			out->lat_ms = r.wall_ms;
 		out->span_real_ms = span;
 		out->span_virtual_ms = r.wall_ms;
+		out->sim = r;
 	}
 	cv_trace_free(dt);
 	return 0;

@@ -461,7 +461,7 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 			    "mean_relative_interval_score", s.mean_rel_interval_score,
 			    "mean_relative_band_width", s.mean_rel_band_width, "calibration_rejected",
 			    s.calibration_rejected, "passed", 0, "rows", table, "pending", pending,
-			    "per_metric", per, "deviations", v.devs, "repeats", v.repeats, "interim",
+			    "per_metric", per, "deviations", v.devs, "repeated_runs", v.repeats, "interim",
 			    o->interim && json_array_size(missing) > 0);
 	if (!payload) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");

@@ -9,7 +9,8 @@
 # The device-profile runs replay their reads in virtual time
 # ("device_time": "virtual"), so the seed's hard-disk gate (minutes per
 # query at ~39 ms a read) costs seconds here. The competing-reader run is
-# in real time through the hdd-pool model (load cannot be replayed).
+# in real time through the hdd-pool model (as the study registered it;
+# since issue 14 load and bulk writes can be modelled in virtual time too).
 #
 # Environment, for smaller runs (tests/study uses them): DEMO_BASE and
 # DEMO_QUERIES (dataset specs), DEMO_PARTITIONS (default 64; holdout

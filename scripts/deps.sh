@@ -5,7 +5,8 @@ PKGS="build-essential clang libclang-rt-14-dev meson ninja-build pkg-config pyth
 libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev libssl-dev liburing-dev zlib1g-dev
 libcmocka-dev dataset-fashion-mnist fio xfsprogs util-linux valgrind
 python3-pandas python3-matplotlib python3-jsonschema
-golang-go golang-golang-x-mod-dev nginx-light"
+golang-go golang-golang-x-mod-dev nginx-light
+libpq-dev postgresql postgresql-contrib"
 # The benches' peers (meson -Dbench=true): hnswlib headers and Python module, Debian's faiss.
 if [ "${BENCH:-0}" = 1 ]; then
 	PKGS="$PKGS libhnswlib-dev python3-hnswlib libfaiss-dev"

@@ -2,25 +2,31 @@
  * device.c - device profiles and the scheduler that both real-time delay
  * and virtual-time replay use.
  *
- * The model (io_int.h): a read arriving at t passes an IOPS and a MiB/s
- * token bucket (GCRA: conforming time max(t, tat - tau), then tat grows
- * by one emission interval), waits in a FIFO queue for the first of
- * `servers` servers to come free, and holds it for a service time drawn
- * from a lognormal mixture, scaled down as the device's queue deepens.
- * Scheduling each arrival in time order onto the earliest-free server is
- * exactly a FIFO multi-server queue, so the same function serves the
- * discrete-event replay (arrivals in virtual-time order) and real time
- * (arrivals in wall-clock order, under a lock).
+ * The model (io_int.h): an operation arriving at t passes an IOPS and a
+ * MiB/s token bucket (GCRA: conforming time max(t, tat - tau), then tat
+ * grows by one emission interval), waits in a FIFO queue for a server and
+ * holds it for a service time drawn from a lognormal mixture. The service
+ * time never depends on the queue: per-read latency rises with offered
+ * load past the device's parallelism, and IOPS saturate. Two placements:
+ * a shared queue in front of every server (flash; scheduling each arrival
+ * in time order onto the earliest-free server is exactly a FIFO M/G/c
+ * queue), or one queue per server with each operation sent to a server
+ * drawn at random (the hard-disk pool: a read waits for its disk even when
+ * others are idle). The same function serves the discrete-event replay
+ * (arrivals in virtual-time order) and real time (arrivals in wall-clock
+ * order, under a lock). Writes (bulk writers) occupy write_copies servers.
+ * docs/device-model.md lists every parameter with its source figure.
  *
  * Profiles and where their numbers come from (the seeds):
- *  hdd-pool  12 spindles (the study's 12 hard-disk OSDs). Service time
- *            a two-lognormal mixture fitted to the study's fio probes at
- *            queue depth 1: median 12 ms, p99 300 ms, mean 39.3 ms (25.4
- *            IOPS). At queue depth 16 fio gave 541 IOPS at a 29.4 ms mean,
- *            which no fixed service time can give (Little: 16 / 39.3 ms =
- *            407 at best); with 12 servers it needs service 0.564x as
- *            long at depth 16, which is what elevator/NCQ reordering does
- *            to seeks: qd_alpha 0.0515 per queued read up to 16.
+ *  hdd-pool  12 disks (the study's 12 hard-disk OSDs), one queue each, a
+ *            read to a random disk. Service time a two-lognormal mixture
+ *            fitted to the study's fio probes at queue depth 1: median
+ *            12 ms, p99 300 ms, mean 39.3 ms (25.4 IOPS). Writes go to 3
+ *            disks (3-way replication) for a draw plus 1 MiB / 150 MiB/s
+ *            (an assumed disk transfer rate; the seeds give none). fio's
+ *            541 IOPS at queue depth 16 (29.4 ms mean) is beyond any model
+ *            without service shortening (16 / 39.3 ms = 407 at best); this
+ *            one gives ~230 there (see docs/device-model.md).
  *  sata-ssd  9 servers, lognormal mean 0.643 ms: fio 1,554 IOPS at qd 1
  *            and 9 / 0.643 ms = 14,000 at qd 16 (fio 14,085). The study's
  *            per-run means under PostgreSQL were 0.70 to 1.29 ms.
@@ -45,16 +51,18 @@
 
 static const cvdev_params profiles[] = {
 	{ .name = "hdd-pool",
-	  .note = "12-disk pool fitted to fio: qd1 25.4 IOPS, mean 39.3 ms, median 12 ms, p99 300 ms; qd16 541 IOPS",
-	  .servers = 12, .ncomp = 2,
+	  .note = "12 disks, a queue each, fitted to fio at qd1: 25.4 IOPS, mean 39.3 ms, median 12 ms, p99 300 ms",
+	  .servers = 12, .placement = CVDEV_PER_SERVER, .ncomp = 2,
 	  .w = { 0.8275, 0.1725 }, .med_ms = { 9.7129, 148.0 }, .sigma = { 0.80, 0.45 },
-	  .qd_alpha = 0.05151, .qd_cap = 16 },
+	  .write_copies = 3, .write_mibps = 150 },
 	{ .name = "sata-ssd",
 	  .note = "replicated SATA SSD pool fitted to fio: qd1 1,554 IOPS, qd16 14,085 IOPS",
-	  .servers = 9, .ncomp = 1, .w = { 1.0 }, .med_ms = { 0.605 }, .sigma = { 0.35 } },
+	  .servers = 9, .ncomp = 1, .w = { 1.0 }, .med_ms = { 0.605 }, .sigma = { 0.35 },
+	  .write_copies = 3, .write_mibps = 400 },
 	{ .name = "nvme",
 	  .note = "local NVMe fitted to fio: qd1 2,460 IOPS, qd16 34,483 IOPS",
-	  .servers = 14, .ncomp = 1, .w = { 1.0 }, .med_ms = { 0.35 }, .sigma = { 0.55 } },
+	  .servers = 14, .ncomp = 1, .w = { 1.0 }, .med_ms = { 0.35 }, .sigma = { 0.55 },
+	  .write_copies = 1, .write_mibps = 1500 },
 	{ .name = "gp3-3000",
 	  .note = "EBS gp3 default: 3,000 IOPS and 125 MiB/s token buckets",
 	  .servers = 4096, .ncomp = 1, .w = { 1.0 }, .med_ms = { 0.55 }, .sigma = { 0.40 },
@@ -101,24 +109,6 @@ typedef struct theap {
 	size_t n, cap;
 } theap;
 
-static void heap_push(theap *h, uint64_t x)
-{
-	size_t i;
-
-	if (h->n == h->cap)
-		return; /* full: the oldest outstanding reads still bound n at cap */
-	i = h->n++;
-	while (i > 0) {
-		size_t parent = (i - 1) / 2;
-
-		if (h->v[parent] <= x)
-			break;
-		h->v[i] = h->v[parent];
-		i = parent;
-	}
-	h->v[i] = x;
-}
-
 static void heap_replace_top(theap *h, uint64_t x)
 {
 	size_t i = 0;
@@ -141,23 +131,12 @@ static void heap_replace_top(theap *h, uint64_t x)
 	h->v[i] = x;
 }
 
-static void heap_pop(theap *h)
-{
-	if (!h->n)
-		return;
-	h->n--;
-	if (h->n)
-		heap_replace_top(h, h->v[h->n]);
-}
-
-#define OUTSTANDING_CAP 65536
-
 struct cvdev_state {
 	pthread_mutex_t mu;
 	cvdev_params p;
 	cvio_rng rng;
-	theap servers;     /* when each server comes free */
-	theap outstanding; /* completion times of reads in the device */
+	theap servers;     /* shared queue: when each server comes free */
+	uint64_t *free_at; /* per-server queues: when server i comes free */
 	double iops_tat, bw_tat; /* GCRA theoretical arrival times, ns */
 };
 
@@ -172,11 +151,14 @@ int cvdev_state_new(const cvdev_params *p, uint64_t seed, cvdev_state **out)
 	s->p = *p;
 	if (s->p.servers == 0)
 		s->p.servers = 1;
+	if (s->p.write_copies == 0)
+		s->p.write_copies = 1;
+	if (s->p.write_copies > s->p.servers)
+		s->p.write_copies = s->p.servers;
 	s->servers.cap = s->p.servers;
 	s->servers.v = calloc(s->servers.cap, sizeof(uint64_t));
-	s->outstanding.cap = OUTSTANDING_CAP;
-	s->outstanding.v = calloc(OUTSTANDING_CAP, sizeof(uint64_t));
-	if (!s->servers.v || !s->outstanding.v) {
+	s->free_at = calloc(s->p.servers, sizeof(uint64_t));
+	if (!s->servers.v || !s->free_at) {
 		cvdev_state_free(s);
 		return -ENOMEM;
 	}
@@ -192,14 +174,14 @@ void cvdev_state_free(cvdev_state *s)
 {
 	if (!s)
 		return;
-	if (s->servers.v)
+	if (s->servers.v && s->free_at)
 		pthread_mutex_destroy(&s->mu);
 	free(s->servers.v);
-	free(s->outstanding.v);
+	free(s->free_at);
 	free(s);
 }
 
-/* One service time in ns at depth 1. */
+/* One service time in ns (the positioning and read; no queue in it). */
 static double sample_ns(cvdev_state *s)
 {
 	const cvdev_params *p = &s->p;
@@ -226,19 +208,12 @@ static double gcra(double *tat, double t, double interval, double tau)
 	return allowed;
 }
 
-/* The modelled completion time of a read of len bytes arriving at t_ns. */
-uint64_t cvdev_schedule(cvdev_state *s, uint64_t t_ns, uint32_t len)
+/* The time an operation of len bytes arriving at t passes the token buckets. */
+static double buckets(cvdev_state *s, double t, uint64_t len)
 {
 	const cvdev_params *p = &s->p;
-	double t = (double) t_ns, start, svc;
-	unsigned n;
-	uint64_t done;
+	double start = t;
 
-	pthread_mutex_lock(&s->mu);
-	while (s->outstanding.n && s->outstanding.v[0] <= t_ns)
-		heap_pop(&s->outstanding);
-	n = (unsigned) s->outstanding.n + 1;
-	start = t;
 	if (p->iops > 0) {
 		double iv = 1e9 / p->iops;
 		double a = gcra(&s->iops_tat, t, iv, iv * p->iops * p->burst_s);
@@ -253,21 +228,103 @@ uint64_t cvdev_schedule(cvdev_state *s, uint64_t t_ns, uint32_t len)
 		if (a > start)
 			start = a;
 	}
-	if ((double) s->servers.v[0] > start)
-		start = (double) s->servers.v[0];
-	svc = sample_ns(s);
-	if (p->qd_alpha > 0) {
-		unsigned m = n < p->qd_cap ? n : p->qd_cap;
+	return start;
+}
 
-		svc /= 1.0 + p->qd_alpha * (double) (m - 1);
+/* A server drawn at random, not among the first n of taken. */
+static unsigned pick_server(cvdev_state *s, const unsigned *taken, unsigned n)
+{
+	unsigned k;
+
+	for (;;) {
+		int dup = 0;
+
+		k = (unsigned) (cvio_rng_unit(&s->rng) * s->p.servers);
+		if (k >= s->p.servers)
+			k = s->p.servers - 1;
+		for (unsigned i = 0; i < n; i++)
+			dup |= taken[i] == k;
+		if (!dup)
+			return k;
 	}
-	done = (uint64_t) (start + svc);
+}
+
+/* One service of svc ns on a server, from start; returns its completion. */
+static double serve(cvdev_state *s, double start, double svc, const unsigned *taken, unsigned n,
+		    unsigned *k_out)
+{
+	double done;
+
+	if (s->p.placement == CVDEV_PER_SERVER) {
+		unsigned k = pick_server(s, taken, n);
+
+		if ((double) s->free_at[k] > start)
+			start = (double) s->free_at[k];
+		done = start + svc;
+		s->free_at[k] = (uint64_t) done;
+		*k_out = k;
+	} else {
+		if ((double) s->servers.v[0] > start)
+			start = (double) s->servers.v[0];
+		done = start + svc;
+		heap_replace_top(&s->servers, (uint64_t) done);
+		*k_out = 0;
+	}
+	return done;
+}
+
+/* The modelled completion time of a read of len bytes arriving at t_ns. */
+uint64_t cvdev_schedule(cvdev_state *s, uint64_t t_ns, uint32_t len)
+{
+	double start;
+	uint64_t done;
+	unsigned k;
+
+	pthread_mutex_lock(&s->mu);
+	start = buckets(s, (double) t_ns, len);
+	done = (uint64_t) serve(s, start, sample_ns(s), NULL, 0, &k);
 	if (done <= t_ns)
 		done = t_ns + 1;
-	heap_replace_top(&s->servers, done);
-	heap_push(&s->outstanding, done);
 	pthread_mutex_unlock(&s->mu);
 	return done;
+}
+
+/* The modelled completion time of a write of len bytes arriving at t_ns. */
+uint64_t cvdev_schedule_write(cvdev_state *s, uint64_t t_ns, uint64_t len)
+{
+	const cvdev_params *p = &s->p;
+	unsigned taken[64], n = p->write_copies < 64 ? p->write_copies : 64;
+	double start, last = 0, xfer;
+	uint64_t done;
+
+	xfer = p->write_mibps > 0 ? (double) len * 1e9 / (p->write_mibps * 1048576.0) : 0;
+	pthread_mutex_lock(&s->mu);
+	start = buckets(s, (double) t_ns, len);
+	for (unsigned c = 0; c < n; c++) {
+		double d = serve(s, start, sample_ns(s) + xfer, taken, c, &taken[c]);
+
+		if (d > last)
+			last = d;
+	}
+	done = (uint64_t) last;
+	if (done <= t_ns)
+		done = t_ns + 1;
+	pthread_mutex_unlock(&s->mu);
+	return done;
+}
+
+CV_API uint64_t cv_device_write_wait(const cv_device *dev, uint64_t len, unsigned n)
+{
+	uint64_t now = cvio_now_ns(), last = now;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t d = cvdev_schedule_write(dev->rt, now, len);
+
+		if (d > last)
+			last = d;
+	}
+	cvio_sleep_until(last);
+	return last - now;
 }
 
 /* ---- probe:FILE ---- */
@@ -383,6 +440,19 @@ fail:
 	return rc;
 }
 
+CV_API int cv_device_reseed(cv_device *dev, uint64_t seed)
+{
+	cvdev_state *st = NULL;
+	int rc = cvdev_state_new(&dev->p, seed, &st);
+
+	if (rc)
+		return rc;
+	cvdev_state_free(dev->rt);
+	dev->rt = st;
+	dev->seed = seed;
+	return 0;
+}
+
 /* Free; accepts NULL. */
 CV_API void cv_device_free(cv_device *dev)
 {
@@ -426,8 +496,16 @@ CV_API const char *cv_device_describe(const cv_device *dev, char *buf, size_t n)
 		    p->med_ms[i], p->sigma[i]);
 	PUT("mean         %.4f ms at queue depth 1 (%.1f IOPS serial)\n", cvdev_mean_ms(p),
 	    1000.0 / cvdev_mean_ms(p));
-	if (p->qd_alpha > 0)
-		PUT("queue speedup service / (1 + %.5f * (min(n, %u) - 1))\n", p->qd_alpha, p->qd_cap);
+	PUT("queues       %s\n", p->placement == CVDEV_PER_SERVER
+				       ? "one per server, each operation to a server drawn at random"
+				       : "one shared FIFO queue in front of every server");
+	if (p->write_mibps > 0)
+		PUT("writes       %u cop%s, a draw + len / %.0f MiB/s each\n",
+		    p->write_copies ? p->write_copies : 1, p->write_copies > 1 ? "ies" : "y",
+		    p->write_mibps);
+	else
+		PUT("writes       %u cop%s, a draw each (no transfer time)\n",
+		    p->write_copies ? p->write_copies : 1, p->write_copies > 1 ? "ies" : "y");
 	if (p->iops > 0)
 		PUT("iops cap     %.0f\n", p->iops);
 	if (p->mibps > 0)

@@ -62,23 +62,34 @@ double cvio_rng_normal(cvio_rng *r);
 #define CVDEV_COMP_MAX 2
 
 /*
- * A device: servers (spindles, flash channels) that each serve one read
- * at a time from a FIFO queue; service time drawn from a lognormal
- * mixture and scaled by 1 / (1 + qd_alpha * (min(n, qd_cap) - 1)) with n
- * the reads in the device when the read arrives (elevator/NCQ
- * reordering shortens seeks as the queue deepens); an IOPS and a MiB/s
- * token bucket (GCRA) in front of the queue.
+ * A device: servers (disks, flash channels) that each serve one operation
+ * at a time, with a service time drawn from a lognormal mixture that does
+ * not depend on the queue (no service shortening as the queue deepens).
+ * Placement says how an operation finds a server:
+ *  - CVDEV_SHARED: one FIFO queue in front of every server (an SSD's
+ *    channels: any free one takes the next read), an M/G/c queue;
+ *  - CVDEV_PER_SERVER: each operation goes to one server drawn at random
+ *    and waits in that server's own FIFO queue (a Ceph pool: a read goes
+ *    to its object's primary disk, busy or not), so concurrent readers
+ *    collide on disks well below `servers` in flight.
+ * A write of len bytes occupies write_copies servers (distinct, drawn at
+ * random; the replicas) each for a draw plus len / write_mibps; the
+ * operation completes when its last copy does. An IOPS and a MiB/s token
+ * bucket (GCRA) sit in front of every operation.
  */
+enum { CVDEV_SHARED = 0, CVDEV_PER_SERVER = 1 };
+
 typedef struct cvdev_params {
 	char name[64];
 	char note[200];
 	unsigned servers;
+	int placement;                 /* CVDEV_SHARED or CVDEV_PER_SERVER */
 	int ncomp;
 	double w[CVDEV_COMP_MAX];      /* mixture weights, sum 1 */
 	double med_ms[CVDEV_COMP_MAX]; /* lognormal medians */
 	double sigma[CVDEV_COMP_MAX];  /* lognormal shape */
-	double qd_alpha;
-	unsigned qd_cap;
+	unsigned write_copies;         /* servers a write occupies (0: 1) */
+	double write_mibps;            /* a server's write transfer rate (0: no transfer time) */
 	double iops;      /* 0: no IOPS cap */
 	double mibps;     /* 0: no throughput cap */
 	double burst_s;   /* bucket depth, seconds of rate */
@@ -100,9 +111,12 @@ int cvdev_state_new(const cvdev_params *p, uint64_t seed, cvdev_state **out);
 void cvdev_state_free(cvdev_state *s);
 /*
  * A read of len bytes arrives at t_ns: returns the modelled completion
- * time. Thread-safe (the state has its own lock).
+ * time. Thread-safe (the state has its own lock). Arrivals must come in
+ * nondecreasing time for the queues to be FIFO.
  */
 uint64_t cvdev_schedule(cvdev_state *s, uint64_t t_ns, uint32_t len);
+/* The same for a write of len bytes (write_copies servers). */
+uint64_t cvdev_schedule_write(cvdev_state *s, uint64_t t_ns, uint64_t len);
 
 /* ---- trace ---- */
 

@@ -557,6 +557,93 @@ static void test_holdout(void **state)
 	ledger_close(l);
 }
 
+/*
+ * A PostgreSQL cluster's clone: the owner, modes and empty directories
+ * kept, a marker for a cluster that survives the server writing its files
+ * but not a second link; a running cluster is not copied without its
+ * socket; a production port is refused (recorded), another allowed.
+ */
+static void test_postgres(void **state)
+{
+	ledger *l = new_study("s-pg");
+	char src[PATH_MAX], dst[PATH_MAX], f[PATH_MAX * 2], g[PATH_MAX * 2], sd[PATH_MAX];
+	harness_clone_info info;
+	json_t *marker = NULL, *doc, *items = NULL, *rec;
+	guard_prodset *ps = NULL;
+	struct stat st;
+	cs_err e = {0};
+	uid_t owner = geteuid() == 0 ? 12345 : geteuid();
+
+	(void) state;
+	pathf(sd, "%s/%s", "s-pg");
+	pathf(src, "%s/%s", "pgsrc");
+	pathf(dst, "%s/%s", "pgdst");
+	assert_int_equal(mkdir(src, 0700), 0);
+	snprintf(f, sizeof(f), "%s/PG_VERSION", src);
+	touch(f, 4096);
+	snprintf(f, sizeof(f), "%s/global", src);
+	mkdir(f, 0700);
+	snprintf(f, sizeof(f), "%s/global/pg_control", src);
+	touch(f, 8192);
+	snprintf(f, sizeof(f), "%s/pg_notify", src); /* empty: the server needs it all the same */
+	mkdir(f, 0700);
+	if (geteuid() == 0) {
+		snprintf(f, sizeof(f), "chown -R %u '%s'", (unsigned) owner, src);
+		assert_int_equal(system(f), 0);
+	}
+	assert_int_equal(harness_clone(src, dst, sd, &info, &e), 0);
+	assert_int_equal(stat(dst, &st), 0);
+	assert_int_equal(st.st_uid, owner);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	snprintf(f, sizeof(f), "%s/pg_notify", dst);
+	assert_int_equal(stat(f, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	snprintf(f, sizeof(f), "%s/global/pg_control", dst);
+	assert_int_equal(stat(f, &st), 0);
+	assert_int_equal(st.st_uid, owner);
+	assert_int_equal(guard_clone(l, sd, dst, "run", 1, &marker, &e), 0);
+	assert_string_equal(json_string_value(json_object_get(marker, "target")), "postgres");
+	json_decref(marker);
+	/* The server writes its clone: a changed size and a new file are its own doing. */
+	touch(f, 16384);
+	snprintf(g, sizeof(g), "%s/postmaster.pid", dst);
+	touch(g, 4096);
+	assert_int_equal(guard_clone(l, sd, dst, "run", 1, NULL, &e), 0);
+	unlink(g);
+	/* A second name for a clone file is refused. */
+	snprintf(g, sizeof(g), "%s/second-name", root);
+	assert_int_equal(link(f, g), 0);
+	assert_int_equal(guard_clone(l, sd, dst, "run", 0, NULL, &e), CS_EXIT_REFUSED);
+	assert_non_null(strstr(e.msg, "links"));
+	unlink(g);
+	/* A running cluster is not copied without its socket (bad input, nothing made). */
+	snprintf(f, sizeof(f), "%s/postmaster.pid", src);
+	touch(f, 4096);
+	snprintf(g, sizeof(g), "%s/pgdst2", root);
+	assert_int_equal(harness_clone(src, g, sd, &info, &e), CS_EXIT_BADINPUT);
+	assert_non_null(strstr(e.msg, "running"));
+	assert_int_not_equal(stat(g, &st), 0);
+	/* Production ports: the study's are refused by number, recorded; others pass. */
+	doc = json_pack("{s:s, s:{s:[s], s:[i]}}", "id", "pg", "production", "paths", src, "ports",
+			5499);
+	assert_int_equal(guard_production_resolve(doc, AT_FDCWD, "study.json", &items, &e), 0);
+	rec = json_pack("{s:s, s:O, s:o}", "id", "pg", "doc", doc, "production_items", items);
+	assert_int_equal(ledger_append(l, "study", rec, NULL, &e), 0);
+	json_decref(rec);
+	json_decref(doc);
+	assert_int_equal(guard_prodset_load(l, &ps, &e), 0);
+	{
+		int before = refusals(l, NULL);
+
+		assert_int_equal(guard_port(l, ps, 5499, "run", "postgres.port", &e), CS_EXIT_REFUSED);
+		assert_non_null(strstr(e.msg, "production's port"));
+		assert_int_equal(refusals(l, NULL), before + 1);
+		assert_int_equal(guard_port(l, ps, 5433, "run", "postgres.port", &e), 0);
+	}
+	guard_prodset_free(ps);
+	ledger_close(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -567,6 +654,7 @@ int main(void)
 		cmocka_unit_test(test_cold),
 		cmocka_unit_test(test_clean_tree),
 		cmocka_unit_test(test_holdout),
+		cmocka_unit_test(test_postgres),
 	};
 	const char *tmp = getenv("TMPDIR");
 	char cmd[PATH_MAX + 16];

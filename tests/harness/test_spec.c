@@ -299,6 +299,79 @@ static void test_effective_and_features(void **state)
 }
 
 /* Every committed spec of the demo study validates (and the holdout ones too). */
+/* The postgres target: its keys, its required ones, and what it refuses. */
+static void test_postgres(void **state)
+{
+	static const char *pg_run =
+		"{\"target\":\"postgres\",\"index\":\"/x/pg\",\"postgres\":{\"port\":5433,"
+		"\"sql\":\"SELECT id FROM t ORDER BY v <-> cube($1::float8[]) LIMIT 10\","
+		"\"partition_sql\":\"SELECT id, v <-> cube($1::float8[]) FROM t_{p} ORDER BY 2 LIMIT 10\","
+		"\"session\":[\"SET enable_seqscan = off\"],\"shared_buffers\":\"16MB\"},"
+		"\"queries\":{\"spec\":\"q\"},\"cold\":true}";
+	json_t *doc = NULL, *eff = NULL;
+	cs_err e = {0};
+
+	(void) state;
+	assert_int_equal(check(pg_run, 1, NULL), 0);
+	/* The index is the clone's data directory; a postgres object with sql is required. */
+	assert_int_equal(check("{\"target\":\"postgres\",\"postgres\":{\"sql\":\"SELECT $1\"},"
+			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
+			       1, "missing key \"index\""),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\",\"postgres\":{},"
+			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
+			       1, "missing key \"sql\""),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\","
+			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
+			       1, "$.postgres"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\",\"postgres\":{"
+			       "\"sql\":\"SELECT 1\"},\"queries\":{\"spec\":\"q\"},\"cold\":true}",
+			       1, "$.postgres.sql: expected SQL with $1"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\",\"postgres\":{"
+			       "\"sql\":\"SELECT $1\",\"session\":[\"SET a = 1; DROP TABLE t\"]},"
+			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
+			       1, "$.postgres.session[0]"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\",\"postgres\":{"
+			       "\"sql\":\"SELECT $1\",\"shared_buffers\":\"lots\"},"
+			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
+			       1, "$.postgres.shared_buffers"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"target\":\"oracle\",\"index\":\"/x\","
+			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
+			       1, "$.target"),
+			 CS_EXIT_BADINPUT);
+	/* A study names a server's sockets and ports as production; ports are numbers. */
+	assert_int_equal(check("{\"id\":\"s\",\"production\":{\"paths\":[\"/p\"],"
+			       "\"sockets\":[\"/run/postgresql\"],\"ports\":[5432]},"
+			       "\"indexes\":{\"pg\":{\"kind\":\"postgres\",\"clone\":\"/c\"}}}",
+			       0, NULL),
+			 0);
+	assert_int_equal(check("{\"id\":\"s\",\"production\":{\"ports\":[\"5432\"]}}", 0,
+			       "$.production.ports[0]"),
+			 CS_EXIT_BADINPUT);
+	/* On the effective spec: engine knobs and more than one client are refused. */
+	assert_int_equal(cs_json_load_buf(pg_run, strlen(pg_run), "f.json", &doc, &e), 0);
+	assert_int_equal(harness_run_effective(doc, NULL, &eff, &e), 0);
+	assert_int_equal(harness_run_check_treatments(eff, "f.json", &e), 0);
+	json_object_set_new(eff, "clients", json_integer(2));
+	assert_int_equal(harness_run_check_treatments(eff, "f.json", &e), CS_EXIT_BADINPUT);
+	assert_non_null(strstr(e.msg, "$.clients"));
+	json_object_set_new(eff, "clients", json_integer(1));
+	json_object_set_new(eff, "mode", json_string("fanout"));
+	assert_int_equal(harness_run_check_treatments(eff, "f.json", &e), CS_EXIT_BADINPUT);
+	assert_non_null(strstr(e.msg, "partition"));
+	json_object_set_new(eff, "partitions", json_pack("[i,i]", 0, 1));
+	assert_int_equal(harness_run_check_treatments(eff, "f.json", &e), 0);
+	json_object_set_new(eff, "device", json_string("nvme"));
+	assert_int_equal(harness_run_check_treatments(eff, "f.json", &e), CS_EXIT_BADINPUT);
+	json_decref(eff);
+	json_decref(doc);
+}
+
 static void test_committed_specs(void **state)
 {
 	const char *src = getenv("COLDSTUDY_SRC");
@@ -337,6 +410,20 @@ static void test_committed_specs(void **state)
 		closedir(d);
 	}
 	assert_true(n >= 10);
+	/* The PostgreSQL example study's specs validate too. */
+	snprintf(path, sizeof(path), "%s/studies/pg-cube/runs/study.json", src);
+	if (harness_study_load(path, &doc, &e))
+		fail_msg("%s", e.msg);
+	json_decref(doc);
+	for (int i = 0; i < 3; i++) {
+		static const char *const pg_runs[] = {"cold-serial", "cold-fanout", "warm-serial"};
+
+		snprintf(path, sizeof(path), "%s/studies/pg-cube/runs/%s.json", src, pg_runs[i]);
+		if (harness_run_load(path, &doc, sha, &e))
+			fail_msg("%s", e.msg);
+		assert_string_equal(json_string_value(json_object_get(doc, "target")), "postgres");
+		json_decref(doc);
+	}
 }
 
 /* Unknown keys name the nearest valid one; dataset specs have their form. */
@@ -413,6 +500,7 @@ int main(void)
 		cmocka_unit_test(test_run),
 		cmocka_unit_test(test_cold_each_query),
 		cmocka_unit_test(test_effective_and_features),
+		cmocka_unit_test(test_postgres),
 		cmocka_unit_test(test_committed_specs),
 	};
 

@@ -200,7 +200,7 @@ expect 0 "finding 5: an interim score" "$cs" holdout score "$S" --interim --json
 [ "$(q "$S" "select json_extract(payload,'\$.interim') from records where kind='score' order by seq desc limit 1")" = 1 ] || die "finding 5: not interim"
 expect 0 "holdout target 2" "$cs" run "$S" T2.json --no-progress
 expect 0 "finding 5: holdout target again" "$cs" run "$S" T1.json --no-progress
-[ "$(q "$S" "select json_extract(payload,'\$.repeat') from records where kind='run' order by seq desc limit 1")" = 1 ] || die "finding 5: the repeat is not marked"
+[ "$(q "$S" "select json_extract(payload,'\$.holdout_repeat') from records where kind='run' order by seq desc limit 1")" = 1 ] || die "finding 5: the repeat is not marked"
 q "$S" "select json_extract(payload,'\$.because') from records where kind='deviation'" | grep -q "run again" || die "finding 5: no deviation for the repeat"
 expect 3 "finding 4: --threshold other than the plan's" "$cs" holdout score "$S" --threshold 0.9
 [ "$(q "$S" "select json_extract(payload,'\$.guard') from records where kind='refusal' order by seq desc limit 1")" = scoring-rule ] || die "finding 4: no refusal record"
@@ -219,7 +219,7 @@ want(s["passed"] and s["threshold"] == 0.35 and s["threshold_source"] == "plan",
 want(not s["interim"] and "rescore" not in s and r.get("rescore") is True and r["score_of_record"] > 0, "finding 5: re-score labels")
 want(all(row["runs"] != [] for row in s["rows"]) and
      all(row["runs"] == [t1] for row in s["rows"] if row["run_spec"] == "T1.json"), "finding 5: T1's rows use its first run only")
-want(len(s["repeats"]) == 1, "finding 5: repeats %s" % s["repeats"])
+want(len(s["repeated_runs"]) == 1, "finding 5: repeated runs %s" % s["repeated_runs"])
 want(sorted(s["per_metric"]) == ["engine_read_ms_mean", "engine_reads", "wall_s"], "finding 9: per metric %s" % list(s["per_metric"]))
 want(all("mean_interval_score" in m and "mean_relative_interval_score" in m for m in s["per_metric"].values()), "finding 9: per-metric scores")
 want("mean_interval_score" not in s and "mean_relative_interval_score" in s, "finding 9: a mean over mixed units")

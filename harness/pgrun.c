@@ -1,0 +1,1176 @@
+/*
+ * pgrun.c - a run whose target is "postgres": the same study run as
+ * run.c's, measured on a private PostgreSQL server over a cloned cluster.
+ *
+ * Phases, in order, each refusing before anything is measured:
+ *   1. guards: the tree is clean (--enforce-clean), validate has passed,
+ *      the hypotheses are registered, the clone's data directory (the
+ *      run's "index") is held
+ *      and is not production (guard_existing: by identity, so a symlink,
+ *      a bind mount or a hard link to production's cluster is refused), it
+ *      carries this study's clone marker for a cluster, the port is not a
+ *      production port, the private socket directory is not production;
+ *      a holdout run has frozen predictions and no undeclared overlap;
+ *   2. a `run_start` record;
+ *   3. cold: the server is stopped, every file of the clone is evicted
+ *      (through the held directory) and its residency proven 0.0
+ *      (guard_cold), then the server started, connected, and each session
+ *      set up (auto_explain, the run's SETs, a plan-only EXPLAIN that loads
+ *      the catalogs): all of it setup, outside the wall. cold_each_query
+ *      repeats this before every query, as the study seed did. Warm: one
+ *      untimed pass over the queries first;
+ *   4. the load, from this one thread: serial sends one query at a time on
+ *      one connection; fan-out sends each partition's query over `fanout`
+ *      connections with libpq's non-blocking API (PQsendQueryParams, poll,
+ *      PQconsumeInput), a connection taking the next partition when its
+ *      last returned, and merges the partitions' rows as the engine's
+ *      stream merge does (a k-way merge in returned distance order);
+ *   5. measured per query: PostgreSQL's own counters for that execution
+ *      (auto_explain's EXPLAIN (ANALYZE, BUFFERS) plan, sent to the client
+ *      as a LOG message: shared blocks read and hit, track_io_timing's read
+ *      time), and the block device's counters over the query's window;
+ *      over the query, pg_statio_all_tables' blocks read, which must equal
+ *      the plans' sum for engine_reads to mean what it means for the
+ *      engine targets;
+ *   6. one transaction: the raw per-query rows and series, and the run
+ *      record (run.c's shape, with a "postgres" section).
+ *
+ * Metric mapping: engine_reads = the plans' shared blocks read,
+ * engine_read_ms_mean = their I/O read time / reads, bytes_per_read = the
+ * server's block size; device_* are the device's counters over the query
+ * windows only (a restart's reads are setup); io_over_wall = I/O read
+ * time / wall. inflight_* and mem_peak_bytes are null: the server's reads
+ * and memory are not this process's to count.
+ */
+#include "harness.h"
+#include "harness_int.h"
+
+#include "coldvec.h"
+#include "guard.h"
+#include "ledger.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#define PG_ROWS_CAP 100000 /* rows a query may return (a LIMIT k query returns k) */
+#define PG_VEC_CAP (64u << 20)
+
+/* One connection and what its last statement's plan said. */
+typedef struct pgconn {
+	PGconn *c;
+	int plans;             /* plan messages seen since the last reset */
+	int64_t read_blocks;   /* their "Shared Read Blocks" */
+	int64_t hit_blocks;    /* "Shared Hit Blocks" */
+	double read_ms;        /* "I/O Read Time" */
+	int busy;              /* fan-out: a statement in flight */
+	int part;              /* ... for this partition slot */
+} pgconn;
+
+/* One query's measurement. */
+typedef struct pgrow {
+	uint32_t q;
+	double t_ms, lat_ms, read_ms, setup_ms;
+	int64_t reads, hits;
+	int64_t statio; /* pg_statio_all_tables' blocks read over the query */
+	uint64_t dev_reads, dev_read_ms, dev_ticks;
+	double recall;
+	uint32_t n;
+} pgrow;
+
+typedef struct pgrun {
+	ledger *l;
+	const json_t *eff, *pgspec;
+	const char *spec_path;
+	harness_pg srv;
+	guard_held hold;
+	pgconn *conns;
+	unsigned nconns;
+	const char *db, *user;
+	const char *sql, *psql;
+	char **partsql; /* fan-out: partition_sql with {p} replaced, one per partition */
+	size_t nparts;
+	int vec_pgvector;
+	cv_dataset *queries, *base;
+	int32_t *gt;
+	size_t k;
+	char *vtext;
+	size_t vcap;
+	int have_dev;
+	cv_blkdev bd;
+	int64_t block_size;
+	unsigned restarts;
+	uint64_t t0;
+	ledger_plan plan;       /* what the run is comes from the plan, by its spec hash */
+	const char *cls;        /* design, holdout, sceptic or exploratory */
+	int holdout, repeat;
+} pgrun;
+
+/* ---- plans, from auto_explain's LOG messages ---- */
+
+/* libpq notice receiver: add a plan's buffer counts to its connection. */
+static void on_notice(void *arg, const PGresult *res)
+{
+	pgconn *pc = arg;
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	const char *plan = msg ? strstr(msg, "plan:") : NULL;
+	json_t *j, *p;
+
+	if (!plan)
+		return;
+	j = json_loads(plan + 5, JSON_DISABLE_EOF_CHECK, NULL);
+	p = json_object_get(j, "Plan");
+	if (json_is_object(p)) {
+		pc->plans++;
+		pc->read_blocks += json_integer_value(json_object_get(p, "Shared Read Blocks"));
+		pc->hit_blocks += json_integer_value(json_object_get(p, "Shared Hit Blocks"));
+		pc->read_ms += json_number_value(json_object_get(p, "I/O Read Time"));
+	}
+	json_decref(j);
+}
+
+static void plan_reset(pgconn *pc)
+{
+	pc->plans = 0;
+	pc->read_blocks = pc->hit_blocks = 0;
+	pc->read_ms = 0;
+}
+
+/* Run one statement to completion; CS_EXIT_BADINPUT naming it when it fails. */
+static int exec_ok(pgrun *R, PGconn *c, const char *sql, const char *where, cs_err *e)
+{
+	PGresult *r = PQexec(c, sql);
+	ExecStatusType st = PQresultStatus(r);
+	int rc = 0;
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s: \"%s\" failed: %s", R->spec_path, where,
+				sql, PQresultErrorMessage(r));
+	PQclear(r);
+	return rc;
+}
+
+/* The query vector as text: "{a,b,...}" (a float8[] literal) or "[a,b,...]" (pgvector). */
+static int vec_text(pgrun *R, const float *v, size_t d)
+{
+	size_t need = d * 18 + 4, len = 0;
+
+	if (need > PG_VEC_CAP)
+		return -EOVERFLOW;
+	if (need > R->vcap) {
+		char *nb = realloc(R->vtext, need);
+
+		if (!nb)
+			return -ENOMEM;
+		R->vtext = nb;
+		R->vcap = need;
+	}
+	R->vtext[len++] = R->vec_pgvector ? '[' : '{';
+	for (size_t i = 0; i < d; i++)
+		len += (size_t) snprintf(R->vtext + len, R->vcap - len, "%s%.9g", i ? "," : "",
+					 (double) v[i]);
+	R->vtext[len++] = R->vec_pgvector ? ']' : '}';
+	R->vtext[len] = '\0';
+	return 0;
+}
+
+/* ---- the server and its sessions ---- */
+
+static void close_conns(pgrun *R)
+{
+	for (unsigned i = 0; i < R->nconns; i++) {
+		PQfinish(R->conns[i].c);
+		R->conns[i].c = NULL;
+	}
+}
+
+/*
+ * Connect every session and set it up: auto_explain's plan of every
+ * statement as a LOG message to this client, with buffers and I/O timing;
+ * the run's SETs; then a plan-only EXPLAIN of each statement the session
+ * will send, so the catalogs are read here and not in the measured query.
+ */
+static int sessions_up(pgrun *R, cs_err *e)
+{
+	static const char *const setup[] = {
+		"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+		"SET auto_explain.log_analyze = on", "SET auto_explain.log_buffers = on",
+		"SET auto_explain.log_timing = off", "SET auto_explain.log_format = 'json'",
+		"SET auto_explain.log_nested_statements = off", "SET track_io_timing = on",
+		"SET client_min_messages = log", NULL};
+	const json_t *sess = json_object_get(R->pgspec, "session");
+	int rc;
+
+	if ((rc = vec_text(R, cv_row(R->queries, 0), R->queries->d)))
+		return cs_err_set(e, CS_EXIT_INTERNAL, "query vector: %s", strerror(-rc));
+	for (unsigned i = 0; i < R->nconns; i++) {
+		pgconn *pc = &R->conns[i];
+		size_t j;
+		json_t *x;
+
+		rc = harness_pg_connect(&R->srv, R->db, R->user, &pc->c, e);
+		if (rc)
+			return rc;
+		PQsetNoticeReceiver(pc->c, on_notice, pc);
+		for (j = 0; setup[j]; j++)
+			if ((rc = exec_ok(R, pc->c, setup[j], "auto_explain (contrib) setup", e)))
+				return rc;
+		json_array_foreach(sess, j, x) {
+			char w[64];
+
+			snprintf(w, sizeof(w), "$.postgres.session[%zu]", j);
+			if ((rc = exec_ok(R, pc->c, json_string_value(x), w, e)))
+				return rc;
+		}
+		/* Plan only (no ANALYZE): catalogs and relcache, never the data's blocks. */
+		for (size_t p = 0; p < (R->partsql ? R->nparts : 1); p++) {
+			const char *sql = R->partsql ? R->partsql[p] : R->sql;
+			char *ex = malloc(strlen(sql) + 16);
+			const char *val = R->vtext;
+			PGresult *r;
+
+			if (!ex)
+				return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+			memcpy(ex, "EXPLAIN ", 8);
+			memcpy(ex + 8, sql, strlen(sql) + 1);
+			r = PQexecParams(pc->c, ex, 1, NULL, &val, NULL, NULL, 0);
+			free(ex);
+			if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+				rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.postgres.%s: %s", R->spec_path,
+						R->partsql ? "partition_sql" : "sql",
+						PQresultErrorMessage(r));
+				PQclear(r);
+				return rc;
+			}
+			PQclear(r);
+		}
+		plan_reset(pc);
+		if (PQsetnonblocking(pc->c, 1))
+			return cs_err_set(e, CS_EXIT_INTERNAL, "libpq: cannot go non-blocking");
+	}
+	return 0;
+}
+
+/* Evict every file of the clone through the held directory and prove residency 0.0. */
+static int evict_clone(pgrun *R, double *resident, cs_err *e)
+{
+	char **names = NULL, **paths = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = guard_dir_files(guard_held_via(&R->hold), &names, &n, e);
+	if (rc)
+		return rc;
+	paths = calloc(n ? n : 1, sizeof(*paths));
+	if (!paths) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(guard_held_via(&R->hold)) + strlen(names[i]) + 2;
+		int r;
+
+		paths[i] = malloc(len);
+		if (!paths[i]) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+			goto out;
+		}
+		snprintf(paths[i], len, "%s/%s", guard_held_via(&R->hold), names[i]);
+		r = cv_cache_evict(paths[i]);
+		if (r) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s/%s: eviction failed: %s",
+					R->hold.shown, names[i], strerror(-r));
+			goto out;
+		}
+	}
+	rc = guard_cold(R->l, paths, n, "run", resident, e);
+out:
+	for (size_t i = 0; paths && i < n; i++)
+		free(paths[i]);
+	free(paths);
+	guard_dir_files_free(names, n);
+	return rc;
+}
+
+/* The resident fraction of the clone's files now (NaN when it cannot be measured). */
+static double clone_resident(pgrun *R)
+{
+	char **names = NULL, p[PATH_MAX * 2];
+	size_t n = 0;
+	uint64_t pages = 0, res = 0;
+
+	if (guard_dir_files(guard_held_via(&R->hold), &names, &n, NULL))
+		return NAN;
+	for (size_t i = 0; i < n; i++) {
+		cv_residency r;
+
+		snprintf(p, sizeof(p), "%s/%s", guard_held_via(&R->hold), names[i]);
+		if (cv_cache_residency(p, &r) == 0) {
+			pages += r.pages;
+			res += r.resident;
+		}
+	}
+	guard_dir_files_free(names, n);
+	return pages ? (double) res / (double) pages : 0.0;
+}
+
+/* Cold: stop, evict, prove 0.0, start, set the sessions up. */
+static int cold_start(pgrun *R, double *resident, cs_err *e)
+{
+	int rc;
+
+	close_conns(R);
+	if ((rc = harness_pg_stop(&R->srv, e)) || (rc = evict_clone(R, resident, e)) ||
+	    (rc = harness_pg_start(&R->srv, e)))
+		return rc;
+	R->restarts++;
+	return sessions_up(R, e);
+}
+
+/* Every session flushes its statistics now (they are otherwise sent at most once a second). */
+static void stats_flush(pgrun *R)
+{
+	for (unsigned i = 0; i < R->nconns; i++) {
+		PGresult *r;
+
+		PQsetnonblocking(R->conns[i].c, 0);
+		r = PQexec(R->conns[i].c, "SELECT pg_stat_force_next_flush()");
+		PQclear(r);
+		PQsetnonblocking(R->conns[i].c, 1);
+	}
+}
+
+/*
+ * The blocks every table and index of the database (catalogs included) was
+ * read from disk so far, by pg_statio_all_tables, on the first session.
+ */
+static int statio_all(pgrun *R, int64_t *out, cs_err *e)
+{
+	char v[64] = "";
+	PGresult *r;
+
+	PQsetnonblocking(R->conns[0].c, 0);
+	r = PQexec(R->conns[0].c,
+		   "SELECT coalesce(sum(coalesce(heap_blks_read, 0) + coalesce(idx_blks_read, 0) + "
+		   "coalesce(toast_blks_read, 0) + coalesce(tidx_blks_read, 0)), 0)::bigint "
+		   "FROM pg_statio_all_tables");
+	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+		snprintf(v, sizeof(v), "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	PQsetnonblocking(R->conns[0].c, 1);
+	if (!v[0])
+		return cs_err_set(e, CS_EXIT_INTERNAL, "pg_statio_all_tables could not be read");
+	*out = strtoll(v, NULL, 10);
+	return 0;
+}
+
+/*
+ * pg_statio before a query: the sessions' setup flushed, then read twice
+ * (the first reading's own catalog reads are counted by the second, which
+ * reads nothing: so the window holds the query's reads only).
+ */
+static int statio_before(pgrun *R, int64_t *out, cs_err *e)
+{
+	int rc;
+
+	stats_flush(R);
+	if ((rc = statio_all(R, out, e)))
+		return rc;
+	stats_flush(R);
+	return statio_all(R, out, e);
+}
+
+/* pg_statio after a query: the query's sessions flushed first. */
+static int statio_after(pgrun *R, int64_t *out, cs_err *e)
+{
+	stats_flush(R);
+	return statio_all(R, out, e);
+}
+
+/* ---- one query ---- */
+
+/* Collect one statement's rows (ids, and distances when want_dist) on a connection. */
+static int take_rows(PGresult *r, uint32_t *ids, float *dists, size_t cap, size_t *n,
+		     int want_dist, char *why, size_t whycap)
+{
+	int nt = PQntuples(r);
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		snprintf(why, whycap, "%s", PQresultErrorMessage(r));
+		return -1;
+	}
+	if (want_dist && PQnfields(r) < 2) {
+		snprintf(why, whycap, "partition_sql must return (id, distance) in distance order");
+		return -1;
+	}
+	for (int i = 0; i < nt && *n < cap; i++) {
+		ids[*n] = (uint32_t) strtoul(PQgetvalue(r, i, 0), NULL, 10);
+		if (dists)
+			dists[*n] = want_dist ? strtof(PQgetvalue(r, i, 1), NULL) : 0;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* Serial: the one statement on the one session, to completion. */
+static int query_serial(pgrun *R, uint32_t *ids, size_t *nout, char *why, size_t whycap)
+{
+	pgconn *pc = &R->conns[0];
+	const char *val = R->vtext;
+	PGresult *r;
+	int rc = 0;
+
+	*nout = 0;
+	PQsetnonblocking(pc->c, 0);
+	if (!PQsendQueryParams(pc->c, R->sql, 1, NULL, &val, NULL, NULL, 0)) {
+		snprintf(why, whycap, "%s", PQerrorMessage(pc->c));
+		return -1;
+	}
+	while ((r = PQgetResult(pc->c))) {
+		if (!rc && take_rows(r, ids, NULL, R->k, nout, 0, why, whycap))
+			rc = -1;
+		PQclear(r);
+	}
+	PQsetnonblocking(pc->c, 1);
+	return rc;
+}
+
+/* Send partition p's statement on connection pc (non-blocking). */
+static int send_part(pgrun *R, pgconn *pc, size_t p, char *why, size_t whycap)
+{
+	const char *val = R->vtext;
+
+	if (!PQsendQueryParams(pc->c, R->partsql[p], 1, NULL, &val, NULL, NULL, 0)) {
+		snprintf(why, whycap, "%s", PQerrorMessage(pc->c));
+		return -1;
+	}
+	while (PQflush(pc->c) == 1) {
+		struct pollfd pf = {PQsocket(pc->c), POLLOUT, 0};
+
+		poll(&pf, 1, 1000);
+	}
+	pc->busy = 1;
+	pc->part = (int) p;
+	return 0;
+}
+
+/*
+ * Fan-out: every partition's statement over the sessions from this thread;
+ * a session takes the next partition when its last returned. Rows land in
+ * per-partition runs of prow/pdist (k each), merged afterwards.
+ */
+static int query_fanout(pgrun *R, uint32_t *prow, float *pdist, size_t *pn, char *why,
+			size_t whycap)
+{
+	size_t next = 0, done = 0;
+	struct pollfd *pf = calloc(R->nconns, sizeof(*pf));
+	int rc = 0;
+
+	if (!pf) {
+		snprintf(why, whycap, "out of memory");
+		return -1;
+	}
+	for (size_t p = 0; p < R->nparts; p++)
+		pn[p] = 0;
+	for (unsigned i = 0; i < R->nconns && next < R->nparts && !rc; i++)
+		rc = send_part(R, &R->conns[i], next++, why, whycap);
+	while (!rc && done < R->nparts) {
+		for (unsigned i = 0; i < R->nconns; i++) {
+			pf[i].fd = R->conns[i].busy ? PQsocket(R->conns[i].c) : -1;
+			pf[i].events = POLLIN;
+			pf[i].revents = 0;
+		}
+		if (poll(pf, R->nconns, 60000) < 0 && errno != EINTR) {
+			snprintf(why, whycap, "poll: %s", strerror(errno));
+			rc = -1;
+			break;
+		}
+		for (unsigned i = 0; i < R->nconns && !rc; i++) {
+			pgconn *pc = &R->conns[i];
+			PGresult *r;
+
+			if (!pc->busy || !(pf[i].revents & (POLLIN | POLLERR | POLLHUP)))
+				continue;
+			if (!PQconsumeInput(pc->c)) {
+				snprintf(why, whycap, "%s", PQerrorMessage(pc->c));
+				rc = -1;
+				break;
+			}
+			while (pc->busy && !PQisBusy(pc->c)) {
+				r = PQgetResult(pc->c);
+				if (!r) {
+					/* This session is free: the partition is done, send the next. */
+					pc->busy = 0;
+					done++;
+					if (next < R->nparts)
+						rc = send_part(R, pc, next++, why, whycap);
+					break;
+				}
+				if (take_rows(r, prow + (size_t) pc->part * R->k,
+					      pdist + (size_t) pc->part * R->k, R->k, &pn[pc->part], 1,
+					      why, whycap))
+					rc = -1;
+				PQclear(r);
+			}
+		}
+	}
+	free(pf);
+	if (rc) {
+		/* Drain what is still in flight, so the sessions stay usable for the record. */
+		for (unsigned i = 0; i < R->nconns; i++) {
+			PGresult *r;
+
+			if (!R->conns[i].busy)
+				continue;
+			PQsetnonblocking(R->conns[i].c, 0);
+			while ((r = PQgetResult(R->conns[i].c)))
+				PQclear(r);
+			PQsetnonblocking(R->conns[i].c, 1);
+			R->conns[i].busy = 0;
+		}
+	}
+	return rc;
+}
+
+/* The engine's stream merge: a k-way merge of the partitions' runs in distance order. */
+static size_t merge_stream(const pgrun *R, const uint32_t *prow, const float *pdist,
+			   const size_t *pn, uint32_t *ids)
+{
+	size_t *at = calloc(R->nparts, sizeof(*at)), n = 0;
+
+	if (!at)
+		return 0;
+	while (n < R->k) {
+		size_t best = R->nparts;
+
+		for (size_t p = 0; p < R->nparts; p++)
+			if (at[p] < pn[p] &&
+			    (best == R->nparts ||
+			     pdist[p * R->k + at[p]] < pdist[best * R->k + at[best]]))
+				best = p;
+		if (best == R->nparts)
+			break;
+		ids[n++] = prow[best * R->k + at[best]++];
+	}
+	free(at);
+	return n;
+}
+
+/* ---- the load ---- */
+
+static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_t whycap,
+		    cs_err *e)
+{
+	uint32_t *ids = calloc(R->k, sizeof(*ids));
+	uint32_t *prow = R->partsql ? calloc(R->nparts * R->k, sizeof(*prow)) : NULL;
+	float *pdist = R->partsql ? calloc(R->nparts * R->k, sizeof(*pdist)) : NULL;
+	size_t *pn = R->partsql ? calloc(R->nparts, sizeof(*pn)) : NULL;
+	uint64_t prev_end = 0;
+	int rc = 0;
+
+	if (!ids || (R->partsql && (!prow || !pdist || !pn))) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		goto out;
+	}
+	for (size_t q = 0; q < nq; q++) {
+		pgrow *r = &rows[q];
+		cv_blkstat b0, b1;
+		uint64_t s0 = cs_mono_ns(), t1, t2;
+		int64_t st0 = 0, st1 = 0;
+		size_t nout = 0;
+		int qr;
+
+		memset(r, 0, sizeof(*r));
+		r->q = (uint32_t) q;
+		if (harness_run_interrupted()) {
+			/* Stopped between queries: a deviation, no run record (as run.c). */
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "interrupted by %s after %zu queries",
+					harness_run_interrupted() == SIGINT ? "SIGINT" : "SIGTERM", q);
+			goto out;
+		}
+		if (each && q > 0) {
+			double res;
+
+			/* Cold again before this query: setup, outside the wall. */
+			if ((rc = cold_start(R, &res, e)))
+				goto out;
+		}
+		if ((qr = vec_text(R, cv_row(R->queries, q), R->queries->d))) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "query vector: %s", strerror(-qr));
+			goto out;
+		}
+		if ((rc = statio_before(R, &st0, e)))
+			goto out;
+		for (unsigned i = 0; i < R->nconns; i++)
+			plan_reset(&R->conns[i]);
+		if (R->have_dev && cv_blkdev_stat(&R->bd, &b0))
+			R->have_dev = 0;
+		t1 = cs_mono_ns();
+		if (R->partsql) {
+			qr = query_fanout(R, prow, pdist, pn, why, whycap);
+			if (!qr)
+				nout = merge_stream(R, prow, pdist, pn, ids);
+		} else {
+			qr = query_serial(R, ids, &nout, why, whycap);
+		}
+		t2 = cs_mono_ns();
+		if (R->have_dev && cv_blkdev_stat(&R->bd, &b1))
+			R->have_dev = 0;
+		if (qr) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: query %zu: %s", R->spec_path, q, why);
+			goto out;
+		}
+		/* Everything between two queries (measuring, a cold restart) is setup, not load. */
+		r->setup_ms = (double) (t1 - (q ? prev_end : s0)) / 1e6;
+		prev_end = t2;
+		r->t_ms = (double) (t1 - R->t0) / 1e6;
+		r->lat_ms = (double) (t2 - t1) / 1e6;
+		for (unsigned i = 0; i < R->nconns; i++) {
+			r->reads += R->conns[i].read_blocks;
+			r->hits += R->conns[i].hit_blocks;
+			r->read_ms += R->conns[i].read_ms;
+			if (!R->conns[i].plans && (!R->partsql || i < R->nparts)) {
+				rc = cs_err_set(e, CS_EXIT_INTERNAL,
+						"query %zu: no plan came back from auto_explain on "
+						"session %u (is contrib's auto_explain installed?)",
+						q, i);
+				goto out;
+			}
+		}
+		if (R->have_dev) {
+			r->dev_reads = b1.reads - b0.reads;
+			r->dev_read_ms = b1.read_ms - b0.read_ms;
+			r->dev_ticks = b1.io_ticks_ms - b0.io_ticks_ms;
+		}
+		if ((rc = statio_after(R, &st1, e)))
+			goto out;
+		r->statio = st1 - st0;
+		r->n = (uint32_t) nout;
+		r->recall = R->gt ? cv_recall_at_k(R->base, cv_row(R->queries, q), CV_METRIC_L2,
+						   R->gt + q * R->k, R->k, ids, nout)
+				  : NAN;
+	}
+out:
+	free(ids);
+	free(prow);
+	free(pdist);
+	free(pn);
+	return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *) a, y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static json_t *num_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* DESIGN.md's vocabulary from the rows (new reference). */
+static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wall_s,
+			  double resident_before)
+{
+	double *lat = malloc((n ? n : 1) * sizeof(*lat)), sl = 0, rms = 0, rec = 0;
+	uint64_t dr = 0, dms = 0, dt = 0;
+	int64_t reads = 0;
+	size_t nrec = 0;
+	json_t *m = json_object();
+
+	if (!lat || !m) {
+		free(lat);
+		json_decref(m);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		lat[i] = rows[i].lat_ms;
+		sl += rows[i].lat_ms;
+		rms += rows[i].read_ms;
+		reads += rows[i].reads;
+		dr += rows[i].dev_reads;
+		dms += rows[i].dev_read_ms;
+		dt += rows[i].dev_ticks;
+		if (isfinite(rows[i].recall)) {
+			rec += rows[i].recall;
+			nrec++;
+		}
+	}
+	qsort(lat, n, sizeof(*lat), cmp_double);
+	json_object_set_new(m, "wall_s", json_real(wall_s));
+	json_object_set_new(m, "queries", json_integer((json_int_t) n));
+	json_object_set_new(m, "qps", json_real(wall_s > 0 ? (double) n / wall_s : 0));
+	json_object_set_new(m, "lat_mean_ms", num_or_null(n ? sl / (double) n : NAN));
+	json_object_set_new(m, "lat_p50_ms", num_or_null(cs_quantile(lat, n, 0.5)));
+	json_object_set_new(m, "lat_p99_ms", num_or_null(cs_quantile(lat, n, 0.99)));
+	json_object_set_new(m, "recall_at_k", num_or_null(nrec ? rec / (double) nrec : NAN));
+	json_object_set_new(m, "engine_reads", json_integer((json_int_t) reads));
+	json_object_set_new(m, "engine_read_ms_mean", num_or_null(reads ? rms / (double) reads : NAN));
+	json_object_set_new(m, "reads_per_query", num_or_null(n ? (double) reads / (double) n : NAN));
+	json_object_set_new(m, "bytes_per_read",
+			    reads ? json_real((double) R->block_size) : json_null());
+	if (R->have_dev) {
+		json_object_set_new(m, "device_reads", json_integer((json_int_t) dr));
+		json_object_set_new(m, "device_read_ms_mean",
+				    num_or_null(dr ? (double) dms / (double) dr : NAN));
+		json_object_set_new(m, "device_busy",
+				    num_or_null(wall_s > 0 ? (double) dt / 1000.0 / wall_s : NAN));
+	} else {
+		json_object_set_new(m, "device_reads", json_null());
+		json_object_set_new(m, "device_read_ms_mean", json_null());
+		json_object_set_new(m, "device_busy", json_null());
+	}
+	json_object_set_new(m, "io_over_wall",
+			    num_or_null(wall_s > 0 ? rms / 1e3 / wall_s : NAN));
+	json_object_set_new(m, "inflight_median", json_null());
+	json_object_set_new(m, "inflight_max", json_null());
+	json_object_set_new(m, "fanout_via", R->partsql ? json_string("libpq") : json_null());
+	json_object_set_new(m, "resident_fraction_before", num_or_null(resident_before));
+	json_object_set_new(m, "mem_peak_bytes", json_null());
+	free(lat);
+	return m;
+}
+
+static int count_cb(const ledger_record *r, void *ud)
+{
+	(void) r;
+	(*(int64_t *) ud)++;
+	return 0;
+}
+
+static const char *dataset_spec(const json_t *study, const char *s)
+{
+	const json_t *v = json_object_get(json_object_get(study, "datasets"), s);
+
+	return json_is_string(v) ? json_string_value(v) : s;
+}
+
+/* Replace every "{p}" of t with p (new string). */
+static char *part_sql(const char *t, size_t p)
+{
+	char num[24];
+	size_t nl, len = 0, cap;
+	char *out;
+	const char *s;
+
+	snprintf(num, sizeof(num), "%zu", p);
+	nl = strlen(num);
+	cap = strlen(t) * (nl > 3 ? nl : 3) + 1;
+	out = malloc(cap);
+	if (!out)
+		return NULL;
+	for (s = t; *s;) {
+		if (!strncmp(s, "{p}", 3)) {
+			memcpy(out + len, num, nl);
+			len += nl;
+			s += 3;
+		} else {
+			out[len++] = *s++;
+		}
+	}
+	out[len] = '\0';
+	return out;
+}
+
+/* 1. guards and inputs: everything refused or loaded before the run_start record. */
+static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harness_run_opts *o,
+		      const char *sha, json_t **marker, cs_err *e)
+{
+	const json_t *eff = R->eff, *pg = R->pgspec;
+	const char *pgdata = json_string_value(json_object_get(eff, "index"));
+	int port = json_is_integer(json_object_get(pg, "port"))
+			   ? (int) json_integer_value(json_object_get(pg, "port"))
+			   : 5432;
+	cv_err ce = {{0}};
+	int rc;
+
+	if (o->enforce_clean) {
+		const char *pd = o->project_dir ? o->project_dir : getenv("COLDSTUDY_SRC");
+
+		if ((rc = guard_clean_tree(R->l, pd ? pd : ".", "run", e)))
+			return rc;
+	}
+	if ((rc = guard_validated(R->l, "run", e)) ||
+	    (rc = guard_hypotheses(R->l, json_object_get(eff, "hypotheses"), "run", e)))
+		return rc;
+	/* The clone's data directory: held once, not production by identity, this study's clone. */
+	if ((rc = guard_existing(R->l, prod, pgdata, AT_FDCWD, "run", "index", &R->hold,
+				 e)) ||
+	    (rc = guard_clone(R->l, ledger_dir(R->l), guard_held_via(&R->hold), "run", 0, marker,
+			      e)))
+		return rc;
+	if (!json_is_string(json_object_get(*marker, "target")) ||
+	    strcmp(json_string_value(json_object_get(*marker, "target")), "postgres"))
+		return guard_refuse(R->l, "clone", "run", pgdata, e,
+				    "index %s: its clone marker is not a cluster's (clone the "
+				    "stopped cluster's data directory with coldstudy clone)",
+				    pgdata);
+	if ((rc = guard_port(R->l, prod, port, "run", "postgres.port", e)))
+		return rc;
+	/* what the run is comes from the plan, by its spec hash, not from the flag (as run.c) */
+	if ((rc = ledger_plan_load(R->l, 0, &R->plan, e)) ||
+	    (rc = guard_run_plan(R->l, &R->plan, sha, o->holdout, "run", &R->holdout, e)))
+		return rc;
+	R->cls = R->plan.plan || !R->holdout ? ledger_plan_class(&R->plan, sha) : "holdout";
+	if (R->holdout) {
+		if ((rc = guard_holdout_predictions(R->l, sha, "run", e)) ||
+		    (rc = guard_holdout_overlap(R->l, eff, o->declare_overlap, "run", e)))
+			return rc;
+	}
+	rc = harness_pg_init(&R->srv, &R->hold, port,
+			     json_string_value(json_object_get(pg, "shared_buffers")), e);
+	if (rc)
+		return rc;
+	{
+		/* The private socket directory goes through the guards like every other target. */
+		guard_held sh;
+
+		if ((rc = guard_existing(R->l, prod, R->srv.sockdir, AT_FDCWD, "run",
+					 "socket directory", &sh, e)))
+			return rc;
+		guard_held_close(&sh);
+	}
+	/* Inputs: queries, base and exact ground truth (cached). */
+	{
+		const json_t *q = json_object_get(eff, "queries");
+		const char *qspec = dataset_spec(study, json_string_value(json_object_get(q, "spec")));
+		const char *b = json_string_value(json_object_get(eff, "base"));
+		uint64_t first = (uint64_t) json_integer_value(json_object_get(q, "first"));
+		uint64_t count;
+		cv_dataset *qall = NULL;
+
+		if (cv_dataset_load(qspec, &qall, &ce))
+			return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.queries.spec: %s", R->spec_path,
+					  ce.msg);
+		count = json_is_integer(json_object_get(q, "count"))
+				? (uint64_t) json_integer_value(json_object_get(q, "count"))
+				: (first < qall->n ? qall->n - first : 0);
+		if (json_is_integer(json_object_get(eff, "query_count")) &&
+		    (uint64_t) json_integer_value(json_object_get(eff, "query_count")) < count)
+			count = (uint64_t) json_integer_value(json_object_get(eff, "query_count"));
+		if (first >= qall->n || count > qall->n - first || !count) {
+			cv_dataset_free(qall);
+			return cs_err_set(e, CS_EXIT_BADINPUT,
+					  "%s: $.queries: rows [%llu, %llu) are outside the queries",
+					  R->spec_path, (unsigned long long) first,
+					  (unsigned long long) (first + count));
+		}
+		rc = cv_dataset_slice(qall, first, count, &R->queries);
+		cv_dataset_free(qall);
+		if (rc)
+			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory slicing queries");
+		if (b) {
+			if (cv_dataset_load(dataset_spec(study, b), &R->base, &ce))
+				return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.base: %s", R->spec_path,
+						  ce.msg);
+			if (R->base->d != R->queries->d)
+				return cs_err_set(e, CS_EXIT_BADINPUT,
+						  "%s: $.base: %zu dimensions, queries %zu", R->spec_path,
+						  R->base->d, R->queries->d);
+			if (cv_groundtruth_cached(R->base, R->queries, R->k, CV_METRIC_L2, 0, NULL,
+						  &R->gt, &ce))
+				return cs_err_set(e, CS_EXIT_INTERNAL, "ground truth: %s", ce.msg);
+		}
+	}
+	if (R->psql && !strcmp(json_string_value(json_object_get(eff, "mode")), "fanout")) {
+		const json_t *parts = json_object_get(eff, "partitions");
+
+		R->nparts = json_array_size(parts);
+		R->partsql = calloc(R->nparts, sizeof(*R->partsql));
+		if (!R->partsql)
+			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		for (size_t p = 0; p < R->nparts; p++)
+			if (!(R->partsql[p] = part_sql(R->psql, (size_t) json_integer_value(
+									json_array_get(parts, p)))))
+				return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		R->nconns = (unsigned) json_integer_value(json_object_get(eff, "fanout"));
+		if (R->nconns > R->nparts)
+			R->nconns = (unsigned) R->nparts;
+	} else {
+		R->nconns = 1;
+	}
+	R->conns = calloc(R->nconns, sizeof(*R->conns));
+	if (!R->conns)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	return 0;
+}
+
+int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, const json_t *eff,
+		   const char *sha, const char *spec_path, harness_run_opts *o, cs_err *e)
+{
+	pgrun R;
+	json_t *marker = NULL, *features = NULL, *host = NULL, *metrics = NULL, *rowsj = NULL;
+	json_t *ios = NULL, *mems = NULL, *proms = NULL, *rec = NULL, *tmp, *pgj = NULL, *tags = NULL;
+	harness_samplers *smp = NULL;
+	pgrow *rows = NULL;
+	size_t nq = 0;
+	int64_t runs = 0;
+	char run_id[32], started[32], ended[32], why[512] = "", ver[64] = "", bs[32] = "";
+	double resident_before = 0, wall_s, setup_ms = 0;
+	uint64_t mem_peak = 0;
+	int rc, cold, each, run_started = 0;
+
+	memset(&R, 0, sizeof(R));
+	guard_held_init(&R.hold);
+	R.l = l;
+	R.eff = eff;
+	R.spec_path = spec_path;
+	R.pgspec = json_object_get(eff, "postgres");
+	R.sql = json_string_value(json_object_get(R.pgspec, "sql"));
+	R.psql = json_string_value(json_object_get(R.pgspec, "partition_sql"));
+	R.db = json_string_value(json_object_get(R.pgspec, "database"));
+	R.user = json_string_value(json_object_get(R.pgspec, "user"));
+	R.vec_pgvector = json_is_string(json_object_get(R.pgspec, "vector_text")) &&
+			 !strcmp(json_string_value(json_object_get(R.pgspec, "vector_text")), "pgvector");
+	R.k = (size_t) json_integer_value(json_object_get(eff, "k"));
+
+	/* 1. guards and inputs */
+	rc = pg_prepare(&R, prod, study, o, sha, &marker, e);
+	if (rc)
+		goto out;
+	nq = R.queries->n;
+	rows = calloc(nq, sizeof(*rows));
+	if (!rows) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		goto out;
+	}
+	rc = harness_spec_features(eff, &features, e);
+	if (!rc)
+		rc = harness_run_tags(eff, json_object_get(study, "defaults"), "postgres", R.cls,
+				      spec_path, &tags, e);
+	if (rc)
+		goto out;
+
+	/* 2. run_start */
+	if (ledger_foreach(l, "run_start", count_cb, &runs, e)) {
+		rc = e->code ? e->code : CS_EXIT_INTERNAL;
+		goto out;
+	}
+	snprintf(run_id, sizeof(run_id), "R%04lld", (long long) runs + 1);
+	snprintf(o->run_id, sizeof(o->run_id), "%s", run_id);
+	/* a holdout target run again: a deviation; its first run stays the observation */
+	if (R.holdout && (rc = guard_holdout_repeat(l, sha, run_id, "run", &R.repeat, e)))
+		goto out;
+	tmp = json_pack("{s:s, s:s, s:b, s:s}", "run_id", run_id, "spec_sha256", sha, "holdout",
+			R.holdout, "class", R.cls);
+	rc = ledger_append(l, "run_start", tmp, NULL, e);
+	json_decref(tmp);
+	if (rc)
+		goto out;
+	run_started = 1;
+
+	/* 3. cold or warm */
+	cold = json_is_true(json_object_get(eff, "cold"));
+	each = cold && json_is_true(json_object_get(eff, "cold_each_query"));
+	R.have_dev = cv_blkdev_for_path(guard_held_via(&R.hold), &R.bd, NULL) == 0;
+	if (cold) {
+		rc = cold_start(&R, &resident_before, e);
+	} else {
+		rc = harness_pg_start(&R.srv, e);
+		if (!rc)
+			rc = sessions_up(&R, e);
+	}
+	if (rc)
+		goto out;
+	{
+		PGresult *r = PQexec(R.conns[0].c, "SELECT current_setting('server_version'), "
+						   "current_setting('block_size')");
+
+		if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+			snprintf(ver, sizeof(ver), "%s", PQgetvalue(r, 0, 0));
+			snprintf(bs, sizeof(bs), "%s", PQgetvalue(r, 0, 1));
+		}
+		PQclear(r);
+		R.block_size = strtoll(bs, NULL, 10);
+	}
+	if (!cold) {
+		/* One untimed pass warms shared_buffers and the page cache. */
+		R.t0 = cs_mono_ns();
+		rc = run_load(&R, rows, nq, 0, why, sizeof(why), e);
+		if (rc)
+			goto out;
+		resident_before = clone_resident(&R);
+	}
+	host = harness_host_capture(guard_held_via(&R.hold));
+
+	/* 4. the load */
+	{
+		harness_sampler_opts so = {
+			.dev = R.have_dev ? &R.bd : NULL,
+			.iostat_s = json_number_value(json_object_get(json_object_get(eff, "samplers"), "iostat_s")),
+			.memory_s = json_number_value(json_object_get(json_object_get(eff, "samplers"), "memory_s")),
+		};
+
+		rc = harness_samplers_start(&so, &smp, e);
+		if (rc)
+			goto out;
+	}
+	cs_format_rfc3339(cs_now_us(), started);
+	R.t0 = cs_mono_ns();
+	rc = run_load(&R, rows, nq, each, why, sizeof(why), e);
+	cs_format_rfc3339(cs_now_us(), ended);
+	harness_samplers_stop(smp, &ios, &mems, &proms, &mem_peak);
+	smp = NULL;
+	if (rc)
+		goto out;
+	close_conns(&R);
+	rc = harness_pg_stop(&R.srv, e);
+	if (rc)
+		goto out;
+
+	/* 5. metrics: the wall runs from the first query's start to the last one's end, less setup */
+	for (size_t i = 1; i < nq; i++)
+		setup_ms += rows[i].setup_ms;
+	wall_s = (rows[nq - 1].t_ms + rows[nq - 1].lat_ms - rows[0].t_ms - setup_ms) / 1e3;
+	metrics = pg_metrics(&R, rows, nq, wall_s, resident_before);
+	rowsj = json_array();
+	if (!metrics || !rowsj) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nq; i++) {
+		const pgrow *r = &rows[i];
+
+		json_array_append_new(
+			rowsj, json_pack("{s:I, s:I, s:f, s:f, s:I, s:I, s:f, s:o, s:I, s:I, s:I, s:f, s:o}",
+					 "q", (json_int_t) (r->q + json_integer_value(json_object_get(
+									   json_object_get(eff, "queries"), "first"))),
+					 "client", (json_int_t) 0, "t_ms", r->t_ms, "lat_ms", r->lat_ms,
+					 "reads", (json_int_t) r->reads, "bytes",
+					 (json_int_t) (r->reads * R.block_size), "read_ms", r->read_ms,
+					 "recall", num_or_null(r->recall), "n", (json_int_t) r->n,
+					 "hit_blocks", (json_int_t) r->hits, "statio_reads",
+					 (json_int_t) r->statio, "setup_ms", r->setup_ms,
+					 "device_reads",
+					 R.have_dev ? json_integer((json_int_t) r->dev_reads) : json_null()));
+	}
+	{
+		int64_t plan_reads = json_integer_value(json_object_get(metrics, "engine_reads"));
+		int64_t hits = 0, statio = 0;
+
+		for (size_t i = 0; i < nq; i++) {
+			hits += rows[i].hits;
+			statio += rows[i].statio;
+		}
+		pgj = json_pack("{s:s, s:I, s:I, s:I, s:b, s:I, s:I, s:{s:s, s:s, s:s, s:s}, s:O*, "
+				"s:s, s:I, s:s, s:s, s:s}",
+				"server_version", ver, "block_size", (json_int_t) R.block_size,
+				"plan_blocks_read", (json_int_t) plan_reads, "statio_blocks_read",
+				(json_int_t) statio, "statio_agrees", statio == plan_reads,
+				"plan_blocks_hit", (json_int_t) hits,
+				"restarts", (json_int_t) R.restarts, "server", "shared_buffers",
+				R.srv.shared_buffers, "listen_addresses", "", "autovacuum", "off",
+				"track_io_timing", "on", "session", json_object_get(R.pgspec, "session"),
+				"connections", R.partsql ? "fanout: one thread, libpq non-blocking"
+							 : "serial: one session",
+				"sessions", (json_int_t) R.nconns, "measured",
+				"per query: auto_explain (EXPLAIN ANALYZE, BUFFERS, FORMAT JSON) of the "
+				"execution, and pg_statio_all_tables' blocks read over the query (every "
+				"session's statistics flushed before and after)",
+				"cold",
+				each ? "before every query: stop, evict every clone file, residency 0.0, "
+				       "start, sessions set up (outside the wall)"
+				     : cold ? "once: stop, evict every clone file, residency 0.0, start"
+					    : "warm: one untimed pass first",
+				"owner", R.srv.user);
+	}
+
+	/* 6. one transaction: the raw series and the run record */
+	{
+		char qsha[65], isha[65], msha[65], psha[65];
+		json_t *ixj;
+
+		rc = ledger_begin(l, e);
+		if (rc)
+			goto out;
+		if ((rc = ledger_put_raw(l, "queries", rowsj, qsha, e)) ||
+		    (rc = ledger_put_raw(l, "iostat", ios, isha, e)) ||
+		    (rc = ledger_put_raw(l, "memory", mems, msha, e)) ||
+		    (rc = ledger_put_raw(l, "prometheus", proms, psha, e))) {
+			ledger_rollback(l);
+			goto out;
+		}
+		ixj = json_pack("{s:s, s:s, s:{s:O, s:O}, s:I, s:I}", "kind", "postgres", "dir",
+				json_string_value(json_object_get(eff, "index")), "clone", "method",
+				json_object_get(marker, "method"), "source_sha256",
+				json_object_get(marker, "source_sha256"), "dev",
+				(json_int_t) R.hold.st.st_dev, "ino", (json_int_t) R.hold.st.st_ino);
+		rec = json_pack("{s:s, s:O, s:s, s:O, s:O, s:b, s:o, s:O, s:O, s:{s:s, s:s, s:s, s:s},"
+				" s:O, s:s, s:s, s:s, s:{s:n, s:b}, s:o, s:n, s:s, s:O}",
+				"run_id", run_id, "spec", eff, "spec_sha256", sha, "tags", tags,
+				"hypotheses", json_object_get(eff, "hypotheses"), "holdout", R.holdout,
+				"index", ixj, "features", features, "metrics", metrics, "raw",
+				"queries", qsha, "iostat", isha, "memory", msha, "prometheus", psha,
+				"host", host, "started", started, "ended", ended, "status", "complete",
+				"mem_cap", "requested_bytes", "applied", 0, "device_stats",
+				R.have_dev ? json_pack("{s:b, s:s}", "available", 1, "device", R.bd.part)
+					   : json_pack("{s:b}", "available", 0),
+				"device_time", "spec_file", spec_path, "postgres", pgj);
+		if (!rec) {
+			ledger_rollback(l);
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "cannot build the run record");
+			goto out;
+		}
+		json_object_set_new(rec, "class", json_string(R.cls));
+		json_object_set(rec, "labels", json_object_get(eff, "tags"));
+		if (ledger_plan_path(&R.plan, sha))
+			json_object_set_new(rec, "plan_path", json_string(ledger_plan_path(&R.plan, sha)));
+		if (R.repeat)
+			json_object_set_new(rec, "repeat", json_true());
+		rc = ledger_append(l, "run", rec, NULL, e);
+		if (rc) {
+			ledger_rollback(l);
+			goto out;
+		}
+		rc = ledger_commit(l, e);
+	}
+out:
+	if (rc && run_started && rc != CS_EXIT_REFUSED) {
+		json_t *d;
+		char because[CS_ERR_MAX + 64];
+		cs_err le = {0};
+
+		snprintf(because, sizeof(because), "run %s failed: %s; no run record", run_id, e->msg);
+		d = json_pack("{s:s, s:s, s:s}", "because", because, "run_id", run_id, "access_state",
+			      ledger_access_state(l));
+		if (!d || ledger_append(l, "deviation", d, NULL, &le))
+			fprintf(stderr, "coldstudy run: warning: deviation not recorded: %s\n", le.msg);
+		json_decref(d);
+	}
+	harness_samplers_stop(smp, NULL, NULL, NULL, NULL);
+	close_conns(&R);
+	harness_pg_fini(&R.srv);
+	free(R.conns);
+	for (size_t p = 0; R.partsql && p < R.nparts; p++)
+		free(R.partsql[p]);
+	free(R.partsql);
+	free(R.vtext);
+	free(R.gt);
+	cv_dataset_free(R.queries);
+	cv_dataset_free(R.base);
+	guard_held_close(&R.hold);
+	free(rows);
+	json_decref(marker);
+	json_decref(features);
+	json_decref(host);
+	json_decref(metrics);
+	json_decref(rowsj);
+	json_decref(ios);
+	json_decref(mems);
+	json_decref(proms);
+	json_decref(rec);
+	json_decref(pgj);
+	json_decref(tags);
+	ledger_plan_free(&R.plan);
+	return rc;
+}

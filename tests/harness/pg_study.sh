@@ -1,0 +1,220 @@
+#!/bin/sh
+# A study of a real PostgreSQL cluster (issue 18): a "production" cluster
+# (Debian's PostgreSQL, started here under the postgres user in a private
+# temp dir, a private socket dir, no TCP) with a contrib `cube` GiST table of
+# 20,000 synthetic 64-d vectors in 4 hash partitions; clone it (stopped,
+# and running through the low-level backup API);
+# validate; a cold serial run (Merge Append over the partitions, cold before
+# every query) and a cold fan-out run (4 partitions over 4 connections);
+# each run's engine reads equal PostgreSQL's own blocks read (the plans' sum
+# and pg_statio's), with device reads and io_over_wall recorded; runs that
+# reach production (its data directory, through a symlink too, or its port)
+# are refused (exit 3, recorded); production is never started by a run;
+# `log verify` passes. With pgvector installed the same serial run is made
+# on a pgvector HNSW table (else that case is skipped, said so).
+# Skips (77) without root, the postgres user, the server binaries or cube.
+set -u
+cs=${COLDSTUDY:?}
+[ "$(id -u)" = 0 ] || { echo "needs root (the server runs as postgres)"; exit 77; }
+id postgres >/dev/null 2>&1 || { echo "no postgres user"; exit 77; }
+command -v python3 >/dev/null 2>&1 || exit 77
+B=$(pg_config --bindir 2>/dev/null)
+[ -x "$B/postgres" ] || B=/usr/lib/postgresql/15/bin
+[ -x "$B/postgres" ] && [ -x "$B/initdb" ] && [ -x "$B/pg_ctl" ] && [ -x "$B/psql" ] ||
+	{ echo "PostgreSQL server binaries missing"; exit 77; }
+SH=$(pg_config --sharedir 2>/dev/null)
+[ -f "$SH/extension/cube.control" ] || SH=/usr/share/postgresql/15
+[ -f "$SH/extension/cube.control" ] || { echo "contrib cube missing"; exit 77; }
+export COLDSTUDY_PG_BINDIR="$B"
+
+T=$(mktemp -d /var/tmp/cs-pg-XXXXXX)
+chmod 755 "$T" # the server (user postgres) walks to its data directory through here
+export COLDSTUDY_PRODUCTION_REGISTRY="$T/registry.json"
+PORT=5499
+cleanup() {
+	[ -f "$T/prod/data/postmaster.pid" ] &&
+		runuser -u postgres -- "$B/pg_ctl" -D "$T/prod/data" -m immediate stop >/dev/null 2>&1
+	rm -rf "$T"
+}
+trap cleanup EXIT INT TERM
+fail=0
+say() { echo "$*"; }
+FAILED() { echo "FAIL: $*"; fail=1; }
+pg() { runuser -u postgres -- "$@"; }
+psqlp() { "$B/psql" -X -q -v ON_ERROR_STOP=1 -h "$T/prodsock" -p $PORT -U postgres -d postgres "$@"; }
+
+# ---- production: a cube GiST table of 20,000 64-d vectors (the example study's maker) ----
+src=${COLDSTUDY_SRC:?}
+sh "$src/studies/pg-cube/make_cluster.sh" "$B" "$T" $PORT >"$T/make.log" 2>&1 ||
+	{ echo "FAIL: making the production cluster: $(tail -5 "$T/make.log")"; exit 1; }
+prod_start() {
+	pg "$B/pg_ctl" -D "$T/prod/data" -l "$T/prod/log" -w -t 60 \
+		-o "-k $T/prodsock -p $PORT -c listen_addresses=''" start >/dev/null ||
+		{ echo "FAIL: production start: $(tail -3 "$T/prod/log")"; exit 1; }
+}
+havevec=0
+if [ -f "$SH/extension/vector.control" ]; then
+	prod_start
+	psqlp -c "CREATE EXTENSION vector" -c "CREATE TABLE vitems (id int PRIMARY KEY, v vector(64))" \
+		-c "INSERT INTO vitems SELECT id, cube_to_vector FROM (SELECT id, ('[' || array_to_string(ARRAY(SELECT cube_ll_coord(v, i) FROM generate_series(1, 64) i), ',') || ']')::vector(64) AS cube_to_vector FROM items) s" \
+		-c "CREATE INDEX ON vitems USING hnsw (v vector_l2_ops)" -c "VACUUM ANALYZE vitems" &&
+		havevec=1 || FAILED "pgvector is installed but its table could not be made"
+	pg "$B/pg_ctl" -D "$T/prod/data" -m fast -w stop >/dev/null || { echo "FAIL: production stop"; exit 1; }
+fi
+
+# ---- the study: production by identity (data directory, socket directory, port) ----
+S=$T/S
+"$cs" init "$S" >/dev/null || exit 1
+cat > "$T/study.json" <<J
+{"id":"pg18","production":{"paths":["$T/prod/data"],"sockets":["$T/prodsock"],"ports":[$PORT]},
+ "datasets":{"base":"fvecs:$T/base.fvecs","queries":"fvecs:$T/queries.fvecs"},
+ "indexes":{"items":{"kind":"postgres","source":"$T/prod/data","clone":"$T/clone/data"}},
+ "scratch_dir":"$T/scratch"}
+J
+"$cs" study register "$S" "$T/study.json" >/dev/null || { echo "FAIL: study register"; exit 1; }
+# A running cluster is not copied without its server's socket (the backup API needs it).
+prod_start
+"$cs" clone "$T/prod/data" "$T/clone/data" --study "$S" >"$T/out" 2>&1
+[ $? = 5 ] || FAILED "clone of a running cluster was not refused (exit 5): $(cat "$T/out")"
+[ -e "$T/clone/data" ] && FAILED "the refused clone left $T/clone/data"
+pg "$B/pg_ctl" -D "$T/prod/data" -m fast -w stop >/dev/null
+"$cs" clone "$T/prod/data" "$T/clone/data" --study "$S" >"$T/out" 2>&1 ||
+	{ echo "FAIL: clone: $(cat "$T/out")"; exit 1; }
+[ "$(stat -c %U:%a "$T/clone/data")" = "postgres:700" ] ||
+	FAILED "the clone is not the cluster owner's 0700: $(stat -c %U:%a "$T/clone/data")"
+[ -d "$T/clone/data/pg_notify" ] || FAILED "the clone lacks the cluster's empty directories"
+prod_start # production runs beside the study from here on
+prodpid=$(head -1 "$T/prod/data/postmaster.pid")
+"$cs" validate "$S" --quiet --allow-no-device-stats >"$T/out" 2>&1 ||
+	{ echo "FAIL: validate: $(tail -5 "$T/out")"; exit 1; }
+
+SQL="SELECT id FROM items ORDER BY v <-> cube(\$1::float8[]) LIMIT 10"
+PSQL="SELECT id, v <-> cube(\$1::float8[]) AS d FROM items_{p} ORDER BY v <-> cube(\$1::float8[]) LIMIT 10"
+runspec() { # file clone-data-directory port mode extra
+	cat > "$1" <<J
+{"target":"postgres","index":"$2",
+ "postgres":{"port":$3,"sql":"$SQL","partition_sql":"$PSQL",
+             "session":["SET enable_seqscan = off"],"shared_buffers":"16MB"},
+ "queries":{"spec":"queries","count":6},"base":"base","k":10,
+ "cold":true,"cold_each_query":true,"mode":"$4"$5}
+J
+}
+runspec "$T/serial.json" "$T/clone/data" 5433 serial ""
+runspec "$T/fanout.json" "$T/clone/data" 5433 fanout ',"fanout":4,"partitions":[0,1,2,3]'
+record() { # run-id: key=value lines of what the test checks
+	python3 - "$S/ledger.db" "$1" <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for (p,) in db.execute("select payload from records where kind='run'"):
+    r = json.loads(p)
+    if r["run_id"] != sys.argv[2]:
+        continue
+    m, g = r["metrics"], r["postgres"]
+    print("engine_reads=%s" % m["engine_reads"])
+    print("plan_reads=%s" % g["plan_blocks_read"])
+    print("statio_reads=%s" % g["statio_blocks_read"])
+    print("device_reads=%s" % m["device_reads"])
+    print("io_over_wall=%s" % m["io_over_wall"])
+    print("recall=%s" % m["recall_at_k"])
+    print("queries=%s" % m["queries"])
+    print("restarts=%s" % g["restarts"])
+    print("resident=%s" % m["resident_fraction_before"])
+    print("kind=%s" % r["index"]["kind"])
+PY
+}
+check_run() { # what run-id max-io_over_wall
+	rec=$(record "$2")
+	get() { echo "$rec" | sed -n "s/^$1=//p"; }
+	echo "$1: $(echo $rec)"
+	[ "$(get kind)" = postgres ] || FAILED "$1: index kind $(get kind)"
+	[ "$(get queries)" = 6 ] || FAILED "$1: $(get queries) queries"
+	[ "$(get engine_reads)" -gt 0 ] 2>/dev/null || FAILED "$1: no blocks read on a cold run"
+	[ "$(get engine_reads)" = "$(get plan_reads)" ] || FAILED "$1: engine reads != the plans' blocks read"
+	[ "$(get engine_reads)" = "$(get statio_reads)" ] ||
+		FAILED "$1: engine reads $(get engine_reads) != pg_statio's blocks read $(get statio_reads)"
+	[ "$(get device_reads)" != None ] || FAILED "$1: device reads not recorded"
+	# Serial: read time lies within the wall; a fan-out's reads overlap (up to its sessions).
+	python3 -c "import sys; v=float(sys.argv[1]); sys.exit(0 if 0 < v <= float(sys.argv[2]) else 1)" \
+		"$(get io_over_wall)" "$3" || FAILED "$1: io_over_wall $(get io_over_wall) outside (0, $3]"
+	python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.99 else 1)" "$(get recall)" ||
+		FAILED "$1: recall $(get recall) (GiST KNN is exact)"
+	[ "$(get restarts)" = 6 ] || FAILED "$1: $(get restarts) cold restarts, expected one per query"
+	python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) == 0 else 1)" "$(get resident)" ||
+		FAILED "$1: residency before $(get resident), expected 0.0"
+}
+r1=$("$cs" run "$S" "$T/serial.json" -q 2>"$T/err") || { echo "FAIL: serial run: $(cat "$T/err")"; exit 1; }
+check_run serial "$r1" 1.0
+r2=$("$cs" run "$S" "$T/fanout.json" -q 2>"$T/err") || { echo "FAIL: fan-out run: $(cat "$T/err")"; exit 1; }
+check_run fanout "$r2" 4.0
+# The per-query rows add up to the run's reads.
+python3 - "$S" "$r1" "$cs" <<'PY' || FAILED "per-query rows do not add up to engine_reads"
+import json, subprocess, sys
+s, rid, cs = sys.argv[1:4]
+rec = json.loads(subprocess.run([cs, "run", "show", s, rid, "--json"], capture_output=True, text=True, check=True).stdout)
+rows = [json.loads(l) for l in subprocess.run([cs, "run", "show", s, rid, "--queries", "--jsonl"], capture_output=True, text=True, check=True).stdout.splitlines() if l.strip()]
+assert len(rows) == 6, len(rows)
+assert sum(r["reads"] for r in rows) == rec["metrics"]["engine_reads"], (rows, rec["metrics"])
+PY
+
+# ---- runs that reach production are refused, by identity ----
+refusals() { python3 - "$S/ledger.db" <<'PY'
+import sqlite3, sys
+print(sqlite3.connect(sys.argv[1]).execute("select count(*) from records where kind='refusal'").fetchone()[0])
+PY
+}
+expect_refused() { # what spec
+	r0=$(refusals)
+	"$cs" run "$S" "$2" -q >"$T/out" 2>"$T/err"; got=$?
+	[ $got = 3 ] || FAILED "$1: exit $got, expected 3: $(head -c 300 "$T/err")"
+	[ "$(refusals)" -gt "$r0" ] || FAILED "$1: no refusal record"
+}
+runspec "$T/prod.json" "$T/prod/data" 5433 serial ""
+expect_refused "production's data directory" "$T/prod.json"
+ln -s "$T/prod/data" "$T/innocent"
+runspec "$T/link.json" "$T/innocent" 5433 serial ""
+expect_refused "production's data directory through a symlink" "$T/link.json"
+runspec "$T/port.json" "$T/clone/data" $PORT serial ""
+expect_refused "production's port" "$T/port.json"
+# A clone whose file has a second name (maybe production's bytes) is refused.
+ln "$T/clone/data/PG_VERSION" "$T/second-name"
+expect_refused "a clone file with a second link" "$T/serial.json"
+rm -f "$T/second-name"
+[ "$(head -1 "$T/prod/data/postmaster.pid")" = "$prodpid" ] ||
+	FAILED "production's server changed while the study ran"
+
+# ---- a running cluster cloned through the low-level backup API, and run ----
+"$cs" clone "$T/prod/data" "$T/online/data" --study "$S" --pg-socket "$T/prodsock" --pg-port $PORT \
+	>"$T/out" 2>&1 || FAILED "online clone: $(cat "$T/out")"
+grep -q "^LABEL: coldstudy clone" "$T/online/data/backup_label" 2>/dev/null ||
+	FAILED "the online clone has no backup_label"
+[ -e "$T/online/data/postmaster.pid" ] && FAILED "the online clone copied postmaster.pid"
+runspec "$T/online.json" "$T/online/data" 5433 serial ""
+sed -i 's/"count":6/"count":2/' "$T/online.json"
+r4=$("$cs" run "$S" "$T/online.json" -q 2>"$T/err") || FAILED "run on the online clone: $(cat "$T/err")"
+if [ -n "${r4:-}" ]; then
+	rec=$(record "$r4")
+	echo "online: $(echo $rec)"
+	echo "$rec" | grep -q "^recall=1" || FAILED "online clone: recall is not 1: $(echo $rec)"
+	[ "$(echo "$rec" | sed -n 's/^engine_reads=//p')" = "$(echo "$rec" | sed -n 's/^statio_reads=//p')" ] ||
+		FAILED "online clone: engine reads != pg_statio's"
+fi
+[ "$(head -1 "$T/prod/data/postmaster.pid")" = "$prodpid" ] ||
+	FAILED "production's server changed during the online clone"
+
+# ---- pgvector, where it is installed ----
+if [ $havevec = 1 ]; then
+	cat > "$T/vec.json" <<J
+{"target":"postgres","index":"$T/clone/data",
+ "postgres":{"port":5433,"vector_text":"pgvector",
+             "sql":"SELECT id FROM vitems ORDER BY v <-> \$1::vector LIMIT 10",
+             "session":["SET hnsw.ef_search = 40"],"shared_buffers":"16MB"},
+ "queries":{"spec":"queries","count":6},"base":"base","k":10,"cold":true,"cold_each_query":true}
+J
+	r3=$("$cs" run "$S" "$T/vec.json" -q 2>"$T/err") || FAILED "pgvector run: $(cat "$T/err")"
+else
+	echo "pgvector is not installed here: its case is skipped"
+fi
+
+"$cs" log verify "$S" >"$T/out" 2>&1 || FAILED "log verify: $(tail -3 "$T/out")"
+[ $fail = 0 ] && echo "ok: clone, validate, cold serial and fan-out runs on PostgreSQL, refusals, log verify"
+exit $fail
