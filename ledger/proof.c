@@ -306,7 +306,7 @@ int ledger_prove_inclusion(ledger *l, int64_t seq, int64_t tree_size, ledger_pro
 {
 	unsigned char(*leaves)[32] = NULL;
 	ledger_record r;
-	int64_t n;
+	int64_t n = 0; /* resolve_size sets it; gcc -O3 cannot see that on its error path */
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -347,7 +347,7 @@ int ledger_prove_consistency(ledger *l, int64_t old_size, int64_t new_size, ledg
 			     cs_err *e)
 {
 	unsigned char(*leaves)[32] = NULL;
-	int64_t n;
+	int64_t n = 0; /* set by resolve_size (gcc -O3 cannot see it) */
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -497,7 +497,7 @@ int ledger_proof_parse(const char *buf, size_t len, const char *name, ledger_pro
 		    (rc = get_hash(doc, "record_hash", name, out->record_hash, e)))
 			goto out;
 		if (json_object_get(doc, "seq")) {
-			int64_t seq;
+			int64_t seq = 0;
 
 			if ((rc = get_int(doc, "seq", name, 1, &seq, e)))
 				goto out;
