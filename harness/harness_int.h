@@ -181,6 +181,11 @@ int harness_pg_backup_start(const char *pgdata, const struct stat *st, const cha
 /* pg_backup_stop on that session and close it; *label (new, may be NULL) gets backup_label's text. */
 int harness_pg_backup_stop(PGconn *c, char **label, cs_err *e);
 
+/* Shared by run.c and pgrun.c: qsort order for doubles; a finite number or JSON null (new); a study dataset name's spec, else s (borrowed). */
+int harness_cmp_double(const void *a, const void *b);
+json_t *harness_num_or_null(double v);
+const char *harness_dataset_spec(const json_t *study, const char *s);
+
 /* The signal (SIGINT, SIGTERM) that asked the running `run` to stop, or 0 (run.c). */
 int harness_run_interrupted(void);
 

@@ -666,17 +666,6 @@ out:
 	return rc;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *) a, y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
-
-static json_t *num_or_null(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
-}
 
 /* DESIGN.md's vocabulary from the rows (new reference). */
 static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wall_s,
@@ -706,36 +695,36 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 			nrec++;
 		}
 	}
-	qsort(lat, n, sizeof(*lat), cmp_double);
+	qsort(lat, n, sizeof(*lat), harness_cmp_double);
 	json_object_set_new(m, "wall_s", json_real(wall_s));
 	json_object_set_new(m, "queries", json_integer((json_int_t) n));
 	json_object_set_new(m, "qps", json_real(wall_s > 0 ? (double) n / wall_s : 0));
-	json_object_set_new(m, "lat_mean_ms", num_or_null(n ? sl / (double) n : NAN));
-	json_object_set_new(m, "lat_p50_ms", num_or_null(cs_quantile(lat, n, 0.5)));
-	json_object_set_new(m, "lat_p99_ms", num_or_null(cs_quantile(lat, n, 0.99)));
-	json_object_set_new(m, "recall_at_k", num_or_null(nrec ? rec / (double) nrec : NAN));
+	json_object_set_new(m, "lat_mean_ms", harness_num_or_null(n ? sl / (double) n : NAN));
+	json_object_set_new(m, "lat_p50_ms", harness_num_or_null(cs_quantile(lat, n, 0.5)));
+	json_object_set_new(m, "lat_p99_ms", harness_num_or_null(cs_quantile(lat, n, 0.99)));
+	json_object_set_new(m, "recall_at_k", harness_num_or_null(nrec ? rec / (double) nrec : NAN));
 	json_object_set_new(m, "engine_reads", json_integer((json_int_t) reads));
-	json_object_set_new(m, "engine_read_ms_mean", num_or_null(reads ? rms / (double) reads : NAN));
-	json_object_set_new(m, "reads_per_query", num_or_null(n ? (double) reads / (double) n : NAN));
+	json_object_set_new(m, "engine_read_ms_mean", harness_num_or_null(reads ? rms / (double) reads : NAN));
+	json_object_set_new(m, "reads_per_query", harness_num_or_null(n ? (double) reads / (double) n : NAN));
 	json_object_set_new(m, "bytes_per_read",
 			    reads ? json_real((double) R->block_size) : json_null());
 	if (R->have_dev) {
 		json_object_set_new(m, "device_reads", json_integer((json_int_t) dr));
 		json_object_set_new(m, "device_read_ms_mean",
-				    num_or_null(dr ? (double) dms / (double) dr : NAN));
+				    harness_num_or_null(dr ? (double) dms / (double) dr : NAN));
 		json_object_set_new(m, "device_busy",
-				    num_or_null(wall_s > 0 ? (double) dt / 1000.0 / wall_s : NAN));
+				    harness_num_or_null(wall_s > 0 ? (double) dt / 1000.0 / wall_s : NAN));
 	} else {
 		json_object_set_new(m, "device_reads", json_null());
 		json_object_set_new(m, "device_read_ms_mean", json_null());
 		json_object_set_new(m, "device_busy", json_null());
 	}
 	json_object_set_new(m, "io_over_wall",
-			    num_or_null(wall_s > 0 ? rms / 1e3 / wall_s : NAN));
+			    harness_num_or_null(wall_s > 0 ? rms / 1e3 / wall_s : NAN));
 	json_object_set_new(m, "inflight_median", json_null());
 	json_object_set_new(m, "inflight_max", json_null());
 	json_object_set_new(m, "fanout_via", R->partsql ? json_string("libpq") : json_null());
-	json_object_set_new(m, "resident_fraction_before", num_or_null(resident_before));
+	json_object_set_new(m, "resident_fraction_before", harness_num_or_null(resident_before));
 	json_object_set_new(m, "mem_peak_bytes", json_null());
 	free(lat);
 	return m;
@@ -748,12 +737,6 @@ static int count_cb(const ledger_record *r, void *ud)
 	return 0;
 }
 
-static const char *dataset_spec(const json_t *study, const char *s)
-{
-	const json_t *v = json_object_get(json_object_get(study, "datasets"), s);
-
-	return json_is_string(v) ? json_string_value(v) : s;
-}
 
 /* Replace every "{p}" of t with p (new string). */
 static char *part_sql(const char *t, size_t p)
@@ -843,7 +826,7 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 	/* Inputs: queries, base and exact ground truth (cached). */
 	{
 		const json_t *q = json_object_get(eff, "queries");
-		const char *qspec = dataset_spec(study, json_string_value(json_object_get(q, "spec")));
+		const char *qspec = harness_dataset_spec(study, json_string_value(json_object_get(q, "spec")));
 		const char *b = json_string_value(json_object_get(eff, "base"));
 		uint64_t first = (uint64_t) json_integer_value(json_object_get(q, "first"));
 		uint64_t count;
@@ -870,7 +853,7 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 		if (rc)
 			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory slicing queries");
 		if (b) {
-			if (cv_dataset_load(dataset_spec(study, b), &R->base, &ce))
+			if (cv_dataset_load(harness_dataset_spec(study, b), &R->base, &ce))
 				return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.base: %s", R->spec_path,
 						  ce.msg);
 			if (R->base->d != R->queries->d)
@@ -1048,7 +1031,7 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 					 "client", (json_int_t) 0, "t_ms", r->t_ms, "lat_ms", r->lat_ms,
 					 "reads", (json_int_t) r->reads, "bytes",
 					 (json_int_t) (r->reads * R.block_size), "read_ms", r->read_ms,
-					 "recall", num_or_null(r->recall), "n", (json_int_t) r->n,
+					 "recall", harness_num_or_null(r->recall), "n", (json_int_t) r->n,
 					 "hit_blocks", (json_int_t) r->hits, "statio_reads",
 					 (json_int_t) r->statio, "setup_ms", r->setup_ms,
 					 "device_reads",

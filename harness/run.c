@@ -353,20 +353,20 @@ out:
 	return NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
+int harness_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *) a, y = *(const double *) b;
 
 	return x < y ? -1 : x > y;
 }
 
-static json_t *num_or_null(double v)
+json_t *harness_num_or_null(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
 /* Resolve a dataset name of study.datasets to its spec; else the string itself. */
-static const char *dataset_spec(const json_t *study, const char *s)
+const char *harness_dataset_spec(const json_t *study, const char *s)
 {
 	const json_t *v = json_object_get(json_object_get(study, "datasets"), s);
 
@@ -389,7 +389,7 @@ static const char *base_spec(struct ledger *l, const json_t *study, const json_t
 	cs_err e = {0};
 
 	if (b)
-		return dataset_spec(study, b);
+		return harness_dataset_spec(study, b);
 	if (stat(index, &ist) < 0 || guard_hold(ledger_dir(l), AT_FDCWD, &sh, &e))
 		return NULL;
 	json_object_foreach(json_object_get(study, "indexes"), k, v) {
@@ -400,7 +400,7 @@ static const char *base_spec(struct ledger *l, const json_t *study, const json_t
 		if (!c || !d || found || guard_hold(c, sh.fd, &ch, &e))
 			continue;
 		if (ch.exists && ch.st.st_dev == ist.st_dev && ch.st.st_ino == ist.st_ino)
-			found = dataset_spec(study, d);
+			found = harness_dataset_spec(study, d);
 		guard_held_close(&ch);
 	}
 	guard_held_close(&sh);
@@ -417,14 +417,14 @@ static const char *base_spec(struct ledger *l, const json_t *study, const json_t
 static int run_guard_inputs(struct ledger *l, guard_prodset *prod, const json_t *study,
 			    const json_t *eff, const guard_held *ih, guard_held *wh, cs_err *e)
 {
-	const char *q = dataset_spec(study, json_string_value(json_object_get(json_object_get(eff, "queries"), "spec")));
+	const char *q = harness_dataset_spec(study, json_string_value(json_object_get(json_object_get(eff, "queries"), "spec")));
 	const char *b = json_string_value(json_object_get(eff, "base"));
 	const char *cache = getenv("COLDSTUDY_CACHE");
 	const json_t *bw = json_object_get(eff, "bulkwrite");
 	int rc;
 
 	if ((rc = guard_dataset(l, prod, q, "run", "$.queries.spec", e)) ||
-	    (b && (rc = guard_dataset(l, prod, dataset_spec(study, b), "run", "$.base", e))))
+	    (b && (rc = guard_dataset(l, prod, harness_dataset_spec(study, b), "run", "$.base", e))))
 		return rc;
 	if (cache && *cache && strncmp(cache, "/proc/", 6)) {
 		static guard_held ch; /* the engine reads COLDSTUDY_CACHE for the whole run */
@@ -503,30 +503,30 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 	}
 	if (!virt)
 		read_ms = (double) all->lat_ns.sum / 1e6;
-	qsort(lat, n, sizeof(*lat), cmp_double);
+	qsort(lat, n, sizeof(*lat), harness_cmp_double);
 	json_object_set_new(m, "wall_s", json_real(wall_s));
 	json_object_set_new(m, "queries", json_integer((json_int_t) n));
 	json_object_set_new(m, "qps", json_real(wall_s > 0 ? (double) n / wall_s : 0));
-	json_object_set_new(m, "lat_mean_ms", num_or_null(n ? sum_lat / (double) n : NAN));
-	json_object_set_new(m, "lat_p50_ms", num_or_null(cs_quantile(lat, n, 0.5)));
-	json_object_set_new(m, "lat_p99_ms", num_or_null(cs_quantile(lat, n, 0.99)));
-	json_object_set_new(m, "recall_at_k", num_or_null(nrec ? sum_rec / (double) nrec : NAN));
+	json_object_set_new(m, "lat_mean_ms", harness_num_or_null(n ? sum_lat / (double) n : NAN));
+	json_object_set_new(m, "lat_p50_ms", harness_num_or_null(cs_quantile(lat, n, 0.5)));
+	json_object_set_new(m, "lat_p99_ms", harness_num_or_null(cs_quantile(lat, n, 0.99)));
+	json_object_set_new(m, "recall_at_k", harness_num_or_null(nrec ? sum_rec / (double) nrec : NAN));
 	json_object_set_new(m, "engine_reads", json_integer((json_int_t) all->reads));
 	json_object_set_new(m, "engine_read_ms_mean",
-			    num_or_null(all->reads ? read_ms / (double) all->reads : NAN));
+			    harness_num_or_null(all->reads ? read_ms / (double) all->reads : NAN));
 	json_object_set_new(m, "reads_per_query",
-			    num_or_null(n ? (double) all->reads / (double) n : NAN));
+			    harness_num_or_null(n ? (double) all->reads / (double) n : NAN));
 	json_object_set_new(m, "bytes_per_read",
-			    num_or_null(all->reads ? (double) all->bytes / (double) all->reads : NAN));
+			    harness_num_or_null(all->reads ? (double) all->bytes / (double) all->reads : NAN));
 	if (have_dev && !virt) {
 		uint64_t dr = bs1->reads - bs0->reads;
 
 		json_object_set_new(m, "device_reads", json_integer((json_int_t) dr));
 		json_object_set_new(m, "device_read_ms_mean",
-				    num_or_null(dr ? (double) (bs1->read_ms - bs0->read_ms) / (double) dr
+				    harness_num_or_null(dr ? (double) (bs1->read_ms - bs0->read_ms) / (double) dr
 						   : NAN));
 		json_object_set_new(m, "device_busy",
-				    num_or_null(wall_s > 0 ? (double) (bs1->io_ticks_ms - bs0->io_ticks_ms) /
+				    harness_num_or_null(wall_s > 0 ? (double) (bs1->io_ticks_ms - bs0->io_ticks_ms) /
 								     1000.0 / wall_s
 							   : NAN));
 	} else {
@@ -535,7 +535,7 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 		json_object_set_new(m, "device_busy", json_null());
 	}
 	json_object_set_new(m, "io_over_wall",
-			    num_or_null(wall_s > 0 && all->reads ? read_ms / 1e3 / wall_s
+			    harness_num_or_null(wall_s > 0 && all->reads ? read_ms / 1e3 / wall_s
 								 : (all->reads ? NAN : 0.0)));
 	json_object_set_new(m, "inflight_median",
 			    all->inflight.count ? json_real(cv_hist_quantile(&all->inflight, 0.5))
@@ -547,7 +547,7 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 		/* a fan-out's concurrency, and how it was had: "uring" or "threads" */
 		json_object_set_new(m, "fanout_via", via ? json_string(via) : json_null());
 	}
-	json_object_set_new(m, "resident_fraction_before", num_or_null(resident_before));
+	json_object_set_new(m, "resident_fraction_before", harness_num_or_null(resident_before));
 	json_object_set_new(m, "mem_peak_bytes", json_integer((json_int_t) mem_peak));
 	free(lat);
 	return m;
@@ -763,7 +763,7 @@ static int repeat_metrics(const load *L, uint64_t t_end, int virt, int have_dev,
 				"client", (json_int_t) r->client, "t_ms", r->t_ms, "lat_ms",
 				virt ? r->vlat_ms : r->lat_ms, "reads", (json_int_t) r->reads, "bytes",
 				(json_int_t) r->bytes, "read_ms", virt ? r->vread_ms : r->read_ms, "recall",
-				num_or_null(r->recall), "n", (json_int_t) r->n);
+				harness_num_or_null(r->recall), "n", (json_int_t) r->n);
 
 			if (row && virt) {
 				json_object_set_new(row, "lat_ms_real", json_real(r->lat_ms));
@@ -1002,7 +1002,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	/* Inputs: queries, base and exact ground truth (cached), the index, the device. */
 	{
 		const json_t *q = json_object_get(eff, "queries");
-		const char *qspec = dataset_spec(study, json_string_value(json_object_get(q, "spec")));
+		const char *qspec = harness_dataset_spec(study, json_string_value(json_object_get(q, "spec")));
 		uint64_t first = (uint64_t) json_integer_value(json_object_get(q, "first"));
 		uint64_t count;
 		int r;
