@@ -948,6 +948,18 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		rc = harness_pg_run(l, prod, study, eff, sha, spec_path, o, e);
 		goto out;
 	}
+	if (json_is_integer(json_object_get(eff, "seed"))) {
+		uint64_t reg = (uint64_t) json_integer_value(json_object_get(eff, "seed"));
+
+		if (o->has_seed && o->seed != reg) {
+			rc = cs_err_set(e, CS_EXIT_USAGE,
+					"%s: $.seed: the spec registers seed %llu; --seed %llu contradicts it",
+					spec_path, (unsigned long long) reg, (unsigned long long) o->seed);
+			goto out;
+		}
+		o->seed = reg;
+		o->has_seed = 1;
+	}
 	if (json_is_integer(json_object_get(eff, "repeat")))
 		nrep = (unsigned) json_integer_value(json_object_get(eff, "repeat"));
 	if (json_is_integer(json_object_get(eff, "warmup_queries")))
@@ -1158,7 +1170,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	if (rc)
 		goto out;
 	run_started = 1;
-	/* The run's random stream: its own, or the one asked for to replay a run. */
+	/* The run's random stream: its own, the spec's, or the one asked for to replay a run. */
 	L.seed = o->has_seed ? o->seed : run_seed(run_id, sha);
 	o->seed_used = L.seed;
 	if (dev && cv_device_reseed(dev, L.seed)) {

@@ -209,6 +209,9 @@ static const jv_key run_keys[] = {
 	{.name = "device_time", .type = JK_ENUM, .vals = device_times,
 	 .desc = "realtime: the device model delays reads; virtual: real reads, each query's trace "
 		 "replayed on the model afterwards"},
+	{.name = "seed", .type = JK_INT, .lo = 0, .hi = 9007199254740991.0,
+	 .desc = "the device model's random stream, registered with the spec (default: a hash of "
+		 "the run id and the spec, so every run draws its own); needs device"},
 	{.name = "prewarm", .type = JK_OBJECT, .flags = JK_NULLABLE, .sub = prewarm_keys,
 	 .desc = "load a query's blocks (or another's) into the cache before it: {of, offset}"},
 	{.name = "load", .type = JK_OBJECT, .flags = JK_NULLABLE, .sub = load_keys,
@@ -429,6 +432,8 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 	if (json_is_object(pw) && json_integer_value(json_object_get(eff, "clients")) != 1)
 		return bad(e, name, "$", "prewarm",
 			   "prewarm evicts and loads the cache before each query: needs clients 1");
+	if (json_object_get(eff, "seed") && !json_is_string(json_object_get(eff, "device")))
+		return bad(e, name, "$", "seed", "seeds the device model's random stream: needs \"device\"");
 	if (json_is_true(json_object_get(eff, "cold_each_query")) &&
 	    !json_is_true(json_object_get(eff, "cold")))
 		return bad(e, name, "$", "cold_each_query", "needs \"cold\": true");
@@ -440,7 +445,7 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 		return bad(e, name, "$", "prewarm", "a prewarm run starts cold: needs \"cold\": true");
 	if (json_is_string(json_object_get(eff, "target")) &&
 	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres")) {
-		static const char *const engine_only[] = {"device", "prewarm", "load", "bulkwrite",
+		static const char *const engine_only[] = {"device", "seed", "prewarm", "load", "bulkwrite",
 							  "client_cpus", "repeat", "warmup_queries",
 							  NULL};
 		const json_t *pg = json_object_get(eff, "postgres");

@@ -68,13 +68,16 @@ spec() { # file partitions first count extra tags
 }
 hdd='"device":"hdd-pool","device_time":"virtual",'
 tg='["partition","cold","serial","hdd","virtual","baseline"]'
-spec D1.json 0 3 "\"partitions\":[0],$hdd\"hypotheses\":[\"H1\",\"H2\",\"H4\"]," "$tg"
-spec D2.json 20 3 "\"partitions\":[1],$hdd" "$tg"
-spec D3.json 30 3 "\"partitions\":[4],$hdd" "$tg"
+# Every modelled run registers its seed: the model's draws (and so the holdout's
+# score against the 0.35 threshold) are the same on every machine and every
+# temporary folder; an unseeded run draws from a hash of its run id and spec.
+spec D1.json 0 3 "\"partitions\":[0],$hdd\"seed\":11,\"hypotheses\":[\"H1\",\"H2\",\"H4\"]," "$tg"
+spec D2.json 20 3 "\"partitions\":[1],$hdd\"seed\":12," "$tg"
+spec D3.json 30 3 "\"partitions\":[4],$hdd\"seed\":13," "$tg"
 printf '{"index":"%s","queries":{"spec":"queries","first":0,"count":3},"cold":false,"partitions":[0],"tags":["partition","warm"]}\n' "$T/w/clone" > D4.json
-spec S1.json 40 2 "\"partitions\":[5],$hdd" "$tg"
-spec T1.json 100 3 "\"partitions\":[2],$hdd" '["partition","cold","serial","hdd","virtual","holdout"]'
-spec T2.json 110 3 "\"partitions\":[3],$hdd" '["partition","cold","serial","hdd","virtual","holdout"]'
+spec S1.json 40 2 "\"partitions\":[5],$hdd\"seed\":14," "$tg"
+spec T1.json 100 3 "\"partitions\":[2],$hdd\"seed\":15," '["partition","cold","serial","hdd","virtual","holdout"]'
+spec T2.json 110 3 "\"partitions\":[3],$hdd\"seed\":16," '["partition","cold","serial","hdd","virtual","holdout"]'
 # exploratory: the gate (8 partitions) tagged like D1, claiming to serve H2
 printf '{"index":"%s","queries":{"spec":"queries","first":60,"count":1},"cold":true,"mode":"serial",%s"hypotheses":["H2"],"tags":["cold","serial","hdd","virtual","baseline","fast"]}\n' "$T/w/clone" "$hdd" > X.json
 # a tag its settings contradict: "hdd" on a run without a device
@@ -119,7 +122,13 @@ grep -q "refused (holdout-predictions)" "$T/err" || die "finding 1: message: $(c
 expect 5 "finding 6: tag hdd on a run without a device" "$cs" run "$S" lie.json --no-progress
 grep -q '\$.tags\[2\]: tag "hdd" contradicts' "$T/err" || die "finding 6: message: $(cat "$T/err")"
 
+# a registered seed: --seed may repeat it, not change it (exit 2, nothing written)
+expect 2 "run --seed against the spec's registered seed" "$cs" run "$S" D1.json --seed 99 --no-progress
+grep -q 'registers seed 11' "$T/err" || die "registered seed: message: $(cat "$T/err")"
+[ "$(q "$S" "select count(*) from records where kind='run_start'")" = 0 ] || die "registered seed: a run started"
 for r in D1 D2 D3 D4; do expect 0 "design run $r" "$cs" run "$S" $r.json --no-progress; done
+[ "$(q "$S" "select json_extract(payload,'\$.device_seed') from records where kind='run' limit 1")" = 11 ] ||
+	die "D1 did not draw from its registered seed 11"
 [ "$(q "$S" "select count(*) from records where kind='run' and json_extract(payload,'\$.class')='design'")" = 4 ] ||
 	die "design runs not classed design"
 q "$S" "select json_extract(payload,'\$.tags') from records where kind='run' limit 1" | grep -q '"baseline"' ||
@@ -138,7 +147,7 @@ sed 's/"count":3/"count":2/' D2.json > D2e.json && cp D2e.json D2.json
 expect 0 "finding 3: an edited design spec" "$cs" run "$T/S3" D2.json --no-progress
 [ "$(q "$T/S3" "select json_extract(payload,'\$.class') from records where kind='run' order by seq desc limit 1")" = exploratory ] ||
 	die "finding 3: an edited design spec was not exploratory"
-spec D2.json 20 3 "\"partitions\":[1],$hdd" "$tg"
+spec D2.json 20 3 "\"partitions\":[1],$hdd\"seed\":12," "$tg"
 
 # 2: a hypothesis after the first run
 expect 0 "finding 2: register H3 after runs" "$cs" register "$S" "$T/hyp/H3.json"
