@@ -244,7 +244,8 @@ static void test_id_and_kind(void **state)
 	t_bad("id", "\"H\"", "$.id", NULL);
 	t_bad("id", "\"H1a\"", "$.id", NULL);
 	t_bad("id", "\"H12345678\"", "$.id", NULL);
-	t_bad("kind", "\"causal\"", "$.kind: expected one of: confirmatory, non-cause, exploratory",
+	t_bad("kind", "\"causal\"",
+	      "$.kind: expected one of: confirmatory, non-cause, exploratory, descriptive",
 	      NULL);
 	assert_true(hyp_id_valid("H1"));
 	assert_true(hyp_id_valid("H999999"));
