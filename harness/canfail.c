@@ -187,11 +187,17 @@ static json_t *knob_diff(const json_t *a, const json_t *b)
 	const char *k;
 	json_t *v;
 
+	/* a device's timing means nothing without a device: the device difference says it */
+	int timed = json_is_string(json_object_get(a, "device")) &&
+		    json_is_string(json_object_get(b, "device"));
+
 	json_object_foreach((json_t *) a, k, v)
-		if (!in_list(not_knobs, k) && !same_value(v, json_object_get(b, k)))
+		if (!in_list(not_knobs, k) && (timed || strcmp(k, "device_time")) &&
+		    !same_value(v, json_object_get(b, k)))
 			json_array_append_new(out, json_string(k));
 	json_object_foreach((json_t *) b, k, v)
-		if (!in_list(not_knobs, k) && !json_object_get(a, k) && !same_value(NULL, v))
+		if (!in_list(not_knobs, k) && (timed || strcmp(k, "device_time")) &&
+		    !json_object_get(a, k) && !same_value(NULL, v))
 			json_array_append_new(out, json_string(k));
 	return out;
 }
@@ -223,7 +229,7 @@ static int explained(const json_t *factor, const char *k, int *label_used)
 static int trace_metric(const char *m)
 {
 	static const char *const t[] = {"engine_reads", "reads_per_query", "bytes_per_read",
-					"recall_at_k", "queries", NULL};
+					"recall_at_k", "results_digest", "queries", NULL};
 
 	return in_list(t, m);
 }

@@ -33,6 +33,7 @@ static const char *const metrics[] = {
 	"lat_p50_ms",
 	"lat_p99_ms",
 	"recall_at_k",
+	"results_digest",
 	"engine_reads",
 	"engine_read_ms_mean",
 	"reads_per_query",

@@ -96,7 +96,7 @@ need = [
     "| R0005 |", "| H1 | confirmatory | accepted |",
     "1 of 2 predictions inside their bands (level 0.95)", "The score of record",
     "two-sided binomial p = 0.195 over the rows", "Table 10a. The score per metric",
-    "median(io_over_wall over runs tagged gate+cold+serial+hdd+baseline) = 0.9988",
+    "median(wall_s over runs tagged gate+cold+serial+hdd+baseline) = 191.2",
     "Table 7. Serial against fan-out", "Table 8. Per-read latency and cold query time by device",
     "| hdd-pool |", "| sata-ssd |", "| host device |",
     "cold-query-fixture", "frozen before any holdout result existed",

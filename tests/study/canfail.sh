@@ -14,7 +14,8 @@
 #  H2 competing readers against the quiet baseline, independent streams:
 #     passes;
 # then the same H1 registered `descriptive` passes, and its verdict is
-# never confirmatory.
+# never confirmatory; and results_digest (H8's identity over every query's
+# ids) is equal over the same queries and differs over others.
 set -u
 cs=${COLDSTUDY:?}
 command -v python3 >/dev/null 2>&1 || exit 77
@@ -143,7 +144,14 @@ PY
 "$cs" verdicts "$S" >"$T/v.txt" 2>&1
 grep -A3 '^exploratory (kind exploratory or descriptive' "$T/v.txt" | grep -q '^H1 *descriptive' ||
 	die "verdicts does not list H1 apart: $(cat "$T/v.txt")"
+# results_digest (H8's identity): the same queries on the same index give the same ids whatever
+# the device, load or placement; other queries give other ids
+expect 0 "run A2 (exploratory: other queries)" "$cs" run "$S" A2.json --no-progress
+dig() { q "$S" "select json_extract(payload,'\$.metrics.results_digest') from records where kind='run' and json_extract(payload,'\$.run_id')='$1'"; }
+da=$(dig R0001); db=$(dig R0002); dc=$(dig R0003); d2=$(dig R0004)
+[ -n "$da" ] && [ "$da" = "$db" ] && [ "$da" = "$dc" ] || die "results_digest differs over the same queries: $da $db $dc"
+[ -n "$d2" ] && [ "$d2" != "$da" ] || die "results_digest of other queries equals: $d2 $da"
 expect 0 "log verify" "$cs" log verify "$S"
 
-[ $fail = 0 ] && echo "ok: can-fail refuses H1 (shared stream), H3 (cold mode), H4 (noise), H5 (query sets), passes H2; descriptive H1 passes and is never confirmatory"
+[ $fail = 0 ] && echo "ok: can-fail refuses H1 (shared stream), H3 (cold mode), H4 (noise), H5 (query sets), passes H2; descriptive H1 passes and is never confirmatory; results_digest"
 exit $fail
