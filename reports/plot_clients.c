@@ -55,7 +55,7 @@ int rpt_plot_clients(doc *d, const model *m, cs_err *e)
 				continue;
 			snprintf(names[ng++], sizeof(names[0]), "%s", key);
 		}
-		pts[n++] = (svg_point){cl, qps, NAN, NAN, (int) k, rpt_str(rpt_pl(run), "run_id")};
+		pts[n++] = (svg_point){cl, qps, NAN, NAN, (int) k, rpt_str(rpt_pl(run), "run_id"), 0};
 	}
 	if (!differ) {
 		rpt_p(d,

@@ -60,7 +60,7 @@ void rpt_plot_holdout(doc *d, const json_t *score)
 			                      rpt_num(rec, "lo"),
 			                      rpt_num(rec, "hi"),
 			                      json_is_true(json_object_get(rec, "inside")) ? 0 : 1,
-			                      rpt_str(rec, "prediction")};
+			                      rpt_str(rec, "prediction"), 0};
 			v[0] = pts[np].x;
 			v[1] = pts[np].y;
 			v[2] = pts[np].lo;

@@ -96,7 +96,7 @@ int rpt_plot_latency_cdf(doc *d, const model *m, ledger *l, cs_err *e)
 
 			pts[n++] = (svg_point){g[k].v[idx], (double) (idx + 1) / (double) g[k].n,
 			                       NAN,         NAN,
-			                       (int) k,     NULL};
+			                       (int) k,     NULL, 0};
 		}
 	}
 	if (!n) {

@@ -28,7 +28,7 @@ int rpt_plot_recall(doc *d, const model *m, cs_err *e)
 		if (!(qps > 0) || !isfinite(qps) || !isfinite(rec))
 			continue;
 		pts[n++] = (svg_point){
-		    qps, rec, NAN, NAN, rpt_partial_search(run), rpt_str(rpt_pl(run), "run_id")};
+		    qps, rec, NAN, NAN, rpt_partial_search(run), rpt_str(rpt_pl(run), "run_id"), 0};
 	}
 	if (!n) {
 		rpt_p(d, "Recall against QPS: no run on record measured recall.");

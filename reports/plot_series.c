@@ -65,7 +65,7 @@ static int series_fig(doc *d, const model *m, ledger *l, const char *name, const
 				pts = np;
 				cap = nc;
 			}
-			pts[n++] = (svg_point){t, y / scale, NAN, NAN, (int) ng, NULL};
+			pts[n++] = (svg_point){t, y / scale, NAN, NAN, (int) ng, NULL, 0};
 		}
 		ng++;
 		json_decref(rows);

@@ -98,11 +98,14 @@ json_t *rpt_raw_rows(ledger *l, const json_t *run, const char *name);
 /* The time bases (RPT_TIME_* bits) of the runs a verdict saw; 0 when it saw none. */
 int rpt_verdict_basis(const model *m, const json_t *verdict);
 /*
- * The decisive number of a verdict: in its accept trace, the left side of
- * the first comparison over the hypothesis' metric (else of the first
- * comparison). NAN when the rule saw no number.
+ * The number a verdict's prediction is about: in its accept trace, the
+ * value of the comparison whose threshold lies nearest the registered 95%
+ * band band ([lo, hi]; the first comparison with a number when there is no
+ * band). NAN when the rule saw no number.
  */
-double rpt_verdict_observed(const json_t *verdict, const char *metric);
+double rpt_verdict_observed(const json_t *verdict, const json_t *band);
+/* a[i] as a double, NAN when absent or not a number. */
+double rpt_num_at(const json_t *a, size_t i);
 
 /* ---- the document ---- */
 

@@ -113,12 +113,13 @@ typedef struct svg_point {
 	double lo, hi; /* a vertical band around y; not finite: none */
 	int group;
 	const char *label; /* may be NULL */
+	int solo;          /* with join: a dot only, not part of its group's line */
 } svg_point;
 
 /*
  * Points with optional vertical bands; log or linear axes; diagonal draws
  * y = x (predicted against observed); join links the points of each group
- * in order (a series).
+ * in order (a series), leaving out points marked solo.
  */
 void svg_scatter(rbuf *b, const char *title, const char *xlabel, const char *ylabel,
                  const svg_point *pts, size_t n, int logx, int logy, int diagonal, int join,

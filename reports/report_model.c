@@ -365,41 +365,64 @@ int rpt_verdict_basis(const model *m, const json_t *verdict)
 	return bits;
 }
 
-/* Depth-first: the first cmp whose left side aggregates metric (any, when metric is NULL). */
-static const json_t *find_cmp(const json_t *t, const char *metric)
+/* A comparison's side as a number: a literal, or the value an aggregate or ratio came to. */
+static double side_value(const json_t *side)
+{
+	return json_is_number(side) ? json_number_value(side) : rpt_num(side, "value");
+}
+
+/* How far x lies from [lo, hi]: 0 inside, else the distance in decades (in units when x <= 0). */
+static double band_distance(double x, double lo, double hi)
+{
+	if (x >= lo && x <= hi)
+		return 0;
+	if (x > 0 && lo > 0)
+		return x < lo ? log10(lo / x) : log10(x / hi);
+	return x < lo ? lo - x : x - hi;
+}
+
+/* Depth-first over the trace's comparisons: keep the one whose threshold is nearest the band. */
+static void nearest_cmp(const json_t *t, double lo, double hi, double *best_d, double *best_v)
 {
 	const json_t *kids, *c;
 	size_t i;
 	json_t *k;
 
 	if (!json_is_object(t))
-		return NULL;
+		return;
 	if ((c = json_object_get(t, "cmp"))) {
-		const json_t *left = json_object_get(c, "left");
-		const char *lm = rpt_str(left, "metric");
+		double v = side_value(json_object_get(c, "left"));
+		double r = side_value(json_object_get(c, "right"));
+		double dist = isfinite(r) && isfinite(lo) && isfinite(hi) ? band_distance(r, lo, hi)
+		                                                          : INFINITY;
 
-		if (!metric || (lm && !strcmp(lm, metric)))
-			return c;
-		return NULL;
+		if (isfinite(v) && (dist < *best_d || !isfinite(*best_v))) {
+			*best_d = dist;
+			*best_v = v;
+		}
+		return;
 	}
-	if ((kids = json_object_get(t, "not")))
-		return find_cmp(kids, metric);
+	if ((kids = json_object_get(t, "not"))) {
+		nearest_cmp(kids, lo, hi, best_d, best_v);
+		return;
+	}
 	if (!(kids = json_object_get(t, "all")))
 		kids = json_object_get(t, "any");
-	json_array_foreach(kids, i, k) if ((c = find_cmp(k, metric))) return c;
-	return NULL;
+	json_array_foreach(kids, i, k) nearest_cmp(k, lo, hi, best_d, best_v);
 }
 
-double rpt_verdict_observed(const json_t *verdict, const char *metric)
+double rpt_verdict_observed(const json_t *verdict, const json_t *band)
 {
 	const json_t *t = json_object_get(json_object_get(verdict, "accept"), "trace");
-	const json_t *c = metric ? find_cmp(t, metric) : NULL;
-	const json_t *left;
+	double best_d = INFINITY, best_v = NAN;
 
-	if (!c)
-		c = find_cmp(t, NULL);
-	left = json_object_get(c, "left");
-	if (json_is_number(left))
-		return json_number_value(left);
-	return rpt_num(left, "value");
+	nearest_cmp(t, rpt_num_at(band, 0), rpt_num_at(band, 1), &best_d, &best_v);
+	return best_v;
+}
+
+double rpt_num_at(const json_t *a, size_t i)
+{
+	const json_t *v = json_array_get(a, i);
+
+	return json_is_number(v) ? json_number_value(v) : NAN;
 }

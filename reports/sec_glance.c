@@ -60,8 +60,9 @@ void rpt_sec_glance(doc *d, const model *m)
 	} else {
 		t = rpt_table(
 		    d,
-		    "Verdicts: the number each accept rule saw first, against the band "
-		    "registered before any run, and how the runs behind it were measured "
+		    "Verdicts: the number each accept rule saw (of its comparisons, the one "
+		    "whose threshold lies nearest the band) against the band registered before "
+		    "any run, and how the runs behind it were measured "
 		    "(virtual time: reads replayed on a device model's clock; modelled real "
 		    "time: the model's service times slept; real disk: this machine's disk).",
 		    "Hypothesis", "Claim", "Verdict", "Observed", "Predicted [95% band]", "Unit",
@@ -73,9 +74,8 @@ void rpt_sec_glance(doc *d, const model *m)
 			const json_t *hdoc = hyp_doc(hs, id),
 			             *pred = json_object_get(hdoc, "prediction");
 			const json_t *band = json_object_get(pred, "band95");
-			double obs = rpt_verdict_observed(v, rpt_str(hdoc, "metric"));
-			double lo = json_number_value(json_array_get(band, 0));
-			double hi = json_number_value(json_array_get(band, 1));
+			double obs = rpt_verdict_observed(v, band);
+			double lo = rpt_num_at(band, 0), hi = rpt_num_at(band, 1);
 			int expl_ = !strcmp(rpt_str(v, "class") ?: "", "exploratory");
 			rbuf b;
 

@@ -359,7 +359,7 @@ static void scatter(rbuf *b, double w, double bottom, const char *title, const c
 			int started = 0;
 
 			for (i = 0; i < n; i++) {
-				if (pts[i].group != g || !axis_ok(&ax, pts[i].x) ||
+				if (pts[i].group != g || pts[i].solo || !axis_ok(&ax, pts[i].x) ||
 				    !axis_ok(&ay, pts[i].y))
 					continue;
 				if (!started)
@@ -406,7 +406,7 @@ static void scatter(rbuf *b, double w, double bottom, const char *title, const c
 		rb_put(b, report_fmt_num(p->y, num));
 		rb_put(b, "</title></circle>\n");
 		/* names beside points only where few points and no lines: else they overprint */
-		if (p->label && n <= 12 && !join)
+		if (p->label && n <= 12 && !join && w >= W)
 			text_at(b, x + 6, y - 6, "start", p->label);
 	}
 	if (ngroups)
