@@ -143,7 +143,7 @@ static void test_svg(void **state)
 	static const char *const groups[] = {"serial", "fan&out"};
 	double v1[] = {10, 12, 300, 11, -1}, v2[] = {0.7, 0.8};
 	svg_strip rows[] = {{"hdd-pool", v1, 5}, {"ssd \"q\"", v2, 2}, {"empty", NULL, 0}};
-	svg_point pts[] = {{137, 142.4, 95, 210, 0, "P1"}, {5386, 5742, 5600, 5900, 1, "P<2>"}};
+	svg_point pts[] = {{137, 142.4, 95, 210, 0, "P1", 0}, {5386, 5742, 5600, 5900, 1, "P<2>", 0}};
 	rbuf b;
 
 	(void) state;
