@@ -130,7 +130,7 @@ void rpt_sec_holdout(doc *d, const model *m)
 		}
 		t = rpt_table(d, "The score, row by row.", "Prediction", "Metric", "Unit",
 		              "Predicted", "95% band", "Observed", "Relative error", "Inside",
-		              "Interval score", "Runs", NULL);
+		              "Interval score", "Runs", "Measured by", NULL);
 		json_array_foreach(json_object_get(s, "rows"), i, rec)
 		{
 			char bt[2 * REPORT_NUM_MAX + 8];
@@ -149,6 +149,26 @@ void rpt_sec_holdout(doc *d, const model *m)
 			rpt_cell_j(r, json_object_get(rec, "inside"));
 			rpt_cell_j(r, json_object_get(rec, "interval_score"));
 			rpt_cell_j(r, json_object_get(rec, "runs"));
+			{
+				const json_t *ids = json_object_get(rec, "runs"), *id;
+				char tw[RPT_TIME_WORDS_MAX];
+				size_t q;
+				int bits = 0;
+
+				if (json_is_string(ids)) {
+					const json_t *run = rpt_run_by_id(m, json_string_value(ids));
+
+					bits = run ? rpt_time_basis(run) : 0;
+				}
+				json_array_foreach(ids, q, id)
+				{
+					const json_t *run = rpt_run_by_id(m, json_string_value(id));
+
+					if (run)
+						bits |= rpt_time_basis(run);
+				}
+				rpt_cell_s(r, rpt_time_words(bits, tw));
+			}
 		}
 		if (json_array_size(json_object_get(s, "pending")))
 			rpt_p(d, "%zu predictions had no holdout run when scored.",

@@ -12,12 +12,14 @@ Three looks at the page, each a fresh headless Chromium:
      (the CSP is otherwise unchanged) that records window errors, CSP
      violations and console.error/warn, and after load writes the page's
      scrollHeight and scrollWidth into the DOM, read back with --dump-dom;
-     the page must be at most --max-height px tall at 1280 px wide and
-     must not scroll sideways (wide tables scroll inside their own box);
+     the page must be at most --max-height px tall at 1280 px wide, must
+     not scroll sideways, no run id (R0001) may wrap over two lines, and at
+     most --max-wide-tables tables may need to scroll inside their box;
   3. a full-page screenshot (the artefact), kept at --shot.
 --self-test proves the checks can fail: a copy with an injected script and
 a remote image must fail check 1, a copy that logs console.error must fail
-check 2, and a copy padded past the bound must fail the height check.
+check 2, a copy with a run id squeezed onto two lines must fail the wrap
+check, and a copy padded past the bound must fail the height check.
 Exit 0 ok, 1 failed, 77 no chromium.
 """
 import argparse
@@ -35,7 +37,10 @@ addEventListener("error",function(e){errs.push("error: "+(e.message||(e.target&&
 addEventListener("securitypolicyviolation",function(e){errs.push("csp: "+e.violatedDirective+" "+e.blockedURI)});
 ["error","warn"].forEach(function(k){var o=console[k];console[k]=function(){errs.push(k+": "+Array.prototype.join.call(arguments," "));o.apply(console,arguments)}});
 addEventListener("load",function(){var d=document.documentElement,b=document.body,p=document.createElement("pre");
-var r={height:Math.max(d.scrollHeight,b.scrollHeight),width:Math.max(d.scrollWidth,b.scrollWidth),errors:errs};
+var wrapped=[],wide=0;document.querySelectorAll("td").forEach(function(td){var t=td.textContent;
+if(/^R[0-9]+$/.test(t)){var g=document.createRange();g.selectNodeContents(td);if(g.getClientRects().length>1)wrapped.push(t)}});
+document.querySelectorAll("div.tw").forEach(function(w){if(w.scrollWidth>w.clientWidth+1)wide++});
+var r={height:Math.max(d.scrollHeight,b.scrollHeight),width:Math.max(d.scrollWidth,b.scrollWidth),errors:errs,wrapped_ids:wrapped,wide_tables:wide};
 p.id="cs-probe";p.textContent=JSON.stringify(r);b.appendChild(p)});})();</script>
 """
 
@@ -86,7 +91,7 @@ def probe(html_path, tmp):
     return r, r["errors"]
 
 
-def check(html_path, max_height, shot, tmp, quiet=False):
+def check(html_path, max_height, shot, tmp, quiet=False, max_wide=0):
     """All checks on one page; returns the list of failures."""
     bad = []
     cons = console_messages(html_path)
@@ -98,9 +103,13 @@ def check(html_path, max_height, shot, tmp, quiet=False):
             bad.append("the page is %d px tall at %d px wide (bound %d)" % (r["height"], WIDTH, max_height))
         if r["width"] > WIDTH:
             bad.append("the page scrolls sideways: %d px wide in a %d px window" % (r["width"], WIDTH))
+        if r["wrapped_ids"]:
+            bad.append("run ids wrapped over two lines: %s" % r["wrapped_ids"][:10])
+        if r["wide_tables"] > max_wide:
+            bad.append("%d tables wider than the page (bound %d)" % (r["wide_tables"], max_wide))
         if not quiet:
-            print("page: %d px tall, %d px wide at %d px; %d console messages" %
-                  (r["height"], r["width"], WIDTH, len(cons)))
+            print("page: %d px tall, %d px wide at %d px; %d console messages; %d tables scroll sideways" %
+                  (r["height"], r["width"], WIDTH, len(cons), r["wide_tables"]))
     if shot and r:
         h = min(max(r["height"], 600), 16000)
         p = run(["--window-size=%d,%d" % (WIDTH, h), "--screenshot=" + os.path.abspath(shot),
@@ -123,6 +132,9 @@ def self_test(html_path, max_height, tmp):
         ("console.error from the page",
          html.replace("<head>\n", '<head>\n<script nonce="cs-probe">console.error("deliberate")</script>\n', 1),
          lambda f: any("deliberate" in x for x in f)),
+        ("a run id squeezed onto two lines",
+         html.replace("</body>", '<table style="width:1px"><tr><td style="white-space:normal;overflow-wrap:anywhere">R0001</td></tr></table></body>'),
+         lambda f: any("wrapped" in x for x in f)),
         ("a page past the height bound",
          html.replace("</body>", '<div style="height:%dpx"></div></body>' % (max_height + 1000)),
          lambda f: any("px tall" in x for x in f)),
@@ -143,6 +155,8 @@ def main():
     ap.add_argument("html")
     ap.add_argument("--max-height", type=int, required=True)
     ap.add_argument("--shot")
+    ap.add_argument("--max-wide-tables", type=int, default=0,
+                    help="tables allowed to scroll sideways in their own box (default 0)")
     ap.add_argument("--self-test", action="store_true")
     a = ap.parse_args()
     if not chromium():
@@ -150,7 +164,7 @@ def main():
         return 77
     tmp = tempfile.mkdtemp(prefix="cs-chromium-check-")
     try:
-        bad = check(a.html, a.max_height, a.shot, tmp)
+        bad = check(a.html, a.max_height, a.shot, tmp, max_wide=a.max_wide_tables)
         if a.self_test:
             bad += self_test(a.html, a.max_height, tmp)
     finally:
