@@ -58,37 +58,10 @@ static inline int worse(gt_pair a, gt_pair b)
 	return a.d > b.d || (a.d == b.d && a.id > b.id);
 }
 
-static void sift_down(gt_pair *h, size_t n, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, w = i;
-
-		if (l < n && worse(h[l], h[w]))
-			w = l;
-		if (r < n && worse(h[r], h[w]))
-			w = r;
-		if (w == i)
-			return;
-		gt_pair t = h[i];
-		h[i] = h[w];
-		h[w] = t;
-		i = w;
-	}
-}
-
-static void sift_up(gt_pair *h, size_t i)
-{
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-
-		if (!worse(h[i], h[p]))
-			return;
-		gt_pair t = h[i];
-		h[i] = h[p];
-		h[p] = t;
-		i = p;
-	}
-}
+#define HEAP_PREFIX gtheap /* the worst of the k nearest so far on top */
+#define HEAP_ELEM gt_pair
+#define HEAP_ABOVE(x, y) worse(x, y)
+#include "heap_template.h"
 
 static int cmp_pair(const void *x, const void *y)
 {
@@ -129,13 +102,10 @@ static void *gt_worker(void *arg)
 				for (size_t i = 0; i < bn; i++) {
 					gt_pair p = {isnan(dist[i]) ? INFINITY : dist[i], (int32_t) (b0 + i)};
 
-					if (*f < k) {
-						h[*f] = p;
-						sift_up(h, (*f)++);
-					} else if (worse(h[0], p)) {
-						h[0] = p;
-						sift_down(h, k, 0);
-					}
+					if (*f < k)
+						gtheap_push(h, f, p);
+					else if (worse(h[0], p))
+						gtheap_replace_top(h, k, p);
 				}
 			}
 		}

@@ -364,39 +364,18 @@ static hfr_scratch *scratch_get(hfr_index *ix, size_t probe, size_t R, size_t de
 	return s;
 }
 
+#define HEAP_PREFIX candheap /* the largest estimate on top */
+#define HEAP_ELEM cand
+#define HEAP_ABOVE(x, y) ((x).est > (y).est)
+#include "heap_template.h"
+
 /* Max-heap on est of at most cap candidates: push, replacing the worst when full. */
 static void heap_push(cand *h, size_t *n, size_t cap, cand c)
 {
-	size_t i;
-
-	if (*n == cap) {
-		if (c.est >= h[0].est)
-			return;
-		i = 0;
-		for (;;) { /* sift down from the root with c */
-			size_t l = 2 * i + 1, r = l + 1, b = i;
-			float be = c.est;
-
-			if (l < *n && h[l].est > be) {
-				b = l;
-				be = h[l].est;
-			}
-			if (r < *n && h[r].est > be)
-				b = r;
-			if (b == i)
-				break;
-			h[i] = h[b];
-			i = b;
-		}
-		h[i] = c;
-		return;
-	}
-	i = (*n)++;
-	while (i > 0 && h[(i - 1) / 2].est < c.est) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h[i] = c;
+	if (*n < cap)
+		candheap_push(h, n, c);
+	else if (c.est < h[0].est)
+		candheap_replace_top(h, *n, c);
 }
 
 typedef struct score_ctx {

@@ -1066,38 +1066,10 @@ static bool mh_less(const mhead *a, const mhead *b)
 	return a->xdist != b->xdist ? a->xdist < b->xdist : a->child < b->child;
 }
 
-static void mh_push(mhead *h, size_t *n, mhead v)
-{
-	size_t i = (*n)++;
-
-	while (i > 0 && mh_less(&v, &h[(i - 1) / 2])) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h[i] = v;
-}
-
-static mhead mh_pop(mhead *h, size_t *n)
-{
-	mhead top = h[0], last = h[--*n];
-	size_t i = 0;
-
-	for (;;) {
-		size_t l = 2 * i + 1, b = l;
-
-		if (l >= *n)
-			break;
-		if (l + 1 < *n && mh_less(&h[l + 1], &h[l]))
-			b = l + 1;
-		if (!mh_less(&h[b], &last))
-			break;
-		h[i] = h[b];
-		i = b;
-	}
-	if (*n)
-		h[i] = last;
-	return top;
-}
+#define HEAP_PREFIX mh /* the nearest head on top; ties by child, as Merge Append keeps them */
+#define HEAP_ELEM mhead
+#define HEAP_ABOVE(x, y) mh_less(&(x), &(y))
+#include "heap_template.h"
 
 static int phnsw_query(void *state, cv_io *io, const float *q, const cv_query_opts *o,
 		       uint32_t *ids, float *dists, size_t *nout, cv_query_stats *stats)
