@@ -54,6 +54,7 @@
  * marked.
  */
 #include "hfresh.h"
+#include "util.h"
 #include "hnsw/hnsw.h"
 
 #include <errno.h>
@@ -585,7 +586,7 @@ static int read_one(hfr_index *ix, cv_io *io, int which, uint64_t off, uint32_t 
 	}
 	if (io)
 		return cv_io_read(io, which ? ix->fvec : ix->fpost, off, len, buf);
-	return hfr_pread_all(which ? ix->fdvec : ix->fdpost, buf, len, off);
+	return cvu_pread_exact(which ? ix->fdvec : ix->fdpost, buf, len, off);
 }
 
 /* A batch; with views the requests' buffers are dropped and each r[i].data is the mapping. */
@@ -601,7 +602,7 @@ static int read_batch(hfr_index *ix, cv_io *io, cv_read_req *r, size_t n)
 		int fd = r[i].file == ix->fvec ? ix->fdvec : ix->fdpost;
 
 		r[i].data = r[i].buf;
-		r[i].res = hfr_pread_all(fd, r[i].buf, r[i].len, r[i].off);
+		r[i].res = cvu_pread_exact(fd, r[i].buf, r[i].len, r[i].off);
 		if (r[i].res)
 			return r[i].res;
 	}

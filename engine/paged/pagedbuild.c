@@ -35,6 +35,7 @@
  * order, so the positions pass 1 records are where pass 2 writes.
  */
 #include "paged.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -498,7 +499,7 @@ static void append_page(writer *w)
 	pg_put32(sp, w->blk + 1);
 	if (w->pass == 2 && !w->err) {
 		pg_page_set_checksum(w->page, w->blk);
-		if (pwrite(w->fd, w->page, PG_BLCKSZ, (off_t) w->blk * PG_BLCKSZ) != PG_BLCKSZ)
+		if (cvu_pwrite_full(w->fd, w->page, PG_BLCKSZ, (uint64_t) w->blk * PG_BLCKSZ))
 			w->err = -EIO;
 		w->written++;
 	}
@@ -631,7 +632,7 @@ int pb_write_pages(pb_graph *g, const char *path, uint64_t *npages, cv_err *e)
 	/* the last page stays open for inserts: insertPage */
 	insert_page = w.blk;
 	pg_page_set_checksum(w.page, w.blk);
-	if (!w.err && pwrite(w.fd, w.page, PG_BLCKSZ, (off_t) w.blk * PG_BLCKSZ) != PG_BLCKSZ)
+	if (!w.err && cvu_pwrite_full(w.fd, w.page, PG_BLCKSZ, (uint64_t) w.blk * PG_BLCKSZ))
 		w.err = -EIO;
 	/* meta page */
 	pg_page_init(meta, HNSW_SPECIAL);
@@ -653,7 +654,7 @@ int pb_write_pages(pb_graph *g, const char *path, uint64_t *npages, cv_err *e)
 		pg_put16(meta + PGH_LOWER, (uint16_t) (PG_PAGE_HEADER + 28));
 	}
 	pg_page_set_checksum(meta, HNSW_METAPAGE_BLKNO);
-	if (!w.err && pwrite(w.fd, meta, PG_BLCKSZ, 0) != PG_BLCKSZ)
+	if (!w.err && cvu_pwrite_full(w.fd, meta, PG_BLCKSZ, 0))
 		w.err = -EIO;
 	if (!w.err && fsync(w.fd) < 0)
 		w.err = -errno;

@@ -38,6 +38,7 @@
  * Heap reads are counted apart from index reads.
  */
 #include "index_ops.h"
+#include "util.h"
 #include "paged.h"
 
 #include <errno.h>
@@ -200,7 +201,7 @@ static int write_heap(const cv_dataset *data, const char *dir, uint32_t rpp, uin
 			}
 		}
 		pg_page_set_checksum(page, blk);
-		if (rc || pwrite(fd, page, PG_BLCKSZ, (off_t) blk * PG_BLCKSZ) != PG_BLCKSZ) {
+		if (rc || cvu_pwrite_full(fd, page, PG_BLCKSZ, (uint64_t) blk * PG_BLCKSZ)) {
 			rc = rc ? rc : -EIO;
 			break;
 		}
@@ -255,10 +256,12 @@ static void progress(build_ctx *b)
 	pthread_mutex_unlock(&b->mu);
 }
 
-static void *build_worker(void *arg)
+/* One worker of the build team: claim partitions until none are left. */
+static void build_worker(void *arg, unsigned w)
 {
 	build_ctx *b = arg;
 
+	(void) w;
 	for (;;) {
 		unsigned p = atomic_fetch_add(&b->next, 1);
 		pb_graph g;
@@ -301,7 +304,6 @@ static void *build_worker(void *arg)
 			break;
 		}
 	}
-	return NULL;
 }
 
 static int build_kind(const char *kind, uint32_t P, const cv_dataset *data,
@@ -311,8 +313,7 @@ static int build_kind(const char *kind, uint32_t P, const cv_dataset *data,
 		      .t0 = cv_progress_start()};
 	phnsw_catalog cat = {0};
 	float *norm = NULL;
-	pthread_t *tids = NULL;
-	unsigned nthreads, started = 0;
+	unsigned nthreads;
 	int rc;
 
 	if (data->d == 0 || data->d > HNSW_MAX_DIM)
@@ -367,26 +368,11 @@ static int build_kind(const char *kind, uint32_t P, const cv_dataset *data,
 	rc = write_heap(data, dir, b.rpp, &cat.heap_pages, e);
 	if (rc)
 		goto out;
-	nthreads = o->threads ? o->threads : (unsigned) sysconf(_SC_NPROCESSORS_ONLN);
-	if (nthreads < 1)
-		nthreads = 1;
+	nthreads = cvu_threads(o->threads);
 	if (nthreads > P)
 		nthreads = P;
 	pthread_mutex_init(&b.mu, NULL);
-	tids = calloc(nthreads, sizeof(*tids));
-	if (!tids) {
-		rc = -ENOMEM;
-		pthread_mutex_destroy(&b.mu);
-		goto out;
-	}
-	for (unsigned t = 1; t < nthreads; t++)
-		if (!pthread_create(&tids[t], NULL, build_worker, &b))
-			started = t;
-		else
-			break;
-	build_worker(&b);
-	for (unsigned t = 1; t <= started; t++)
-		pthread_join(tids[t], NULL);
+	cvu_team(nthreads, build_worker, &b);
 	pthread_mutex_destroy(&b.mu);
 	if (b.rc) {
 		rc = b.rc;
@@ -409,7 +395,6 @@ out:
 			free(b.members[p]);
 	free(b.members);
 	free(b.nmembers);
-	free(tids);
 	free(norm);
 	return rc;
 }
