@@ -119,22 +119,7 @@ int phnsw_catalog_read(const char *dir, phnsw_catalog *c, cv_err *e)
 	return 0;
 }
 
-/* ---- heap ---- */
-
-uint32_t phnsw_heap_rows_per_page(size_t dim)
-{
-	size_t t = PHNSW_HEAP_TUPLE_SIZE(dim) + PG_ITEMID;
-	size_t r = (PG_BLCKSZ - PG_PAGE_HEADER) / t;
-
-	return r ? (uint32_t) r : 1;
-}
-
-pg_tid phnsw_heap_tid(uint32_t id, uint32_t rows_per_page)
-{
-	pg_tid t = {id / rows_per_page, (uint16_t) (id % rows_per_page + 1)};
-
-	return t;
-}
+/* ---- hash partitioning ---- */
 
 uint32_t phnsw_partition_of(uint32_t id, uint32_t partitions)
 {
@@ -147,21 +132,6 @@ uint32_t phnsw_partition_of(uint32_t id, uint32_t partitions)
 	h *= 0xc2b2ae35u;
 	h ^= h >> 16;
 	return partitions ? h % partitions : 0;
-}
-
-int phnsw_heap_row(const uint8_t *page, uint32_t blk, unsigned off, size_t dim, uint32_t *id,
-		   float *out)
-{
-	size_t len;
-	const uint8_t *t = pg_page_item(page, off, &len);
-
-	(void) blk;
-	if (!t || len < PHNSW_HEAP_TUPLE_HDR + 12 + 4 * dim || t[22] != PHNSW_HEAP_TUPLE_HDR ||
-	    pg_get16(t + 32) != dim)
-		return -EBADMSG;
-	*id = pg_get32(t + 24);
-	memcpy(out, t + 36, 4 * dim);
-	return 0;
 }
 
 /* Write every row into the heap file in id order. */
