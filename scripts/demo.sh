@@ -150,5 +150,5 @@ cat ../checkpoint.txt
 step "key figures"
 grep -iE 'median|mdape|inside|pass|fail|independent' score.txt || true
 cat verdicts.txt
-sed -n '/^## Summary/,/^## 1/p' ../report/report.md 2>/dev/null | grep -v '^## 1' || true
+sed -n '/^## At a glance/,/^Contents:/p' ../report/report.md 2>/dev/null | grep -v '^Contents:' || true
 echo "demo finished in $(( $(date +%s) - t_start )) s; study in $W/S"
