@@ -27,6 +27,12 @@ sed -e "s|\"fashion-mnist:train\"|\"$BASE\"|" -e "s|\"fashion-mnist:test\"|\"syn
 "$cs" study register ../S study.t.json >"$T/out" 2>&1 || { echo "FAIL: study register: $(cat "$T/out")"; fail=1; }
 n=$(sqlite3 ../S/ledger.db "select json_array_length(payload, '\$.plan_specs') from records where kind='study'" 2>/dev/null || echo "?")
 echo "plan specs hashed: $n"
+# validate's can-fail:Hn checks pass for every hypothesis (each contrast differs in its factor only)
+"$cs" clone work/prod-index work/clone --study ../S >/dev/null 2>&1 || { echo "FAIL: clone"; fail=1; }
+"$cs" validate ../S --quiet >"$T/v" 2>&1 || "$cs" validate ../S --quiet --allow-no-device-stats >"$T/v" 2>&1 ||
+	{ echo "FAIL: validate: $(grep -i 'can-fail\|refused' "$T/v" | head -5)"; fail=1; }
+np=$(sqlite3 ../S/ledger.db "select count(*) from records where kind='validation' and json_extract(payload,'\$.check') like 'can-fail:%' and json_extract(payload,'\$.passed')" 2>/dev/null || echo 0)
+[ "$np" -ge 9 ] || { echo "FAIL: $np can-fail checks passed, expected 9"; fail=1; }
 python3 - "$src/studies/disk-tier" <<'PY' || fail=1
 import glob, json, os, sys
 top = sys.argv[1]
@@ -38,9 +44,9 @@ bad = []
 def sels(rule, out):
     if isinstance(rule, dict):
         if "ratio" in rule:
-            out.append(("ratio", [r["select"]["tags"] for r in rule["ratio"]]))
+            out.append(("ratio", [r["select"] for r in rule["ratio"]]))
         elif "select" in rule:
-            out.append(("one", [rule["select"]["tags"]]))
+            out.append(("one", [rule["select"]]))
         for v in rule.values():
             sels(v, out)
     elif isinstance(rule, list):
@@ -56,10 +62,11 @@ for h, m in plan["hypotheses"].items():
         runs = {f: spec(f) for f in m[group]}
         for kind, tagsets in sels([hyps[h]["accept"], hyps[h]["reject"]], []):
             matched = []
-            for tags in tagsets:
-                hit = [f for f, s in runs.items() if set(tags) <= set(s["tags"])]
+            for sel in tagsets:
+                hit = [f for f, s in runs.items() if set(sel.get("tags", [])) <= set(s["tags"])
+                       and not set(sel.get("not_tags", [])) & set(s["tags"])]
                 if len(hit) != 1:
-                    bad.append("%s %s: selection %s matches %s" % (h, group, tags, hit))
+                    bad.append("%s %s: selection %s matches %s" % (h, group, sel, hit))
                 matched += hit
             if kind == "ratio" and len(matched) == 2:
                 a, b = (knobs(runs[f]) for f in matched)
