@@ -124,6 +124,25 @@ int harness_plan_specs(const json_t *doc, const char *path, json_t **out, cs_err
 int harness_run_tags(const json_t *eff, const json_t *defaults, const char *kind,
 		     const char *cls, const char *name, json_t **out, cs_err *e);
 
+/*
+ * The run.json knobs a tag of the vocabulary stands for (NULL-terminated,
+ * static): "cold" and "warm" the cache state (cold, cold_each_query,
+ * warmup_queries), "serial"/"fanout<N>" the mode, a device tag the device,
+ * "ef<N>" ef_search, "load" load, ... and "baseline" the knobs a baseline
+ * run holds at the study's defaults. NULL for a tag that names no knob
+ * (class and kind tags, labels outside the vocabulary).
+ */
+const char *const *harness_tag_knobs(const char *tag);
+
+/*
+ * The can-fail checks (canfail.c): for each registered hypothesis, one
+ * {"check": "can-fail:Hn", "passed", "detail"} object appended to out
+ * (study: the registered study document; plan: its plan, NULL: none).
+ * *refuse is set to 1 when a confirmatory or non-cause hypothesis cannot
+ * fail (validate then refuses, exit 3). 0 or CS_EXIT_INTERNAL.
+ */
+int harness_can_fail(struct ledger *l, const json_t *study, json_t *out, int *refuse, cs_err *e);
+
 /* The latest registered study document of DIR's ledger (new reference); exit 3 when none. */
 struct ledger;
 int harness_study_current(struct ledger *l, json_t **doc, cs_err *e);

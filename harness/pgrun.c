@@ -703,6 +703,7 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 	json_object_set_new(m, "lat_p50_ms", harness_num_or_null(cs_quantile(lat, n, 0.5)));
 	json_object_set_new(m, "lat_p99_ms", harness_num_or_null(cs_quantile(lat, n, 0.99)));
 	json_object_set_new(m, "recall_at_k", harness_num_or_null(nrec ? rec / (double) nrec : NAN));
+	json_object_set_new(m, "results_digest", json_null()); /* not computed on a PostgreSQL target */
 	json_object_set_new(m, "engine_reads", json_integer((json_int_t) reads));
 	json_object_set_new(m, "engine_read_ms_mean", harness_num_or_null(reads ? rms / (double) reads : NAN));
 	json_object_set_new(m, "reads_per_query", harness_num_or_null(n ? (double) reads / (double) n : NAN));

@@ -99,7 +99,56 @@ typedef struct qrow {
 	double vlat_ms, vread_ms; /* virtual time: latency and read time as the device gives them */
 	uint64_t vdev_reads, vhits;
 	uint32_t rep;             /* the repeat it belongs to */
+	uint64_t ids_hash;        /* the returned ids in rank order (ids_hash) */
 } qrow;
+
+/* FNV-1a over a query's returned ids in rank order: what results_digest folds. */
+static uint64_t ids_hash(const uint32_t *ids, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		for (unsigned b = 0; b < 4; b++) {
+			h ^= (ids[i] >> (8 * b)) & 0xffu;
+			h *= 0x100000001b3ull;
+		}
+	return h;
+}
+
+typedef struct qhash {
+	uint64_t q, h;
+} qhash;
+
+static int cmp_qhash(const void *a, const void *b)
+{
+	const qhash *x = a, *y = b;
+
+	if (x->q != y->q)
+		return x->q < y->q ? -1 : 1;
+	return x->h < y->h ? -1 : x->h > y->h;
+}
+
+/*
+ * results_digest: every distinct (query row, returned ids) pair, in query
+ * order, folded by FNV-1a and kept to 52 bits so a JSON number holds it
+ * exactly. Two runs over the same queries have equal digests exactly when
+ * every query returned the same ids in the same order (up to a collision).
+ */
+static double results_digest(qhash *v, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	qsort(v, n, sizeof(*v), cmp_qhash);
+	for (size_t i = 0; i < n; i++) {
+		if (i && v[i].q == v[i - 1].q && v[i].h == v[i - 1].h)
+			continue; /* a repeat or another client's run of the same query */
+		for (unsigned b = 0; b < 16; b++) {
+			h ^= ((b < 8 ? v[i].q : v[i].h) >> (8 * (b % 8))) & 0xffu;
+			h *= 0x100000001b3ull;
+		}
+	}
+	return (double) (h & ((UINT64_C(1) << 52) - 1));
+}
 
 typedef struct load {
 	cv_index *ix;
@@ -303,6 +352,7 @@ static void *client(void *p)
 		r->bytes = after.bytes - before.bytes;
 		r->read_ms = (double) (after.lat_ns.sum - before.lat_ns.sum) / 1e6;
 		r->n = (uint32_t) nout;
+		r->ids_hash = ids_hash(ids, nout);
 		r->recall = NAN;
 		r->setup_ms = setup_ms;
 		r->vlat_ms = r->lat_ms;
@@ -488,14 +538,17 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 {
 	size_t n = 0, k = 0, nrec = 0;
 	double *lat, sum_lat = 0, sum_rec = 0, read_ms = 0;
+	qhash *qh;
 	json_t *m;
 
 	for (unsigned c = 0; c < L->clients; c++)
 		n += L->nrows[c];
 	lat = malloc((n ? n : 1) * sizeof(*lat));
+	qh = malloc((n ? n : 1) * sizeof(*qh));
 	m = json_object();
-	if (!lat || !m) {
+	if (!lat || !qh || !m) {
 		free(lat);
+		free(qh);
 		json_decref(m);
 		return NULL;
 	}
@@ -504,6 +557,7 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 			const qrow *r = &L->rows[c][i];
 			double v = virt ? r->vlat_ms : r->lat_ms;
 
+			qh[k] = (qhash){r->q, r->ids_hash};
 			lat[k++] = v;
 			sum_lat += v;
 			read_ms += r->vread_ms;
@@ -523,6 +577,8 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 	json_object_set_new(m, "lat_p50_ms", harness_num_or_null(cs_quantile(lat, n, 0.5)));
 	json_object_set_new(m, "lat_p99_ms", harness_num_or_null(cs_quantile(lat, n, 0.99)));
 	json_object_set_new(m, "recall_at_k", harness_num_or_null(nrec ? sum_rec / (double) nrec : NAN));
+	json_object_set_new(m, "results_digest", harness_num_or_null(n ? results_digest(qh, n) : NAN));
+	free(qh);
 	json_object_set_new(m, "engine_reads", json_integer((json_int_t) all->reads));
 	json_object_set_new(m, "engine_read_ms_mean",
 			    harness_num_or_null(all->reads ? read_ms / (double) all->reads : NAN));

@@ -660,6 +660,33 @@ static const char *const baseline_knobs[] = {"k", "ef_search", "search_probe", "
 static const char *const treatment_keys[] = {"prewarm", "load", "bulkwrite", "client_cpus",
 					     "mem_cap_bytes", NULL};
 
+/* The knobs each tag of the vocabulary stands for (harness_tag_knobs): what derived_tags reads. */
+static const char *const k_cache[] = {"cold", "cold_each_query", "warmup_queries", NULL};
+static const char *const k_mode[] = {"mode", "fanout", "merge", NULL};
+static const char *const k_merge[] = {"merge", NULL};
+static const char *const k_parts[] = {"partitions", NULL};
+static const char *const k_device[] = {"device", NULL};
+static const char *const k_time[] = {"device_time", NULL};
+static const char *const k_ef[] = {"ef_search", NULL};
+static const char *const k_prewarm[] = {"prewarm", NULL};
+static const char *const k_load[] = {"load", NULL};
+static const char *const k_bulk[] = {"bulkwrite", NULL};
+static const char *const k_cpus[] = {"client_cpus", NULL};
+static const char *const k_memcap[] = {"mem_cap_bytes", NULL};
+static const struct {
+	const char *tag;
+	const char *const *knobs;
+} tag_knobs[] = {
+	{"cold", k_cache},	    {"warm", k_cache},	       {"serial", k_mode},
+	{"fanout", k_mode},	    {"merge-sort", k_merge},   {"gate", k_parts},
+	{"partition", k_parts},	    {"hdd", k_device},	       {"ssd", k_device},
+	{"nvme", k_device},	    {"gp3", k_device},	       {"gp3-3000", k_device},
+	{"gp3-80000", k_device},    {"probe", k_device},       {"virtual", k_time},
+	{"realtime", k_time},	    {"prewarm", k_prewarm},    {"prewarm-other", k_prewarm},
+	{"load", k_load},	    {"bulkwrite", k_bulk},     {"client-alt", k_cpus},
+	{"memcap", k_memcap},	    {NULL, NULL},
+};
+
 static int in_list(const char *const *list, const char *s)
 {
 	for (size_t i = 0; list[i]; i++)
@@ -778,6 +805,22 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 	if (cls)
 		add_tag(t, cls);
 	return t;
+}
+
+const char *const *harness_tag_knobs(const char *tag)
+{
+	if (!tag)
+		return NULL;
+	if (numbered(tag, "fanout"))
+		return k_mode;
+	if (numbered(tag, "ef"))
+		return k_ef;
+	if (!strcmp(tag, "baseline"))
+		return baseline_knobs;
+	for (size_t i = 0; tag_knobs[i].tag; i++)
+		if (!strcmp(tag_knobs[i].tag, tag))
+			return tag_knobs[i].knobs;
+	return NULL;
 }
 
 int harness_run_tags(const json_t *eff, const json_t *defaults, const char *kind,

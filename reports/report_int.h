@@ -65,6 +65,9 @@ const char *report_fmt_num(double x, char out[REPORT_NUM_MAX]);
 /* A JSON value for a cell: null/absent "n/a", numbers as above, true "yes", false "no". */
 const char *report_fmt_json(const json_t *v, char out[REPORT_NUM_MAX]);
 
+/* The unit a vocabulary metric is measured in ("" for counts and ratios; results.c). */
+const char *report_metric_unit(const char *metric);
+
 /* ---- axes ---- */
 
 /*
@@ -110,15 +113,21 @@ typedef struct svg_point {
 	double lo, hi; /* a vertical band around y; not finite: none */
 	int group;
 	const char *label; /* may be NULL */
+	int solo;          /* with join: a dot only, not part of its group's line */
 } svg_point;
 
 /*
  * Points with optional vertical bands; log or linear axes; diagonal draws
  * y = x (predicted against observed); join links the points of each group
- * in order (a series).
+ * in order (a series), leaving out points marked solo.
  */
 void svg_scatter(rbuf *b, const char *title, const char *xlabel, const char *ylabel,
                  const svg_point *pts, size_t n, int logx, int logy, int diagonal, int join,
                  const char *const *group_names, size_t ngroups);
+
+/* The same on a small canvas (380 px wide), for one panel among several; no joined series. */
+void svg_scatter_small(rbuf *b, const char *title, const char *xlabel, const char *ylabel,
+                       const svg_point *pts, size_t n, int logx, int logy, int diagonal,
+                       const char *const *group_names, size_t ngroups);
 
 #endif

@@ -58,7 +58,7 @@ static const char *const metric_units[][2] = {
 	{"bytes_per_read", "B"},  {"device_read_ms_mean", "ms"}, {"mem_peak_bytes", "B"},
 };
 
-static const char *unit_of(const char *metric)
+const char *report_metric_unit(const char *metric)
 {
 	for (size_t i = 0; i < sizeof(metric_units) / sizeof(metric_units[0]); i++)
 		if (!strcmp(metric_units[i][0], metric))
@@ -699,7 +699,7 @@ static void write_run_text(const json_t *rec, FILE *out)
 	fprintf(out, "\nmetrics%s%s\n", mr ? "                                     (real disk)" : "",
 		json_array_size(reps) > 1 ? "  sd, 95% interval of the mean over the repeats" : "");
 	for (size_t i = 0; names[i]; i++) {
-		const char *u = unit_of(names[i]);
+		const char *u = report_metric_unit(names[i]);
 		const json_t *mv = json_object_get(m, names[i]);
 		double mean, sd, lo, hi;
 

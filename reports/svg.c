@@ -85,18 +85,24 @@ static int axis_ok(const axis *a, double v)
 }
 
 /* Open an SVG document of height h with a white background and a title. */
-static void svg_open(rbuf *b, double h, const char *title)
+static void svg_open_w(rbuf *b, double w, double h, const char *title)
 {
 	rb_printf(b,
 	          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
 	          "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"11\">\n",
-	          W, h, W, h);
+	          w, h, w, h);
 	rb_put(b, "<title>");
 	rb_html(b, title);
 	rb_put(b, "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n");
 	rb_put(b, "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">");
 	rb_html(b, title);
 	rb_put(b, "</text>\n");
+}
+
+/* An SVG document of the standard width. */
+static void svg_open(rbuf *b, double h, const char *title)
+{
+	svg_open_w(b, W, h, title);
 }
 
 /* Text at (x, y), anchored, escaped. */
@@ -298,11 +304,12 @@ void svg_strips(rbuf *b, const char *title, const char *xlabel, const svg_strip 
 	rb_put(b, "</svg>\n");
 }
 
-void svg_scatter(rbuf *b, const char *title, const char *xlabel, const char *ylabel,
-                 const svg_point *pts, size_t n, int logx, int logy, int diagonal, int join,
-                 const char *const *group_names, size_t ngroups)
+/* The scatter of svg_scatter on a canvas w wide with the plot area down to bottom. */
+static void scatter(rbuf *b, double w, double bottom, const char *title, const char *xlabel,
+                    const char *ylabel, const svg_point *pts, size_t n, int logx, int logy,
+                    int diagonal, int join, const char *const *group_names, size_t ngroups)
 {
-	const double left = 80, right = W - 30, top = 40, bottom = 400;
+	const double left = 80, right = w - 30, top = 40;
 	double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY, h;
 	char num[REPORT_NUM_MAX];
 	axis ax, ay;
@@ -334,7 +341,7 @@ void svg_scatter(rbuf *b, const char *title, const char *xlabel, const char *yla
 	axis_fit(&ax, logx, xlo, xhi, left, right);
 	axis_fit(&ay, logy, ylo, yhi, bottom, top);
 	h = bottom + 46 + (ngroups ? 20 : 0);
-	svg_open(b, h, title);
+	svg_open_w(b, w, h, title);
 	draw_xaxis(b, &ax, bottom, top, xlabel);
 	draw_yaxis(b, &ay, left, right, ylabel);
 	if (diagonal) {
@@ -352,7 +359,7 @@ void svg_scatter(rbuf *b, const char *title, const char *xlabel, const char *yla
 			int started = 0;
 
 			for (i = 0; i < n; i++) {
-				if (pts[i].group != g || !axis_ok(&ax, pts[i].x) ||
+				if (pts[i].group != g || pts[i].solo || !axis_ok(&ax, pts[i].x) ||
 				    !axis_ok(&ay, pts[i].y))
 					continue;
 				if (!started)
@@ -398,10 +405,27 @@ void svg_scatter(rbuf *b, const char *title, const char *xlabel, const char *yla
 		rb_put(b, ", ");
 		rb_put(b, report_fmt_num(p->y, num));
 		rb_put(b, "</title></circle>\n");
-		if (p->label && n <= 40)
+		/* names beside points only where few points and no lines: else they overprint */
+		if (p->label && n <= 12 && !join && w >= W)
 			text_at(b, x + 6, y - 6, "start", p->label);
 	}
 	if (ngroups)
 		draw_legend(b, left, h - 8, group_names, ngroups);
 	rb_put(b, "</svg>\n");
+}
+
+void svg_scatter(rbuf *b, const char *title, const char *xlabel, const char *ylabel,
+                 const svg_point *pts, size_t n, int logx, int logy, int diagonal, int join,
+                 const char *const *group_names, size_t ngroups)
+{
+	scatter(b, W, 400, title, xlabel, ylabel, pts, n, logx, logy, diagonal, join, group_names,
+	        ngroups);
+}
+
+void svg_scatter_small(rbuf *b, const char *title, const char *xlabel, const char *ylabel,
+                       const svg_point *pts, size_t n, int logx, int logy, int diagonal,
+                       const char *const *group_names, size_t ngroups)
+{
+	scatter(b, 380, 300, title, xlabel, ylabel, pts, n, logx, logy, diagonal, 0, group_names,
+	        ngroups);
 }

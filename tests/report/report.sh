@@ -53,7 +53,8 @@ ok "log verify" "$cs" log verify "$T/S"
 
 ok "report 1" "$cs" report "$T/S" --out "$T/R1" || exit 1
 ok "report 2" "$cs" report "$T/S" --out "$T/R2" || exit 1
-for f in report.md report.html records.jsonl checkpoint.txt wall.svg read-latency.svg fanout.svg holdout.svg; do
+for f in report.md report.html records.jsonl checkpoint.txt read-latency.svg concurrency.svg \
+	clients.svg latency-cdf.svg recall-qps.svg holdout-wall_s.svg holdout-engine_reads.svg; do
 	[ -s "$T/R1/$f" ] || die "R1/$f missing or empty"
 done
 diff -r "$T/R1" "$T/R2" >/dev/null || die "two reports of one ledger differ: $(diff -r "$T/R1" "$T/R2" | head -5)"
@@ -83,7 +84,31 @@ html = open(R + "/report.html", encoding="utf-8").read()
 md = open(R + "/report.md", encoding="utf-8").read()
 no(re.search(r"<script", html, re.I), "report.html contains <script")
 no(re.search(r"<img", html, re.I), "report.html contains <img")
-no(re.search(r"""<[^>]*\b(src|href)\s*=""", html, re.I), "report.html references an external asset")
+no(re.search(r"""<[^>]*\bsrc\s*=""", html, re.I), "report.html references an external asset")
+no(re.search(r"""<[^>]*\bhref\s*=\s*(?!["']?#)""", html, re.I), "report.html links outside itself")
+# the contents: every in-page link lands on an id; tables and figures numbered 1..N without a gap
+ids = set(re.findall(r'\bid="([^"]+)"', html))
+links = re.findall(r'href="#([^"]+)"', html)
+no(len(links) < 8, "the contents list %d sections" % len(links))
+no([l for l in links if l not in ids], "contents links without a target: %s" % [l for l in links if l not in ids])
+for what in ("Table", "Figure"):
+    for doc, name in ((md, "report.md"), (html, "report.html")):
+        nums = [int(n) for n in re.findall(r"\b%s (\d+)\. " % what, doc)]
+        seen = sorted(set(nums))
+        no(not seen or seen != list(range(1, len(seen) + 1)), "%s: %s numbers skip: %s" % (name, what, seen))
+# the first screen: before the contents, the question, verdicts against bands, how measured, the holdout
+first = md.split("Contents:")[0]
+for s in ["## At a glance",
+          # H1 since issue 14: cold/warm wall per query (the fixture's 191.2 s / 0.52 s), against the seed's band
+          "| H1 | Hard-disk latency is the multiplier of a cold serial query | accepted (exploratory) | 367.7 | 37,000 \\[5,000, 100,000\\] | x (cold on hdd-pool / warm, the same three queries) | no | virtual time |",
+          # H8's identity is over every query's ids (results_digest), which the fixture's runs do not carry
+          "| H8 | Fan-out over partitions cuts the cold gate 5x or more with an identical top-k | unresolved (exploratory) | 15.3 | 10 \\[5, 16\\] |",
+          "Holdout: PASS.", "What survives (confirmatory, accepted): nothing."]:
+    no(s not in first, "the first screen lacks: " + s)
+no(html.find('<nav id="contents">') < 0 or html.find('<nav id="contents">') > html.find('id="1-verdicts"'),
+   "the contents do not come before the first section")
+no("<details><summary>Every validation check with its detail</summary>" not in html, "the validation details are not folded")
+no("<details><summary>The numbers each rule saw" not in html, "the rule traces are not folded")
 no("&lt;script&gt;alert(1)&lt;/script&gt; &amp; a &#39;quoted&#39; | pipe" not in html,
    "the hostile title is not shown escaped in the HTML")
 no(re.search(r"<script|<img|<b>", md, re.I), "report.md carries raw HTML from record text")
@@ -95,9 +120,16 @@ need = [
     "## 7. Refutations", "ef\\_search changes recall too",
     "| R0005 |", "| H1 | confirmatory | accepted |",
     "1 of 2 predictions inside their bands (level 0.95)", "The score of record",
-    "two-sided binomial p = 0.195 over the rows", "Table 10a. The score per metric",
-    "median(io_over_wall over runs tagged gate+cold+serial+hdd+baseline) = 0.9988",
-    "Table 7. Serial against fan-out", "Table 8. Per-read latency and cold query time by device",
+    "two-sided binomial p = 0.195 over the rows", "The score per metric (interval scores",
+    "median(wall_s over runs tagged gate+cold+serial+hdd+baseline) = 191.2",
+    "Serial against fan-out.", "Per-read latency and cold query time by device.",
+    # how each number was made, beside every run and verdict (issue 14 item 6)
+    "| R0001 | design | virtual time |", "| R0003 | design | modelled real time |",
+    "| R0005 | exploratory | real disk |",
+    "| R0001, R0003 | virtual time + modelled real time |",
+    # a one-partition run's recall is whole-set recall, and says so
+    "| R0004 | 10.53 | 95 | 93.1 | 114 | 0 \\* |",
+    "Recall@k is always measured against the whole data set's ground truth",
     "| hdd-pool |", "| sata-ssd |", "| host device |",
     "cold-query-fixture", "frozen before any holdout result existed",
     "widen H7's band: the seed's pooled interval was 1.04 to 1.61 | 1.3 \\[1, 2\\] |",

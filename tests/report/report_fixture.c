@@ -9,8 +9,10 @@
  *
  * appends, through the real ledger: a study record, a passed validation
  * batch, five design runs (serial cold gate on hdd-pool, a warm gate, a
- * fan-out at 4 x 2 on hdd-pool, a cold partition on sata-ssd, one with
- * device metrics null), each with run_start, its per-query rows as a raw
+ * fan-out at 4 x 2 on hdd-pool in modelled real time, a cold single
+ * partition on sata-ssd (recall 0 against the whole set's truth), one with
+ * device metrics null and no device model: the real disk; the others in
+ * virtual time), each with run_start, its per-query rows as a raw
  * blob and a run record shaped as in docs/records.md; two predictions;
  * then a holdout run_start and the holdout run they predict. The numbers
  * are fixed, so the report's bytes are too. `coldstudy holdout score` and
@@ -34,21 +36,23 @@ typedef struct fx_run {
 	double wall_s, read_ms, lat_ms, recall;
 	long reads, queries;
 	int device_null;
+	const char *device_time; /* "virtual", "realtime" or NULL (no model: the real disk) */
+	int part;                /* >= 0: the spec names this one partition */
 } fx_run;
 
 static const fx_run runs[] = {
     {"R0001", "[\"gate\",\"cold\",\"serial\",\"hdd\",\"baseline\"]", "[\"H1\",\"H8\"]", "serial", 1,
-     1, 1, 0, "hdd-pool", 191.2, 33.26, 19120.0, 0.98, 5742, 10, 0},
+     1, 1, 0, "hdd-pool", 191.2, 33.26, 19120.0, 0.98, 5742, 10, 0, "virtual", -1},
     {"R0002", "[\"gate\",\"warm\",\"serial\",\"baseline\"]", "[\"H1\"]", "serial", 1, 1, 0, 0,
-     "hdd-pool", 0.52, 0.0, 52.0, 0.98, 0, 10, 0},
+     "hdd-pool", 0.52, 0.0, 52.0, 0.98, 0, 10, 0, "virtual", -1},
     {"R0003", "[\"gate\",\"cold\",\"fanout16\",\"hdd\",\"baseline\"]", "[\"H8\"]", "fanout", 4, 2,
-     1, 0, "hdd-pool", 12.5, 57.2, 1250.0, 0.97, 4648, 10, 0},
+     1, 0, "hdd-pool", 12.5, 57.2, 1250.0, 0.97, 4648, 10, 0, "realtime", -1},
     {"R0004", "[\"partition\",\"cold\",\"serial\",\"ssd\",\"baseline\"]", "[\"H5\"]", "serial", 1,
-     1, 1, 0, "sata-ssd", 0.95, 0.704, 95.0, 0.99, 941, 10, 0},
+     1, 1, 0, "sata-ssd", 0.95, 0.704, 95.0, 0.0, 941, 10, 0, "virtual", 3},
     {"R0005", "[\"partition\",\"cold\",\"serial\"]", "[]", "serial", 1, 1, 1, 0, NULL, 0.081, 0.052,
-     8.1, 0.99, 941, 10, 1},
+     8.1, 0.99, 941, 10, 1, NULL, -1},
     {"R0006", "[\"gate\",\"cold\",\"serial\",\"hdd\",\"holdout\"]", "[]", "serial", 1, 1, 1, 1,
-     "hdd-pool", 137.0, 25.42, 13700.0, 0.98, 5386, 10, 0},
+     "hdd-pool", 137.0, 25.42, 13700.0, 0.98, 5386, 10, 0, "virtual", -1},
 };
 
 /* The per-query rows of a run: reads and read time spread over its queries. */
@@ -128,6 +132,13 @@ static int add_run(ledger *l, const fx_run *r, cs_err *e)
 	                "ended", "2026-10-29T10:05:00.000000Z", "status", "complete");
 	if (!r->device)
 		json_object_set_new(json_object_get(rec, "features"), "device", json_null());
+	json_object_set_new(rec, "device_time",
+	                    r->device_time ? json_string(r->device_time) : json_null());
+	if (r->part >= 0) {
+		json_object_set_new(json_object_get(rec, "spec"), "partitions",
+		                    json_pack("[i]", r->part));
+		json_object_set_new(json_object_get(rec, "features"), "partitions", json_integer(1));
+	}
 	rc = ledger_append(l, "run", rec, NULL, e);
 	json_decref(rec);
 	if (rc)

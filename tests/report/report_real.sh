@@ -57,10 +57,30 @@ for r in runs:
 for dev in ("hdd-pool (n=8)", "host device (n=8)"):
     if dev not in svg:
         print("FAIL: read-latency.svg lacks %r" % dev); bad = 1
-if "| hdd-pool | 1 |" not in md or "Table 7. Serial against fan-out" not in md:
+if "| hdd-pool | 1 |" not in md or "Serial against fan-out." not in md:
     print("FAIL: device or fan-out table missing"); bad = 1
+# how each run's numbers were made, from its record's device_time
+for r in runs:
+    want = {"virtual": "virtual time", "realtime": "modelled real time", None: "real disk"}[r.get("device_time")]
+    if "| %s | " % r["run_id"] not in md or ("| %s | exploratory | %s |" % (r["run_id"], want)) not in md:
+        print("FAIL: run %s is not marked %r" % (r["run_id"], want)); bad = 1
+# the samplers' memory series is plotted, one line per run, from the raw table
+import os, re
+mem = R + "/series-memory.svg"
+if not os.path.exists(mem):
+    print("FAIL: no series-memory.svg"); bad = 1
+else:
+    lines = re.findall(r"<polyline", open(mem).read())
+    n_series = sum(1 for r in runs if r.get("raw", {}).get("memory"))
+    if len(lines) != 2:
+        print("FAIL: series-memory.svg draws %d lines, expected one per run (2)" % len(lines)); bad = 1
 sys.exit(bad)
 PY
 rc=$?
+# the report of real runs in headless Chromium: no console message, not too tall
+if [ $rc = 0 ] && command -v chromium >/dev/null 2>&1; then
+	python3 "${COLDSTUDY_SRC:?}/tests/report/chromium_check.py" "$T/R1/report.html" --max-height 9000 \
+		--shot "${REPORT_ARTEFACTS:-$T}/report-real-runs.png" || rc=1
+fi
 [ $rc = 0 ] && echo "ok: report over real runs"
 exit $rc

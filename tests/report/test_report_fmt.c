@@ -2,7 +2,10 @@
  * test_report_fmt.c - the report's text layer: numbers as a reader sees
  * them, escaping for HTML and Markdown, the buffer's cap, axis ticks, and
  * that the plots escape their labels and show what a log axis cannot draw
- * as "n/a".
+ * as "n/a"; how a run's numbers were made (virtual time, modelled real
+ * time, real disk), the number a verdict's band is about, and that the
+ * renderer numbers tables and sections without a gap and folds in both
+ * formats.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -13,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "report_doc.h"
 #include "report_int.h"
 
 static void fmt_is(double x, const char *want)
@@ -143,7 +147,8 @@ static void test_svg(void **state)
 	static const char *const groups[] = {"serial", "fan&out"};
 	double v1[] = {10, 12, 300, 11, -1}, v2[] = {0.7, 0.8};
 	svg_strip rows[] = {{"hdd-pool", v1, 5}, {"ssd \"q\"", v2, 2}, {"empty", NULL, 0}};
-	svg_point pts[] = {{137, 142.4, 95, 210, 0, "P1"}, {5386, 5742, 5600, 5900, 1, "P<2>"}};
+	svg_point pts[] = {{137, 142.4, 95, 210, 0, "P1", 0},
+	                   {5386, 5742, 5600, 5900, 1, "P<2>", 0}};
 	rbuf b;
 
 	(void) state;
@@ -194,12 +199,117 @@ static void test_svg(void **state)
 	}
 }
 
+/* A kept run record {"p": payload} from JSON text (new). */
+static json_t *kept(const char *payload)
+{
+	json_t *p = json_loads(payload, 0, NULL);
+
+	assert_non_null(p);
+	return json_pack("{s:o}", "p", p);
+}
+
+static void test_time_basis(void **state)
+{
+	static const struct {
+		const char *payload;
+		int want;
+	} cases[] = {
+	    {"{\"device_time\":\"virtual\",\"features\":{\"device\":\"hdd-pool\"}}",
+	     RPT_TIME_VIRTUAL},
+	    {"{\"device_time\":\"realtime\",\"features\":{\"device\":\"hdd-pool\"}}",
+	     RPT_TIME_MODEL},
+	    {"{\"device_time\":null,\"features\":{\"device\":null}}", RPT_TIME_DISK},
+	    {"{\"features\":{}}", RPT_TIME_DISK},
+	    {"{\"features\":{\"device\":\"hdd-pool\"}}", RPT_TIME_UNRECORDED},
+	};
+	char w[RPT_TIME_WORDS_MAX];
+
+	(void) state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *r = kept(cases[i].payload);
+
+		if (rpt_time_basis(r) != cases[i].want)
+			fail_msg("%s: basis %d, want %d", cases[i].payload, rpt_time_basis(r),
+			         cases[i].want);
+		json_decref(r);
+	}
+	assert_string_equal(rpt_time_words(RPT_TIME_VIRTUAL, w), "virtual time");
+	assert_string_equal(rpt_time_words(RPT_TIME_VIRTUAL | RPT_TIME_DISK, w),
+	                    "virtual time + real disk");
+	assert_string_equal(rpt_time_words(0, w), "n/a");
+}
+
+static void test_verdict_observed(void **state)
+{
+	/* H2's shape: a guard ratio (>= 5) first, the predicted ratio (<= 1) second */
+	json_t *v = json_loads(
+	    "{\"accept\":{\"trace\":{\"all\":[{\"cmp\":{\"left\":{\"ratio\":[1,2],\"value\":4530},"
+	    "\"op\":\">=\",\"right\":5}},{\"not\":{\"cmp\":{\"left\":{\"agg\":\"median\","
+	    "\"value\":1.005},\"op\":\">\",\"right\":1.0}}}]}}}",
+	    0, NULL);
+	json_t *band = json_pack("[f,f]", 0.45, 1.1), *none = json_array();
+
+	(void) state;
+	assert_non_null(v);
+	assert_true(fabs(rpt_verdict_observed(v, band) - 1.005) < 1e-12);
+	/* without a band: the first comparison with a number */
+	assert_true(fabs(rpt_verdict_observed(v, none) - 4530) < 1e-12);
+	json_decref(v);
+	json_decref(band);
+	json_decref(none);
+}
+
+static void test_render_numbers(void **state)
+{
+	doc d = {json_array(), json_object(), json_array(), 0};
+	rbuf html, md;
+	json_t *t;
+
+	(void) state;
+	rpt_h_plain(&d, "At a glance", "glance");
+	rpt_toc(&d);
+	rpt_h(&d, 2, "Verdicts");
+	t = rpt_table(&d, "First.", "A", NULL);
+	rpt_cell_s(rpt_row(t), "R0001");
+	rpt_table(&d, NULL, "B", NULL); /* no caption: no number */
+	rpt_fold_open(&d, "Folded <things>");
+	rpt_table(&d, "Second.", "C", NULL);
+	rpt_fold_close(&d);
+	rpt_h(&d, 2, "Runs");
+	rb_init(&html, 0);
+	rb_init(&md, 0);
+	rpt_render_html(&html, &d, "T");
+	rpt_render_md(&md, &d, "T");
+	assert_false(d.failed);
+	assert_true(rb_ok(&html) && rb_ok(&md));
+	assert_non_null(strstr(html.p, "<h2 id=\"glance\">At a glance</h2>"));
+	assert_non_null(strstr(html.p, "<h2 id=\"1-verdicts\">1. Verdicts</h2>"));
+	assert_non_null(strstr(html.p, "<h2 id=\"2-runs\">2. Runs</h2>"));
+	assert_non_null(strstr(html.p, "<a href=\"#2-runs\">2. Runs</a>"));
+	assert_null(strstr(html.p, "href=\"#glance\"")); /* the first screen is not listed */
+	assert_non_null(strstr(html.p, "Table 1. First."));
+	assert_non_null(strstr(html.p, "Table 2. Second."));
+	assert_null(strstr(html.p, "Table 3."));
+	assert_non_null(strstr(html.p, "<details><summary>Folded &lt;things&gt;</summary>"));
+	assert_non_null(strstr(html.p, "</details>"));
+	assert_non_null(strstr(md.p, "- [2. Runs](#2-runs)"));
+	assert_non_null(strstr(md.p, "*Table 2. Second.*"));
+	assert_non_null(strstr(md.p, "<details><summary>Folded &lt;things&gt;</summary>"));
+	rb_free(&html);
+	rb_free(&md);
+	json_decref(d.blocks);
+	json_decref(d.figs);
+	json_decref(d.fig_order);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_numbers),  cmocka_unit_test(test_json_cells),
-	    cmocka_unit_test(test_escaping), cmocka_unit_test(test_buffer_cap),
-	    cmocka_unit_test(test_ticks),    cmocka_unit_test(test_svg),
+	    cmocka_unit_test(test_numbers),        cmocka_unit_test(test_json_cells),
+	    cmocka_unit_test(test_escaping),       cmocka_unit_test(test_buffer_cap),
+	    cmocka_unit_test(test_ticks),          cmocka_unit_test(test_svg),
+	    cmocka_unit_test(test_time_basis),     cmocka_unit_test(test_verdict_observed),
+	    cmocka_unit_test(test_render_numbers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

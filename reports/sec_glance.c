@@ -1,0 +1,145 @@
+/*
+ * sec_glance.c - the first screen: the study's question, each verdict with
+ * the number its rule saw against the registered band and how that number
+ * was made, the holdout's result, and what survives. Everything a reader
+ * needs to decide whether to read on; the evidence follows in the sections.
+ */
+#include "report_doc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The latest registered document of hypothesis id (borrowed from hs), NULL when none. */
+static const json_t *hyp_doc(const json_t *hs, const char *id)
+{
+	size_t i;
+	json_t *h;
+
+	json_array_foreach(hs, i, h)
+	{
+		const json_t *latest = rpt_pl(json_object_get(h, "latest"));
+		const char *hid = rpt_str(latest, "id");
+
+		if (id && hid && !strcmp(hid, id))
+			return json_object_get(latest, "doc");
+	}
+	return NULL;
+}
+
+/* "H1 (title)" (titled) or "H1" into b, after a separator when b is not empty. */
+static void list_hyp(rbuf *b, const char *id, const json_t *hdoc, int titled)
+{
+	if (b->len)
+		rb_put(b, titled ? "; " : ", ");
+	rb_put(b, id ? id : "?");
+	if (titled && rpt_str(hdoc, "title"))
+		rb_printf(b, " (%s)", rpt_str(hdoc, "title"));
+}
+
+void rpt_sec_glance(doc *d, const model *m)
+{
+	json_t *hs = rpt_latest_hyps(m), *t, *r, *v;
+	const json_t *sdoc = m->study ? json_object_get(rpt_pl(m->study), "doc") : NULL;
+	const json_t *sr = rpt_score_of_record(m);
+	rbuf keep, fall, open, expl;
+	size_t i;
+
+	rpt_h_plain(d, "At a glance", "glance");
+	if (rpt_str(sdoc, "question") || rpt_str(sdoc, "title"))
+		rpt_p(d, "The question: %s", rpt_str(sdoc, "question") ?: rpt_str(sdoc, "title"));
+	else
+		rpt_p(d, "No study spec is registered: the question is the hypotheses' own.");
+	rb_init(&keep, 0);
+	rb_init(&fall, 0);
+	rb_init(&open, 0);
+	rb_init(&expl, 0);
+	if (!json_array_size(m->verdicts)) {
+		rpt_p(d, "No verdict: no hypothesis is registered.");
+	} else {
+		t = rpt_table(
+		    d,
+		    "Verdicts: the number each accept rule saw (of its comparisons, the one "
+		    "whose threshold lies nearest the band) against the band registered before "
+		    "any run, and how the runs behind it were measured "
+		    "(virtual time: reads replayed on a device model's clock; modelled real "
+		    "time: the model's service times slept; real disk: this machine's disk).",
+		    "Hypothesis", "Claim", "Verdict", "Observed", "Predicted [95% band]", "Unit",
+		    "In band", "Measured by", NULL);
+		json_array_foreach(m->verdicts, i, v)
+		{
+			const char *id = rpt_str(v, "hypothesis"),
+			           *vd = rpt_str(v, "verdict") ?: "?";
+			const json_t *hdoc = hyp_doc(hs, id),
+			             *pred = json_object_get(hdoc, "prediction");
+			const json_t *band = json_object_get(pred, "band95");
+			double obs = rpt_verdict_observed(v, band);
+			double lo = rpt_num_at(band, 0), hi = rpt_num_at(band, 1);
+			int expl_ = !strcmp(rpt_str(v, "class") ?: "", "exploratory");
+			rbuf b;
+
+			r = rpt_row(t);
+			rpt_cell_s(r, id);
+			rpt_cell_s(r, rpt_str(hdoc, "title"));
+			rb_init(&b, 0);
+			rb_printf(&b, "%s%s", vd, expl_ ? " (exploratory)" : "");
+			rpt_cell_s(r, b.p);
+			rb_free(&b);
+			rpt_cell_n(r, obs);
+			rb_init(&b, 0);
+			if (pred)
+				rpt_fmt_pred(&b, pred);
+			rpt_cell_s(r, b.p ? b.p : "n/a");
+			rb_free(&b);
+			rpt_cell_s(r, rpt_str(hdoc, "unit"));
+			rpt_cell_s(r, !isfinite(obs) || json_array_size(band) != 2 ? "n/a"
+			              : obs >= lo && obs <= hi                     ? "yes"
+			                                                           : "no");
+			{
+				char tw[RPT_TIME_WORDS_MAX];
+
+				rpt_cell_s(r, rpt_time_words(rpt_verdict_basis(m, v), tw));
+			}
+			if (expl_)
+				list_hyp(&expl, id, hdoc, 0);
+			else if (!strcmp(vd, "accepted"))
+				list_hyp(&keep, id, hdoc, 1);
+			else if (!strcmp(vd, "rejected") || !strcmp(vd, "refuted"))
+				list_hyp(&fall, id, hdoc, 1);
+			else
+				list_hyp(&open, id, hdoc, 0);
+		}
+	}
+	if (sr) {
+		const json_t *s = rpt_pl(sr);
+		char f[4][REPORT_NUM_MAX];
+
+		rpt_p(d,
+		      "Holdout: %s. The median relative error of the frozen predictions is %s "
+		      "against "
+		      "the threshold %s; %s of %s predictions fell inside their 95%% bands.",
+		      json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL",
+		      report_fmt_json(json_object_get(s, "mdape"), f[0]),
+		      report_fmt_json(json_object_get(s, "threshold"), f[1]),
+		      report_fmt_json(json_object_get(s, "inside"), f[2]),
+		      report_fmt_json(json_object_get(s, "n"), f[3]));
+	} else {
+		rpt_p(d, "Holdout: not scored (%zu predictions on record).",
+		      json_array_size(m->predictions));
+	}
+	rpt_p(d, "What survives (confirmatory, accepted): %s.", keep.len ? keep.p : "nothing");
+	rpt_p(d, "What does not (rejected or refuted): %s.", fall.len ? fall.p : "nothing");
+	if (open.len)
+		rpt_p(d, "Not settled (provisional or unresolved): %s.", open.p);
+	if (expl.len)
+		rpt_p(d, "Exploratory, never counted as confirmatory: %s.", expl.p);
+	rb_free(&keep);
+	rb_free(&fall);
+	rb_free(&open);
+	rb_free(&expl);
+	json_decref(hs);
+	rpt_fold_open(d, "The study in counts");
+	rpt_sec_summary(d, m);
+	rpt_fold_close(d);
+}
