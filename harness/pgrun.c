@@ -906,10 +906,12 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 	int64_t runs = 0;
 	char run_id[32], started[32], ended[32], why[512] = "", ver[64] = "", bs[32] = "";
 	double resident_before = 0, wall_s, setup_ms = 0;
-	uint64_t mem_peak = 0;
-	int rc, cold, each, run_started = 0;
+	harness_live live;
+	json_t *smp_health = NULL;
+	int rc, cold, each, run_started = 0, recorded = 0;
 
 	memset(&R, 0, sizeof(R));
+	harness_live_init(&live);
 	guard_held_init(&R.hold);
 	R.l = l;
 	R.eff = eff;
@@ -949,6 +951,10 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 	snprintf(o->run_id, sizeof(o->run_id), "%s", run_id);
 	/* a holdout target run again: a deviation; its first run stays the observation */
 	if (R.holdout && (rc = guard_holdout_repeat(l, sha, run_id, "run", &R.repeat, e)))
+		goto out;
+	/* held until the run record or a deviation is in: a later command knows a live run */
+	rc = harness_live_begin(ledger_dir(l), run_id, &live, e);
+	if (rc)
 		goto out;
 	tmp = json_pack("{s:s, s:s, s:b, s:s}", "run_id", run_id, "spec_sha256", sha, "holdout",
 			R.holdout, "class", R.cls);
@@ -1008,10 +1014,22 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 	R.t0 = cs_mono_ns();
 	rc = run_load(&R, rows, nq, each, why, sizeof(why), e);
 	cs_format_rfc3339(cs_now_us(), ended);
-	harness_samplers_stop(smp, &ios, &mems, &proms, &mem_peak);
+	harness_samplers_stop(smp, &ios, &mems, &proms, NULL, &smp_health);
 	smp = NULL;
 	if (rc)
 		goto out;
+	{
+		char swhy[600];
+
+		if (!smp_health) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+			goto out;
+		}
+		if (harness_samplers_judge(smp_health, eff, run_id, swhy, sizeof(swhy))) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s; samplers.fatal", swhy);
+			goto out;
+		}
+	}
 	close_conns(&R);
 	rc = harness_pg_stop(&R.srv, e);
 	if (rc)
@@ -1112,6 +1130,7 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 		}
 		json_object_set_new(rec, "class", json_string(R.cls));
 		json_object_set(rec, "labels", json_object_get(eff, "tags"));
+		json_object_set(rec, "samplers", smp_health);
 		if (ledger_plan_path(&R.plan, sha))
 			json_object_set_new(rec, "plan_path", json_string(ledger_plan_path(&R.plan, sha)));
 		if (R.repeat)
@@ -1122,9 +1141,10 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 			goto out;
 		}
 		rc = ledger_commit(l, e);
+		recorded = !rc;
 	}
 out:
-	if (rc && run_started && rc != CS_EXIT_REFUSED) {
+	if (rc && run_started && !recorded) {
 		json_t *d;
 		char because[CS_ERR_MAX + 64];
 		cs_err le = {0};
@@ -1136,7 +1156,9 @@ out:
 			fprintf(stderr, "coldstudy run: warning: deviation not recorded: %s\n", le.msg);
 		json_decref(d);
 	}
-	harness_samplers_stop(smp, NULL, NULL, NULL, NULL);
+	harness_live_end(&live);
+	json_decref(smp_health);
+	harness_samplers_stop(smp, NULL, NULL, NULL, NULL, NULL);
 	close_conns(&R);
 	harness_pg_fini(&R.srv);
 	free(R.conns);

@@ -116,6 +116,10 @@ static const jv_key sampler_keys[] = {
 	{.name = "prometheus_url", .type = JK_STRING, .max = 2000, .pattern = "^https?://",
 	 .expect = "an http:// or https:// URL",
 	 .desc = "the metrics endpoint to scrape (e.g. node-exporter's http://127.0.0.1:9100/metrics)"},
+	{.name = "fatal", .type = JK_BOOL,
+	 .desc = "true: a sample that fails (a device stat unread, an HTTP error, a page with no "
+		 "metrics) fails the run: exit 1, a deviation, no run record (default false: the "
+		 "failures are counted in the run record's samplers and said on stderr)"},
 	{0},
 };
 
@@ -199,9 +203,12 @@ static const jv_key run_keys[] = {
 	 .expect = "a hypothesis id like \"H1\"",
 	 .desc = "the registered hypotheses this run serves (a design run)"},
 	{.name = "samplers", .type = JK_OBJECT, .sub = sampler_keys,
-	 .desc = "series sampled beside the load: iostat_s, memory_s, prometheus_s, prometheus_url"},
+	 .desc = "series sampled beside the load: iostat_s, memory_s, prometheus_s, prometheus_url, "
+		 "fatal ('coldstudy run show S RID --series' prints them)"},
 	{.name = "mem_cap_bytes", .type = JK_INT, .lo = 1048576, .hi = 70368744177664.0,
-	 .desc = "a memory cgroup cap for the run (the page cache it may hold)"},
+	 .desc = "a memory cgroup cap for the run (its anonymous memory and the page cache it may "
+		 "hold); one below what the run must map (the buffer pool + per-query rows + 16 MiB) "
+		 "is refused before the run, exit 5 with the figure"},
 	{.name = "readahead", .type = JK_BOOL, .desc = "leave kernel read-ahead on (default off)"},
 	{.name = "metric", .type = JK_ENUM, .vals = dist_metrics,
 	 .desc = "distance for ground truth (default: the index's)"},
