@@ -522,7 +522,8 @@ int cmd_verdicts(int argc, char **argv)
 		print_group(all, "confirmatory", 1,
 			    "provisional (accept holds; the sceptic runs are missing or none are planned):");
 		print_group(all, "exploratory", -1,
-			    "exploratory (kind exploratory, post hoc, or no plan; never confirmatory):");
+			    "exploratory (kind exploratory or descriptive, post hoc, or no plan; never "
+			    "confirmatory):");
 		if (test)
 			printf("holdout: the score of record (seq %lld) %s: median relative error "
 			       "%.3f against %.3f\n",

@@ -34,7 +34,13 @@
  *                     hash and the study's HMAC, a marker copied into
  *                     another directory does not, an edited marker does
  *                     not, and every existing study clone validates;
- *   host              the host, captured as BenchExec does.
+ *   host              the host, captured as BenchExec does;
+ *   can-fail:Hn       one per registered hypothesis (canfail.c): its deciding
+ *                     runs differ from their baselines in exactly the
+ *                     registered factor, and its reject rule can hold. A
+ *                     confirmatory or non-cause hypothesis that cannot fail
+ *                     is refused: exit 3 and a `refusal` record (guard
+ *                     "can-fail"), after the batch's closing record.
  * Scratch files live in the study's scratch_dir (default DIR/.validate;
  * study.json's paths are the study folder's), which must be new and
  * outside every production item; it is made beneath its held parent, used
@@ -626,6 +632,45 @@ static json_t *check_clone(const json_t *study, const char *study_dir, int study
 	return d;
 }
 
+/*
+ * One can-fail:Hn record per hypothesis; a binding one that cannot fail is
+ * refused (exit 3, a refusal record naming each). 0 or an exit code.
+ */
+static int check_can_fail(vctx *v, const json_t *study, cs_err *e)
+{
+	json_t *res = json_array(), *r;
+	char ids[512] = "", first[CS_ERR_MAX] = "";
+	size_t i, n = 0;
+	int refuse = 0, rc;
+
+	rc = harness_can_fail(v->l, study, res, &refuse, e);
+	json_array_foreach(res, i, r) {
+		const char *id = json_string_value(json_object_get(r, "hypothesis"));
+		int passed = json_is_true(json_object_get(r, "passed"));
+		json_t *d = json_object_get(r, "detail");
+
+		if (rc)
+			break;
+		if (!passed) {
+			size_t len = strlen(ids);
+
+			snprintf(ids + len, sizeof(ids) - len, "%s%s", n++ ? ", " : "", id);
+			if (!first[0])
+				snprintf(first, sizeof(first), "%s: %s", id,
+					 json_string_value(json_array_get(json_object_get(d, "findings"), 0))
+						 ?: "?");
+		}
+		rc = record(v, json_string_value(json_object_get(r, "check")), passed, json_incref(d), e);
+	}
+	json_decref(res);
+	if (!rc && refuse)
+		rc = guard_refuse(v->l, "can-fail", "validate", ids, e,
+				  "%zu hypothes%s cannot fail (register %s descriptive, or change the "
+				  "design): %s",
+				  n, n == 1 ? "is" : "es", n == 1 ? "it" : "them", first);
+	return rc;
+}
+
 int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 {
 	vctx v = {0};
@@ -735,7 +780,7 @@ int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 	d = harness_host_capture(scratch);
 	if ((rc = record(&v, "host", d != NULL, d, e)))
 		goto out;
-	rc = 0;
+	rc = check_can_fail(&v, study, e);
 out:
 	if (v.l && v.batch) {
 		/* The closing record: all passed, or not (also when a check could not run). */

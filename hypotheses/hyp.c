@@ -33,12 +33,14 @@ static const char *const metrics[] = {
 	"lat_p50_ms",
 	"lat_p99_ms",
 	"recall_at_k",
+	"results_digest",
 	"engine_reads",
 	"engine_read_ms_mean",
 	"reads_per_query",
 	"bytes_per_read",
 	"device_reads",
 	"device_read_ms_mean",
+	"device_bytes_per_read",
 	"device_busy",
 	"io_over_wall",
 	"inflight_median",
@@ -47,7 +49,8 @@ static const char *const metrics[] = {
 	NULL,
 };
 
-static const char *const kinds[] = { "confirmatory", "non-cause", "exploratory", NULL };
+static const char *const kinds[] = { "confirmatory", "non-cause", "exploratory", "descriptive",
+				      NULL };
 
 #define TITLE_MAX 200
 #define UNIT_MAX 96
@@ -79,7 +82,8 @@ static const jv_key hyp_keys[] = {
 	{ .name = "statement", .type = JK_STRING, .flags = JK_REQUIRED,
 	  .max = HYP_FILE_CAP, .desc = "what is claimed, in words" },
 	{ .name = "kind", .type = JK_ENUM, .flags = JK_REQUIRED, .vals = kinds,
-	  .desc = "confirmatory, non-cause (the lever does not move the metric) or exploratory" },
+	  .desc = "confirmatory, non-cause (the lever does not move the metric), exploratory, or "
+		  "descriptive (reports a figure the design cannot fail; never confirmatory)" },
 	{ .name = "metric", .type = JK_ENUM, .flags = JK_REQUIRED, .vals = metrics,
 	  .expect = "unknown metric \"%s\" (expected a name from the vocabulary: wall_s, qps, "
 		    "lat_mean_ms, ...; see README)",

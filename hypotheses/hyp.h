@@ -3,7 +3,9 @@
  * metric vocabulary; the rule language of accept/reject rules.
  *
  * A hypothesis file is one JSON object: id ("H1", "H2", ...), title,
- * statement, kind (confirmatory | non-cause | exploratory), metric (from
+ * statement, kind (confirmatory | non-cause | exploratory | descriptive:
+ * a figure reported that the design could not fail, never confirmatory;
+ * harness/canfail.c), metric (from
  * the vocabulary), unit, prediction {value, band95: [low, high]}, accept
  * and reject (rules), optional notes. Rules are JSON predicates over run
  * measurements and are never evaluated as code (see rule_eval).
@@ -106,5 +108,19 @@ int rule_validate(const json_t *rule, const char *name, const char *where, cs_er
  * rule rule_validate refuses) / CS_EXIT_INTERNAL (out of memory).
  */
 int rule_eval(const json_t *rule, const json_t *runs, int *result, json_t **trace, cs_err *e);
+
+/*
+ * Could rule come out true? fn(cmp, path, ud) is asked about every
+ * comparison (cmp: the {"left","op","right"} object; path: its JSON path
+ * under where, e.g. "$.reject.any[1].cmp") and answers 1 (it can hold),
+ * 0 (it cannot, whatever the runs measure) or -1 (unknown: taken as 1).
+ * "all" can hold when each part can (parts taken one at a time: parts that
+ * exclude each other are not seen, so the answer errs towards 1), "any"
+ * when one part can, "not" always (fn still sees its comparisons). For a
+ * rule rule_validate accepted; returns 1 or 0. Used by the can-fail check
+ * (harness/canfail.c) to ask whether a reject rule is reachable.
+ */
+typedef int (*rule_cmp_fn)(const json_t *cmp, const char *path, void *ud);
+int rule_can_hold(const json_t *rule, const char *where, rule_cmp_fn fn, void *ud);
 
 #endif

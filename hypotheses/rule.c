@@ -20,6 +20,7 @@
 #include "jsonv.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -553,6 +554,61 @@ static int e_rule(ectx *c, const json_t *r, json_t **tr)
 	}
 	put(c, *tr, "result", tv_json(res));
 	return res;
+}
+
+/* ---- could a rule hold? ---- */
+
+typedef struct rctx {
+	rule_cmp_fn fn;
+	void *ud;
+	size_t nodes;
+} rctx;
+
+/* 1 if r can be true given what fn says of its comparisons, else 0 (see rule_can_hold). */
+static int r_can(rctx *c, const json_t *r, char *path, size_t cap, int depth)
+{
+	const char *key = json_object_iter_key(json_object_iter((json_t *) r));
+	const json_t *v = key ? json_object_get(r, key) : NULL;
+	size_t len = strlen(path);
+	int res;
+
+	if (!key || ++c->nodes > RULE_NODES_MAX || depth > RULE_DEPTH_MAX)
+		return 1; /* rule_validate refuses these; never claim what was not looked at */
+	if (!strcmp(key, "all") || !strcmp(key, "any")) {
+		int all = key[1] == 'l', any_can = 0, all_can = 1;
+		const json_t *x;
+		size_t i;
+
+		json_array_foreach(v, i, x) {
+			int rr;
+
+			snprintf(path + len, cap - len, ".%s[%zu]", key, i);
+			rr = r_can(c, x, path, cap, depth + 1);
+			any_can |= rr;
+			all_can &= rr;
+		}
+		res = all ? all_can : any_can;
+	} else if (!strcmp(key, "not")) {
+		snprintf(path + len, cap - len, ".not");
+		r_can(c, v, path, cap, depth + 1); /* its comparisons are still shown to fn */
+		res = 1; /* what a part must be is not tracked: "not" can always hold */
+	} else {
+		snprintf(path + len, cap - len, ".cmp");
+		res = c->fn(v, path, c->ud) != 0; /* -1, unknown: it can */
+	}
+	path[len] = '\0';
+	return res;
+}
+
+int rule_can_hold(const json_t *rule, const char *where, rule_cmp_fn fn, void *ud)
+{
+	char path[1024];
+	rctx c = {fn, ud, 0};
+
+	snprintf(path, sizeof(path), "%s", where ? where : "$");
+	if (!json_is_object(rule))
+		return 1;
+	return r_can(&c, rule, path, sizeof(path), 1);
 }
 
 /* Every run an object with a string id, string-array tags/hypotheses, an object of metrics. */

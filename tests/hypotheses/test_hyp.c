@@ -244,7 +244,8 @@ static void test_id_and_kind(void **state)
 	t_bad("id", "\"H\"", "$.id", NULL);
 	t_bad("id", "\"H1a\"", "$.id", NULL);
 	t_bad("id", "\"H12345678\"", "$.id", NULL);
-	t_bad("kind", "\"causal\"", "$.kind: expected one of: confirmatory, non-cause, exploratory",
+	t_bad("kind", "\"causal\"",
+	      "$.kind: expected one of: confirmatory, non-cause, exploratory, descriptive",
 	      NULL);
 	assert_true(hyp_id_valid("H1"));
 	assert_true(hyp_id_valid("H999999"));
@@ -364,7 +365,9 @@ static void test_metric_list(void **state)
 	(void) state;
 	while (m[n])
 		assert_true(hyp_metric_known(m[n++]));
-	assert_int_equal(n, 18);
+	assert_int_equal(n, 20);
+	assert_true(hyp_metric_known("device_bytes_per_read"));
+	assert_true(hyp_metric_known("results_digest"));
 	assert_true(hyp_metric_known("mem_peak_bytes"));
 	assert_false(hyp_metric_known("heap_reads"));
 	assert_false(hyp_metric_known(NULL));
