@@ -285,9 +285,24 @@ static int parse_bs(const char *s, uint32_t *out)
 	return 0;
 }
 
+/*
+ * fio's figures beside the probe's. The probe times a read from its
+ * submission to its completion (engine/io/probe.c), which is fio's total
+ * latency `lat` (slat + clat: from the moment fio issues the I/O to its
+ * completion), not `clat` (from the kernel taking it to completion); so
+ * the latencies compared are lat_ns's, asked with --lat_percentiles=1.
+ * out keeps fio's whole JSON output (new reference).
+ */
 typedef struct fio_res {
 	double iops, mibps, lat_mean_ms, lat_p50_ms, lat_p99_ms;
+	double clat_mean_ms, slat_mean_ms;
+	json_t *out;
 } fio_res;
+
+#define FIO_LATENCY "lat"
+#define FIO_LATENCY_WHY                                                                    \
+	"fio's lat_ns (slat + clat: issue to completion), the interval the probe times (its "  \
+	"submission to its completion); clat_ns leaves out the submission"
 
 /*
  * Run fio with the same settings; 0 ok, else an exit code (message printed).
@@ -301,7 +316,7 @@ typedef struct fio_res {
 static int run_fio(const char *file, const cv_probe_opts *o, fio_res *r)
 {
 	char bs[32], qd[32], io_size[64], jobs[32], bsub[48], bmax[48];
-	const char *argv[24];
+	const char *argv[26];
 	int pfd[2], status, argc = 0, rc = CS_EXIT_INTERNAL;
 	pid_t pid;
 	char *out = NULL;
@@ -335,6 +350,7 @@ static int run_fio(const char *file, const cv_probe_opts *o, fio_res *r)
 		argv[argc++] = bmax;
 	}
 	argv[argc++] = "--group_reporting";
+	argv[argc++] = "--lat_percentiles=1"; /* percentiles of lat, the probe's interval */
 	argv[argc++] = "--output-format=json";
 	argv[argc++] = "--filename";
 	argv[argc++] = file;
@@ -399,12 +415,21 @@ static int run_fio(const char *file, const cv_probe_opts *o, fio_res *r)
 	r->iops = json_number_value(json_object_get(rd, "iops"));
 	r->mibps = json_number_value(json_object_get(rd, "bw_bytes")) / 1048576.0;
 	{
-		json_t *clat = json_object_get(rd, "clat_ns"), *pct = json_object_get(clat, "percentile");
+		json_t *lat = json_object_get(rd, "lat_ns"), *pct = json_object_get(lat, "percentile");
 
-		r->lat_mean_ms = json_number_value(json_object_get(clat, "mean")) / 1e6;
+		if (!json_is_number(json_object_get(lat, "mean")) ||
+		    !json_is_number(json_object_get(pct, "50.000000"))) {
+			fprintf(stderr, "coldstudy probe: fio output: no jobs[0].read.lat_ns percentiles\n");
+			rc = CS_EXIT_BADINPUT;
+			goto out;
+		}
+		r->lat_mean_ms = json_number_value(json_object_get(lat, "mean")) / 1e6;
 		r->lat_p50_ms = json_number_value(json_object_get(pct, "50.000000")) / 1e6;
 		r->lat_p99_ms = json_number_value(json_object_get(pct, "99.000000")) / 1e6;
+		r->clat_mean_ms = json_number_value(json_object_get(json_object_get(rd, "clat_ns"), "mean")) / 1e6;
+		r->slat_mean_ms = json_number_value(json_object_get(json_object_get(rd, "slat_ns"), "mean")) / 1e6;
 	}
+	r->out = json_incref(root);
 	rc = 0;
 out:
 	json_decref(root);
@@ -516,10 +541,15 @@ int cmd_probe(int argc, char **argv)
 		json_object_set_new(o2, "device", json_string(dev ? cv_device_name(dev) : "real"));
 		if (have_fio) {
 			json_object_set_new(o2, "fio",
-					    json_pack("{s:f, s:f, s:f, s:f, s:f}", "iops", fr.iops, "mibps",
-						      fr.mibps, "lat_mean_ms", fr.lat_mean_ms, "lat_p50_ms",
-						      fr.lat_p50_ms, "lat_p99_ms", fr.lat_p99_ms));
+					    json_pack("{s:f, s:f, s:f, s:f, s:f, s:s, s:s, s:f, s:f}", "iops",
+						      fr.iops, "mibps", fr.mibps, "lat_mean_ms",
+						      fr.lat_mean_ms, "lat_p50_ms", fr.lat_p50_ms,
+						      "lat_p99_ms", fr.lat_p99_ms, "latency", FIO_LATENCY,
+						      "latency_why", FIO_LATENCY_WHY, "clat_mean_ms",
+						      fr.clat_mean_ms, "slat_mean_ms", fr.slat_mean_ms));
 			json_object_set_new(o2, "iops_ratio", json_real(fr.iops > 0 ? r.iops / fr.iops : 0));
+			/* fio's own output, whole, last (probe:FILE reads the probe's figures above) */
+			json_object_set(o2, "fio_output", fr.out);
 		}
 		txt = json_dumps(o2, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
 		json_decref(o2);
@@ -547,11 +577,17 @@ int cmd_probe(int argc, char **argv)
 #undef ROW
 		if (have_fio && fr.iops > 0)
 			printf("%-12s %12.3f\n", "IOPS ratio", r.iops / fr.iops);
+		if (have_fio)
+			printf("fio's latencies are its %s (%.4f ms mean; clat alone %.4f ms): issue to "
+			       "completion, as the probe times a read\n",
+			       FIO_LATENCY, fr.lat_mean_ms, fr.clat_mean_ms);
 	}
+	json_decref(fr.out);
 	cv_device_free(dev);
 	guard_held_close(&held);
 	return CS_EXIT_OK;
 oom:
+	json_decref(fr.out);
 	cv_device_free(dev);
 	guard_held_close(&held);
 	fprintf(stderr, "coldstudy probe: out of memory\n");
@@ -680,11 +716,11 @@ int cmd_device(int argc, char **argv)
 
 			if (cv_device_new(*p, 1, &d, &e))
 				continue;
-			printf("%-10s mean %8.3f ms at queue depth 1 (%.1f IOPS serial)\n", *p,
+			printf("%-14s mean %8.3f ms at queue depth 1 (%.1f IOPS serial)\n", *p,
 			       cv_device_mean_ms(d), 1000.0 / cv_device_mean_ms(d));
 			cv_device_free(d);
 		}
-		printf("%-10s from a `coldstudy probe --json` result\n", "probe:FILE");
+		printf("%-14s from a `coldstudy probe --json` result\n", "probe:FILE");
 		return CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "show")) {

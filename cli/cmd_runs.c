@@ -5,6 +5,7 @@
  */
 #include "cmds.h"
 
+#include "harness.h"
 #include "ledger.h"
 #include "report.h"
 
@@ -73,17 +74,25 @@ int cmd_runs(int argc, char **argv)
 
 int cmd_run_show(int argc, char **argv)
 {
-	const char *dir = NULL, *id = NULL;
+	const char *dir = NULL, *id = NULL, *series = NULL;
 	int fmt = REPORT_FMT_TEXT, queries = 0, rc;
 	ledger *l = NULL;
+	json_t *rows = NULL;
 	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy run show DIR RUN_ID [--queries] [--csv|--jsonl|--json]\n\n"
+		printf("usage: coldstudy run show DIR RUN_ID [--queries | --series [NAME]]\n"
+		       "                          [--csv|--jsonl|--json]\n\n"
 		       "One run: what it measured, its settings and every metric (--json: the whole\n"
 		       "run record; --csv: its row as in 'coldstudy runs --csv'). With --queries, the\n"
 		       "per-query rows kept in the ledger's raw table (q, client, t_ms, lat_ms,\n"
-		       "read_ms, reads, bytes, recall, n, and a virtual-time run's real figures).\n");
+		       "read_ms, reads, bytes, recall, n, and a virtual-time run's real figures).\n"
+		       "With --series, the samplers' series sampled beside the load, one row a\n"
+		       "sample with its series first: iostat (t_s, r_s, rkB_s, r_await ms, aqu_sz,\n"
+		       "util %%, reads: as iostat -x), memory (t_s, cgroup_bytes, rss_bytes,\n"
+		       "source) and prometheus (one row a scrape: t_s, samples, skipped, error);\n"
+		       "NAME (iostat, memory, prometheus, all) picks one, and --series prometheus\n"
+		       "gives every scraped sample (t_s, metric, value).\n");
 		return CS_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -95,6 +104,14 @@ int cmd_run_show(int argc, char **argv)
 			continue;
 		if (!strcmp(argv[i], "--queries"))
 			queries = 1;
+		else if (!strcmp(argv[i], "--series")) {
+			series = "all";
+			if (i + 1 < argc && (!strcmp(argv[i + 1], "all") || !strcmp(argv[i + 1], "iostat") ||
+					     !strcmp(argv[i + 1], "memory") ||
+					     !strcmp(argv[i + 1], "prometheus")))
+				series = argv[++i];
+		} else if (!strncmp(argv[i], "--series=", 9))
+			series = argv[i] + 9;
 		else if (argv[i][0] == '-')
 			return cli_usage("run show", "unknown option '%s'", argv[i]);
 		else if (!dir)
@@ -106,10 +123,22 @@ int cmd_run_show(int argc, char **argv)
 	}
 	if (!dir || !id)
 		return cli_usage("run show", "need DIR and RUN_ID");
+	if (queries && series)
+		return cli_usage("run show", "--queries or --series, not both");
 	rc = ledger_open(dir, &l, &e);
-	if (!rc)
+	if (!rc && series) {
+		rc = harness_run_series(l, id, series, &rows, &e);
+		if (!rc && fmt == REPORT_FMT_TEXT)
+			harness_series_write_text(rows, stdout);
+		else if (!rc)
+			rc = report_rows_write(rows, fmt, stdout, &e);
+	} else if (!rc) {
 		rc = report_run_show(l, id, queries, fmt, stdout, &e);
+	}
+	json_decref(rows);
 	ledger_close(l);
+	if (rc == CS_EXIT_USAGE)
+		return cli_usage("run show", "%s", e.msg);
 	return rc ? cli_fail("run show", &e) : CS_EXIT_OK;
 }
 

@@ -4,6 +4,9 @@
  */
 #include "cmds.h"
 
+#include "harness.h"
+#include "ledger.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -73,6 +76,8 @@ int main(int argc, char **argv)
 		printf("coldstudy 0.1.0\n");
 		return CS_EXIT_OK;
 	}
+	/* Whichever verb opens a study first records the runs that died there (harness/live.c). */
+	ledger_on_open(harness_reap_unfinished);
 	for (size_t i = 0; i < NVERBS; i++)
 		if (!strcmp(verbs[i].name, argv[1]))
 			return verbs[i].fn(argc - 1, argv + 1);

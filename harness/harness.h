@@ -26,6 +26,7 @@
 #define HARNESS_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "cs.h"
 
 #define HARNESS_SPEC_CAP (256u * 1024u) /* a study or run spec is at most 256 KiB */
@@ -225,5 +226,29 @@ typedef struct harness_run_opts {
 
 /* One run: guards, run_start, evict, prove cold, load, measure, one `run` record. */
 int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_err *e);
+
+/*
+ * The runs that died: every run_start with neither a run record nor a
+ * deviation, whose run no longer holds its liveness marker, gets one
+ * deviation naming it and the cause ("oom_kill" from its memory cgroup's
+ * count, else "killed or crashed"), said on stderr. Set as the ledger's
+ * ledger_on_open hook, so the next command on the study does it.
+ */
+struct ledger;
+void harness_reap_unfinished(struct ledger *l);
+
+/*
+ * The samplers' series of run_id as flat rows (new array): which NULL or
+ * "all" for every series, else "iostat", "memory" or "prometheus". Rows:
+ * {"series", "t_s", ...the sampler's columns}; a Prometheus scrape is one
+ * row per sample {"series","t_s","metric","value"} with "prometheus", or
+ * one row per scrape {"samples","skipped","error"} with "all". Exit 5
+ * naming the run or series when there is none.
+ */
+int harness_run_series(struct ledger *l, const char *run_id, const char *which, json_t **rows,
+		       cs_err *e);
+
+/* Write series rows as a table for a person, one block per series. */
+void harness_series_write_text(const json_t *rows, FILE *out);
 
 #endif

@@ -26,13 +26,32 @@ typedef struct harness_samplers harness_samplers;
 /* Start one thread per series; each takes a first sample at once. */
 int harness_samplers_start(const harness_sampler_opts *o, harness_samplers **out, cs_err *e);
 
+/* The largest memory figures the memory sampler saw (0: none). */
+typedef struct harness_mem_peak {
+	uint64_t cgroup_max; /* the usage of the cgroup this process is in */
+	uint64_t rss_max;    /* this process's RSS */
+	uint64_t samples;
+} harness_mem_peak;
+
 /*
  * Stop, take a last sample of each series, and hand the series over (new
- * references, arrays of rows). mem_peak: the largest memory figure seen
- * (cgroup usage, else RSS). Frees s.
+ * references, arrays of rows; any out may be NULL). peak: the memory
+ * sampler's maxima. health (new): per series that ran {"tries", "failed",
+ * "rows", "dropped", "last_error" (when failed)} and "failed" in all; a
+ * sample fails when it yields nothing usable (a device stat unread, an
+ * HTTP error or refused connection, a 200 with no Prometheus sample in
+ * it). Frees s.
  */
 void harness_samplers_stop(harness_samplers *s, json_t **iostat, json_t **memory,
-			   json_t **prometheus, uint64_t *mem_peak);
+			   json_t **prometheus, harness_mem_peak *peak, json_t **health);
+
+/*
+ * After the run: any failed sample is said on stderr (why gets the text);
+ * health gains "fatal" (the spec's samplers.fatal). Returns 1 when the
+ * run must not be recorded (failures and samplers.fatal), else 0.
+ */
+int harness_samplers_judge(json_t *health, const json_t *eff, const char *run_id, char *why,
+			   size_t cap);
 
 /*
  * One iostat -x row between two block-device stat readings:
@@ -57,13 +76,41 @@ int64_t harness_cgroup_memory(char *which, size_t cap);
 int64_t harness_rss(void);
 
 /*
- * Put this process in a new memory cgroup capped at bytes (v2 memory.max
- * or v1 memory.limit_in_bytes). Returns a JSON object saying what was
- * requested and whether it applied, and why not (new reference);
+ * Put this process in a new memory cgroup (coldstudy-PID beside its own)
+ * capped at bytes (v2 memory.max or v1 memory.limit_in_bytes; 0: no cap,
+ * the cgroup only gives the run its own peak counter). Returns a JSON
+ * object {"requested_bytes" (null: 0), "applied" (the cap), "own_cgroup",
+ * "cgroup" (v1|v2), "path", "why" (when not)} (new reference);
  * *cleanup_path gets the cgroup directory to remove afterwards ("" if none).
  */
 json_t *harness_memcap_apply(uint64_t bytes, char *cleanup_path, size_t cap);
 void harness_memcap_release(const char *cleanup_path);
+
+/*
+ * The peak of a cgroup's own memory counter (v2 memory.peak, v1
+ * memory.max_usage_in_bytes); -1 where the kernel has none. which gets the
+ * file's name.
+ */
+int64_t harness_cgroup_peak(const char *cgdir, char *which, size_t cap);
+
+/* The oom_kill count of a cgroup (v2 memory.events, v1 memory.oom_control); -1: none. */
+int64_t harness_cgroup_oom_kills(const char *cgdir);
+
+/* ---- runs that did not finish (live.c) ---- */
+
+/* A run's liveness marker, DIR/running/RID, locked for the run's life. */
+typedef struct harness_live {
+	int fd, dirfd;
+	char run_id[32];
+} harness_live;
+
+void harness_live_init(harness_live *lv);
+/* Create and lock the marker before the run_start record (dir: the study). */
+int harness_live_begin(const char *dir, const char *run_id, harness_live *lv, cs_err *e);
+/* Note the run's memory cgroup (harness_memcap_apply's object) in the marker. */
+void harness_live_cgroup(harness_live *lv, const json_t *memcap);
+/* Remove and unlock (once the run record or a deviation is committed); accepts an unused one. */
+void harness_live_end(harness_live *lv);
 
 /* ---- treatments and virtual time (treat.c) ---- */
 

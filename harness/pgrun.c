@@ -81,7 +81,7 @@ typedef struct pgrow {
 	double t_ms, lat_ms, read_ms, setup_ms;
 	int64_t reads, hits;
 	int64_t statio; /* pg_statio_all_tables' blocks read over the query */
-	uint64_t dev_reads, dev_read_ms, dev_ticks;
+	uint64_t dev_reads, dev_read_ms, dev_ticks, dev_sectors;
 	double recall;
 	uint32_t n;
 } pgrow;
@@ -648,6 +648,7 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 		if (R->have_dev) {
 			r->dev_reads = b1.reads - b0.reads;
 			r->dev_read_ms = b1.read_ms - b0.read_ms;
+			r->dev_sectors = b1.read_sectors - b0.read_sectors;
 			r->dev_ticks = b1.io_ticks_ms - b0.io_ticks_ms;
 		}
 		if ((rc = statio_after(R, &st1, e)))
@@ -672,7 +673,7 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 			  double resident_before)
 {
 	double *lat = malloc((n ? n : 1) * sizeof(*lat)), sl = 0, rms = 0, rec = 0;
-	uint64_t dr = 0, dms = 0, dt = 0;
+	uint64_t dr = 0, dms = 0, dt = 0, dsec = 0;
 	int64_t reads = 0;
 	size_t nrec = 0;
 	json_t *m = json_object();
@@ -689,6 +690,7 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 		reads += rows[i].reads;
 		dr += rows[i].dev_reads;
 		dms += rows[i].dev_read_ms;
+		dsec += rows[i].dev_sectors;
 		dt += rows[i].dev_ticks;
 		if (isfinite(rows[i].recall)) {
 			rec += rows[i].recall;
@@ -713,11 +715,14 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 		json_object_set_new(m, "device_reads", json_integer((json_int_t) dr));
 		json_object_set_new(m, "device_read_ms_mean",
 				    harness_num_or_null(dr ? (double) dms / (double) dr : NAN));
+		json_object_set_new(m, "device_bytes_per_read",
+				    harness_num_or_null(dr ? (double) dsec * 512.0 / (double) dr : NAN));
 		json_object_set_new(m, "device_busy",
 				    harness_num_or_null(wall_s > 0 ? (double) dt / 1000.0 / wall_s : NAN));
 	} else {
 		json_object_set_new(m, "device_reads", json_null());
 		json_object_set_new(m, "device_read_ms_mean", json_null());
+		json_object_set_new(m, "device_bytes_per_read", json_null());
 		json_object_set_new(m, "device_busy", json_null());
 	}
 	json_object_set_new(m, "io_over_wall",
@@ -901,10 +906,12 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 	int64_t runs = 0;
 	char run_id[32], started[32], ended[32], why[512] = "", ver[64] = "", bs[32] = "";
 	double resident_before = 0, wall_s, setup_ms = 0;
-	uint64_t mem_peak = 0;
-	int rc, cold, each, run_started = 0;
+	harness_live live;
+	json_t *smp_health = NULL;
+	int rc, cold, each, run_started = 0, recorded = 0;
 
 	memset(&R, 0, sizeof(R));
+	harness_live_init(&live);
 	guard_held_init(&R.hold);
 	R.l = l;
 	R.eff = eff;
@@ -944,6 +951,10 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 	snprintf(o->run_id, sizeof(o->run_id), "%s", run_id);
 	/* a holdout target run again: a deviation; its first run stays the observation */
 	if (R.holdout && (rc = guard_holdout_repeat(l, sha, run_id, "run", &R.repeat, e)))
+		goto out;
+	/* held until the run record or a deviation is in: a later command knows a live run */
+	rc = harness_live_begin(ledger_dir(l), run_id, &live, e);
+	if (rc)
 		goto out;
 	tmp = json_pack("{s:s, s:s, s:b, s:s}", "run_id", run_id, "spec_sha256", sha, "holdout",
 			R.holdout, "class", R.cls);
@@ -1003,10 +1014,22 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 	R.t0 = cs_mono_ns();
 	rc = run_load(&R, rows, nq, each, why, sizeof(why), e);
 	cs_format_rfc3339(cs_now_us(), ended);
-	harness_samplers_stop(smp, &ios, &mems, &proms, &mem_peak);
+	harness_samplers_stop(smp, &ios, &mems, &proms, NULL, &smp_health);
 	smp = NULL;
 	if (rc)
 		goto out;
+	{
+		char swhy[600];
+
+		if (!smp_health) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+			goto out;
+		}
+		if (harness_samplers_judge(smp_health, eff, run_id, swhy, sizeof(swhy))) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s; samplers.fatal", swhy);
+			goto out;
+		}
+	}
 	close_conns(&R);
 	rc = harness_pg_stop(&R.srv, e);
 	if (rc)
@@ -1107,6 +1130,7 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 		}
 		json_object_set_new(rec, "class", json_string(R.cls));
 		json_object_set(rec, "labels", json_object_get(eff, "tags"));
+		json_object_set(rec, "samplers", smp_health);
 		if (ledger_plan_path(&R.plan, sha))
 			json_object_set_new(rec, "plan_path", json_string(ledger_plan_path(&R.plan, sha)));
 		if (R.repeat)
@@ -1117,9 +1141,10 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 			goto out;
 		}
 		rc = ledger_commit(l, e);
+		recorded = !rc;
 	}
 out:
-	if (rc && run_started && rc != CS_EXIT_REFUSED) {
+	if (rc && run_started && !recorded) {
 		json_t *d;
 		char because[CS_ERR_MAX + 64];
 		cs_err le = {0};
@@ -1131,7 +1156,9 @@ out:
 			fprintf(stderr, "coldstudy run: warning: deviation not recorded: %s\n", le.msg);
 		json_decref(d);
 	}
-	harness_samplers_stop(smp, NULL, NULL, NULL, NULL);
+	harness_live_end(&live);
+	json_decref(smp_health);
+	harness_samplers_stop(smp, NULL, NULL, NULL, NULL, NULL);
 	close_conns(&R);
 	harness_pg_fini(&R.srv);
 	free(R.conns);

@@ -23,11 +23,21 @@
  * deviation and no run record, so the ledger stays valid. A kill -9 at any
  * moment leaves either the whole run transaction or none of it.
  *
+ * Every run_start ends in a run record or a deviation naming the run: the
+ * run writes the deviation itself when it stops early (a signal, an error,
+ * a refusal, a fatal sampler); a run killed outright is found by the next
+ * command on the study through its liveness marker (live.c).
+ *
  * Metrics the machine cannot supply (device counters on a loop or overlay
  * device, recall without a base dataset) are null, never made up.
- * mem_peak_bytes is the peak of this process's own memory cgroup when a
- * cap was applied, else the process's peak RSS (the shared cgroup would
- * count other processes).
+ * mem_peak_bytes has one definition: the peak of the memory charged to the
+ * run's own memory cgroup (coldstudy-PID, made for every run, capped when
+ * the spec has mem_cap_bytes), read from the kernel's own peak counter
+ * (v2 memory.peak, v1 memory.max_usage_in_bytes); where the kernel has no
+ * such counter, the memory sampler's largest reading of that cgroup's
+ * usage, and where no cgroup could be made, its largest RSS. The record's
+ * "mem_peak" says which ("source"). A mem_cap_bytes below what the run
+ * must map (memcap_check) is refused before anything is recorded.
  */
 #include "harness.h"
 #include "harness_int.h"
@@ -51,6 +61,8 @@
 #include <unistd.h>
 
 #define ROWS_MAX 1000000 /* per-query rows kept in the ledger; later ones are counted */
+#define MEM_HEADROOM (16u << 20) /* the harness's own under a cap: I/O buffers, rings, samplers */
+#define MEM_ROW_BYTES 1024u      /* a per-query row as kept (its JSON object), about */
 
 static volatile sig_atomic_t got_signal;
 
@@ -581,6 +593,10 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 		json_object_set_new(m, "device_read_ms_mean",
 				    harness_num_or_null(dr ? (double) (bs1->read_ms - bs0->read_ms) / (double) dr
 						   : NAN));
+		json_object_set_new(m, "device_bytes_per_read",
+				    harness_num_or_null(dr ? (double) (bs1->read_sectors - bs0->read_sectors) *
+								     512.0 / (double) dr
+							   : NAN));
 		json_object_set_new(m, "device_busy",
 				    harness_num_or_null(wall_s > 0 ? (double) (bs1->io_ticks_ms - bs0->io_ticks_ms) /
 								     1000.0 / wall_s
@@ -588,6 +604,7 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 	} else {
 		json_object_set_new(m, "device_reads", json_null());
 		json_object_set_new(m, "device_read_ms_mean", json_null());
+		json_object_set_new(m, "device_bytes_per_read", json_null());
 		json_object_set_new(m, "device_busy", json_null());
 	}
 	json_object_set_new(m, "io_over_wall",
@@ -715,6 +732,76 @@ static double resident_fraction(char **files, size_t n)
 		res += r.resident;
 	}
 	return pages ? (double) res / (double) pages : 0.0;
+}
+
+/*
+ * A memory cap must hold what the run cannot do without, or the kernel
+ * kills the run before it measures anything: the paged kinds' buffer pool
+ * (the queries fill all of it; at least 16 blocks, as the engine's pool),
+ * the per-query rows the run keeps (queries x repeats, about MEM_ROW_BYTES
+ * each, at most ROWS_MAX a repeat) and MEM_HEADROOM for the harness. A cap
+ * below that is bad input: exit 5 naming $.mem_cap_bytes and the figure.
+ */
+static int memcap_check(const json_t *eff, const cv_index *ix, uint64_t nq, unsigned nrep,
+			const char *spec_path, cs_err *e)
+{
+	const json_t *c = json_object_get(eff, "mem_cap_bytes");
+	uint64_t cap, pool = 0, rows, need;
+	const char *kind = cv_index_kind(ix);
+
+	if (!json_is_integer(c))
+		return 0;
+	cap = (uint64_t) json_integer_value(c);
+	if (!strcmp(kind, "paged") || !strcmp(kind, "phnsw")) {
+		uint64_t nb = (uint64_t) json_integer_value(json_object_get(eff, "buffers_bytes")) /
+			      HARNESS_BLOCK;
+
+		pool = (nb < 16 ? 16 : nb) * HARNESS_BLOCK;
+	}
+	rows = (nq < ROWS_MAX ? nq : ROWS_MAX) * (uint64_t) nrep * MEM_ROW_BYTES;
+	need = pool + rows + MEM_HEADROOM;
+	if (cap >= need)
+		return 0;
+	return cs_err_set(e, CS_EXIT_BADINPUT,
+			  "%s: $.mem_cap_bytes: %llu bytes is below what the run must map, %llu "
+			  "bytes (buffer pool %llu + per-query rows %llu + harness %llu); raise it "
+			  "to at least %llu or lower buffers_bytes",
+			  spec_path, (unsigned long long) cap, (unsigned long long) need,
+			  (unsigned long long) pool, (unsigned long long) rows,
+			  (unsigned long long) MEM_HEADROOM, (unsigned long long) need);
+}
+
+/*
+ * mem_peak_bytes (see the top of this file): the run's own cgroup's peak
+ * counter, else the sampler's largest reading; a new {"bytes", "source",
+ * "samples"} for the record, *bytes the figure.
+ */
+static json_t *mem_peak_of(const json_t *memcap, const char *cgdir, const harness_mem_peak *mp,
+			   uint64_t *bytes)
+{
+	int own = json_is_true(json_object_get(memcap, "own_cgroup"));
+	char which[64] = "", src[96];
+	int64_t pk = own ? harness_cgroup_peak(cgdir, which, sizeof(which)) : -1;
+
+	if (pk >= 0) {
+		*bytes = (uint64_t) pk;
+		snprintf(src, sizeof(src), "cgroup %s", which);
+	} else if (own && mp->cgroup_max) {
+		*bytes = mp->cgroup_max;
+		snprintf(src, sizeof(src), "sampler: largest usage of the run's own cgroup");
+	} else if (mp->rss_max) {
+		*bytes = mp->rss_max;
+		snprintf(src, sizeof(src), "sampler: largest RSS (no cgroup of its own)");
+	} else {
+		struct rusage ru;
+
+		getrusage(RUSAGE_SELF, &ru);
+		*bytes = (uint64_t) ru.ru_maxrss * 1024u;
+		snprintf(src, sizeof(src), "getrusage ru_maxrss (no sample)");
+	}
+	return json_pack("{s:I, s:s, s:I, s:O}", "bytes", (json_int_t) *bytes, "source", src,
+			 "samples", (json_int_t) mp->samples, "cgroup",
+			 own ? json_object_get(memcap, "path") : json_null());
 }
 
 /* Record that the run did not complete (a deviation), keeping the ledger valid. */
@@ -958,6 +1045,10 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	double resident_before = 0.0;
 	struct sigaction sa, old_int, old_term;
 	uint64_t t_end, mem_peak = 0;
+	harness_live live;
+	harness_mem_peak mp = {0};
+	json_t *smp_health = NULL, *mempeak = NULL;
+	int recorded = 0; /* the run record or a deviation names the run */
 	count_ctx cc = {0};
 	ledger_plan plan = {0};
 	json_t *tags = NULL;
@@ -965,6 +1056,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	int holdout = 0, repeat = 0;
 
 	memset(&L, 0, sizeof(L));
+	harness_live_init(&live);
 	guard_held_init(&ihold);
 	guard_held_init(&whold);
 	pthread_mutex_init(&L.mu, NULL);
@@ -1204,6 +1296,10 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	if (rc)
 		goto out;
 
+	rc = memcap_check(eff, ix, L.query_count, nrep, spec_path, e);
+	if (rc)
+		goto out;
+
 	if (got_signal) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "interrupted before the run started; nothing recorded");
 		goto out;
@@ -1218,6 +1314,10 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	snprintf(o->run_id, sizeof(o->run_id), "%s", run_id);
 	/* a holdout target run again: a deviation; its first run stays the observation */
 	if (holdout && (rc = guard_holdout_repeat(l, sha, run_id, "run", &repeat, e)))
+		goto out;
+	/* held until the run record or a deviation is in: a later command knows a live run */
+	rc = harness_live_begin(ledger_dir(l), run_id, &live, e);
+	if (rc)
 		goto out;
 	tmp = json_pack("{s:s, s:s, s:b, s:s}", "run_id", run_id, "spec_sha256", sha, "holdout",
 			holdout, "class", cls);
@@ -1297,11 +1397,12 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	/* 3. cold or warm */
 	cold = json_is_true(json_object_get(eff, "cold"));
 	L.each = cold && json_is_true(json_object_get(eff, "cold_each_query"));
-	if (json_is_integer(json_object_get(eff, "mem_cap_bytes")))
-		memcap = harness_memcap_apply((uint64_t) json_integer_value(json_object_get(eff, "mem_cap_bytes")),
-					      cgdir, sizeof(cgdir));
-	else
-		memcap = json_pack("{s:n, s:b}", "requested_bytes", "applied", 0);
+	/* A cgroup of its own for every run (capped or not): one peak-memory counter. */
+	memcap = harness_memcap_apply(json_is_integer(json_object_get(eff, "mem_cap_bytes"))
+					      ? (uint64_t) json_integer_value(json_object_get(eff, "mem_cap_bytes"))
+					      : 0,
+				      cgdir, sizeof(cgdir));
+	harness_live_cgroup(&live, memcap);
 	if (cold) {
 		cv_index_drop_buffers(ix);
 		rc = evict_all(files, nfiles, e);
@@ -1541,7 +1642,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 					  "not apply"));
 	}
 	cs_format_rfc3339(cs_now_us(), ended);
-	harness_samplers_stop(smp, &ios, &mems, &proms, &mem_peak);
+	harness_samplers_stop(smp, &ios, &mems, &proms, &mp, &smp_health);
 	smp = NULL;
 	if (got_signal) {
 		char why[256];
@@ -1561,15 +1662,26 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s", why);
 		goto out;
 	}
+	{
+		char swhy[600], why[700];
+
+		if (!smp_health) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+			goto out;
+		}
+		if (harness_samplers_judge(smp_health, eff, run_id, swhy, sizeof(swhy))) {
+			snprintf(why, sizeof(why), "run %s failed: %s; samplers.fatal; no run record",
+				 run_id, swhy);
+			record_abort(l, run_id, why);
+			recorded = 1;
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s", why);
+			goto out;
+		}
+	}
 
 	/* 5. metrics: one repeat's as they are; several repeats' means (the spread in reports) */
 	{
-		struct rusage ru;
-
-		if (!json_is_true(json_object_get(memcap, "applied")) || !mem_peak) {
-			getrusage(RUSAGE_SELF, &ru);
-			mem_peak = (uint64_t) ru.ru_maxrss * 1024u;
-		}
+		mempeak = mem_peak_of(memcap, cgdir, &mp, &mem_peak);
 		/* One peak for the whole run: the repeats share the process. */
 		set_all(reps, "mem_peak_bytes", (json_int_t) mem_peak);
 		set_all(reps_real, "mem_peak_bytes", (json_int_t) mem_peak);
@@ -1642,6 +1754,9 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 				    dev ? json_integer((json_int_t) L.seed) : json_null());
 		json_object_set_new(rec, "class", json_string(cls));
 		json_object_set(rec, "labels", json_object_get(eff, "tags"));
+		/* each sampler's tries and failures; how mem_peak_bytes was had */
+		json_object_set(rec, "samplers", smp_health);
+		json_object_set(rec, "mem_peak", mempeak);
 		if (ledger_plan_path(&plan, sha))
 			json_object_set_new(rec, "plan_path", json_string(ledger_plan_path(&plan, sha)));
 		if (repeat)
@@ -1677,6 +1792,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		rc = ledger_commit(l, e);
 		if (rc)
 			goto out;
+		recorded = 1;
 	}
 	rc = 0;
 out:
@@ -1688,15 +1804,23 @@ out:
 		record_abort(l, run_id, why);
 		if (!rc)
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s", why);
-	} else if (rc && run_started && rc != CS_EXIT_REFUSED && !started_load) {
+	} else if (rc && run_started && !recorded && !started_load) {
 		char why[CS_ERR_MAX + 64];
 
 		snprintf(why, sizeof(why), "run %s stopped before its load: %s", run_id, e->msg);
 		record_abort(l, run_id, why);
+	} else if (rc && run_started && !recorded && !got_signal && !atomic_load(&L.failed)) {
+		char why[CS_ERR_MAX + 64];
+
+		/* after the load, when not said above: e.g. the record's transaction failed */
+		snprintf(why, sizeof(why), "run %s stopped: %s; no run record", run_id, e->msg);
+		record_abort(l, run_id, why);
 	}
+	/* The run's outcome is in the ledger (or the next command will find it dead). */
+	harness_live_end(&live);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
-	harness_samplers_stop(smp, NULL, NULL, NULL, NULL);
+	harness_samplers_stop(smp, NULL, NULL, NULL, NULL, NULL);
 	harness_readers_stop(readers, NULL);
 	harness_writer_stop(writer, NULL);
 	for (size_t q = 0; pw && q < npw; q++)
@@ -1738,6 +1862,8 @@ out:
 	json_decref(proms);
 	json_decref(metrics);
 	json_decref(memcap);
+	json_decref(smp_health);
+	json_decref(mempeak);
 	json_decref(host);
 	json_decref(features);
 	json_decref(marker);

@@ -241,8 +241,9 @@ static int sweep_stale(const char *parent)
 json_t *harness_memcap_apply(uint64_t bytes, char *cleanup_path, size_t cap)
 {
 	char cg[512], dir[1024], file[1100], num[32], pid[32];
-	json_t *r = json_pack("{s:I}", "requested_bytes", (json_int_t) bytes);
-	int rc;
+	json_t *r = bytes ? json_pack("{s:I}", "requested_bytes", (json_int_t) bytes)
+			  : json_pack("{s:n}", "requested_bytes");
+	int rc = 0;
 
 	cleanup_path[0] = '\0';
 	snprintf(num, sizeof(num), "%llu", (unsigned long long) bytes);
@@ -278,16 +279,37 @@ json_t *harness_memcap_apply(uint64_t bytes, char *cleanup_path, size_t cap)
 		return r;
 	}
 	snprintf(cleanup_path, cap, "%s", dir);
-	rc = write_str(file, num);
+	if (bytes) /* without a cap: a cgroup of its own, unlimited, for the peak counter */
+		rc = write_str(file, num);
 	if (!rc) {
 		snprintf(file, sizeof(file), "%s/cgroup.procs", dir);
 		rc = write_str(file, pid);
 	}
-	json_object_set_new(r, "applied", json_boolean(!rc));
+	json_object_set_new(r, "applied", json_boolean(!rc && bytes));
+	json_object_set_new(r, "own_cgroup", json_boolean(!rc));
 	json_object_set_new(r, "path", json_string(dir));
 	if (rc)
 		json_object_set_new(r, "why", json_sprintf("%s: %s", file, strerror(-rc)));
 	return r;
+}
+
+int64_t harness_cgroup_peak(const char *cgdir, char *which, size_t cap)
+{
+	static const char *const files[] = {"memory.peak", "memory.max_usage_in_bytes", NULL};
+
+	for (size_t i = 0; cgdir && cgdir[0] && files[i]; i++) {
+		char path[1200];
+		int64_t v;
+
+		snprintf(path, sizeof(path), "%s/%s", cgdir, files[i]);
+		v = read_i64(path);
+		if (v >= 0) {
+			if (which)
+				snprintf(which, cap, "%s", files[i]);
+			return v;
+		}
+	}
+	return -1;
 }
 
 void harness_memcap_release(const char *cleanup_path)
@@ -311,7 +333,11 @@ void harness_memcap_release(const char *cleanup_path)
 typedef struct series {
 	json_t *rows;
 	size_t dropped;
+	size_t tries, failed;   /* samples attempted, and those that got nothing usable */
+	char last_error[160];   /* why the last failure failed */
 } series;
+
+static const char *const series_name[3] = {"iostat", "memory", "prometheus"};
 
 struct harness_samplers {
 	harness_sampler_opts o;
@@ -323,7 +349,7 @@ struct harness_samplers {
 	pthread_t th[3];
 	int started[3];
 	series s[3];
-	uint64_t mem_peak;
+	harness_mem_peak peak;
 	cv_blkstat last;
 	int have_last;
 	CURL *curl;
@@ -346,11 +372,25 @@ static void add_row(harness_samplers *s, int which, json_t *row)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Count one attempt of series which; why non-NULL: it failed. */
+static void tally(harness_samplers *s, int which, const char *why)
+{
+	pthread_mutex_lock(&s->mu);
+	s->s[which].tries++;
+	if (why) {
+		s->s[which].failed++;
+		snprintf(s->s[which].last_error, sizeof(s->s[which].last_error), "%s", why);
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
 static void sample_iostat(harness_samplers *s)
 {
 	cv_blkstat now;
+	int rc = cv_blkdev_stat(&s->dev, &now);
 
-	if (cv_blkdev_stat(&s->dev, &now))
+	tally(s, 0, rc ? "cannot read the block device's stat" : NULL);
+	if (rc)
 		return;
 	if (s->have_last)
 		add_row(s, 0, harness_iostat_row(&s->last, &now, since(s)));
@@ -369,11 +409,13 @@ static void sample_memory(harness_samplers *s)
 	json_object_set_new(row, "rss_bytes", rss >= 0 ? json_integer(rss) : json_null());
 	if (which[0])
 		json_object_set_new(row, "source", json_string(which));
+	tally(s, 1, cg < 0 && rss < 0 ? "neither the cgroup's usage nor RSS could be read" : NULL);
 	pthread_mutex_lock(&s->mu);
-	if (cg > 0 && (uint64_t) cg > s->mem_peak)
-		s->mem_peak = (uint64_t) cg;
-	if (cg < 0 && rss > 0 && (uint64_t) rss > s->mem_peak)
-		s->mem_peak = (uint64_t) rss;
+	if (cg > 0 && (uint64_t) cg > s->peak.cgroup_max)
+		s->peak.cgroup_max = (uint64_t) cg;
+	if (rss > 0 && (uint64_t) rss > s->peak.rss_max)
+		s->peak.rss_max = (uint64_t) rss;
+	s->peak.samples++;
 	pthread_mutex_unlock(&s->mu);
 	add_row(s, 1, row);
 }
@@ -415,9 +457,14 @@ static void sample_prometheus(harness_samplers *s)
 	cc = curl_easy_perform(s->curl);
 	curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (cc != CURLE_OK || status != 200) {
-		json_object_set_new(row, "error",
-				    cc != CURLE_OK ? json_string(curl_easy_strerror(cc))
-						   : json_sprintf("HTTP %ld", status));
+		char why[160];
+
+		if (cc != CURLE_OK)
+			snprintf(why, sizeof(why), "%s", curl_easy_strerror(cc));
+		else
+			snprintf(why, sizeof(why), "HTTP %ld", status);
+		json_object_set_new(row, "error", json_string(why));
+		tally(s, 2, why);
 		json_decref(m);
 	} else {
 		size_t skipped = 0, n = harness_prom_parse(b.p ? b.p : "", b.len, m, PROM_SAMPLES_MAX,
@@ -426,6 +473,17 @@ static void sample_prometheus(harness_samplers *s)
 		json_object_set_new(row, "samples", json_integer((json_int_t) n));
 		json_object_set_new(row, "skipped", json_integer((json_int_t) skipped));
 		json_object_set_new(row, "metrics", m);
+		/* A 200 with no sample in it (an HTML page, an empty body) is no scrape either. */
+		if (!n) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "no Prometheus sample in the %zu-byte body (%zu lines skipped)",
+				 b.len, skipped);
+			json_object_set_new(row, "error", json_string(why));
+			tally(s, 2, why);
+		} else {
+			tally(s, 2, NULL);
+		}
 	}
 	free(b.p);
 	add_row(s, 2, row);
@@ -544,8 +602,32 @@ int harness_samplers_start(const harness_sampler_opts *o, harness_samplers **out
 	return 0;
 }
 
+/* {"iostat": {...}, ...} for the series that ran, and "failed" in all (new). */
+static json_t *health_of(const harness_samplers *s)
+{
+	json_t *h = json_object();
+	size_t failed = 0;
+
+	for (int i = 0; i < 3; i++) {
+		const series *x = &s->s[i];
+		json_t *one;
+
+		if (!s->started[i])
+			continue;
+		one = json_pack("{s:I, s:I, s:I, s:I}", "tries", (json_int_t) x->tries, "failed",
+				(json_int_t) x->failed, "rows", (json_int_t) json_array_size(x->rows),
+				"dropped", (json_int_t) x->dropped);
+		if (x->failed)
+			json_object_set_new(one, "last_error", json_string(x->last_error));
+		json_object_set_new(h, series_name[i], one);
+		failed += x->failed;
+	}
+	json_object_set_new(h, "failed", json_integer((json_int_t) failed));
+	return h;
+}
+
 void harness_samplers_stop(harness_samplers *s, json_t **iostat, json_t **memory,
-			   json_t **prometheus, uint64_t *mem_peak)
+			   json_t **prometheus, harness_mem_peak *peak, json_t **health)
 {
 	json_t **outs[3] = {iostat, memory, prometheus};
 
@@ -558,17 +640,50 @@ void harness_samplers_stop(harness_samplers *s, json_t **iostat, json_t **memory
 	for (int i = 0; i < 3; i++)
 		if (s->started[i])
 			pthread_join(s->th[i], NULL);
+	if (health)
+		*health = health_of(s);
 	for (int i = 0; i < 3; i++) {
 		if (outs[i])
 			*outs[i] = s->s[i].rows;
 		else
 			json_decref(s->s[i].rows);
 	}
-	if (mem_peak)
-		*mem_peak = s->mem_peak;
+	if (peak)
+		*peak = s->peak;
 	if (s->curl)
 		curl_easy_cleanup(s->curl);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s);
 }
+
+int harness_samplers_judge(json_t *health, const json_t *eff, const char *run_id, char *why,
+			   size_t cap)
+{
+	int fatal = json_is_true(json_object_get(json_object_get(eff, "samplers"), "fatal"));
+	const char *k;
+	json_t *v;
+	size_t o = 0;
+
+	why[0] = '\0';
+	json_object_set_new(health, "fatal", json_boolean(fatal));
+	if (!json_integer_value(json_object_get(health, "failed")))
+		return 0;
+	json_object_foreach(health, k, v) {
+		int n;
+
+		if (!json_is_object(v) || !json_integer_value(json_object_get(v, "failed")))
+			continue;
+		n = snprintf(why + o, cap - o, "%ssampler %s failed %lld of %lld samples (last: %s)",
+			     o ? "; " : "", k, (long long) json_integer_value(json_object_get(v, "failed")),
+			     (long long) json_integer_value(json_object_get(v, "tries")),
+			     json_string_value(json_object_get(v, "last_error")));
+		if (n < 0 || (size_t) n >= cap - o)
+			break;
+		o += (size_t) n;
+	}
+	fprintf(stderr, "coldstudy run: %s %s: %s%s\n", fatal ? "error:" : "warning:", run_id, why,
+		fatal ? " (samplers.fatal: no run record)" : " (counted in the run record's samplers)");
+	return fatal;
+}
+

@@ -116,6 +116,10 @@ static const jv_key sampler_keys[] = {
 	{.name = "prometheus_url", .type = JK_STRING, .max = 2000, .pattern = "^https?://",
 	 .expect = "an http:// or https:// URL",
 	 .desc = "the metrics endpoint to scrape (e.g. node-exporter's http://127.0.0.1:9100/metrics)"},
+	{.name = "fatal", .type = JK_BOOL,
+	 .desc = "true: a sample that fails (a device stat unread, an HTTP error, a page with no "
+		 "metrics) fails the run: exit 1, a deviation, no run record (default false: the "
+		 "failures are counted in the run record's samplers and said on stderr)"},
 	{0},
 };
 
@@ -199,9 +203,12 @@ static const jv_key run_keys[] = {
 	 .expect = "a hypothesis id like \"H1\"",
 	 .desc = "the registered hypotheses this run serves (a design run)"},
 	{.name = "samplers", .type = JK_OBJECT, .sub = sampler_keys,
-	 .desc = "series sampled beside the load: iostat_s, memory_s, prometheus_s, prometheus_url"},
+	 .desc = "series sampled beside the load: iostat_s, memory_s, prometheus_s, prometheus_url, "
+		 "fatal ('coldstudy run show S RID --series' prints them)"},
 	{.name = "mem_cap_bytes", .type = JK_INT, .lo = 1048576, .hi = 70368744177664.0,
-	 .desc = "a memory cgroup cap for the run (the page cache it may hold)"},
+	 .desc = "a memory cgroup cap for the run (its anonymous memory and the page cache it may "
+		 "hold); one below what the run must map (the buffer pool + per-query rows + 16 MiB) "
+		 "is refused before the run, exit 5 with the figure"},
 	{.name = "readahead", .type = JK_BOOL, .desc = "leave kernel read-ahead on (default off)"},
 	{.name = "metric", .type = JK_ENUM, .vals = dist_metrics,
 	 .desc = "distance for ground truth (default: the index's)"},
@@ -642,9 +649,9 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
  */
 static const char *const tag_vocab[] = {
 	"cold", "warm", "serial", "fanout", "gate", "partition", "hdd", "ssd", "nvme", "gp3",
-	"gp3-3000", "gp3-80000", "probe", "virtual", "realtime", "baseline", "prewarm",
+	"gp3-3000", "gp3-80000", "drift", "probe", "virtual", "realtime", "baseline", "prewarm",
 	"prewarm-other", "load", "bulkwrite", "client-alt", "memcap", "merge-sort", "design",
-	"holdout", "sceptic", "exploratory", NULL};
+	"holdout", "sceptic", "exploratory", "mmap", "pread", "direct", "uring", "readahead", NULL};
 static const char *const kind_tags[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
 /* Knobs at the study's defaults, and no treatment: a "baseline" run. */
 static const char *const baseline_knobs[] = {"k", "ef_search", "search_probe", "rescore_limit",
@@ -666,6 +673,11 @@ static const char *const k_load[] = {"load", NULL};
 static const char *const k_bulk[] = {"bulkwrite", NULL};
 static const char *const k_cpus[] = {"client_cpus", NULL};
 static const char *const k_memcap[] = {"mem_cap_bytes", NULL};
+static const char *const k_clients[] = {"clients", NULL};
+static const char *const k_probe[] = {"search_probe", NULL};
+static const char *const k_rescore[] = {"rescore_limit", NULL};
+static const char *const k_strategy[] = {"strategy", NULL};
+static const char *const k_readahead[] = {"readahead", NULL};
 static const struct {
 	const char *tag;
 	const char *const *knobs;
@@ -674,10 +686,12 @@ static const struct {
 	{"fanout", k_mode},	    {"merge-sort", k_merge},   {"gate", k_parts},
 	{"partition", k_parts},	    {"hdd", k_device},	       {"ssd", k_device},
 	{"nvme", k_device},	    {"gp3", k_device},	       {"gp3-3000", k_device},
-	{"gp3-80000", k_device},    {"probe", k_device},       {"virtual", k_time},
+	{"gp3-80000", k_device},    {"drift", k_device},       {"probe", k_device},       {"virtual", k_time},
 	{"realtime", k_time},	    {"prewarm", k_prewarm},    {"prewarm-other", k_prewarm},
 	{"load", k_load},	    {"bulkwrite", k_bulk},     {"client-alt", k_cpus},
-	{"memcap", k_memcap},	    {NULL, NULL},
+	{"memcap", k_memcap},	    {"mmap", k_strategy},      {"pread", k_strategy},
+	{"direct", k_strategy},	    {"uring", k_strategy},     {"readahead", k_readahead},
+	{NULL, NULL},
 };
 
 static int in_list(const char *const *list, const char *s)
@@ -724,8 +738,9 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 {
 	static const struct {
 		const char *profile, *tag;
-	} dev_tags[] = {{"hdd-pool", "hdd"},   {"sata-ssd", "ssd"},	  {"nvme", "nvme"},
-			{"gp3-3000", "gp3"},   {"gp3-80000", "gp3"}, {NULL, NULL}};
+	} dev_tags[] = {{"hdd-pool", "hdd"},   {"hdd-pool-drift", "hdd"}, {"hdd-pool-drift", "drift"},
+			{"sata-ssd", "ssd"},   {"nvme", "nvme"},	   {"gp3-3000", "gp3"},
+			{"gp3-80000", "gp3"},  {NULL, NULL}};
 	json_t *t = json_array();
 	const json_t *dev = json_object_get(eff, "device");
 	const char *mode = json_string_value(json_object_get(eff, "mode"));
@@ -780,6 +795,26 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 		add_tag(t, "client-alt");
 	if (json_is_integer(json_object_get(eff, "mem_cap_bytes")))
 		add_tag(t, "memcap");
+	/* the load and the access path: clients<N>, probe<N>, rescore<N>, the strategy, readahead */
+	snprintf(buf, sizeof(buf), "clients%lld",
+		 (long long) (json_is_integer(json_object_get(eff, "clients"))
+				      ? json_integer_value(json_object_get(eff, "clients"))
+				      : 1));
+	add_tag(t, buf);
+	if (json_is_integer(json_object_get(eff, "search_probe"))) {
+		snprintf(buf, sizeof(buf), "probe%lld",
+			 (long long) json_integer_value(json_object_get(eff, "search_probe")));
+		add_tag(t, buf);
+	}
+	if (json_is_integer(json_object_get(eff, "rescore_limit"))) {
+		snprintf(buf, sizeof(buf), "rescore%lld",
+			 (long long) json_integer_value(json_object_get(eff, "rescore_limit")));
+		add_tag(t, buf);
+	}
+	if (json_is_string(json_object_get(eff, "strategy")))
+		add_tag(t, json_string_value(json_object_get(eff, "strategy")));
+	if (json_is_true(json_object_get(eff, "readahead")))
+		add_tag(t, "readahead");
 	for (size_t i = 0; treatment_keys[i]; i++) {
 		const json_t *v = json_object_get(eff, treatment_keys[i]);
 
@@ -808,6 +843,12 @@ const char *const *harness_tag_knobs(const char *tag)
 		return k_mode;
 	if (numbered(tag, "ef"))
 		return k_ef;
+	if (numbered(tag, "clients"))
+		return k_clients;
+	if (numbered(tag, "probe"))
+		return k_probe;
+	if (numbered(tag, "rescore"))
+		return k_rescore;
 	if (!strcmp(tag, "baseline"))
 		return baseline_knobs;
 	for (size_t i = 0; tag_knobs[i].tag; i++)
@@ -840,6 +881,7 @@ int harness_run_tags(const json_t *eff, const json_t *defaults, const char *kind
 		if (!s)
 			continue;
 		vocab = in_list(tag_vocab, s) || numbered(s, "fanout") || numbered(s, "ef") ||
+			numbered(s, "clients") || numbered(s, "probe") || numbered(s, "rescore") ||
 			(kind && *kind && in_list(kind_tags, s));
 		if (vocab && !has_tag(t, s)) {
 			char w[64], *have = json_dumps(t, JSON_COMPACT);

@@ -255,6 +255,10 @@ static int64_t pragma_int(sqlite3 *db, const char *sql)
 	return v;
 }
 
+/* What every ledger_open calls once the study is open (ledger_on_open), and its guard. */
+static void (*on_open)(ledger *l);
+static int in_on_open;
+
 int ledger_open(const char *dir, ledger **out, cs_err *e)
 {
 	ledger *l = NULL;
@@ -322,12 +326,22 @@ int ledger_open(const char *dir, ledger **out, cs_err *e)
 	l->signed_n = -1;
 	l->tx_base = -1;
 	*out = l;
+	if (on_open && !in_on_open) {
+		in_on_open = 1;
+		on_open(l);
+		in_on_open = 0;
+	}
 	l = NULL;
 	rc = 0;
 out:
 	ledger_close(l);
 	free(db_path);
 	return rc;
+}
+
+void ledger_on_open(void (*fn)(ledger *l))
+{
+	on_open = fn;
 }
 
 void ledger_close(ledger *l)

@@ -46,6 +46,14 @@ void ledger_close(ledger *l);
 const char *ledger_dir(const ledger *l);
 
 /*
+ * A function every successful ledger_open calls on the open study before
+ * returning it (NULL: none; not called again while it runs). The cli sets
+ * harness_reap_unfinished, so that the next command on a study records
+ * the runs that died (harness/live.c); the ledger knows nothing of runs.
+ */
+void ledger_on_open(void (*fn)(ledger *l));
+
+/*
  * Grouping several appends (and raw blobs) into one transaction. Outside
  * begin/commit each append is its own transaction.
  */

@@ -42,14 +42,16 @@ static const kind_schema schemas[] = {
 	{"validation", {{"check", 'S', 1}, {"passed", 'B', 1}, {"batch", 'I', 1}}},
 	{"refusal", {{"guard", 'S', 1}, {"verb", 'S', 1}, {"why", 'S', 1}, {"target", 'S', 0}}},
 	{"run_start", {{"run_id", 'S', 1}, {"spec_sha256", 'H', 1}, {"holdout", 'B', 1}}},
-	{"run", {{"run_id", 'S', 1}, {"metrics", 'O', 0}, {"holdout", 'B', 0}, {"raw", 'O', 0}}},
+	{"run",
+	 {{"run_id", 'S', 1}, {"metrics", 'O', 0}, {"holdout", 'B', 0}, {"raw", 'O', 0},
+	  {"samplers", 'O', 0}, {"mem_peak", 'O', 0}}},
 	{"prediction", {{"id", 'S', 1}, {"value", 'N', 1}, {"target", 'O', 0}, {"band95", 'P', 0}}},
 	{"score", {{"passed", 'B', 1}}},
 	{"refutation", {{"hypothesis", 'S', 1}, {"because", 'S', 1}, {"access_state", 'T', 0}}},
 	{"verdict", {{"hypothesis", 'S', 1}, {"verdict", 'S', 1}}},
 	{"deviation",
 	 {{"because", 'S', 1}, {"access_state", 'T', 0}, {"hypothesis", 'S', 0},
-	  {"run_id", 'S', 0}}},
+	  {"run_id", 'S', 0}, {"cause", 'S', 0}}},
 	{"note", {{"text", 'S', 0}}},
 };
 

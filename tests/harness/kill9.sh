@@ -1,7 +1,8 @@
 #!/bin/sh
 # Kill -9 of a run at random moments, and SIGTERM once: afterwards the
 # ledger verifies, every run record is whole (status complete, every
-# metric, raw blobs covered by verify), and the terminated run left a
+# metric, raw blobs covered by verify), every killed run got one deviation
+# from the next command (log verify), and the terminated run left a
 # deviation and no run record.
 set -u
 . "$(dirname "$0")/common.sh"
@@ -67,10 +68,17 @@ for r in runs:
         print("FAIL: run %s is not whole" % r["run_id"]); bad = 1
 print("%d run_start, %d complete runs, %d deviations" % (len(starts), len(runs), len(devs)))
 done = {r["run_id"] for r in runs} | {d.get("run_id") for d in devs}
-mid = [s for s in starts if s not in done]
+# A run killed -9 is found by the next command on the study (log verify
+# here): one deviation naming it, cause "killed or crashed".
+mid = [d["run_id"] for d in devs if d.get("found_by") and d.get("cause") == "killed or crashed"]
 print("kill -9 landed mid-run %d times: %s" % (len(mid), mid))
 if not mid:
     print("FAIL: no kill -9 landed between run_start and the run record"); bad = 1
+if len(mid) != len(set(mid)):
+    print("FAIL: a killed run got two deviations: %s" % mid); bad = 1
+left = [s for s in starts if s not in done]
+if left:
+    print("FAIL: runs with neither a run record nor a deviation: %s" % left); bad = 1
 if len(starts) != int(sys.argv[2]) + 1:
     print("FAIL: the SIGTERM run did not start"); bad = 1
 else:

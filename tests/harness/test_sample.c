@@ -85,26 +85,38 @@ static void test_samplers(void **state)
 	harness_samplers *s = NULL;
 	json_t *io = NULL, *mem = NULL, *prom = NULL, *row;
 	struct timespec ts = {0, 300 * 1000 * 1000};
-	uint64_t peak = 0;
+	harness_mem_peak peak = {0};
+	json_t *health = NULL, *ph;
 	cs_err e = {0};
 
 	(void) state;
 	assert_int_equal(harness_samplers_start(&o, &s, &e), 0);
 	nanosleep(&ts, NULL);
-	harness_samplers_stop(s, &io, &mem, &prom, &peak);
+	harness_samplers_stop(s, &io, &mem, &prom, &peak, &health);
 	assert_int_equal(json_array_size(io), 0); /* no device given */
 	assert_true(json_array_size(mem) >= 3);   /* first, periodic, last */
 	assert_true(json_array_size(prom) >= 2);
-	assert_true(peak > 0);
+	assert_true(peak.rss_max > 0);
+	assert_true(peak.samples >= 3);
+	/* every scrape is counted, and a failed one said */
+	ph = json_object_get(health, "prometheus");
+	assert_int_equal(json_integer_value(json_object_get(ph, "tries")), json_array_size(prom));
+	assert_null(json_object_get(health, "iostat")); /* it did not run */
 	row = json_array_get(prom, 0);
 	if (url) {
+		assert_int_equal(json_integer_value(json_object_get(ph, "failed")), 0);
+		assert_int_equal(json_integer_value(json_object_get(health, "failed")), 0);
 		assert_null(json_object_get(row, "error"));
 		assert_float_equal(json_real_value(json_object_get(json_object_get(row, "metrics"),
 								   "coldstudy_test_gauge")),
 				   7, 0);
 	} else {
 		assert_non_null(json_object_get(row, "error")); /* nothing listens on port 9 */
+		assert_int_equal(json_integer_value(json_object_get(ph, "failed")), json_array_size(prom));
+		assert_non_null(json_object_get(ph, "last_error"));
+		assert_true(json_integer_value(json_object_get(health, "failed")) >= 2);
 	}
+	json_decref(health);
 	json_decref(io);
 	json_decref(mem);
 	json_decref(prom);
