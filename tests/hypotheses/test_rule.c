@@ -224,6 +224,52 @@ static void test_kleene(void **state)
 #undef K
 }
 
+/* rule_can_hold's question answered from the comparison's right side: 0 cannot, 1 can, else unknown. */
+static int can_by_right(const json_t *cmp, const char *path, void *ud)
+{
+	double r = json_number_value(json_object_get(cmp, "right"));
+
+	(*(int *) ud)++;
+	assert_non_null(strstr(path, ".cmp"));
+	return r == 0 ? 0 : r == 1 ? 1 : -1;
+}
+
+static int t_can(const char *text, int *asked)
+{
+	json_t *rule = json_loads(text, 0, NULL);
+	int r;
+
+	assert_non_null(rule);
+	*asked = 0;
+	r = rule_can_hold(rule, "$.reject", can_by_right, asked);
+	json_decref(rule);
+	return r;
+}
+
+static void test_can_hold(void **state)
+{
+	const char *N = CMP(MED("wall_s", COLD), "<", "0"); /* cannot hold */
+	const char *Y = CMP(MED("wall_s", COLD), "<", "1"); /* can */
+	const char *U = CMP(MED("wall_s", COLD), "<", "2"); /* unknown: can */
+	char buf[4096];
+	int asked;
+
+	(void) state;
+#define C(fmt, ...) (snprintf(buf, sizeof(buf), fmt, __VA_ARGS__), t_can(buf, &asked))
+	assert_int_equal(C("%s", N), 0);
+	assert_int_equal(C("%s", U), 1);
+	assert_int_equal(C("{\"any\": [%s, %s]}", N, N), 0);
+	assert_int_equal(C("{\"any\": [%s, %s]}", N, U), 1);
+	assert_int_equal(C("{\"all\": [%s, %s]}", Y, N), 0);
+	assert_int_equal(C("{\"all\": [%s, %s]}", Y, U), 1);
+	/* "not" can always hold, and its comparisons are still asked */
+	assert_int_equal(C("{\"not\": %s}", N), 1);
+	assert_int_equal(asked, 1);
+	assert_int_equal(C("{\"any\": [{\"all\": [%s, %s]}, {\"any\": [%s, %s]}]}", Y, N, N, N), 0);
+	assert_int_equal(asked, 4);
+#undef C
+}
+
 static void test_trace_shape(void **state)
 {
 	json_t *tr = NULL, *parts;
@@ -377,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_undetermined),
 		cmocka_unit_test(test_ratio),
 		cmocka_unit_test(test_kleene),
+		cmocka_unit_test(test_can_hold),
 		cmocka_unit_test(test_trace_shape),
 		cmocka_unit_test(test_bad_runs),
 		cmocka_unit_test(test_example_rules_evaluate),
