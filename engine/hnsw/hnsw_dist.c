@@ -37,11 +37,6 @@ static float l2_f32(const hnsw_query *q, const void *v, size_t d)
 	return k_f32->l2sq(q->a, (const float *) v, d);
 }
 
-static float l2_f32_bounded(const hnsw_query *q, const void *v, size_t d, float bound)
-{
-	return k_f32->l2sq_bounded(q->a, (const float *) v, d, bound);
-}
-
 static float ip_f32(const hnsw_query *q, const void *v, size_t d)
 {
 	return q->cst - k_f32->dot(q->a, (const float *) v, d);
@@ -403,14 +398,12 @@ void hnsw_kernels_select(struct hnsw *h)
 		bool v512 = !strcmp(k_name, "avx512");
 
 		h->qdist = h->p.metric == CV_METRIC_L2 ? k_l2_q8 : k_ip_q8;
-		h->qdist_bounded = NULL;
 		if (h->p.metric == CV_METRIC_L2)
 			h->ndist = v512 ? nn_q8_l2_avx512 : nn_q8_l2;
 		else
 			h->ndist = v512 ? nn_q8_ip_avx512 : nn_q8_ip;
 	} else {
 		h->qdist = h->p.metric == CV_METRIC_L2 ? k_l2_f32 : k_ip_f32;
-		h->qdist_bounded = h->p.metric == CV_METRIC_L2 && k_l2_f32 == l2_f32 ? l2_f32_bounded : NULL;
 		h->ndist = h->p.metric == CV_METRIC_L2 ? nn_f32_l2 : nn_f32_ip;
 	}
 }

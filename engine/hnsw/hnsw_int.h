@@ -66,8 +66,6 @@ typedef struct hnsw_query {
 
 struct hnsw;
 typedef float (*hnsw_qdist_fn)(const hnsw_query *q, const void *v, size_t d);
-/* qdist that may stop once the distance exceeds bound (then returns a value > bound). */
-typedef float (*hnsw_qdist_bounded_fn)(const hnsw_query *q, const void *v, size_t d, float bound);
 typedef float (*hnsw_ndist_fn)(const struct hnsw *h, const void *a, const void *b);
 
 /*
@@ -125,9 +123,6 @@ struct hnsw {
 	int q_trained;
 
 	hnsw_qdist_fn qdist;
-	/* float32 L2 only (a sum of squares only grows): lets a full result list skip the rest
-	 * of a distance once it is past the list's worst; NULL: always the whole distance */
-	hnsw_qdist_bounded_fn qdist_bounded;
 	hnsw_ndist_fn ndist;
 	unsigned build_threads; /* threads that inserted in the last hnsw_build */
 };

@@ -213,7 +213,6 @@ int hnsw_search_layer(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, ui
 {
 	const bool hasdel = __atomic_load_n(&h->ndeleted, __ATOMIC_RELAXED) != 0;
 	const hnsw_qdist_fn qdist = h->qdist;
-	const hnsw_qdist_bounded_fn qbound = h->qdist_bounded;
 	const size_t dim = h->dim;
 	const unsigned maxn = level ? h->m : h->m0;
 	uint32_t u[2 * HNSW_MAX_M];
@@ -297,9 +296,7 @@ int hnsw_search_layer(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, ui
 
 			if (j + 1 < nu)
 				prefetch_rest(h, u[j + 1]);
-			/* a full list keeps only what beats its worst: the rest of a longer distance is moot */
-			d = qbound && c->ntop >= ef ? qbound(q, hnsw_rec(h, id), dim, lb)
-						    : qdist(q, hnsw_rec(h, id), dim);
+			d = qdist(q, hnsw_rec(h, id), dim);
 			ndist++;
 			if (c->ntop < ef || d < lb) {
 				minheap_push(c->cand, &c->ncand, (hnsw_pair){d, id});
@@ -328,7 +325,6 @@ static int search_base(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, u
 {
 	const bool hasdel = __atomic_load_n(&h->ndeleted, __ATOMIC_RELAXED) != 0;
 	const hnsw_qdist_fn qdist = h->qdist;
-	const hnsw_qdist_bounded_fn qbound = h->qdist_bounded;
 	const size_t dim = h->dim;
 	const unsigned maxn = h->m0;
 	uint32_t u[2 * HNSW_MAX_M];
@@ -389,9 +385,7 @@ static int search_base(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, u
 
 			if (j + 1 < nu)
 				prefetch_rest(h, u[j + 1]);
-			/* a full list keeps only what beats its worst: the rest of a longer distance is moot */
-			d = qbound && c->ntop >= ef ? qbound(q, hnsw_rec(h, id), dim, lb)
-						    : qdist(q, hnsw_rec(h, id), dim);
+			d = qdist(q, hnsw_rec(h, id), dim);
 			ndist++;
 			if (c->ntop < ef || d < lb) {
 				minheap_push(c->cand, &c->ncand, (hnsw_pair){d, id});

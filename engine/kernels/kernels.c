@@ -52,24 +52,6 @@ float cvk_l2sq_scalar(const float *a, const float *b, size_t d)
 	return cvk_reduce64(lanes);
 }
 
-float cvk_l2sq_bounded_scalar(const float *a, const float *b, size_t d, float bound)
-{
-	float lanes[64] = {0};
-
-	for (size_t i = 0; i < d; i++) {
-		float t = a[i] - b[i];
-
-		lanes[i & 63] = fmaf(t, t, lanes[i & 63]);
-		if ((i + 1) % CVK_BOUND_STRIDE == 0 && i + 1 < d) {
-			float p = cvk_reduce64(lanes);
-
-			if (p > bound)
-				return p;
-		}
-	}
-	return cvk_reduce64(lanes);
-}
-
 float cvk_dot_scalar(const float *a, const float *b, size_t d)
 {
 	float lanes[64] = {0};
@@ -96,12 +78,9 @@ float cvk_cosine_scalar(const float *a, const float *b, size_t d)
 				 cvk_dot_scalar(b, b, d));
 }
 
-static const cvk_ops ops_scalar = {"scalar", cvk_l2sq_scalar, cvk_dot_scalar, cvk_cosine_scalar,
-				    cvk_l2sq_bounded_scalar};
-static const cvk_ops ops_avx2 = {"avx2", cvk_l2sq_avx2, cvk_dot_avx2, cvk_cosine_avx2,
-				  cvk_l2sq_bounded_avx2};
-static const cvk_ops ops_avx512 = {"avx512", cvk_l2sq_avx512, cvk_dot_avx512, cvk_cosine_avx512,
-				    cvk_l2sq_bounded_avx512};
+static const cvk_ops ops_scalar = {"scalar", cvk_l2sq_scalar, cvk_dot_scalar, cvk_cosine_scalar};
+static const cvk_ops ops_avx2 = {"avx2", cvk_l2sq_avx2, cvk_dot_avx2, cvk_cosine_avx2};
+static const cvk_ops ops_avx512 = {"avx512", cvk_l2sq_avx512, cvk_dot_avx512, cvk_cosine_avx512};
 
 static const cvk_ops *active;
 

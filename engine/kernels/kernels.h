@@ -33,13 +33,6 @@ typedef struct cvk_ops {
 	float (*l2sq)(const float *a, const float *b, size_t d);
 	float (*dot)(const float *a, const float *b, size_t d);
 	float (*cosine_dist)(const float *a, const float *b, size_t d);
-	/*
-	 * l2sq with a bound: l2sq's value, bit for bit, or, once a partial sum
-	 * (the lanes so far, reduced in the same tree) exceeds bound, that partial
-	 * sum (> bound, and <= l2sq's value: every lane only grows). A search that
-	 * keeps a candidate only when its distance is below bound may stop there.
-	 */
-	float (*l2sq_bounded)(const float *a, const float *b, size_t d, float bound);
 } cvk_ops;
 
 /* Per-level kernels; the SIMD ones may only be called if the CPU has them. */
@@ -50,11 +43,6 @@ float cvk_l2sq_avx2(const float *a, const float *b, size_t d);
 float cvk_dot_avx2(const float *a, const float *b, size_t d);
 float cvk_cosine_avx2(const float *a, const float *b, size_t d);
 float cvk_l2sq_avx512(const float *a, const float *b, size_t d);
-float cvk_l2sq_bounded_scalar(const float *a, const float *b, size_t d, float bound);
-float cvk_l2sq_bounded_avx2(const float *a, const float *b, size_t d, float bound);
-float cvk_l2sq_bounded_avx512(const float *a, const float *b, size_t d, float bound);
-/* The bounded kernels look at the partial sum every CVK_BOUND_STRIDE elements. */
-#define CVK_BOUND_STRIDE 256
 float cvk_dot_avx512(const float *a, const float *b, size_t d);
 float cvk_cosine_avx512(const float *a, const float *b, size_t d);
 

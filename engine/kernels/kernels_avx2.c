@@ -92,42 +92,6 @@ float cvk_l2sq_avx2(const float *a, const float *b, size_t d)
 	return reduce64(r0, r1, r2, r3, r4, r5, r6, r7);
 }
 
-float cvk_l2sq_bounded_avx2(const float *a, const float *b, size_t d, float bound)
-{
-	__m256 r0 = _mm256_setzero_ps(), r1 = r0, r2 = r0, r3 = r0, r4 = r0, r5 = r0, r6 = r0,
-	       r7 = r0;
-	size_t i = 0;
-
-	for (; i + 64 <= d; i += 64) {
-		__m256 t0 = _mm256_sub_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
-		__m256 t1 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8));
-		__m256 t2 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16));
-		__m256 t3 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24));
-		__m256 t4 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 32), _mm256_loadu_ps(b + i + 32));
-		__m256 t5 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 40), _mm256_loadu_ps(b + i + 40));
-		__m256 t6 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 48), _mm256_loadu_ps(b + i + 48));
-		__m256 t7 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 56), _mm256_loadu_ps(b + i + 56));
-
-		r0 = _mm256_fmadd_ps(t0, t0, r0);
-		r1 = _mm256_fmadd_ps(t1, t1, r1);
-		r2 = _mm256_fmadd_ps(t2, t2, r2);
-		r3 = _mm256_fmadd_ps(t3, t3, r3);
-		r4 = _mm256_fmadd_ps(t4, t4, r4);
-		r5 = _mm256_fmadd_ps(t5, t5, r5);
-		r6 = _mm256_fmadd_ps(t6, t6, r6);
-		r7 = _mm256_fmadd_ps(t7, t7, r7);
-		if ((i + 64) % CVK_BOUND_STRIDE == 0 && i + 64 < d) {
-			float p = reduce64(r0, r1, r2, r3, r4, r5, r6, r7);
-
-			if (p > bound)
-				return p;
-		}
-	}
-	if (i < d)
-		TAIL(l2_chunk);
-	return reduce64(r0, r1, r2, r3, r4, r5, r6, r7);
-}
-
 float cvk_dot_avx2(const float *a, const float *b, size_t d)
 {
 	__m256 r0 = _mm256_setzero_ps(), r1 = r0, r2 = r0, r3 = r0, r4 = r0, r5 = r0, r6 = r0,

@@ -81,45 +81,6 @@ float cvk_l2sq_avx512(const float *a, const float *b, size_t d)
 	return reduce64(s0, s1, s2, s3);
 }
 
-float cvk_l2sq_bounded_avx512(const float *a, const float *b, size_t d, float bound)
-{
-	__m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-	size_t i = 0;
-
-	for (; i + 64 <= d; i += 64) {
-		__m512 t0 = _mm512_sub_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i));
-		__m512 t1 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16));
-		__m512 t2 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32));
-		__m512 t3 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48));
-
-		s0 = _mm512_fmadd_ps(t0, t0, s0);
-		s1 = _mm512_fmadd_ps(t1, t1, s1);
-		s2 = _mm512_fmadd_ps(t2, t2, s2);
-		s3 = _mm512_fmadd_ps(t3, t3, s3);
-		if ((i + 64) % CVK_BOUND_STRIDE == 0 && i + 64 < d) {
-			float p = reduce64(s0, s1, s2, s3);
-
-			if (p > bound)
-				return p;
-		}
-	}
-	if (i < d) {
-		s0 = l2_step(s0, a + i, b + i, chunk_mask(d - i));
-		i += 16;
-	}
-	if (i < d) {
-		s1 = l2_step(s1, a + i, b + i, chunk_mask(d - i));
-		i += 16;
-	}
-	if (i < d) {
-		s2 = l2_step(s2, a + i, b + i, chunk_mask(d - i));
-		i += 16;
-	}
-	if (i < d)
-		s3 = l2_step(s3, a + i, b + i, chunk_mask(d - i));
-	return reduce64(s0, s1, s2, s3);
-}
-
 float cvk_dot_avx512(const float *a, const float *b, size_t d)
 {
 	__m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;

@@ -262,53 +262,11 @@ static void test_batch_helpers(void **state)
 	}
 }
 
-/*
- * l2sq_bounded at every level: with a bound at or above the distance it
- * returns l2sq's bits; with a bound below it returns a value above the bound
- * and at most l2sq's, having stopped early where a whole stride lay past the
- * bound (on 784 dimensions with the bound at a tenth, it must stop early).
- */
-static void test_bounded(void **state)
-{
-	static const size_t dims[] = {1, 63, 64, 255, 256, 257, 511, 512, 513, 784, 1000, 1536};
-	float a[1536], b[1536];
-
-	(void) state;
-	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
-		size_t d = dims[i];
-
-		for (size_t j = 0; j < d; j++) {
-			a[j] = frand() * ldexpf(1.0f, (int) (j % 20) - 10);
-			b[j] = frand() * 255.0f;
-		}
-		for (int l = 0; l < 3; l++) {
-			const cvk_ops *o = cvk_level(levels[l]);
-			float full, lo, hi, atb;
-
-			if (!o)
-				continue;
-			full = o->l2sq(a, b, d);
-			hi = o->l2sq_bounded(a, b, d, full * 2.0f);
-			atb = o->l2sq_bounded(a, b, d, full);
-			lo = o->l2sq_bounded(a, b, d, full / 10.0f);
-			if (bits(hi) != bits(full) || bits(atb) != bits(full))
-				fail_msg("%s d=%zu: bounded above %a, at %a, full %a", o->name, d, (double) hi,
-					 (double) atb, (double) full);
-			if (!(lo > full / 10.0f) || !(lo <= full))
-				fail_msg("%s d=%zu: bounded below %a, full %a", o->name, d, (double) lo,
-					 (double) full);
-			if (d == 784 && !(lo < full))
-				fail_msg("%s d=784: a tenth of the distance as bound did not stop early", o->name);
-		}
-	}
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_levels_vs_reference),
 		cmocka_unit_test(test_levels_bit_equal),
-		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_dispatch),
 		cmocka_unit_test(test_batch_helpers),
 	};

@@ -181,26 +181,6 @@ static void same_answers(const hnsw *a, const hnsw *b, const cv_dataset *ds)
 	}
 }
 
-/*
- * The bounded L2 distance changes no answer: the same graph searched with
- * and without it returns the same ids and distances (every 7th row, k 10,
- * ef 30), on 784 dimensions where it stops most rejected distances early.
- */
-static void test_bounded_same(void **state)
-{
-	cv_dataset *ds = synth(3000, 784, 5);
-	hnsw *a = build(ds, CV_METRIC_L2, 0, 1);
-	hnsw *b = build(ds, CV_METRIC_L2, 0, 1);
-
-	(void) state;
-	assert_non_null(a->qdist_bounded);
-	b->qdist_bounded = NULL;
-	same_answers(a, b, ds);
-	hnsw_free(a);
-	hnsw_free(b);
-	cv_dataset_free(ds);
-}
-
 static void test_roundtrip(void **state)
 {
 	cv_dataset *ds = synth(1500, 24, 5);
@@ -525,7 +505,6 @@ int main(void)
 		cmocka_unit_test(test_corrupt),   cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_index_kind),
 		cmocka_unit_test(test_q8_levels_bit_equal),
-		cmocka_unit_test(test_bounded_same),
 	};
 
 	if (!mkdtemp(tmpdir))
