@@ -18,7 +18,7 @@
  *     else the rule can never be decided; no spec may be on both sides.
  *  3. like for like. Every (treatment, baseline) pair of specs, among the
  *     plan's runs and among its sceptic runs, has the same query set
- *     (queries, query_count, duration_s, clients) and the same cold mode
+ *     (queries, query_count, duration_s) and the same cold mode
  *     (warm / cold once / cold before every query, which prewarm implies;
  *     where the factor is the cache state itself, the cold side is cold
  *     before every query or makes one query), the same metric on both
@@ -161,15 +161,15 @@ static json_t *query_set(const json_t *eff)
 	const json_t *q = json_object_get(eff, "queries");
 	json_int_t first = json_integer_value(json_object_get(q, "first"));
 
-	return json_pack("{s:O?, s:I, s:O?, s:O?, s:O?, s:O?}", "spec", json_object_get(q, "spec"),
+	return json_pack("{s:O?, s:I, s:O?, s:O?, s:O?}", "spec", json_object_get(q, "spec"),
 			 "first", first, "count", json_object_get(q, "count"), "query_count",
 			 json_object_get(eff, "query_count"), "duration_s",
-			 json_object_get(eff, "duration_s"), "clients", json_object_get(eff, "clients"));
+			 json_object_get(eff, "duration_s"));
 }
 
 /* Knobs compared elsewhere (query set, seed) or that are not knobs (labels, notes). */
 static const char *const not_knobs[] = {"tags", "hypotheses", "notes", "samplers", "seed",
-					"queries", "query_count", "duration_s", "clients", "cold",
+					"queries", "query_count", "duration_s", "cold",
 					"cold_each_query", NULL}; /* the last two: the cold mode */
 
 static int in_list(const char *const *list, const char *s)

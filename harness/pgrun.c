@@ -81,7 +81,7 @@ typedef struct pgrow {
 	double t_ms, lat_ms, read_ms, setup_ms;
 	int64_t reads, hits;
 	int64_t statio; /* pg_statio_all_tables' blocks read over the query */
-	uint64_t dev_reads, dev_read_ms, dev_ticks;
+	uint64_t dev_reads, dev_read_ms, dev_ticks, dev_sectors;
 	double recall;
 	uint32_t n;
 } pgrow;
@@ -648,6 +648,7 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 		if (R->have_dev) {
 			r->dev_reads = b1.reads - b0.reads;
 			r->dev_read_ms = b1.read_ms - b0.read_ms;
+			r->dev_sectors = b1.read_sectors - b0.read_sectors;
 			r->dev_ticks = b1.io_ticks_ms - b0.io_ticks_ms;
 		}
 		if ((rc = statio_after(R, &st1, e)))
@@ -672,7 +673,7 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 			  double resident_before)
 {
 	double *lat = malloc((n ? n : 1) * sizeof(*lat)), sl = 0, rms = 0, rec = 0;
-	uint64_t dr = 0, dms = 0, dt = 0;
+	uint64_t dr = 0, dms = 0, dt = 0, dsec = 0;
 	int64_t reads = 0;
 	size_t nrec = 0;
 	json_t *m = json_object();
@@ -689,6 +690,7 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 		reads += rows[i].reads;
 		dr += rows[i].dev_reads;
 		dms += rows[i].dev_read_ms;
+		dsec += rows[i].dev_sectors;
 		dt += rows[i].dev_ticks;
 		if (isfinite(rows[i].recall)) {
 			rec += rows[i].recall;
@@ -713,11 +715,14 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 		json_object_set_new(m, "device_reads", json_integer((json_int_t) dr));
 		json_object_set_new(m, "device_read_ms_mean",
 				    harness_num_or_null(dr ? (double) dms / (double) dr : NAN));
+		json_object_set_new(m, "device_bytes_per_read",
+				    harness_num_or_null(dr ? (double) dsec * 512.0 / (double) dr : NAN));
 		json_object_set_new(m, "device_busy",
 				    harness_num_or_null(wall_s > 0 ? (double) dt / 1000.0 / wall_s : NAN));
 	} else {
 		json_object_set_new(m, "device_reads", json_null());
 		json_object_set_new(m, "device_read_ms_mean", json_null());
+		json_object_set_new(m, "device_bytes_per_read", json_null());
 		json_object_set_new(m, "device_busy", json_null());
 	}
 	json_object_set_new(m, "io_over_wall",

@@ -593,6 +593,10 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 		json_object_set_new(m, "device_read_ms_mean",
 				    harness_num_or_null(dr ? (double) (bs1->read_ms - bs0->read_ms) / (double) dr
 						   : NAN));
+		json_object_set_new(m, "device_bytes_per_read",
+				    harness_num_or_null(dr ? (double) (bs1->read_sectors - bs0->read_sectors) *
+								     512.0 / (double) dr
+							   : NAN));
 		json_object_set_new(m, "device_busy",
 				    harness_num_or_null(wall_s > 0 ? (double) (bs1->io_ticks_ms - bs0->io_ticks_ms) /
 								     1000.0 / wall_s
@@ -600,6 +604,7 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 	} else {
 		json_object_set_new(m, "device_reads", json_null());
 		json_object_set_new(m, "device_read_ms_mean", json_null());
+		json_object_set_new(m, "device_bytes_per_read", json_null());
 		json_object_set_new(m, "device_busy", json_null());
 	}
 	json_object_set_new(m, "io_over_wall",

@@ -651,7 +651,7 @@ static const char *const tag_vocab[] = {
 	"cold", "warm", "serial", "fanout", "gate", "partition", "hdd", "ssd", "nvme", "gp3",
 	"gp3-3000", "gp3-80000", "probe", "virtual", "realtime", "baseline", "prewarm",
 	"prewarm-other", "load", "bulkwrite", "client-alt", "memcap", "merge-sort", "design",
-	"holdout", "sceptic", "exploratory", NULL};
+	"holdout", "sceptic", "exploratory", "mmap", "pread", "direct", "uring", "readahead", NULL};
 static const char *const kind_tags[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
 /* Knobs at the study's defaults, and no treatment: a "baseline" run. */
 static const char *const baseline_knobs[] = {"k", "ef_search", "search_probe", "rescore_limit",
@@ -673,6 +673,11 @@ static const char *const k_load[] = {"load", NULL};
 static const char *const k_bulk[] = {"bulkwrite", NULL};
 static const char *const k_cpus[] = {"client_cpus", NULL};
 static const char *const k_memcap[] = {"mem_cap_bytes", NULL};
+static const char *const k_clients[] = {"clients", NULL};
+static const char *const k_probe[] = {"search_probe", NULL};
+static const char *const k_rescore[] = {"rescore_limit", NULL};
+static const char *const k_strategy[] = {"strategy", NULL};
+static const char *const k_readahead[] = {"readahead", NULL};
 static const struct {
 	const char *tag;
 	const char *const *knobs;
@@ -684,7 +689,9 @@ static const struct {
 	{"gp3-80000", k_device},    {"probe", k_device},       {"virtual", k_time},
 	{"realtime", k_time},	    {"prewarm", k_prewarm},    {"prewarm-other", k_prewarm},
 	{"load", k_load},	    {"bulkwrite", k_bulk},     {"client-alt", k_cpus},
-	{"memcap", k_memcap},	    {NULL, NULL},
+	{"memcap", k_memcap},	    {"mmap", k_strategy},      {"pread", k_strategy},
+	{"direct", k_strategy},	    {"uring", k_strategy},     {"readahead", k_readahead},
+	{NULL, NULL},
 };
 
 static int in_list(const char *const *list, const char *s)
@@ -787,6 +794,26 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 		add_tag(t, "client-alt");
 	if (json_is_integer(json_object_get(eff, "mem_cap_bytes")))
 		add_tag(t, "memcap");
+	/* the load and the access path: clients<N>, probe<N>, rescore<N>, the strategy, readahead */
+	snprintf(buf, sizeof(buf), "clients%lld",
+		 (long long) (json_is_integer(json_object_get(eff, "clients"))
+				      ? json_integer_value(json_object_get(eff, "clients"))
+				      : 1));
+	add_tag(t, buf);
+	if (json_is_integer(json_object_get(eff, "search_probe"))) {
+		snprintf(buf, sizeof(buf), "probe%lld",
+			 (long long) json_integer_value(json_object_get(eff, "search_probe")));
+		add_tag(t, buf);
+	}
+	if (json_is_integer(json_object_get(eff, "rescore_limit"))) {
+		snprintf(buf, sizeof(buf), "rescore%lld",
+			 (long long) json_integer_value(json_object_get(eff, "rescore_limit")));
+		add_tag(t, buf);
+	}
+	if (json_is_string(json_object_get(eff, "strategy")))
+		add_tag(t, json_string_value(json_object_get(eff, "strategy")));
+	if (json_is_true(json_object_get(eff, "readahead")))
+		add_tag(t, "readahead");
 	for (size_t i = 0; treatment_keys[i]; i++) {
 		const json_t *v = json_object_get(eff, treatment_keys[i]);
 
@@ -815,6 +842,12 @@ const char *const *harness_tag_knobs(const char *tag)
 		return k_mode;
 	if (numbered(tag, "ef"))
 		return k_ef;
+	if (numbered(tag, "clients"))
+		return k_clients;
+	if (numbered(tag, "probe"))
+		return k_probe;
+	if (numbered(tag, "rescore"))
+		return k_rescore;
 	if (!strcmp(tag, "baseline"))
 		return baseline_knobs;
 	for (size_t i = 0; tag_knobs[i].tag; i++)
@@ -847,6 +880,7 @@ int harness_run_tags(const json_t *eff, const json_t *defaults, const char *kind
 		if (!s)
 			continue;
 		vocab = in_list(tag_vocab, s) || numbered(s, "fanout") || numbered(s, "ef") ||
+			numbered(s, "clients") || numbered(s, "probe") || numbered(s, "rescore") ||
 			(kind && *kind && in_list(kind_tags, s));
 		if (vocab && !has_tag(t, s)) {
 			char w[64], *have = json_dumps(t, JSON_COMPACT);

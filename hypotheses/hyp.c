@@ -40,6 +40,7 @@ static const char *const metrics[] = {
 	"bytes_per_read",
 	"device_reads",
 	"device_read_ms_mean",
+	"device_bytes_per_read",
 	"device_busy",
 	"io_over_wall",
 	"inflight_median",

@@ -5,7 +5,8 @@
 #
 #   ./scripts/deps.sh && meson setup build --buildtype=release && ninja -C build && ./scripts/demo.sh build
 #
-# Usage: scripts/demo.sh [BUILD_DIR] [WORK_DIR]   (defaults: build, BUILD_DIR/demo)
+# Usage: scripts/demo.sh [BUILD_DIR] [cold-query|disk-tier] [WORK_DIR]
+#        (defaults: build, cold-query, BUILD_DIR/demo)
 # The device-profile runs replay their reads in virtual time
 # ("device_time": "virtual"), so the seed's hard-disk gate (minutes per
 # query at ~39 ms a read) costs seconds here; competing readers and bulk
@@ -17,6 +18,13 @@
 # DEMO_QUERIES (dataset specs), DEMO_PARTITIONS (default 64; holdout
 # partitions 37 and 51 become 37 % P and 51 % P), DEMO_EF_CONSTRUCTION (64).
 set -eu
+# Which study: `demo.sh BUILD disk-tier [WORK]` runs the blog seed's study
+# (scripts/demo-disk-tier.sh); `demo.sh BUILD cold-query [WORK]` or no name
+# runs this one.
+case "${2:-}" in
+disk-tier) exec "$(dirname "$0")/demo-disk-tier.sh" "${1:-build}" ${3:+"$3"} ;;
+cold-query) set -- "${1:-build}" ${3:+"$3"} ;;
+esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "${1:-build}" 2>/dev/null && pwd) || { echo "demo: build directory '${1:-build}' not found (meson setup build && ninja -C build)" >&2; exit 2; }
 CS="$B/cli/coldstudy"

@@ -21,6 +21,7 @@
  * write the cache is not an error (the answer is still returned).
  */
 #include "data.h"
+#include "util.h"
 #include "kernels/kernels.h"
 
 #include <errno.h>
@@ -58,37 +59,10 @@ static inline int worse(gt_pair a, gt_pair b)
 	return a.d > b.d || (a.d == b.d && a.id > b.id);
 }
 
-static void sift_down(gt_pair *h, size_t n, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, w = i;
-
-		if (l < n && worse(h[l], h[w]))
-			w = l;
-		if (r < n && worse(h[r], h[w]))
-			w = r;
-		if (w == i)
-			return;
-		gt_pair t = h[i];
-		h[i] = h[w];
-		h[w] = t;
-		i = w;
-	}
-}
-
-static void sift_up(gt_pair *h, size_t i)
-{
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-
-		if (!worse(h[i], h[p]))
-			return;
-		gt_pair t = h[i];
-		h[i] = h[p];
-		h[p] = t;
-		i = p;
-	}
-}
+#define HEAP_PREFIX gtheap /* the worst of the k nearest so far on top */
+#define HEAP_ELEM gt_pair
+#define HEAP_ABOVE(x, y) worse(x, y)
+#include "heap_template.h"
 
 static int cmp_pair(const void *x, const void *y)
 {
@@ -97,8 +71,8 @@ static int cmp_pair(const void *x, const void *y)
 	return worse(*a, *b) ? 1 : worse(*b, *a) ? -1 : 0;
 }
 
-/* One worker: claim query blocks until none are left. */
-static void *gt_worker(void *arg)
+/* One worker of the team: claim query blocks until none are left. */
+static void gt_worker(void *arg, unsigned w)
 {
 	gt_job *j = arg;
 	size_t k = j->k, d = j->base->d, nb = j->base->n, nq = j->queries->n;
@@ -129,13 +103,10 @@ static void *gt_worker(void *arg)
 				for (size_t i = 0; i < bn; i++) {
 					gt_pair p = {isnan(dist[i]) ? INFINITY : dist[i], (int32_t) (b0 + i)};
 
-					if (*f < k) {
-						h[*f] = p;
-						sift_up(h, (*f)++);
-					} else if (worse(h[0], p)) {
-						h[0] = p;
-						sift_down(h, k, 0);
-					}
+					if (*f < k)
+						gtheap_push(h, f, p);
+					else if (worse(h[0], p))
+						gtheap_replace_top(h, k, p);
 				}
 			}
 		}
@@ -151,9 +122,9 @@ static void *gt_worker(void *arg)
 		}
 	}
 out:
+	(void) w;
 	free(heaps);
 	free(dist);
-	return NULL;
 }
 
 /* Exact k nearest neighbours; 0, -EINVAL (shapes), -EOVERFLOW, -ENOMEM. */
@@ -161,9 +132,8 @@ CV_API int cv_groundtruth(const cv_dataset *base, const cv_dataset *queries, siz
 			  cv_metric m, int threads, int32_t *ids, float *dists)
 {
 	gt_job j = {.base = base, .queries = queries, .k = k, .m = m, .ids = ids, .dists = dists};
-	pthread_t *tids = NULL;
 	size_t nblocks;
-	int started = 0;
+	unsigned t;
 
 	if (!base || !queries || !ids || k == 0 || k > base->n || base->d != queries->d)
 		return -EINVAL;
@@ -173,31 +143,12 @@ CV_API int cv_groundtruth(const cv_dataset *base, const cv_dataset *queries, siz
 	if (j.bblock < 16)
 		j.bblock = 16;
 	nblocks = (queries->n + QBLOCK - 1) / QBLOCK;
-	if (threads <= 0) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-
-		threads = c > 0 ? (int) c : 1;
-	}
-	if ((size_t) threads > nblocks)
-		threads = (int) nblocks;
-	if (threads > 256)
-		threads = 256;
-	if (threads <= 1) {
-		gt_worker(&j);
-		return j.rc;
-	}
-	tids = calloc((size_t) threads, sizeof(*tids));
-	if (!tids)
-		return -ENOMEM;
-	for (; started < threads; started++)
-		if (pthread_create(&tids[started], NULL, gt_worker, &j))
-			break;
-	if (started == 0) {
-		gt_worker(&j);
-	}
-	for (int i = 0; i < started; i++)
-		pthread_join(tids[i], NULL);
-	free(tids);
+	t = cvu_threads(threads > 0 ? (unsigned) threads : 0);
+	if (t > nblocks)
+		t = (unsigned) nblocks;
+	if (t > 256)
+		t = 256;
+	cvu_team(t, gt_worker, &j);
 	return j.rc;
 }
 

@@ -8,6 +8,7 @@
  * byte N"), since that is where a row or header lives.
  */
 #include "data.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +39,7 @@ int rd_open(rd *r, const char *path, cv_err *e)
 		return cv_err_set(e, -EINVAL, "%s: not a regular file", path);
 	}
 	r->size = (uint64_t) st.st_size;
-	if (pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b)
+	if (cvu_pread_full(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b)
 		r->gzipped = 1;
 	r->gz = gzdopen(fd, "rb");
 	if (!r->gz) {

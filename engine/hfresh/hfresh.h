@@ -310,12 +310,7 @@ void hfr_to_internal(const hfr_meta *m, const float *x, float *out);
 
 /* ---- helpers ---- */
 
-/* Run fn(ctx, i) for i in [0, n) on threads workers (0: all cores). */
-int hfr_parallel(size_t n, unsigned threads, void (*fn)(void *ctx, size_t i), void *ctx);
-unsigned hfr_threads(unsigned want);
-/* Full pwrite/pread loops; 0 or -errno (a short read is -EIO). */
-int hfr_pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
-int hfr_pread_all(int fd, void *buf, size_t n, uint64_t off);
+/* The read/write loops and the parallel-for are the engine's (util.h). */
 int hfr_fsync_dir(const char *dir);
 /* Balanced 2..k-means; see hfreshbuild.c. assign gets each row's cluster. */
 int hfr_kmeans(const float *x, const uint32_t *rows, size_t n, uint32_t di, uint32_t k,

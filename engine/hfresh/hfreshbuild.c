@@ -27,6 +27,7 @@
  *     once every byte is on disk.
  */
 #include "hfresh.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -165,7 +166,7 @@ static int assign_capacity(const float *x, const uint32_t *rows, size_t n, uint3
 		goto out;
 	if (cap < 1)
 		cap = 1;
-	hfr_parallel(n, threads, cap_dist_one, &c);
+	cvu_parallel_for(n, 64, threads, cap_dist_one, &c);
 	for (size_t i = 0; i < n; i++)
 		order[i] = (uint32_t) i;
 	regret_base = c.regret; /* callers are serialised by hfr_kmeans' lock */
@@ -282,7 +283,7 @@ int hfr_kmeans(const float *x, const uint32_t *rows, size_t n, uint32_t di, uint
 			km_ctx c = {.x = x, .rows = srows, .di = di, .k = k, .cent = cent,
 				    .pen = NULL, .assign = sassign, .best = sbest};
 
-			hfr_parallel(ns, threads, km_assign_one, &c);
+			cvu_parallel_for(ns, 64, threads, km_assign_one, &c);
 		} else {
 			rc = assign_capacity(x, srows, ns, di, k, threads, cent, sassign);
 			if (rc)
@@ -466,7 +467,7 @@ static void encode_one(void *arg, size_t p)
 		hfr_entry_put(hfr_entry_at(rec, es, j), m->dp, m->code_bits, id, 1, &f, code, ex);
 	}
 	hfr_post_seal(rec, (uint32_t) p, ps->count, m->dp, m->code_bits);
-	rc = hfr_pwrite_all(b->fd, rec, ps->len, ps->off);
+	rc = cvu_pwrite_full(b->fd, rec, ps->len, ps->off);
 	if (rc)
 		b->err = rc;
 out:
@@ -505,7 +506,7 @@ static int write_vectors(const char *dir, const hfr_meta *m, const cv_dataset *d
 					break;
 				hfr_vec_pack(m, cv_row(data, id), buf + b * bl + (size_t) s * m->vec_slot);
 			}
-		rc = hfr_pwrite_all(fd, buf, (size_t) bl * nb, (uint64_t) b0 * bl);
+		rc = cvu_pwrite_full(fd, buf, (size_t) bl * nb, (uint64_t) b0 * bl);
 	}
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
@@ -680,7 +681,7 @@ int hfr_build(const cv_dataset *data, const cv_build_opts *o, const char *dir, c
 	hfr_meta m;
 	hfr_rot rot = {0};
 	progress pg = {.on = o->progress && isatty(2)};
-	unsigned threads = hfr_threads(o->threads);
+	unsigned threads = cvu_threads(o->threads);
 	float *xi = NULL, *ccmat = NULL, *crot = NULL;
 	const float *x;
 	node *leaves = NULL;
@@ -802,7 +803,7 @@ int hfr_build(const cv_dataset *data, const cv_build_opts *o, const char *dir, c
 			  .ccmat = ccmat, .leaf = leafof + i0,
 			  .picks = picks + i0 * (HFR_MAX_REPLICAS + 2)};
 
-		hfr_parallel(nn, threads, place_one, &b);
+		cvu_parallel_for(nn, 64, threads, place_one, &b);
 		prog(&pg, i0 + nn, data->n);
 	}
 	/* primaries always, replicas while the posting has room */
@@ -871,7 +872,7 @@ int hfr_build(const cv_dataset *data, const cv_build_opts *o, const char *dir, c
 			  .members = members, .rot = &rot, .crot = crot, .fd = fd};
 
 		pg.phase = "encode";
-		hfr_parallel(nleaves, threads, encode_one, &b);
+		cvu_parallel_for(nleaves, 64, threads, encode_one, &b);
 		prog(&pg, nleaves, nleaves);
 		rc = b.err;
 		if (!rc && fsync(fd) < 0)

@@ -19,6 +19,7 @@
  * file and byte offset, never an out-of-bounds read.
  */
 #include "hfresh.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -166,47 +167,7 @@ static uint32_t post_crc(const hfr_post_hdr *h, const uint8_t *body, size_t n)
 	return ~c32c_update(c32c_update(~0u, &z, sizeof(z)), body, n);
 }
 
-/* ---- small I/O helpers ---- */
-
-int hfr_pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
-{
-	const char *p = buf;
-
-	while (n) {
-		ssize_t w = pwrite(fd, p, n, (off_t) off);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t) w;
-		off += (uint64_t) w;
-	}
-	return 0;
-}
-
-int hfr_pread_all(int fd, void *buf, size_t n, uint64_t off)
-{
-	char *p = buf;
-
-	while (n) {
-		ssize_t r = pread(fd, p, n, (off_t) off);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			return -EIO;
-		p += r;
-		n -= (size_t) r;
-		off += (uint64_t) r;
-	}
-	return 0;
-}
+/* ---- the directory sync ---- */
 
 int hfr_fsync_dir(const char *dir)
 {
@@ -218,69 +179,6 @@ int hfr_fsync_dir(const char *dir)
 		rc = -errno;
 	close(fd);
 	return rc;
-}
-
-unsigned hfr_threads(unsigned want)
-{
-	long n;
-
-	if (want)
-		return want;
-	n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (unsigned) n : 1;
-}
-
-typedef struct par_ctx {
-	void (*fn)(void *, size_t);
-	void *ctx;
-	size_t n;
-	size_t next;
-	pthread_mutex_t mu;
-} par_ctx;
-
-/* Worker: take chunks of 64 indexes until none are left. */
-static void *par_worker(void *arg)
-{
-	par_ctx *p = arg;
-
-	for (;;) {
-		size_t lo, hi;
-
-		pthread_mutex_lock(&p->mu);
-		lo = p->next;
-		p->next = lo + 64 < p->n ? lo + 64 : p->n;
-		hi = p->next;
-		pthread_mutex_unlock(&p->mu);
-		if (lo >= hi)
-			break;
-		for (size_t i = lo; i < hi; i++)
-			p->fn(p->ctx, i);
-	}
-	return NULL;
-}
-
-int hfr_parallel(size_t n, unsigned threads, void (*fn)(void *ctx, size_t i), void *ctx)
-{
-	par_ctx p = {.fn = fn, .ctx = ctx, .n = n, .next = 0};
-	unsigned t = hfr_threads(threads), started = 0;
-	pthread_t tid[64];
-
-	if (t > 64)
-		t = 64;
-	if (t > 1 && n >= 128) {
-		pthread_mutex_init(&p.mu, NULL);
-		for (unsigned i = 1; i < t; i++)
-			if (!pthread_create(&tid[started], NULL, par_worker, &p))
-				started++;
-		par_worker(&p);
-		for (unsigned i = 0; i < started; i++)
-			pthread_join(tid[i], NULL);
-		pthread_mutex_destroy(&p.mu);
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		fn(ctx, i);
-	return 0;
 }
 
 /* ---- posting records ---- */
@@ -509,7 +407,7 @@ int hfr_meta_write(const char *dir, const hfr_meta *m, cv_err *e)
 		rc = cv_err_set(e, -errno, "%s: cannot create: %s", tmp, strerror(errno));
 		goto out;
 	}
-	rc = hfr_pwrite_all(fd, buf, total, 0);
+	rc = cvu_pwrite_full(fd, buf, total, 0);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (rc) {
@@ -563,7 +461,7 @@ int hfr_meta_read(const char *dir, hfr_meta *m, cv_err *e)
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = hfr_pread_all(fd, buf, (size_t) st.st_size, 0);
+	rc = cvu_pread_exact(fd, buf, (size_t) st.st_size, 0);
 	if (rc) {
 		cv_err_set(e, rc, "%s: read failed", path);
 		goto out;

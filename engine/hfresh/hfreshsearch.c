@@ -54,6 +54,7 @@
  * marked.
  */
 #include "hfresh.h"
+#include "util.h"
 #include "hnsw/hnsw.h"
 
 #include <errno.h>
@@ -364,39 +365,18 @@ static hfr_scratch *scratch_get(hfr_index *ix, size_t probe, size_t R, size_t de
 	return s;
 }
 
+#define HEAP_PREFIX candheap /* the largest estimate on top */
+#define HEAP_ELEM cand
+#define HEAP_ABOVE(x, y) ((x).est > (y).est)
+#include "heap_template.h"
+
 /* Max-heap on est of at most cap candidates: push, replacing the worst when full. */
 static void heap_push(cand *h, size_t *n, size_t cap, cand c)
 {
-	size_t i;
-
-	if (*n == cap) {
-		if (c.est >= h[0].est)
-			return;
-		i = 0;
-		for (;;) { /* sift down from the root with c */
-			size_t l = 2 * i + 1, r = l + 1, b = i;
-			float be = c.est;
-
-			if (l < *n && h[l].est > be) {
-				b = l;
-				be = h[l].est;
-			}
-			if (r < *n && h[r].est > be)
-				b = r;
-			if (b == i)
-				break;
-			h[i] = h[b];
-			i = b;
-		}
-		h[i] = c;
-		return;
-	}
-	i = (*n)++;
-	while (i > 0 && h[(i - 1) / 2].est < c.est) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h[i] = c;
+	if (*n < cap)
+		candheap_push(h, n, c);
+	else if (c.est < h[0].est)
+		candheap_replace_top(h, *n, c);
 }
 
 typedef struct score_ctx {
@@ -606,7 +586,7 @@ static int read_one(hfr_index *ix, cv_io *io, int which, uint64_t off, uint32_t 
 	}
 	if (io)
 		return cv_io_read(io, which ? ix->fvec : ix->fpost, off, len, buf);
-	return hfr_pread_all(which ? ix->fdvec : ix->fdpost, buf, len, off);
+	return cvu_pread_exact(which ? ix->fdvec : ix->fdpost, buf, len, off);
 }
 
 /* A batch; with views the requests' buffers are dropped and each r[i].data is the mapping. */
@@ -622,7 +602,7 @@ static int read_batch(hfr_index *ix, cv_io *io, cv_read_req *r, size_t n)
 		int fd = r[i].file == ix->fvec ? ix->fdvec : ix->fdpost;
 
 		r[i].data = r[i].buf;
-		r[i].res = hfr_pread_all(fd, r[i].buf, r[i].len, r[i].off);
+		r[i].res = cvu_pread_exact(fd, r[i].buf, r[i].len, r[i].off);
 		if (r[i].res)
 			return r[i].res;
 	}

@@ -47,6 +47,7 @@
  * overwritten).
  */
 #include "hfresh.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -175,7 +176,7 @@ static int w_vec(hfr_writer *w, uint32_t id, float *xi)
 {
 	hfr_meta *m = &w->m;
 	uint8_t slot[m->vec_slot];
-	int rc = hfr_pread_all(w->fdvec, slot, m->vec_slot, hfr_vec_off(m, id));
+	int rc = cvu_pread_exact(w->fdvec, slot, m->vec_slot, hfr_vec_off(m, id));
 
 	if (rc)
 		return rc;
@@ -642,7 +643,7 @@ static int w_open(hfr_writer *w, const char *dir, cv_err *e)
 
 		if (!ps->alive)
 			continue;
-		rc = hfr_pread_all(w->fdpost, buf, ps->len, ps->off);
+		rc = cvu_pread_exact(w->fdpost, buf, ps->len, ps->off);
 		if (!rc)
 			rc = hfr_post_check(buf, ps->len, m->dp, m->code_bits, p, ps->count, 1, NULL, &pe);
 		if (rc) {
@@ -705,7 +706,7 @@ static int w_commit(hfr_writer *w, cv_err *e)
 		memset(buf, 0, len);
 		memcpy(buf + HFR_POST_HDR, u->ents, (size_t) u->n * w->es);
 		hfr_post_seal(buf, p, u->n, m->dp, m->code_bits);
-		rc = hfr_pwrite_all(w->fdpost, buf, len, m->postings_end);
+		rc = cvu_pwrite_full(w->fdpost, buf, len, m->postings_end);
 		if (rc) {
 			cv_err_set(e, rc, "%s: posting write failed: %s", w->dir, strerror(-rc));
 			goto out;
@@ -750,9 +751,9 @@ static int w_commit(hfr_writer *w, cv_err *e)
 				buf = b;
 				bcap = ps->len;
 			}
-			rc = hfr_pread_all(w->fdpost, buf, ps->len, ps->off);
+			rc = cvu_pread_exact(w->fdpost, buf, ps->len, ps->off);
 			if (!rc)
-				rc = hfr_pwrite_all(fd, buf, ps->len, off);
+				rc = cvu_pwrite_full(fd, buf, ps->len, off);
 			ps->off = off;
 			off += ps->len;
 		}
@@ -837,7 +838,7 @@ int hfr_insert(const char *dir, const cv_dataset *data, uint32_t first_id, cv_er
 
 			/* a slot no committed manifest references: safe to write in place */
 			hfr_vec_pack(m, cv_row(data, i), slot);
-			rc = hfr_pwrite_all(w.fdvec, slot, m->vec_slot, hfr_vec_off(m, id));
+			rc = cvu_pwrite_full(w.fdvec, slot, m->vec_slot, hfr_vec_off(m, id));
 			if (rc) {
 				cv_err_set(e, rc, "%s/%s: write failed", dir, HFR_VEC_NAME);
 				break;

@@ -15,6 +15,7 @@
  * Nothing is written; a damaged index is reported, never repaired.
  */
 #include "hfresh.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,7 +61,7 @@ int hfr_verify(const char *dir, cv_err *e)
 
 		if (!ps->alive)
 			continue;
-		rc = hfr_pread_all(fdp, buf, ps->len, ps->off);
+		rc = cvu_pread_exact(fdp, buf, ps->len, ps->off);
 		if (rc) {
 			cv_err_set(e, -EBADMSG, "%s: posting %u at byte %llu: cannot read", ppath, p,
 				   (unsigned long long) ps->off);
@@ -121,7 +122,7 @@ int hfr_verify(const char *dir, cv_err *e)
 					vpath, id, (unsigned long long) off);
 			goto out;
 		}
-		if (hfr_pread_all(fdv, slot, m.vec_slot, off) || hfr_vec_check(&m, slot)) {
+		if (cvu_pread_exact(fdv, slot, m.vec_slot, off) || hfr_vec_check(&m, slot)) {
 			rc = cv_err_set(e, -EBADMSG, "%s: vector %u at byte %llu: checksum mismatch",
 					vpath, id, (unsigned long long) off);
 			goto out;

@@ -132,23 +132,16 @@ typedef struct ev {
 	uint32_t i;
 } ev;
 
+#define HEAP_PREFIX evheap /* the lowest threshold on top */
+#define HEAP_ELEM ev
+#define HEAP_ABOVE(x, y) ((x).t < (y).t)
+#include "heap_template.h"
+
+/* Restore the heap below slot i of h[0..n) (i < n, or n == 0). */
 static void ev_down(ev *h, size_t n, size_t i)
 {
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, b = i;
-
-		if (l < n && h[l].t < h[b].t)
-			b = l;
-		if (r < n && h[r].t < h[b].t)
-			b = r;
-		if (b == i)
-			return;
-		ev t = h[i];
-
-		h[i] = h[b];
-		h[b] = t;
-		i = b;
-	}
+	if (n)
+		evheap_sift_down(h, n, i, h[i]);
 }
 
 /*

@@ -21,6 +21,7 @@
  * a node's spinlock guards its link lists while they are written.
  */
 #include "hnsw_int.h"
+#include "util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -359,19 +360,13 @@ typedef struct build_job {
 	int rc;      /* first error (atomic) */
 	void (*progress)(size_t done, size_t total, void *ud);
 	void *ud;
+	size_t *inserted; /* per worker of the team */
 } build_job;
 
-typedef struct build_worker {
-	build_job *job;
-	size_t inserted;
-	pthread_t tid;
-	bool main;
-} build_worker;
-
-static void *build_run(void *arg)
+/* One worker of the build team: insert rows in order until none are left. */
+static void build_run(void *arg, unsigned w)
 {
-	build_worker *w = arg;
-	build_job *j = w->job;
+	build_job *j = arg;
 	size_t last = 0;
 
 	for (;;) {
@@ -388,22 +383,20 @@ static void *build_run(void *arg)
 						    __ATOMIC_RELAXED);
 			break;
 		}
-		w->inserted++;
+		j->inserted[w]++;
 		__atomic_fetch_add(&j->done, 1, __ATOMIC_RELAXED);
-		if (w->main && j->progress && w->inserted - last >= 256) {
-			last = w->inserted;
+		if (w == 0 && j->progress && j->inserted[w] - last >= 256) {
+			last = j->inserted[w];
 			j->progress(__atomic_load_n(&j->done, __ATOMIC_RELAXED), j->n, j->ud);
 		}
 	}
-	return NULL;
 }
 
 int hnsw_build(hnsw *h, const float *data, size_t n, unsigned threads,
 	       void (*progress)(size_t done, size_t total, void *ud), void *ud)
 {
 	build_job job = {.h = h, .data = data, .n = n, .progress = progress, .ud = ud};
-	build_worker *w;
-	unsigned started = 1, used = 0;
+	unsigned ran, used = 0;
 	int rc;
 
 	if (n > HNSW_MAX_NODES || hnsw_count(h) + n > HNSW_MAX_NODES)
@@ -420,33 +413,19 @@ int hnsw_build(hnsw *h, const float *data, size_t n, unsigned threads,
 	pthread_mutex_unlock(&h->alloc_lock);
 	if (rc)
 		return rc;
-	if (threads == 0) {
-		long np = sysconf(_SC_NPROCESSORS_ONLN);
-
-		threads = np > 0 ? (unsigned) np : 1;
-	}
+	threads = cvu_threads(threads);
 	if (threads > n)
 		threads = (unsigned) n;
 	if (threads > 256)
 		threads = 256;
-	w = calloc(threads, sizeof(*w));
-	if (!w)
+	job.inserted = calloc(threads, sizeof(*job.inserted));
+	if (!job.inserted)
 		return -ENOMEM;
-	for (unsigned t = 0; t < threads; t++)
-		w[t].job = &job;
-	w[0].main = true;
-	for (unsigned t = 1; t < threads; t++) {
-		if (pthread_create(&w[t].tid, NULL, build_run, &w[t]))
-			break;
-		started++;
-	}
-	build_run(&w[0]);
-	for (unsigned t = 1; t < started; t++)
-		pthread_join(w[t].tid, NULL);
-	for (unsigned t = 0; t < started; t++)
-		used += w[t].inserted > 0;
+	ran = cvu_team(threads, build_run, &job);
+	for (unsigned t = 0; t < ran; t++)
+		used += job.inserted[t] > 0;
 	h->build_threads = used;
-	free(w);
+	free(job.inserted);
 	if (progress)
 		progress(job.done, n, ud);
 	return job.rc;

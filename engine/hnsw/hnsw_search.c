@@ -35,75 +35,15 @@
 
 /* ---- heaps ---- */
 
-static inline void maxheap_push(hnsw_pair *a, size_t *n, hnsw_pair v)
-{
-	size_t i = (*n)++;
+#define HEAP_PREFIX maxheap /* furthest on top: the results */
+#define HEAP_ELEM hnsw_pair
+#define HEAP_ABOVE(x, y) ((x).d > (y).d)
+#include "heap_template.h"
 
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-
-		if (a[p].d >= v.d)
-			break;
-		a[i] = a[p];
-		i = p;
-	}
-	a[i] = v;
-}
-
-static inline void maxheap_pop(hnsw_pair *a, size_t *n)
-{
-	size_t m = --(*n), i = 0;
-	hnsw_pair v = a[m];
-
-	for (;;) {
-		size_t l = 2 * i + 1, b;
-
-		if (l >= m)
-			break;
-		b = l + 1 < m && a[l + 1].d > a[l].d ? l + 1 : l;
-		if (a[b].d <= v.d)
-			break;
-		a[i] = a[b];
-		i = b;
-	}
-	if (m)
-		a[i] = v;
-}
-
-static inline void minheap_push(hnsw_pair *a, size_t *n, hnsw_pair v)
-{
-	size_t i = (*n)++;
-
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-
-		if (a[p].d <= v.d)
-			break;
-		a[i] = a[p];
-		i = p;
-	}
-	a[i] = v;
-}
-
-static inline void minheap_pop(hnsw_pair *a, size_t *n)
-{
-	size_t m = --(*n), i = 0;
-	hnsw_pair v = a[m];
-
-	for (;;) {
-		size_t l = 2 * i + 1, b;
-
-		if (l >= m)
-			break;
-		b = l + 1 < m && a[l + 1].d < a[l].d ? l + 1 : l;
-		if (a[b].d >= v.d)
-			break;
-		a[i] = a[b];
-		i = b;
-	}
-	if (m)
-		a[i] = v;
-}
+#define HEAP_PREFIX minheap /* nearest on top: the candidates */
+#define HEAP_ELEM hnsw_pair
+#define HEAP_ABOVE(x, y) ((x).d < (y).d)
+#include "heap_template.h"
 
 /* ---- contexts ---- */
 

@@ -16,6 +16,7 @@
  * a pass.
  */
 #include "io_int.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -189,11 +190,9 @@ CV_API int cv_cache_prewarm(const char *path, const uint64_t *blocks, size_t n,
 			rc = -ERANGE;
 			goto out;
 		}
-		do
-			r = pread(fd, buf, block_size, (off_t) off);
-		while (r < 0 && errno == EINTR);
+		r = cvu_pread_full(fd, buf, block_size, off);
 		if (r < 0) {
-			rc = -errno;
+			rc = (int) r;
 			goto out;
 		}
 	}

@@ -109,26 +109,14 @@ typedef struct theap {
 	size_t n, cap;
 } theap;
 
+#define HEAP_PREFIX timeheap /* the earliest time on top */
+#define HEAP_ELEM uint64_t
+#define HEAP_ABOVE(x, y) ((x) < (y))
+#include "heap_template.h"
+
 static void heap_replace_top(theap *h, uint64_t x)
 {
-	size_t i = 0;
-
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		uint64_t mv = x;
-
-		if (l < h->n && h->v[l] < mv) {
-			m = l;
-			mv = h->v[l];
-		}
-		if (r < h->n && h->v[r] < mv)
-			m = r;
-		if (m == i)
-			break;
-		h->v[i] = h->v[m];
-		i = m;
-	}
-	h->v[i] = x;
+	timeheap_replace_top(h->v, h->n, x);
 }
 
 struct cvdev_state {

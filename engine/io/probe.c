@@ -11,6 +11,7 @@
  * MiB/s are over the wall time of the whole probe.
  */
 #include "io_int.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -32,9 +33,10 @@ static uint64_t pick(cvio_rng *r, uint64_t nblocks, uint32_t bs)
 }
 
 /* One thread's share through a synchronous strategy. */
-static void *sync_job(void *arg)
+/* Reader w of the team: its share of the random reads, synchronously. */
+static void sync_job(void *arg, unsigned w)
 {
-	probe_job *j = arg;
+	probe_job *j = (probe_job *) arg + w;
 	cv_io_opts o;
 	cv_io *io = NULL;
 	uint8_t *buf = cv_alloc_aligned(j->o->bs);
@@ -53,7 +55,6 @@ static void *sync_job(void *arg)
 		cv_io_stats_get(io, &j->st);
 	cv_io_free(io);
 	free(buf);
-	return NULL;
 }
 
 /* The whole probe through io_uring at depth qd. */
@@ -159,32 +160,24 @@ CV_API int cv_probe(const char *path, const cv_probe_opts *o, cv_probe_result *o
 		}
 	} else {
 		probe_job *jobs = calloc(o->qd, sizeof(*jobs));
-		pthread_t *th = calloc(o->qd, sizeof(*th));
-		unsigned started = 0;
+		unsigned ran;
 
-		if (!jobs || !th) {
-			free(jobs);
-			free(th);
+		if (!jobs) {
 			rc = cv_err_set(e, -ENOMEM, "out of memory");
 			goto out;
 		}
-		for (unsigned i = 0; i < o->qd; i++) {
+		for (unsigned i = 0; i < o->qd; i++)
 			jobs[i] = (probe_job) { .f = f, .o = o, .seed = o->seed * 1000003u + i,
 						.reads = o->reads / o->qd + (i < o->reads % o->qd) };
-			if (pthread_create(&th[i], NULL, sync_job, &jobs[i]))
-				break;
-			started++;
-		}
-		for (unsigned i = 0; i < started; i++) {
-			pthread_join(th[i], NULL);
+		ran = cvu_team(o->qd, sync_job, jobs);
+		for (unsigned i = 0; i < ran; i++) {
 			cv_io_stats_merge(&st, &jobs[i].st);
 			if (jobs[i].rc && !rc)
 				rc = jobs[i].rc;
 		}
-		if (started < o->qd && !rc)
-			rc = -EAGAIN;
+		if (ran < o->qd && !rc)
+			rc = -EAGAIN; /* fewer readers than the queue depth asked for */
 		free(jobs);
-		free(th);
 		if (rc) {
 			cv_err_set(e, rc, "%s: probe failed: %s", path, strerror(-rc));
 			goto out;

@@ -27,6 +27,7 @@
  * is outstanding.
  */
 #include "io_int.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -118,25 +119,6 @@ CV_API unsigned cv_io_inflight(const cv_io *io)
 	return io->inflight;
 }
 
-/* pread until len bytes or EOF; bytes read or -errno. */
-static ssize_t pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t r = pread(fd, (char *) buf + got, len - got, (off_t) (off + got));
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			break;
-		got += (size_t) r;
-	}
-	return (ssize_t) got;
-}
 
 /* The synchronous strategies: read req into its buffer; 0 or -errno. */
 static int sync_read(cv_io *io, cvio_slot *s)
@@ -167,7 +149,7 @@ static int sync_read(cv_io *io, cvio_slot *s)
 		memcpy(r->buf, (const char *) f->map + r->off, r->len);
 		return 0;
 	case CV_IO_PREAD:
-		got = pread_all(f->fd, r->buf, r->len, r->off);
+		got = cvu_pread_full(f->fd, r->buf, r->len, r->off);
 		if (got < 0)
 			return (int) got;
 		return (size_t) got == r->len ? 0 : -EIO;
@@ -181,7 +163,7 @@ static int sync_read(cv_io *io, cvio_slot *s)
 		if (!r->len)
 			return 0;
 		if (cvio_direct_ok(r->off, r->len, r->buf)) {
-			got = pread_all(f->fd_direct, r->buf, r->len, r->off);
+			got = cvu_pread_full(f->fd_direct, r->buf, r->len, r->off);
 			if (got < 0)
 				return (int) got;
 			return (size_t) got == r->len ? 0 : -EIO;
@@ -194,7 +176,7 @@ static int sync_read(cv_io *io, cvio_slot *s)
 		rc = cvio_bounce_reserve(&s->bounce, &s->bounce_cap, alen);
 		if (rc)
 			return rc;
-		got = pread_all(f->fd_direct, s->bounce, alen, aoff);
+		got = cvu_pread_full(f->fd_direct, s->bounce, alen, aoff);
 		if (got < 0)
 			return (int) got;
 		if ((uint64_t) got < r->off + r->len - aoff)

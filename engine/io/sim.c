@@ -71,45 +71,10 @@ static int cmp_batch(const void *a, const void *b)
 	return x->first < y->first ? -1 : (x->first > y->first);
 }
 
-static void ev_push(sim_ev *h, size_t *n, sim_ev e)
-{
-	size_t i = (*n)++;
-
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-
-		if (h[p].t < e.t || (h[p].t == e.t && h[p].stream <= e.stream))
-			break;
-		h[i] = h[p];
-		i = p;
-	}
-	h[i] = e;
-}
-
-static sim_ev ev_pop(sim_ev *h, size_t *n)
-{
-	sim_ev top = h[0], last = h[--(*n)];
-	size_t i = 0;
-
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		const sim_ev *mv = &last;
-
-		if (l < *n && (h[l].t < mv->t || (h[l].t == mv->t && h[l].stream < mv->stream))) {
-			m = l;
-			mv = &h[l];
-		}
-		if (r < *n && (h[r].t < mv->t || (h[r].t == mv->t && h[r].stream < mv->stream)))
-			m = r;
-		if (m == i)
-			break;
-		h[i] = h[m];
-		i = m;
-	}
-	if (*n)
-		h[i] = last;
-	return top;
-}
+#define HEAP_PREFIX ev /* the earliest event on top; ties by stream */
+#define HEAP_ELEM sim_ev
+#define HEAP_ABOVE(x, y) ((x).t < (y).t || ((x).t == (y).t && (x).stream < (y).stream))
+#include "heap_template.h"
 
 /* Replay t on dev in virtual time, load beside it; 0 or -errno (-EINVAL on an empty trace). */
 CV_API int cv_device_simulate_load(const cv_device *dev, const cv_trace *t, uint64_t seed,

@@ -35,6 +35,7 @@
  * order, so the positions pass 1 records are where pass 2 writes.
  */
 #include "paged.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -114,17 +115,19 @@ typedef struct cheap {
 	int max; /* 1: furthest on top (W), 0: nearest on top (C) */
 } cheap;
 
-static bool above(const cheap *h, const pb_cand *a, const pb_cand *b)
-{
-	if (a->dist != b->dist)
-		return h->max ? a->dist > b->dist : a->dist < b->dist;
-	return h->max ? a->elem > b->elem : a->elem < b->elem;
-}
+/* Ties break on the element number, so a build is the same every time. */
+#define HEAP_PREFIX pbmax /* furthest on top: W */
+#define HEAP_ELEM pb_cand
+#define HEAP_ABOVE(x, y) ((x).dist != (y).dist ? (x).dist > (y).dist : (x).elem > (y).elem)
+#include "heap_template.h"
+
+#define HEAP_PREFIX pbmin /* nearest on top: C */
+#define HEAP_ELEM pb_cand
+#define HEAP_ABOVE(x, y) ((x).dist != (y).dist ? (x).dist < (y).dist : (x).elem < (y).elem)
+#include "heap_template.h"
 
 static int heap_push(cheap *h, pb_cand c)
 {
-	size_t i;
-
 	if (h->n == h->cap) {
 		size_t nc = h->cap ? h->cap * 2 : 64;
 		pb_cand *nv = realloc(h->v, nc * sizeof(*nv));
@@ -134,40 +137,16 @@ static int heap_push(cheap *h, pb_cand c)
 		h->v = nv;
 		h->cap = nc;
 	}
-	i = h->n++;
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-
-		if (!above(h, &c, &h->v[p]))
-			break;
-		h->v[i] = h->v[p];
-		i = p;
-	}
-	h->v[i] = c;
+	if (h->max)
+		pbmax_push(h->v, &h->n, c);
+	else
+		pbmin_push(h->v, &h->n, c);
 	return 0;
 }
 
 static pb_cand heap_pop(cheap *h)
 {
-	pb_cand top = h->v[0], last = h->v[--h->n];
-	size_t i = 0;
-
-	for (;;) {
-		size_t l = 2 * i + 1, b;
-
-		if (l >= h->n)
-			break;
-		b = l;
-		if (l + 1 < h->n && above(h, &h->v[l + 1], &h->v[l]))
-			b = l + 1;
-		if (!above(h, &h->v[b], &last))
-			break;
-		h->v[i] = h->v[b];
-		i = b;
-	}
-	if (h->n)
-		h->v[i] = last;
-	return top;
+	return h->max ? pbmax_pop(h->v, &h->n) : pbmin_pop(h->v, &h->n);
 }
 
 /* ---- HnswSearchLayer over the in-memory graph ---- */
@@ -520,7 +499,7 @@ static void append_page(writer *w)
 	pg_put32(sp, w->blk + 1);
 	if (w->pass == 2 && !w->err) {
 		pg_page_set_checksum(w->page, w->blk);
-		if (pwrite(w->fd, w->page, PG_BLCKSZ, (off_t) w->blk * PG_BLCKSZ) != PG_BLCKSZ)
+		if (cvu_pwrite_full(w->fd, w->page, PG_BLCKSZ, (uint64_t) w->blk * PG_BLCKSZ))
 			w->err = -EIO;
 		w->written++;
 	}
@@ -653,7 +632,7 @@ int pb_write_pages(pb_graph *g, const char *path, uint64_t *npages, cv_err *e)
 	/* the last page stays open for inserts: insertPage */
 	insert_page = w.blk;
 	pg_page_set_checksum(w.page, w.blk);
-	if (!w.err && pwrite(w.fd, w.page, PG_BLCKSZ, (off_t) w.blk * PG_BLCKSZ) != PG_BLCKSZ)
+	if (!w.err && cvu_pwrite_full(w.fd, w.page, PG_BLCKSZ, (uint64_t) w.blk * PG_BLCKSZ))
 		w.err = -EIO;
 	/* meta page */
 	pg_page_init(meta, HNSW_SPECIAL);
@@ -675,7 +654,7 @@ int pb_write_pages(pb_graph *g, const char *path, uint64_t *npages, cv_err *e)
 		pg_put16(meta + PGH_LOWER, (uint16_t) (PG_PAGE_HEADER + 28));
 	}
 	pg_page_set_checksum(meta, HNSW_METAPAGE_BLKNO);
-	if (!w.err && pwrite(w.fd, meta, PG_BLCKSZ, 0) != PG_BLCKSZ)
+	if (!w.err && cvu_pwrite_full(w.fd, meta, PG_BLCKSZ, 0))
 		w.err = -EIO;
 	if (!w.err && fsync(w.fd) < 0)
 		w.err = -errno;

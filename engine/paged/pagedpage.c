@@ -251,3 +251,35 @@ void paged_normalize(const float *v, float *out, size_t d)
 	for (size_t i = 0; i < d; i++)
 		out[i] = n > 0 ? (float) (v[i] / n) : 0.0f;
 }
+
+/* ---- the comparator's heap relation: rows of (id, vector) in heap pages ---- */
+
+uint32_t phnsw_heap_rows_per_page(size_t dim)
+{
+	size_t t = PHNSW_HEAP_TUPLE_SIZE(dim) + PG_ITEMID;
+	size_t r = (PG_BLCKSZ - PG_PAGE_HEADER) / t;
+
+	return r ? (uint32_t) r : 1;
+}
+
+pg_tid phnsw_heap_tid(uint32_t id, uint32_t rows_per_page)
+{
+	pg_tid t = {id / rows_per_page, (uint16_t) (id % rows_per_page + 1)};
+
+	return t;
+}
+
+int phnsw_heap_row(const uint8_t *page, uint32_t blk, unsigned off, size_t dim, uint32_t *id,
+		   float *out)
+{
+	size_t len;
+	const uint8_t *t = pg_page_item(page, off, &len);
+
+	(void) blk;
+	if (!t || len < PHNSW_HEAP_TUPLE_HDR + 12 + 4 * dim || t[22] != PHNSW_HEAP_TUPLE_HDR ||
+	    pg_get16(t + 32) != dim)
+		return -EBADMSG;
+	*id = pg_get32(t + 24);
+	memcpy(out, t + 36, 4 * dim);
+	return 0;
+}

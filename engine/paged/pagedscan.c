@@ -197,15 +197,18 @@ static se *new_elem(ps_scan *s, pg_tid tid)
 
 /* ---- heaps ---- */
 
-static bool above(const sheap *h, const sc *a, const sc *b)
-{
-	return h->max ? a->dist > b->dist : a->dist < b->dist;
-}
+#define HEAP_PREFIX scmax /* furthest on top */
+#define HEAP_ELEM sc
+#define HEAP_ABOVE(x, y) ((x).dist > (y).dist)
+#include "heap_template.h"
+
+#define HEAP_PREFIX scmin /* nearest on top */
+#define HEAP_ELEM sc
+#define HEAP_ABOVE(x, y) ((x).dist < (y).dist)
+#include "heap_template.h"
 
 static int heap_push(sheap *h, sc c)
 {
-	size_t i;
-
 	if (h->n == h->cap) {
 		size_t nc = h->cap ? h->cap * 2 : 64;
 		sc *nv = realloc(h->v, nc * sizeof(*nv));
@@ -215,40 +218,16 @@ static int heap_push(sheap *h, sc c)
 		h->v = nv;
 		h->cap = nc;
 	}
-	i = h->n++;
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-
-		if (!above(h, &c, &h->v[p]))
-			break;
-		h->v[i] = h->v[p];
-		i = p;
-	}
-	h->v[i] = c;
+	if (h->max)
+		scmax_push(h->v, &h->n, c);
+	else
+		scmin_push(h->v, &h->n, c);
 	return 0;
 }
 
 static sc heap_pop(sheap *h)
 {
-	sc top = h->v[0], last = h->v[--h->n];
-	size_t i = 0;
-
-	for (;;) {
-		size_t l = 2 * i + 1, b;
-
-		if (l >= h->n)
-			break;
-		b = l;
-		if (l + 1 < h->n && above(h, &h->v[l + 1], &h->v[l]))
-			b = l + 1;
-		if (!above(h, &h->v[b], &last))
-			break;
-		h->v[i] = h->v[b];
-		i = b;
-	}
-	if (h->n)
-		h->v[i] = last;
-	return top;
+	return h->max ? scmax_pop(h->v, &h->n) : scmin_pop(h->v, &h->n);
 }
 
 /* ---- visited set (a hash on index TIDs, rebuilt per layer) ---- */

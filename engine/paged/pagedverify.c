@@ -11,6 +11,7 @@
  * orphan a node when a neighbour list overflows (it replaces one link).
  */
 #include "paged.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,7 +50,7 @@ static size_t slot_of(const tidmap *m, uint64_t k)
 
 static int read_page(int fd, uint32_t blk, uint8_t *page)
 {
-	return pread(fd, page, PG_BLCKSZ, (off_t) blk * PG_BLCKSZ) == PG_BLCKSZ ? 0 : -EIO;
+	return cvu_pread_exact(fd, page, PG_BLCKSZ, (uint64_t) blk * PG_BLCKSZ);
 }
 
 int paged_verify_file(const char *path, size_t dim, uint32_t m, uint64_t *elements,

@@ -38,6 +38,7 @@
  * Heap reads are counted apart from index reads.
  */
 #include "index_ops.h"
+#include "util.h"
 #include "paged.h"
 
 #include <errno.h>
@@ -118,22 +119,7 @@ int phnsw_catalog_read(const char *dir, phnsw_catalog *c, cv_err *e)
 	return 0;
 }
 
-/* ---- heap ---- */
-
-uint32_t phnsw_heap_rows_per_page(size_t dim)
-{
-	size_t t = PHNSW_HEAP_TUPLE_SIZE(dim) + PG_ITEMID;
-	size_t r = (PG_BLCKSZ - PG_PAGE_HEADER) / t;
-
-	return r ? (uint32_t) r : 1;
-}
-
-pg_tid phnsw_heap_tid(uint32_t id, uint32_t rows_per_page)
-{
-	pg_tid t = {id / rows_per_page, (uint16_t) (id % rows_per_page + 1)};
-
-	return t;
-}
+/* ---- hash partitioning ---- */
 
 uint32_t phnsw_partition_of(uint32_t id, uint32_t partitions)
 {
@@ -146,21 +132,6 @@ uint32_t phnsw_partition_of(uint32_t id, uint32_t partitions)
 	h *= 0xc2b2ae35u;
 	h ^= h >> 16;
 	return partitions ? h % partitions : 0;
-}
-
-int phnsw_heap_row(const uint8_t *page, uint32_t blk, unsigned off, size_t dim, uint32_t *id,
-		   float *out)
-{
-	size_t len;
-	const uint8_t *t = pg_page_item(page, off, &len);
-
-	(void) blk;
-	if (!t || len < PHNSW_HEAP_TUPLE_HDR + 12 + 4 * dim || t[22] != PHNSW_HEAP_TUPLE_HDR ||
-	    pg_get16(t + 32) != dim)
-		return -EBADMSG;
-	*id = pg_get32(t + 24);
-	memcpy(out, t + 36, 4 * dim);
-	return 0;
 }
 
 /* Write every row into the heap file in id order. */
@@ -200,7 +171,7 @@ static int write_heap(const cv_dataset *data, const char *dir, uint32_t rpp, uin
 			}
 		}
 		pg_page_set_checksum(page, blk);
-		if (rc || pwrite(fd, page, PG_BLCKSZ, (off_t) blk * PG_BLCKSZ) != PG_BLCKSZ) {
+		if (rc || cvu_pwrite_full(fd, page, PG_BLCKSZ, (uint64_t) blk * PG_BLCKSZ)) {
 			rc = rc ? rc : -EIO;
 			break;
 		}
@@ -255,10 +226,12 @@ static void progress(build_ctx *b)
 	pthread_mutex_unlock(&b->mu);
 }
 
-static void *build_worker(void *arg)
+/* One worker of the build team: claim partitions until none are left. */
+static void build_worker(void *arg, unsigned w)
 {
 	build_ctx *b = arg;
 
+	(void) w;
 	for (;;) {
 		unsigned p = atomic_fetch_add(&b->next, 1);
 		pb_graph g;
@@ -301,7 +274,6 @@ static void *build_worker(void *arg)
 			break;
 		}
 	}
-	return NULL;
 }
 
 static int build_kind(const char *kind, uint32_t P, const cv_dataset *data,
@@ -311,8 +283,7 @@ static int build_kind(const char *kind, uint32_t P, const cv_dataset *data,
 		      .t0 = cv_progress_start()};
 	phnsw_catalog cat = {0};
 	float *norm = NULL;
-	pthread_t *tids = NULL;
-	unsigned nthreads, started = 0;
+	unsigned nthreads;
 	int rc;
 
 	if (data->d == 0 || data->d > HNSW_MAX_DIM)
@@ -367,26 +338,11 @@ static int build_kind(const char *kind, uint32_t P, const cv_dataset *data,
 	rc = write_heap(data, dir, b.rpp, &cat.heap_pages, e);
 	if (rc)
 		goto out;
-	nthreads = o->threads ? o->threads : (unsigned) sysconf(_SC_NPROCESSORS_ONLN);
-	if (nthreads < 1)
-		nthreads = 1;
+	nthreads = cvu_threads(o->threads);
 	if (nthreads > P)
 		nthreads = P;
 	pthread_mutex_init(&b.mu, NULL);
-	tids = calloc(nthreads, sizeof(*tids));
-	if (!tids) {
-		rc = -ENOMEM;
-		pthread_mutex_destroy(&b.mu);
-		goto out;
-	}
-	for (unsigned t = 1; t < nthreads; t++)
-		if (!pthread_create(&tids[t], NULL, build_worker, &b))
-			started = t;
-		else
-			break;
-	build_worker(&b);
-	for (unsigned t = 1; t <= started; t++)
-		pthread_join(tids[t], NULL);
+	cvu_team(nthreads, build_worker, &b);
 	pthread_mutex_destroy(&b.mu);
 	if (b.rc) {
 		rc = b.rc;
@@ -409,7 +365,6 @@ out:
 			free(b.members[p]);
 	free(b.members);
 	free(b.nmembers);
-	free(tids);
 	free(norm);
 	return rc;
 }
@@ -1066,38 +1021,10 @@ static bool mh_less(const mhead *a, const mhead *b)
 	return a->xdist != b->xdist ? a->xdist < b->xdist : a->child < b->child;
 }
 
-static void mh_push(mhead *h, size_t *n, mhead v)
-{
-	size_t i = (*n)++;
-
-	while (i > 0 && mh_less(&v, &h[(i - 1) / 2])) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h[i] = v;
-}
-
-static mhead mh_pop(mhead *h, size_t *n)
-{
-	mhead top = h[0], last = h[--*n];
-	size_t i = 0;
-
-	for (;;) {
-		size_t l = 2 * i + 1, b = l;
-
-		if (l >= *n)
-			break;
-		if (l + 1 < *n && mh_less(&h[l + 1], &h[l]))
-			b = l + 1;
-		if (!mh_less(&h[b], &last))
-			break;
-		h[i] = h[b];
-		i = b;
-	}
-	if (*n)
-		h[i] = last;
-	return top;
-}
+#define HEAP_PREFIX mh /* the nearest head on top; ties by child, as Merge Append keeps them */
+#define HEAP_ELEM mhead
+#define HEAP_ABOVE(x, y) mh_less(&(x), &(y))
+#include "heap_template.h"
 
 static int phnsw_query(void *state, cv_io *io, const float *q, const cv_query_opts *o,
 		       uint32_t *ids, float *dists, size_t *nout, cv_query_stats *stats)

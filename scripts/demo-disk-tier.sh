@@ -1,0 +1,122 @@
+#!/bin/sh
+# The disk-tier study (studies/disk-tier), end to end: the blog seed
+# (shared/seeds/weaviate-hfresh-gp3-blog.txt) as a pre-registered study of
+# HFresh on a modelled gp3 volume (3,000 and 80,000 IOPS, in real time) and
+# on this machine's disk (pread / mmap / io_uring, read-ahead on and off),
+# from an empty ledger to verdicts beside the blog's figures, a scored
+# holdout, a report and a checkpoint of the log.
+#
+#   ./scripts/demo.sh build disk-tier        (or: scripts/demo-disk-tier.sh build [WORK_DIR])
+#
+# Environment, for smaller runs (tests use them): DEMO_BASE and DEMO_QUERIES
+# (dataset specs; default fashion-mnist:train and :test).
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+B=$(cd "${1:-build}" 2>/dev/null && pwd) || { echo "demo: build directory '${1:-build}' not found (meson setup build && ninja -C build)" >&2; exit 2; }
+CS="$B/cli/coldstudy"
+[ -x "$CS" ] || { echo "demo: $CS is not built (ninja -C $B)" >&2; exit 2; }
+W=${2:-$B/demo-disk-tier}
+BASE=${DEMO_BASE:-fashion-mnist:train}
+QUERIES=${DEMO_QUERIES:-fashion-mnist:test}
+t_start=$(date +%s)
+
+step() { printf '\n== %s\n' "$*"; }
+die() { echo "demo: $*" >&2; exit 1; }
+
+rm -rf "$W"
+mkdir -p "$W"
+cp -r "$top/studies/disk-tier/runs" "$W/runs"
+cd "$W/runs"
+S=../S
+mkdir -p work
+sed -e "s|\"fashion-mnist:train\"|\"$BASE\"|" -e "s|\"fashion-mnist:test\"|\"$QUERIES\"|" \
+	study.json > study.demo.json
+
+step "build the production stand-in: HFresh over $BASE with the default shape (the blog's at 784-d)"
+t0=$(date +%s)
+"$CS" index build --kind hfresh --data "$BASE" --metric l2 --out work/prod-index -q
+echo "built in $(( $(date +%s) - t0 )) s"
+
+step "create the study; register H1..H9 and the study spec with its plan (frozen at the first run)"
+export COLDSTUDY_PRODUCTION_REGISTRY="${COLDSTUDY_PRODUCTION_REGISTRY:-$W/production-registry.json}"
+"$CS" init "$S" >/dev/null
+"$CS" register "$S" "$top"/studies/disk-tier/hypotheses/H*.json >/dev/null
+"$CS" hypotheses "$S"
+"$CS" study register "$S" study.demo.json
+
+step "clone it (runs never touch production) and validate"
+"$CS" clone work/prod-index work/clone --study "$S" >/dev/null
+if "$CS" validate "$S" --quiet; then
+	echo "validate: all checks passed"
+else
+	echo "validate: a check failed; retrying with --allow-no-device-stats (recorded as a deviation)"
+	"$CS" validate "$S" --quiet --allow-no-device-stats || die "validate failed: see '$CS validate $S'"
+fi
+
+step "design runs (gp3 runs: every read waits its modelled completion in real time)"
+for f in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["plan"]["design"]))' study.json); do
+	printf '%-40s ' "$f"
+	"$CS" run "$S" "$f" -q || die "run $f failed (exit $?)"
+done
+
+step "sceptic runs (each hypothesis's deciding runs again on queries 1000-1199)"
+for f in sceptic/*.json; do
+	printf '%-40s ' "$f"
+	"$CS" run "$S" "$f" -q || die "sceptic run $f failed (exit $?)"
+done
+
+step "holdout predictions (the plan's targets and metrics), then the holdout runs"
+"$CS" holdout predict "$S"
+for f in holdout/*.json; do
+	printf '%-40s ' "$f"
+	"$CS" run "$S" "$f" -q || die "holdout run $f failed (exit $?)"
+done
+
+step "the runs (every column: $W/runs.csv)"
+"$CS" runs "$S"
+"$CS" runs "$S" --csv > ../runs.csv
+
+step "score, verdicts, report"
+score_rc=0
+"$CS" holdout score "$S" > score.txt || score_rc=$?
+cat score.txt
+[ "$score_rc" = 0 ] || [ "$score_rc" = 6 ] || die "holdout score failed (exit $score_rc)"
+verdicts_rc=0
+"$CS" verdicts "$S" > verdicts.txt || verdicts_rc=$?
+"$CS" verdicts "$S" --json > verdicts.json || true
+cat verdicts.txt
+[ "$verdicts_rc" = 0 ] || [ "$verdicts_rc" = 6 ] || die "verdicts failed (exit $verdicts_rc)"
+"$CS" report "$S" --out ../report && echo "report: $W/report/report.md"
+
+step "the log"
+"$CS" log verify "$S"
+"$CS" log checkpoint "$S" > ../checkpoint.txt
+
+step "each verdict beside the blog's figure"
+python3 - "$top/studies/disk-tier/hypotheses" verdicts.json <<'PY'
+import glob, json, os, sys
+hyp = {}
+for f in glob.glob(os.path.join(sys.argv[1], "H*.json")):
+    h = json.load(open(f)); hyp[h["id"]] = h
+rows = json.load(open(sys.argv[2]))
+def first_value(t):
+    """The value the first comparison of a rule's trace computed (its left side)."""
+    if not isinstance(t, dict):
+        return None
+    if "cmp" in t:
+        return t["cmp"]["left"].get("value")
+    for k in ("all", "any"):
+        for sub in t.get(k, []):
+            v = first_value(sub)
+            if v is not None:
+                return v
+    return first_value(t.get("not"))
+print("%-4s %-46s %-10s %-12s %s" % ("id", "claim", "blog", "here", "verdict"))
+for v in sorted(rows, key=lambda v: int(v["hypothesis"][1:])):
+    h = hyp.get(v["hypothesis"], {})
+    obs = first_value(v.get("accept", {}).get("trace"))
+    obs = "%.3g" % obs if isinstance(obs, (int, float)) else "n/a"
+    print("%-4s %-46s %-10s %-12s %s" % (v["hypothesis"], h.get("title", "")[:46],
+          "%g" % h.get("prediction", {}).get("value", float("nan")), obs, v["verdict"]))
+PY
+echo "demo finished in $(( $(date +%s) - t_start )) s; study in $W/S"
