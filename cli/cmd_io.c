@@ -716,11 +716,11 @@ int cmd_device(int argc, char **argv)
 
 			if (cv_device_new(*p, 1, &d, &e))
 				continue;
-			printf("%-10s mean %8.3f ms at queue depth 1 (%.1f IOPS serial)\n", *p,
+			printf("%-14s mean %8.3f ms at queue depth 1 (%.1f IOPS serial)\n", *p,
 			       cv_device_mean_ms(d), 1000.0 / cv_device_mean_ms(d));
 			cv_device_free(d);
 		}
-		printf("%-10s from a `coldstudy probe --json` result\n", "probe:FILE");
+		printf("%-14s from a `coldstudy probe --json` result\n", "probe:FILE");
 		return CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "show")) {

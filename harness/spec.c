@@ -649,7 +649,7 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
  */
 static const char *const tag_vocab[] = {
 	"cold", "warm", "serial", "fanout", "gate", "partition", "hdd", "ssd", "nvme", "gp3",
-	"gp3-3000", "gp3-80000", "probe", "virtual", "realtime", "baseline", "prewarm",
+	"gp3-3000", "gp3-80000", "drift", "probe", "virtual", "realtime", "baseline", "prewarm",
 	"prewarm-other", "load", "bulkwrite", "client-alt", "memcap", "merge-sort", "design",
 	"holdout", "sceptic", "exploratory", "mmap", "pread", "direct", "uring", "readahead", NULL};
 static const char *const kind_tags[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
@@ -686,7 +686,7 @@ static const struct {
 	{"fanout", k_mode},	    {"merge-sort", k_merge},   {"gate", k_parts},
 	{"partition", k_parts},	    {"hdd", k_device},	       {"ssd", k_device},
 	{"nvme", k_device},	    {"gp3", k_device},	       {"gp3-3000", k_device},
-	{"gp3-80000", k_device},    {"probe", k_device},       {"virtual", k_time},
+	{"gp3-80000", k_device},    {"drift", k_device},       {"probe", k_device},       {"virtual", k_time},
 	{"realtime", k_time},	    {"prewarm", k_prewarm},    {"prewarm-other", k_prewarm},
 	{"load", k_load},	    {"bulkwrite", k_bulk},     {"client-alt", k_cpus},
 	{"memcap", k_memcap},	    {"mmap", k_strategy},      {"pread", k_strategy},
@@ -738,8 +738,9 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 {
 	static const struct {
 		const char *profile, *tag;
-	} dev_tags[] = {{"hdd-pool", "hdd"},   {"sata-ssd", "ssd"},	  {"nvme", "nvme"},
-			{"gp3-3000", "gp3"},   {"gp3-80000", "gp3"}, {NULL, NULL}};
+	} dev_tags[] = {{"hdd-pool", "hdd"},   {"hdd-pool-drift", "hdd"}, {"hdd-pool-drift", "drift"},
+			{"sata-ssd", "ssd"},   {"nvme", "nvme"},	   {"gp3-3000", "gp3"},
+			{"gp3-80000", "gp3"},  {NULL, NULL}};
 	json_t *t = json_array();
 	const json_t *dev = json_object_get(eff, "device");
 	const char *mode = json_string_value(json_object_get(eff, "mode"));

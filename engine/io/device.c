@@ -55,6 +55,12 @@ static const cvdev_params profiles[] = {
 	  .servers = 12, .placement = CVDEV_PER_SERVER, .ncomp = 2,
 	  .w = { 0.8275, 0.1725 }, .med_ms = { 9.7129, 148.0 }, .sigma = { 0.80, 0.45 },
 	  .write_copies = 3, .write_mibps = 150 },
+	{ .name = "hdd-pool-drift",
+	  .note = "hdd-pool whose slow tail drifts: the mean read wanders 15-52 ms every 10 min, median 11-16 ms",
+	  .servers = 12, .placement = CVDEV_PER_SERVER, .ncomp = 2,
+	  .w = { 0.865, 0.135 }, .med_ms = { 9.7129, 148.0 }, .sigma = { 0.80, 0.45 },
+	  .write_copies = 3, .write_mibps = 150,
+	  .drift_period_s = 600, .drift_w_lo = 0.011, .drift_w_hi = 0.259 },
 	{ .name = "sata-ssd",
 	  .note = "replicated SATA SSD pool fitted to fio: qd1 1,554 IOPS, qd16 14,085 IOPS",
 	  .servers = 9, .ncomp = 1, .w = { 1.0 }, .med_ms = { 0.605 }, .sigma = { 0.35 },
@@ -73,7 +79,7 @@ static const cvdev_params profiles[] = {
 	  .iops = 80000, .mibps = 2000, .burst_s = 0.01 },
 };
 
-static const char *const profile_names[] = { "hdd-pool", "sata-ssd", "nvme", "gp3-3000",
+static const char *const profile_names[] = { "hdd-pool", "hdd-pool-drift", "sata-ssd", "nvme", "gp3-3000",
 					     "gp3-80000", NULL };
 
 CV_API const char *const *cv_device_profiles(void)
@@ -126,6 +132,9 @@ struct cvdev_state {
 	theap servers;     /* shared queue: when each server comes free */
 	uint64_t *free_at; /* per-server queues: when server i comes free */
 	double iops_tat, bw_tat; /* GCRA theoretical arrival times, ns */
+	uint64_t seed;           /* the stream's seed: the drift's knots */
+	int have_t0;
+	double t0;               /* the first arrival: the drift's time origin, ns */
 };
 
 /* New scheduler state for p; 0 or -ENOMEM. Free with cvdev_state_free. */
@@ -152,6 +161,7 @@ int cvdev_state_new(const cvdev_params *p, uint64_t seed, cvdev_state **out)
 	}
 	s->servers.n = s->servers.cap; /* all free at time 0 */
 	cvio_rng_seed(&s->rng, seed);
+	s->seed = seed;
 	pthread_mutex_init(&s->mu, NULL);
 	*out = s;
 	return 0;
@@ -169,17 +179,48 @@ void cvdev_state_free(cvdev_state *s)
 	free(s);
 }
 
-/* One service time in ns (the positioning and read; no queue in it). */
-static double sample_ns(cvdev_state *s)
+/* The drift's knot k: a weight in [lo, hi] drawn from the stream's seed (splitmix64 of k). */
+static double drift_knot(const cvdev_state *s, uint64_t k)
+{
+	uint64_t z = s->seed ^ (k + 1) * 0x9e3779b97f4a7c15ULL;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	return s->p.drift_w_lo + (s->p.drift_w_hi - s->p.drift_w_lo) * ((double) (z >> 11) * 0x1.0p-53);
+}
+
+/* The last component's weight at time t ns (the profile's without drift). */
+static double tail_weight(cvdev_state *s, double t)
+{
+	const cvdev_params *p = &s->p;
+	double x, f;
+	uint64_t k;
+
+	if (p->drift_period_s <= 0 || p->ncomp < 2)
+		return p->w[p->ncomp - 1];
+	if (!s->have_t0) {
+		s->have_t0 = 1;
+		s->t0 = t;
+	}
+	x = (t > s->t0 ? t - s->t0 : 0) / (p->drift_period_s * 1e9);
+	k = (uint64_t) x;
+	f = x - (double) k;
+	return (1 - f) * drift_knot(s, k) + f * drift_knot(s, k + 1);
+}
+
+/* One service time in ns at time t (the positioning and read; no queue in it). */
+static double sample_ns(cvdev_state *s, double t)
 {
 	const cvdev_params *p = &s->p;
 	int c = 0;
 
 	if (p->ncomp > 1) {
-		double u = cvio_rng_unit(&s->rng), acc = 0;
+		double u = cvio_rng_unit(&s->rng), acc = 0, wl = tail_weight(s, t);
+		double scale = (1 - wl) / (1 - p->w[p->ncomp - 1]);
 
 		for (c = 0; c < p->ncomp - 1; c++) {
-			acc += p->w[c];
+			acc += p->w[c] * scale;
 			if (u < acc)
 				break;
 		}
@@ -270,7 +311,7 @@ uint64_t cvdev_schedule(cvdev_state *s, uint64_t t_ns, uint32_t len)
 
 	pthread_mutex_lock(&s->mu);
 	start = buckets(s, (double) t_ns, len);
-	done = (uint64_t) serve(s, start, sample_ns(s), NULL, 0, &k);
+	done = (uint64_t) serve(s, start, sample_ns(s, (double) t_ns), NULL, 0, &k);
 	if (done <= t_ns)
 		done = t_ns + 1;
 	pthread_mutex_unlock(&s->mu);
@@ -289,7 +330,7 @@ uint64_t cvdev_schedule_write(cvdev_state *s, uint64_t t_ns, uint64_t len)
 	pthread_mutex_lock(&s->mu);
 	start = buckets(s, (double) t_ns, len);
 	for (unsigned c = 0; c < n; c++) {
-		double d = serve(s, start, sample_ns(s) + xfer, taken, c, &taken[c]);
+		double d = serve(s, start, sample_ns(s, (double) t_ns) + xfer, taken, c, &taken[c]);
 
 		if (d > last)
 			last = d;
@@ -409,7 +450,7 @@ CV_API int cv_device_new(const char *profile, uint64_t seed, cv_device **out, cv
 				break;
 		if (i == sizeof(profiles) / sizeof(profiles[0])) {
 			rc = cv_err_set(e, -EINVAL,
-					"unknown device profile '%s' (hdd-pool, sata-ssd, nvme, gp3-3000, gp3-80000, probe:FILE)",
+					"unknown device profile '%s' (hdd-pool, hdd-pool-drift, sata-ssd, nvme, gp3-3000, gp3-80000, probe:FILE)",
 					profile);
 			goto fail;
 		}
@@ -484,6 +525,10 @@ CV_API const char *cv_device_describe(const cv_device *dev, char *buf, size_t n)
 		    p->med_ms[i], p->sigma[i]);
 	PUT("mean         %.4f ms at queue depth 1 (%.1f IOPS serial)\n", cvdev_mean_ms(p),
 	    1000.0 / cvdev_mean_ms(p));
+	if (p->drift_period_s > 0 && p->ncomp > 1)
+		PUT("drift        latency[%d]'s weight wanders %.3f-%.3f, linearly between knots %.0f s "
+		    "apart drawn from the seed (the mean above is the long-run one)\n",
+		    p->ncomp - 1, p->drift_w_lo, p->drift_w_hi, p->drift_period_s);
 	PUT("queues       %s\n", p->placement == CVDEV_PER_SERVER
 				       ? "one per server, each operation to a server drawn at random"
 				       : "one shared FIFO queue in front of every server");

@@ -93,6 +93,14 @@ typedef struct cvdev_params {
 	double iops;      /* 0: no IOPS cap */
 	double mibps;     /* 0: no throughput cap */
 	double burst_s;   /* bucket depth, seconds of rate */
+	/*
+	 * Drift (0 period: none): the last mixture component's weight wanders
+	 * between drift_w_lo and drift_w_hi, linearly between knots drift_period_s
+	 * apart whose values the stream's seed draws; the other weights scale to
+	 * keep the sum 1. w[] holds the long-run average ((lo + hi) / 2).
+	 */
+	double drift_period_s;
+	double drift_w_lo, drift_w_hi;
 } cvdev_params;
 
 typedef struct cvdev_state cvdev_state;

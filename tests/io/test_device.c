@@ -8,8 +8,9 @@
  * and bulk writes raise it too; one seed replays exactly and two seeds
  * differ; the flash profiles hit the fio figures they were fitted to, the
  * gp3 buckets bind, CPU gaps are kept, real-time mode delays each read by
- * the profile's latency and a real-time write waits in the model, and
- * probe:FILE is read.
+ * the profile's latency and a real-time write waits in the model,
+ * probe:FILE is read, and hdd-pool-drift's mean read wanders by the
+ * 10-minute window while its median stays.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -201,6 +202,85 @@ static void test_seeds(void **s)
 	}
 }
 
+/*
+ * Serial reads for 2 hours of model time on profile name with seed: the mean
+ * read latency of each 10-minute window into win (12), and the median of all.
+ */
+static double drift_windows(const char *name, uint64_t seed, double win[12])
+{
+	cv_device *d = dev(name);
+	cvdev_state *st;
+	size_t cnt[12] = {0}, n = 0, cap = 400000;
+	double *lat = malloc(cap * sizeof(double)), med;
+	uint64_t t = 1000000000ULL; /* an arbitrary clock: the drift starts at the first read */
+
+	assert_non_null(lat);
+	assert_int_equal(cvdev_state_new(&d->p, seed, &st), 0);
+	memset(win, 0, 12 * sizeof(double));
+	for (;;) {
+		uint64_t done = cvdev_schedule(st, t, 8192);
+		size_t w = (size_t) ((t - 1000000000ULL) / 600000000000ULL);
+
+		if (w >= 12)
+			break;
+		win[w] += (double) (done - t) / 1e6;
+		cnt[w]++;
+		assert_true(n < cap);
+		lat[n++] = (double) (done - t) / 1e6;
+		t = done;
+	}
+	for (int w = 0; w < 12; w++)
+		win[w] /= (double) cnt[w];
+	{
+		/* the median: the threshold with half the reads below it, by bisection */
+		double lo = 0, hi = 10000;
+
+		for (int it = 0; it < 60; it++) {
+			double mid = (lo + hi) / 2;
+			size_t below = 0;
+
+			for (size_t i = 0; i < n; i++)
+				below += lat[i] < mid;
+			if (below * 2 < n)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		med = (lo + hi) / 2;
+	}
+	free(lat);
+	cvdev_state_free(st);
+	cv_device_free(d);
+	return med;
+}
+
+/* hdd-pool-drift: the mean read wanders between windows (the seed's 15.0-52.3 ms), the median stays put. */
+static void test_drift(void **s)
+{
+	double w[12], w2[12], w3[12], base[12], lo = 1e9, hi = 0, blo = 1e9, bhi = 0, med, bmed;
+
+	(void) s;
+	med = drift_windows("hdd-pool-drift", 11, w);
+	bmed = drift_windows("hdd-pool", 11, base);
+	for (int i = 0; i < 12; i++) {
+		lo = fmin(lo, w[i]);
+		hi = fmax(hi, w[i]);
+		blo = fmin(blo, base[i]);
+		bhi = fmax(bhi, base[i]);
+	}
+	print_message("drift: window means %.1f-%.1f ms (x%.2f), median %.1f ms; hdd-pool %.1f-%.1f "
+		      "ms (x%.2f), median %.1f ms\n", lo, hi, hi / lo, med, blo, bhi, bhi / blo, bmed);
+	assert_true(hi / lo >= 1.5); /* hdd-pool alone stays within 1.25x */
+	assert_true(lo >= 10 && hi <= 60);
+	assert_true(med >= 8 && med <= 18);
+	assert_true(bhi / blo <= 1.25);
+	/* the drift is the stream's: the same seed again, the same windows; another seed, others */
+	drift_windows("hdd-pool-drift", 11, w2);
+	drift_windows("hdd-pool-drift", 12, w3);
+	assert_memory_equal(w, w2, sizeof(w));
+	assert_true(memcmp(w, w3, sizeof(w)) != 0);
+}
+
 static void test_qd16_flash(void **s)
 {
 	(void) s;
@@ -337,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_seeds),      cmocka_unit_test(test_qd16_flash),
 		cmocka_unit_test(test_gp3_buckets), cmocka_unit_test(test_gap_kept),
 		cmocka_unit_test(test_realtime),   cmocka_unit_test(test_probe_profile),
+		cmocka_unit_test(test_drift),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
