@@ -553,6 +553,30 @@ typedef struct valid_ctx {
 	int all_passed;
 } valid_ctx;
 
+/* Where the latest "all" validation record and the last registration before any run lie. */
+typedef struct order_ctx {
+	int64_t all_seq, first_run, last_reg;
+	char what[32];
+} order_ctx;
+
+static int order_cb(const ledger_record *r, void *ud)
+{
+	order_ctx *c = ud;
+
+	if (!strcmp(r->kind, "run_start")) {
+		if (!c->first_run)
+			c->first_run = r->seq;
+	} else if (!strcmp(r->kind, "validation")) {
+		if (strstr(r->payload, "\"check\":\"all\""))
+			c->all_seq = r->seq;
+	} else if (!c->first_run && (!strcmp(r->kind, "hypothesis") || !strcmp(r->kind, "amendment") ||
+				     !strcmp(r->kind, "study"))) {
+		c->last_reg = r->seq;
+		snprintf(c->what, sizeof(c->what), "%s", r->kind);
+	}
+	return 0;
+}
+
 static int valid_cb(const ledger_record *r, void *ud)
 {
 	valid_ctx *c = ud;
@@ -590,6 +614,23 @@ int guard_validated(struct ledger *l, const char *verb, cs_err *e)
 	if (!c.all_passed)
 		return guard_refuse(l, "validated", verb, ledger_dir(l), e,
 				    "the latest validation (batch %lld) failed", (long long) c.all_batch);
+	/*
+	 * validate checks the hypotheses and plan on record (can-fail:Hn): one
+	 * registered after it and before the first run was never checked.
+	 * Registrations after the first run are post hoc and exploratory.
+	 */
+	{
+		order_ctx o = {0, 0, 0, ""};
+
+		if (ledger_foreach(l, NULL, order_cb, &o, &le))
+			return cs_err_set(e, CS_EXIT_INTERNAL, "%s", le.msg);
+		if (o.last_reg > o.all_seq)
+			return guard_refuse(l, "validated", verb, ledger_dir(l), e,
+					    "a %s record (seq %lld) came after the latest validation "
+					    "(seq %lld): validate again, so that every hypothesis is "
+					    "checked before the first run",
+					    o.what, (long long) o.last_reg, (long long) o.all_seq);
+	}
 	return 0;
 }
 

@@ -215,7 +215,11 @@ int guard_dir_sha256(const char *dir, char out[65], cs_err *e);
 /* Refuse unless every id in the JSON array ids is a registered hypothesis. */
 int guard_hypotheses(struct ledger *l, const json_t *ids, const char *verb, cs_err *e);
 
-/* Refuse unless the latest validation batch ended with {"check":"all","passed":true}. */
+/*
+ * Refuse unless the latest validation batch ended with {"check":"all","passed":true}
+ * and no hypothesis, amendment or study record came after it before the first run
+ * (validate checks each hypothesis can fail: one registered later was not checked).
+ */
 int guard_validated(struct ledger *l, const char *verb, cs_err *e);
 
 /*

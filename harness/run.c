@@ -791,7 +791,7 @@ static json_t *mem_peak_of(const json_t *memcap, const char *cgdir, const harnes
 		snprintf(src, sizeof(src), "sampler: largest usage of the run's own cgroup");
 	} else if (mp->rss_max) {
 		*bytes = mp->rss_max;
-		snprintf(src, sizeof(src), "sampler: largest RSS (no cgroup of its own)");
+		snprintf(src, sizeof(src), "sampler: largest RSS (no memory cgroup of its own)");
 	} else {
 		struct rusage ru;
 

@@ -91,9 +91,10 @@ void rpt_plot_holdout(doc *d, const json_t *score)
 		rb_init(&svg, 0);
 		svg_scatter_small(&svg, ttl, xl, yl, pts, np, lg, lg, 1, gn, 2);
 		snprintf(cap, sizeof(cap),
-		         "Holdout, %s: %zu predictions with their 95%% bands against what was "
+		         "Holdout, %s: %zu prediction%s with %s 95%% band%s against what was "
 		         "observed; the dashed line is exact agreement.",
-		         metrics[k], np);
+		         metrics[k], np, np == 1 ? "" : "s", np == 1 ? "its" : "their",
+		         np == 1 ? "" : "s");
 		rpt_fig_small(d, file, cap, &svg);
 	}
 	free(pts);

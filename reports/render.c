@@ -24,7 +24,7 @@ static const char *const css =
     "table{border-collapse:collapse;margin:0.5rem 0;font-size:0.8rem}"
     "th,td{border:1px solid #ccc;padding:0.15rem 0.4rem;text-align:left;vertical-align:top}"
     "th{background:#f2f2f2}td{max-width:30rem;overflow-wrap:break-word}"
-    "td:first-child{white-space:nowrap}"
+    "td:first-child,td.nw{white-space:nowrap}"
     "caption{caption-side:bottom;text-align:left;font-style:italic;padding-top:0.2rem}"
     "pre{background:#f7f7f7;padding:0.5rem;overflow-x:auto;font-size:0.78rem;margin:0.3rem 0}"
     "details{margin:0.5rem 0}summary{cursor:pointer;font-weight:600}"
@@ -175,7 +175,12 @@ void rpt_render_html(rbuf *b, const doc *d, const char *title)
 				rb_put(b, "<tr>");
 				json_array_foreach(row, k, c)
 				{
-					rb_put(b, "<td>");
+					const char *cs = json_string_value(c);
+
+					/* a token (an id, a number, a time) is never broken */
+					rb_put(b, cs && strlen(cs) <= 32 && !strchr(cs, ' ')
+					              ? "<td class=\"nw\">"
+					              : "<td>");
 					rb_html(b, json_string_value(c));
 					rb_put(b, "</td>");
 				}

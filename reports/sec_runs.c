@@ -184,12 +184,12 @@ int rpt_sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 	if (partial)
 		rpt_p(
 		    d,
-		    "* %zu runs searched only the partitions their spec names (the Partitions "
+		    "* %zu run%s searched only the partitions named in the spec (the Partitions "
 		    "column counts them). Recall@k is always measured against the whole data "
 		    "set's ground truth, so such a run finds only the true neighbours that lie in "
 		    "its partitions: with one partition of many, recall near 0 is the expected "
 		    "value, not a failure of the search.",
-		    partial);
+		    partial, partial == 1 ? "" : "s");
 
 	json_array_foreach(m->runs, i, run)
 	{

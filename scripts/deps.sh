@@ -3,7 +3,7 @@
 set -eu
 PKGS="build-essential clang libclang-rt-14-dev meson ninja-build pkg-config python3
 libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev libssl-dev liburing-dev zlib1g-dev
-libcmocka-dev dataset-fashion-mnist fio xfsprogs util-linux valgrind chromium
+libcmocka-dev dataset-fashion-mnist fio xfsprogs util-linux valgrind chromium fonts-liberation
 python3-pandas python3-matplotlib python3-jsonschema libhdf5-dev python3-h5py
 golang-go golang-golang-x-mod-dev nginx-light
 libpq-dev postgresql postgresql-contrib"

@@ -333,9 +333,16 @@ static void test_example_rules_evaluate(void **state)
 	R("p4", "[\"partition\",\"serial\",\"hdd\",\"prewarm\"]", 0.1, 150, 0.01, 0.95, 0.1);
 	R("p5", "[\"partition\",\"serial\",\"hdd\",\"prewarm-other\"]", 3, 150, 27, 0.95, 0.98);
 	R("p6", "[\"partition\",\"cold\",\"serial\",\"hdd\",\"load\"]", 5, 150, 36, 0.95, 0.98);
-	R("p7", "[\"partition\",\"cold\",\"serial\",\"hdd\",\"client-alt\"]", 4, 150, 27, 0.95, 0.98);
+	/* H9 since issue 14: client placement on the real disk (no device tag) */
+	R("p7", "[\"partition\",\"cold\",\"serial\",\"client-alt\"]", 0.02, 150, 0.1, 0.95, 0.7);
 	R("p8", "[\"partition\",\"cold\",\"serial\",\"hdd\",\"bulkwrite\"]", 6, 150, 40, 0.95, 0.98);
+	R("p9", "[\"partition\",\"cold\",\"serial\",\"baseline\"]", 0.02, 150, 0.11, 0.95, 0.7);
 #undef R
+	/* H8 since issue 14: the fan-out returns the serial gate's ids for every query */
+	json_object_set_new(json_object_get(json_array_get(demo, 0), "metrics"), "results_digest",
+			    json_real(123456789.0));
+	json_object_set_new(json_object_get(json_array_get(demo, 5), "metrics"), "results_digest",
+			    json_real(123456789.0));
 	for (int i = 1; i <= 10; i++) {
 		hyp *h = NULL;
 		int ra = 7, rr = 7;

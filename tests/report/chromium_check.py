@@ -55,7 +55,7 @@ def chromium():
 
 def run(args, timeout=120):
     base = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-            "--no-first-run", "--disable-extensions", "--mute-audio",
+            "--no-first-run", "--disable-extensions", "--mute-audio", "--disable-dev-shm-usage",
             "--user-data-dir=" + tempfile.mkdtemp(prefix="cs-chromium-")]
     p = subprocess.run(base + args, capture_output=True, text=True, timeout=timeout)
     shutil.rmtree(base[-1].split("=", 1)[1], ignore_errors=True)

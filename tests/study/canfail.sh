@@ -15,7 +15,8 @@
 #     passes;
 # then the same H1 registered `descriptive` passes, and its verdict is
 # never confirmatory; and results_digest (H8's identity over every query's
-# ids) is equal over the same queries and differs over others.
+# ids) is equal over the same queries and differs over others; a hypothesis
+# registered after the last validation stops runs until validate runs again.
 set -u
 cs=${COLDSTUDY:?}
 command -v python3 >/dev/null 2>&1 || exit 77
@@ -131,6 +132,15 @@ c=$(check "$S" can-fail:H1)
 case $c in 1\|*"same seed 42"*) ;; *) die "can-fail:H1 descriptive: $c" ;; esac
 [ "$(q "$S" "select json_extract(payload,'\$.detail.allowed') from records where kind='validation' and json_extract(payload,'\$.check')='can-fail:H1'")" != "" ] ||
 	die "can-fail:H1 descriptive: no 'allowed' note"
+# a hypothesis registered after the passing validation, before the first run, was never
+# checked: runs are refused until validate runs again (which refuses it: no planned run)
+cp -r "$S" "$T/S3"
+expect 0 "register H3 after validate" "$cs" register "$T/S3" "$T/hyp/H3.json"
+expect 3 "a run after an unchecked registration" "$cs" run "$T/S3" A.json --no-progress
+grep -q "came after the latest validation" "$T/err" || die "unchecked registration: $(cat "$T/err")"
+expect 3 "validate again refuses it" "$cs" validate "$T/S3" --quiet --allow-no-device-stats
+c=$(check "$T/S3" can-fail:H3)
+case $c in 0\|*"the plan maps no run to it"*) ;; *) die "can-fail:H3 unmapped: $c" ;; esac
 for r in A B C; do expect 0 "run $r" "$cs" run "$S" $r.json --no-progress; done
 rc=0
 "$cs" verdicts "$S" --json >"$T/v.json" 2>"$T/err" || rc=$?

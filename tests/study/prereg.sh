@@ -241,6 +241,9 @@ PY
 # 4: a registered threshold missed: exit 6 (the same study, registered with 0.0001 before its first run)
 SB=$T/SB
 expect 0 "strict plan before any run" "$cs" study register "$SB" strict.json
+# a plan registered after the last validation is checked before the first run (issue 14)
+expect 3 "strict: a run before validating the new plan" "$cs" run "$SB" D1.json --no-progress
+expect 0 "strict: validate the new plan" "$cs" validate "$SB" --quiet --allow-no-device-stats
 for r in D1 D2 D3 D4; do expect 0 "strict: design run $r" "$cs" run "$SB" $r.json --no-progress; done
 expect 0 "strict: predict" "$cs" holdout predict "$SB"
 for r in T1 T2; do expect 0 "strict: holdout $r" "$cs" run "$SB" $r.json --no-progress; done
