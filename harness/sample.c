@@ -387,6 +387,8 @@ static void tally(harness_samplers *s, int which, const char *why)
 		snprintf(s->s[which].last_error, sizeof(s->s[which].last_error), "%s", why);
 	}
 	pthread_mutex_unlock(&s->mu);
+	if (why && s->o.on_fail)
+		s->o.on_fail(s->o.on_fail_ud, series_name[which], why);
 }
 
 static void sample_iostat(harness_samplers *s)
