@@ -19,6 +19,9 @@ typedef struct harness_sampler_opts {
 	double memory_s;           /* 5 */
 	double prometheus_s;       /* 10 */
 	const char *prometheus_url; /* NULL: no Prometheus series */
+	/* Called from the sampler's thread on each failed sample (may be NULL): samplers.fatal. */
+	void (*on_fail)(void *ud, const char *series, const char *why);
+	void *on_fail_ud;
 } harness_sampler_opts;
 
 typedef struct harness_samplers harness_samplers;

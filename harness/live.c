@@ -94,7 +94,7 @@ int harness_live_begin(const char *dir, const char *run_id, harness_live *lv, cs
 		return rc;
 	}
 	if (flock(lv->fd, LOCK_EX | LOCK_NB) < 0) {
-		rc = cs_err_set(e, CS_EXIT_REFUSED,
+		rc = cs_err_set(e, CS_EXIT_INTERNAL,
 				"%s/%s/%s: another process holds run %s (two runs started at once?)",
 				dir, LIVE_DIR, run_id, run_id);
 		close(lv->fd);

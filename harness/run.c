@@ -206,6 +206,19 @@ static void fail(load *L, const char *msg, int rc)
 	pthread_mutex_unlock(&L->mu);
 }
 
+/* samplers.fatal: the first failed sample stops the load (called from a sampler's thread). */
+static void sampler_failed(void *ud, const char *series, const char *why)
+{
+	load *L = ud;
+
+	pthread_mutex_lock(&L->mu);
+	if (!atomic_load(&L->failed))
+		snprintf(L->fail_msg, sizeof(L->fail_msg), "sampler %s: %s (samplers.fatal)", series,
+			 why);
+	atomic_store(&L->failed, 1);
+	pthread_mutex_unlock(&L->mu);
+}
+
 /* splitmix64's finaliser: a well-mixed 64-bit value of x. */
 static uint64_t seed_mix(uint64_t x)
 {
@@ -791,7 +804,7 @@ static json_t *mem_peak_of(const json_t *memcap, const char *cgdir, const harnes
 		snprintf(src, sizeof(src), "sampler: largest usage of the run's own cgroup");
 	} else if (mp->rss_max) {
 		*bytes = mp->rss_max;
-		snprintf(src, sizeof(src), "sampler: largest RSS (no cgroup of its own)");
+		snprintf(src, sizeof(src), "sampler: largest RSS (no memory cgroup of its own)");
 	} else {
 		struct rusage ru;
 
@@ -1444,6 +1457,9 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			.memory_s = json_number_value(json_object_get(s, "memory_s")),
 			.prometheus_s = json_number_value(json_object_get(s, "prometheus_s")),
 			.prometheus_url = json_string_value(json_object_get(s, "prometheus_url")),
+			/* fatal: stop the load at the first failed sample, not after it */
+			.on_fail = json_is_true(json_object_get(s, "fatal")) ? sampler_failed : NULL,
+			.on_fail_ud = &L,
 		};
 
 		rc = harness_samplers_start(&so, &smp, e);

@@ -208,7 +208,9 @@ static int write_str(const char *path, const char *s)
 /*
  * Remove the coldstudy-PID cgroups a killed run left under parent (kill -9
  * skips harness_memcap_release): only those whose process is gone, and
- * rmdir refuses any that still holds a task. Returns how many went.
+ * rmdir refuses any that still holds a task. One that counted an OOM kill
+ * stays until the next command on its study has read the count and
+ * recorded the run's deviation (live.c). Returns how many went.
  */
 static int sweep_stale(const char *parent)
 {
@@ -231,6 +233,9 @@ static int sweep_stale(const char *parent)
 		if (kill((pid_t) pid, 0) == 0 || errno != ESRCH)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", parent, de->d_name);
+		/* an OOM-killed run's cgroup is its study's evidence: the reaper (live.c) removes it */
+		if (harness_cgroup_oom_kills(path) > 0)
+			continue;
 		if (rmdir(path) == 0)
 			n++;
 	}
@@ -382,6 +387,8 @@ static void tally(harness_samplers *s, int which, const char *why)
 		snprintf(s->s[which].last_error, sizeof(s->s[which].last_error), "%s", why);
 	}
 	pthread_mutex_unlock(&s->mu);
+	if (why && s->o.on_fail)
+		s->o.on_fail(s->o.on_fail_ud, series_name[which], why);
 }
 
 static void sample_iostat(harness_samplers *s)

@@ -118,8 +118,9 @@ static const jv_key sampler_keys[] = {
 	 .desc = "the metrics endpoint to scrape (e.g. node-exporter's http://127.0.0.1:9100/metrics)"},
 	{.name = "fatal", .type = JK_BOOL,
 	 .desc = "true: a sample that fails (a device stat unread, an HTTP error, a page with no "
-		 "metrics) fails the run: exit 1, a deviation, no run record (default false: the "
-		 "failures are counted in the run record's samplers and said on stderr)"},
+		 "metrics) fails the run, the load stopping there: exit 1, a deviation, no run "
+		 "record (default false: the failures are counted in the run record's samplers and "
+		 "said on stderr)"},
 	{0},
 };
 

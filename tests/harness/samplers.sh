@@ -3,8 +3,9 @@
 # iostat / memory / Prometheus series (table, --csv, --json, and every
 # scraped sample with --series prometheus); a sampler that fails (nothing
 # listening, HTTP 404, an HTML page instead of metrics) is counted in the
-# run record's "samplers" and said on stderr; with samplers.fatal the run
-# is not recorded (exit 1, a deviation names it).
+# run record's "samplers" and said on stderr; with samplers.fatal the
+# first failed sample stops the load and the run is not recorded (exit 1,
+# a deviation names it).
 set -u
 . "$(dirname "$0")/common.sh"
 pid=
@@ -23,13 +24,14 @@ while ! python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.
 	sleep 0.1
 done
 fail=0
-spec() { # file url [extra]
-	printf '{"index":"%s","queries":{"spec":"synth:n=40,d=32,clusters=16,seed=7"},"cold":true,"query_count":40,"buffers_bytes":1048576,"samplers":{"iostat_s":0.05,"memory_s":0.05,"prometheus_s":0.05,"prometheus_url":"%s"%s}}' "$T/clone" "$2" "${3:-}" > "$T/$1"
+spec() { # file url [extra] [query_count]
+	printf '{"index":"%s","queries":{"spec":"synth:n=40,d=32,clusters=16,seed=7"},"cold":true,"query_count":%s,"buffers_bytes":1048576,"samplers":{"iostat_s":0.05,"memory_s":0.05,"prometheus_s":0.05,"prometheus_url":"%s"%s}}' "$T/clone" "${4:-40}" "$2" "${3:-}" > "$T/$1"
 }
 spec good.json "http://127.0.0.1:$port/metrics"
 spec e404.json "http://127.0.0.1:$port/nothing-here"
 spec html.json "http://127.0.0.1:$port/index.html"
-spec fatal.json "http://127.0.0.1:$port/nothing-here" ',"fatal":true'
+# (100,000 queries: half an hour here, unless the first failed scrape stops the load)
+spec fatal.json "http://127.0.0.1:$port/nothing-here" ',"fatal":true' 100000
 
 # A healthy run: nothing failed, nothing said.
 "$cs" run "$S" "$T/good.json" --no-progress >/dev/null 2>"$T/good.err" || { echo "FAIL: good run"; cat "$T/good.err"; exit 1; }
@@ -100,7 +102,10 @@ PY
 done
 
 # samplers.fatal: no run record, exit 1, a deviation naming the run.
+t0=$(date +%s)
 "$cs" run "$S" "$T/fatal.json" --no-progress >/dev/null 2>"$T/fatal.err"; rc=$?
+t1=$(date +%s)
+[ $((t1 - t0)) -lt 60 ] || { echo "FAIL: the fatal sampler did not stop the load ($((t1 - t0)) s)"; fail=1; }
 [ $rc = 1 ] || { echo "FAIL: a fatal sampler failure exited $rc"; cat "$T/fatal.err"; fail=1; }
 grep -q "samplers.fatal" "$T/fatal.err" || { echo "FAIL: fatal not said"; cat "$T/fatal.err"; fail=1; }
 python3 - "$S/ledger.db" <<'PY' || fail=1

@@ -13,4 +13,5 @@ done
 [ -n "$py" ] || { echo "no python3 with jsonschema (Debian: python3-jsonschema)"; exit 77; }
 T=$(mktemp -d /var/tmp/cs-schema-XXXXXX)
 trap 'rm -rf "$T"' EXIT INT TERM
-exec "$py" "$src/tests/harness/schema_agree.py" "$cs" "$src" "$T"
+# not exec: the shell must stay to run the trap that removes $T
+"$py" "$src/tests/harness/schema_agree.py" "$cs" "$src" "$T"

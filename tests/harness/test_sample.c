@@ -122,6 +122,50 @@ static void test_samplers(void **state)
 	json_decref(prom);
 }
 
+/* Write text to dir/name. */
+static void put(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The OOM-kill count and the peak counter, as cgroup v2 and v1 write them. */
+static void test_cgroup_files(void **state)
+{
+	char v2[] = "/tmp/cs-cg2-XXXXXX", v1[] = "/tmp/cs-cg1-XXXXXX", none[] = "/tmp/cs-cg0-XXXXXX";
+	char which[64] = "";
+
+	(void) state;
+	assert_non_null(mkdtemp(v2));
+	assert_non_null(mkdtemp(v1));
+	assert_non_null(mkdtemp(none));
+	put(v2, "memory.events", "low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n");
+	put(v2, "memory.peak", "73400320\n");
+	put(v1, "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n");
+	put(v1, "memory.max_usage_in_bytes", "52428800\n");
+	assert_int_equal(harness_cgroup_oom_kills(v2), 2);
+	assert_int_equal(harness_cgroup_oom_kills(v1), 1);
+	assert_int_equal(harness_cgroup_oom_kills(none), -1);
+	assert_int_equal(harness_cgroup_peak(v2, which, sizeof(which)), 73400320);
+	assert_string_equal(which, "memory.peak");
+	assert_int_equal(harness_cgroup_peak(v1, which, sizeof(which)), 52428800);
+	assert_string_equal(which, "memory.max_usage_in_bytes");
+	assert_int_equal(harness_cgroup_peak(none, NULL, 0), -1);
+	for (int i = 0; i < 3; i++) {
+		const char *d = i == 0 ? v2 : i == 1 ? v1 : none;
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -129,6 +173,7 @@ int main(void)
 		cmocka_unit_test(test_prom_parse),
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_samplers),
+		cmocka_unit_test(test_cgroup_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,15 +20,18 @@ runit() { # want name -> sets id
 	"$cs" run "$S" "$T/$2.json" --no-progress >"$T/out" 2>"$T/err"; got=$?
 	[ "$got" = "$1" ] || { echo "FAIL: run $2: exit $got, expected $1: $(cat "$T/err")"; fail=1; }
 }
-spec virt '"partitions":[0],"device":"hdd-pool","device_time":"virtual","tags":["virtual"]'
-spec pw '"partitions":[0],"device":"hdd-pool","device_time":"virtual","prewarm":{"of":"self"},"tags":["prewarm"]'
-spec pwo '"partitions":[0],"device":"hdd-pool","device_time":"virtual","prewarm":{"of":"other","offset":20},"tags":["prewarm-other"]'
+# The modelled runs register their seeds, so the comparisons below see the same draws on
+# every machine (an unseeded run draws from a hash of its run id and spec, which holds the
+# temporary path).
+spec virt '"partitions":[0],"device":"hdd-pool","seed":101,"device_time":"virtual","tags":["virtual"]'
+spec pw '"partitions":[0],"device":"hdd-pool","seed":102,"device_time":"virtual","prewarm":{"of":"self"},"tags":["prewarm"]'
+spec pwo '"partitions":[0],"device":"hdd-pool","seed":103,"device_time":"virtual","prewarm":{"of":"other","offset":20},"tags":["prewarm-other"]'
 spec load '"partitions":[0],"device":"sata-ssd","load":{"readers":2},"tags":["load"]'
 spec bw '"partitions":[0],"bulkwrite":{"max_bytes":16777216,"sync_bytes":4194304},"tags":["bulkwrite"]'
 spec alt '"partitions":[0],"client_cpus":[0],"tags":["client-alt"]'
 spec bad1 '"device_time":"virtual"'
-spec vload '"partitions":[0],"device":"hdd-pool","device_time":"virtual","load":{"readers":4},"tags":["vload"]'
-spec vbw '"partitions":[0],"device":"hdd-pool","device_time":"virtual","bulkwrite":{"sync_bytes":8388608},"tags":["vbulkwrite"]'
+spec vload '"partitions":[0],"device":"hdd-pool","seed":104,"device_time":"virtual","load":{"readers":4},"tags":["vload"]'
+spec vbw '"partitions":[0],"device":"hdd-pool","seed":105,"device_time":"virtual","bulkwrite":{"sync_bytes":8388608},"tags":["vbulkwrite"]'
 spec bad2 '"device":"hdd-pool","device_time":"virtual","prewarm":{"of":"self"},"clients":2'
 spec bad3 '"device":"hdd-pool","prewarm":{"of":"self"}'
 spec bad4 '"client_cpus":[1023]'

@@ -1,0 +1,78 @@
+#!/bin/sh
+# How cost grows with n (issue 17 item 5): HNSW and HFresh built and queried
+# through the shipped `coldstudy` CLI on synth N x 128 at each N, one build
+# and one query job a point. Prints one JSON line a point and, at the end,
+# the fitted exponent b of cost = a * n^b (least squares on logs) per
+# figure. CPU time (user + system, from wait4's rusage) is the figure to
+# read on a shared machine; wall time is printed beside it.
+#
+#   bench/scale/scale.sh build/cli/coldstudy OUTDIR "250000 1000000 4000000" [KINDS]
+#
+# KINDS: "hnsw hfresh" by default. Query: 1,000 synth queries of the same
+# clusters, k 10, HNSW ef 40, HFresh the default probe and rescore,
+# --warmup 1 --repeat 3; ground truth by exact search (cached in OUTDIR).
+set -eu
+CS=$1 OUT=$2 NS=$3 KINDS=${4:-hnsw hfresh}
+mkdir -p "$OUT"
+export COLDSTUDY_CACHE="$OUT/cache"
+res="$OUT/points.jsonl"
+: > "$res"
+timed() { # out-json-file command...: run it, write {"wall_s","cpu_s","maxrss_kb"} of the child
+	f=$1; shift
+	python3 - "$f" "$@" <<'PY'
+import json, os, resource, subprocess, sys, time
+t0 = time.monotonic()
+p = subprocess.Popen(sys.argv[2:], stdout=subprocess.PIPE)
+out, _ = p.communicate()
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)  # the one child, waited for
+wall = time.monotonic() - t0
+if p.returncode:
+    sys.exit("failed: %s" % " ".join(sys.argv[2:]))
+json.dump({"wall_s": wall, "out": out.decode(), "ru_cpu_s": ru.ru_utime + ru.ru_stime, "ru_maxrss_kb": ru.ru_maxrss}, open(sys.argv[1], "w"))
+PY
+}
+for n in $NS; do
+	data="synth:n=$n,d=128,clusters=256,seed=7"
+	queries="synth:n=1000,d=128,clusters=256,seed=8"
+	for kind in $KINDS; do
+		dir="$OUT/$kind-$n"
+		rm -rf "$dir"
+		extra=""
+		[ "$kind" = hnsw ] && extra="--m 16 --ef-construction 200"
+		# shellcheck disable=SC2086
+		timed "$OUT/b.json" "$CS" index build --kind "$kind" --data "$data" --metric l2 --threads 2 $extra --out "$dir" -q --json
+		q=""
+		[ "$kind" = hnsw ] && q="--ef-search 40"
+		# shellcheck disable=SC2086
+		timed "$OUT/q.json" "$CS" index query "$dir" --queries "$queries" --data "$data" --k 10 $q --warmup 1 --repeat 3 --json
+		python3 - "$OUT/b.json" "$OUT/q.json" "$kind" "$n" "$dir" >> "$res" <<'PY'
+import json, os, sys
+b = json.load(open(sys.argv[1])); q = json.load(open(sys.argv[2]))
+qo = json.loads(q["out"])
+size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(sys.argv[5]) for f in fs)
+n = int(sys.argv[4])
+print(json.dumps({"kind": sys.argv[3], "n": n, "build_wall_s": round(b["wall_s"], 2),
+                  "build_cpu_s": round(b["ru_cpu_s"], 2), "build_maxrss_mb": round(b["ru_maxrss_kb"] / 1024, 1),
+                  "index_mb": round(size / 2**20, 1), "vectors_mb": round(n * 128 * 4 / 2**20, 1),
+                  "qps": qo.get("qps"), "recall": qo.get("recall_at_k"),
+                  "query_maxrss_mb": round(q["ru_maxrss_kb"] / 1024, 1)}))
+PY
+		tail -1 "$res"
+		[ "${KEEP:-0}" = 1 ] || rm -rf "$dir"
+	done
+done
+python3 - "$res" <<'PY'
+import json, math, sys
+pts = [json.loads(l) for l in open(sys.argv[1])]
+for kind in sorted({p["kind"] for p in pts}):
+    ps = sorted((p for p in pts if p["kind"] == kind), key=lambda p: p["n"])
+    if len(ps) < 2:
+        continue
+    for fig in ("build_cpu_s", "build_wall_s", "build_maxrss_mb", "index_mb", "qps"):
+        xs = [math.log(p["n"]) for p in ps if p.get(fig)]; ys = [math.log(p[fig]) for p in ps if p.get(fig)]
+        if len(xs) < 2:
+            continue
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+        print("%s %s: exponent %.2f over n = %s" % (kind, fig, b, [p["n"] for p in ps]))
+PY
