@@ -95,6 +95,11 @@ int cs_json_load_buf(const char *buf, size_t len, const char *name, json_t **out
  */
 int cs_json_canonical(const json_t *v, char **out, size_t *len, cs_err *e);
 
+/* 1 if the JSON array a (NULL or not an array: none) holds the string s. */
+int cs_json_has_string(const json_t *a, const char *s);
+/* 1 if the NULL-terminated list (NULL: empty) holds s. */
+int cs_in_list(const char *const *list, const char *s);
+
 /* Write buf to path atomically (temp file, fsync, rename, fsync dir) with mode. */
 int cs_write_file_atomic(const char *path, const void *buf, size_t len, unsigned mode, cs_err *e);
 

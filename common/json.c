@@ -366,3 +366,22 @@ int cs_json_canonical(const json_t *v, char **out, size_t *len, cs_err *e)
 		*len = b.len;
 	return 0;
 }
+
+int cs_json_has_string(const json_t *a, const char *s)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(a, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), s))
+			return 1;
+	return 0;
+}
+
+int cs_in_list(const char *const *list, const char *s)
+{
+	for (size_t i = 0; list && list[i]; i++)
+		if (!strcmp(list[i], s))
+			return 1;
+	return 0;
+}

@@ -90,17 +90,6 @@ static void finding(json_t *f, const char *text)
 	json_array_append_new(f, json_string(text));
 }
 
-static int has_str(const json_t *a, const char *s)
-{
-	size_t i;
-	json_t *v;
-
-	json_array_foreach(a, i, v)
-		if (json_is_string(v) && !strcmp(json_string_value(v), s))
-			return 1;
-	return 0;
-}
-
 /* Does a spec's tag set match a rule's selection (rule.c's semantics)? */
 static int matches(const json_t *spec, const json_t *sel, const char *id)
 {
@@ -109,14 +98,14 @@ static int matches(const json_t *spec, const json_t *sel, const char *id)
 	size_t i;
 
 	json_array_foreach(json_object_get(sel, "tags"), i, v)
-		if (!has_str(tags, json_string_value(v)))
+		if (!cs_json_has_string(tags, json_string_value(v)))
 			return 0;
 	json_array_foreach(json_object_get(sel, "not_tags"), i, v)
-		if (has_str(tags, json_string_value(v)))
+		if (cs_json_has_string(tags, json_string_value(v)))
 			return 0;
 	/* the plan maps the spec to id; a selection naming another hypothesis sees what serves it */
 	if (h && strcmp(h, id) &&
-	    !has_str(json_object_get(json_object_get(spec, "eff"), "hypotheses"), h))
+	    !cs_json_has_string(json_object_get(json_object_get(spec, "eff"), "hypotheses"), h))
 		return 0;
 	return 1;
 }
@@ -172,14 +161,6 @@ static const char *const not_knobs[] = {"tags", "hypotheses", "notes", "samplers
 					"queries", "query_count", "duration_s", "cold",
 					"cold_each_query", NULL}; /* the last two: the cold mode */
 
-static int in_list(const char *const *list, const char *s)
-{
-	for (size_t i = 0; list && list[i]; i++)
-		if (!strcmp(list[i], s))
-			return 1;
-	return 0;
-}
-
 /* The knobs in which two effective specs differ (new array of names). */
 static json_t *knob_diff(const json_t *a, const json_t *b)
 {
@@ -192,11 +173,11 @@ static json_t *knob_diff(const json_t *a, const json_t *b)
 		    json_is_string(json_object_get(b, "device"));
 
 	json_object_foreach((json_t *) a, k, v)
-		if (!in_list(not_knobs, k) && (timed || strcmp(k, "device_time")) &&
+		if (!cs_in_list(not_knobs, k) && (timed || strcmp(k, "device_time")) &&
 		    !same_value(v, json_object_get(b, k)))
 			json_array_append_new(out, json_string(k));
 	json_object_foreach((json_t *) b, k, v)
-		if (!in_list(not_knobs, k) && (timed || strcmp(k, "device_time")) &&
+		if (!cs_in_list(not_knobs, k) && (timed || strcmp(k, "device_time")) &&
 		    !json_object_get(a, k) && !same_value(NULL, v))
 			json_array_append_new(out, json_string(k));
 	return out;
@@ -212,12 +193,12 @@ static int explained(const json_t *factor, const char *k, int *label_used)
 	json_array_foreach(factor, i, t) {
 		const char *s = json_string_value(t);
 
-		if (strcmp(s, "baseline") && in_list(harness_tag_knobs(s), k))
+		if (strcmp(s, "baseline") && cs_in_list(harness_tag_knobs(s), k))
 			return 1;
 		label |= strcmp(s, "baseline") && !harness_tag_knobs(s);
 	}
 	/* "buffers-tiny" against "baseline": one baseline knob, the one the label names */
-	if (label && has_str(factor, "baseline") && in_list(harness_tag_knobs("baseline"), k) &&
+	if (label && cs_json_has_string(factor, "baseline") && cs_in_list(harness_tag_knobs("baseline"), k) &&
 	    !*label_used) {
 		*label_used = 1;
 		return 1;
@@ -231,7 +212,7 @@ static int trace_metric(const char *m)
 	static const char *const t[] = {"engine_reads", "reads_per_query", "bytes_per_read",
 					"recall_at_k", "results_digest", "queries", NULL};
 
-	return in_list(t, m);
+	return cs_in_list(t, m);
 }
 
 /* Knobs that cannot reach metric m when both specs run as eff a and b. */
@@ -247,9 +228,9 @@ static int no_path(const char *m, const char *k, const json_t *a, const json_t *
 		   !strcmp(ta, "virtual") && !strcmp(tb, "virtual");
 
 	if (trace_metric(m))
-		return in_list(trace_blind, k);
+		return cs_in_list(trace_blind, k);
 	if (!strcmp(m, "engine_read_ms_mean") && virt)
-		return in_list(model_blind, k);
+		return cs_in_list(model_blind, k);
 	return 0;
 }
 
@@ -316,7 +297,7 @@ static void check_pair(cfctx *c, const json_t *ts, const json_t *bs, const json_
 	const char *pb = json_string_value(json_object_get(bs, "path"));
 	const char *ma = cold_mode(a), *mb = cold_mode(b);
 	json_t *qa = query_set(a), *qb = query_set(b), *d = knob_diff(a, b), *v;
-	int cache_factor = has_str(factor, "warm"); /* cold against warm: the cache state is the factor */
+	int cache_factor = cs_json_has_string(factor, "warm"); /* cold against warm: the cache state is the factor */
 	int label_used = 0;
 	char f[1024];
 	size_t i;
@@ -384,10 +365,10 @@ static json_t *factor_of(const json_t *sa, const json_t *sb)
 	size_t i;
 
 	json_array_foreach(ta, i, v)
-		if (!has_str(tb, json_string_value(v)))
+		if (!cs_json_has_string(tb, json_string_value(v)))
 			json_array_append(f, v);
 	json_array_foreach(tb, i, v)
-		if (!has_str(ta, json_string_value(v)))
+		if (!cs_json_has_string(ta, json_string_value(v)))
 			json_array_append(f, v);
 	return f;
 }

@@ -695,14 +695,6 @@ static const struct {
 	{NULL, NULL},
 };
 
-static int in_list(const char *const *list, const char *s)
-{
-	for (size_t i = 0; list[i]; i++)
-		if (!strcmp(list[i], s))
-			return 1;
-	return 0;
-}
-
 /* "<prefix><digits>" */
 static int numbered(const char *s, const char *prefix)
 {
@@ -716,20 +708,9 @@ static int numbered(const char *s, const char *prefix)
 	return 1;
 }
 
-static int has_tag(const json_t *tags, const char *t)
-{
-	size_t i;
-	json_t *v;
-
-	json_array_foreach(tags, i, v)
-		if (json_is_string(v) && !strcmp(json_string_value(v), t))
-			return 1;
-	return 0;
-}
-
 static void add_tag(json_t *tags, const char *t)
 {
-	if (!has_tag(tags, t))
+	if (!cs_json_has_string(tags, t))
 		json_array_append_new(tags, json_string(t));
 }
 
@@ -881,10 +862,10 @@ int harness_run_tags(const json_t *eff, const json_t *defaults, const char *kind
 
 		if (!s)
 			continue;
-		vocab = in_list(tag_vocab, s) || numbered(s, "fanout") || numbered(s, "ef") ||
+		vocab = cs_in_list(tag_vocab, s) || numbered(s, "fanout") || numbered(s, "ef") ||
 			numbered(s, "clients") || numbered(s, "probe") || numbered(s, "rescore") ||
-			(kind && *kind && in_list(kind_tags, s));
-		if (vocab && !has_tag(t, s)) {
+			(kind && *kind && cs_in_list(kind_tags, s));
+		if (vocab && !cs_json_has_string(t, s)) {
 			char w[64], *have = json_dumps(t, JSON_COMPACT);
 
 			snprintf(w, sizeof(w), "$.tags[%zu]", i);

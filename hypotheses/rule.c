@@ -314,18 +314,6 @@ static void push(ectx *c, json_t *arr, json_t *v)
 	}
 }
 
-/* 1 if the string array a (may be NULL) contains s. */
-static int has_str(const json_t *a, const char *s)
-{
-	size_t i;
-	json_t *t;
-
-	json_array_foreach(a, i, t)
-		if (strcmp(json_string_value(t), s) == 0)
-			return 1;
-	return 0;
-}
-
 /* Does run match the selection? */
 static int selected(const json_t *run, const json_t *sel)
 {
@@ -336,13 +324,13 @@ static int selected(const json_t *run, const json_t *sel)
 	json_t *t;
 
 	json_array_foreach(json_object_get(sel, "tags"), i, t)
-		if (!has_str(tags, json_string_value(t)))
+		if (!cs_json_has_string(tags, json_string_value(t)))
 			return 0;
 	json_array_foreach(json_object_get(sel, "not_tags"), i, t)
-		if (has_str(tags, json_string_value(t)))
+		if (cs_json_has_string(tags, json_string_value(t)))
 			return 0;
 	h = json_object_get(sel, "hypothesis");
-	if (h && !has_str(hyps, json_string_value(h)))
+	if (h && !cs_json_has_string(hyps, json_string_value(h)))
 		return 0;
 	return 1;
 }

@@ -115,26 +115,7 @@ const char *report_tri(int result)
 /* Does run r serve hypothesis id? */
 static int serves(const json_t *r, const char *id)
 {
-	const json_t *hs = json_object_get(r, "hypotheses");
-	size_t i;
-	json_t *v;
-
-	json_array_foreach(hs, i, v)
-		if (json_is_string(v) && !strcmp(json_string_value(v), id))
-			return 1;
-	return 0;
-}
-
-/* Is s in the array of strings a? */
-static int in_strings(const json_t *a, const char *s)
-{
-	size_t i;
-	json_t *v;
-
-	json_array_foreach(a, i, v)
-		if (json_is_string(v) && !strcmp(json_string_value(v), s))
-			return 1;
-	return 0;
+	return cs_json_has_string(json_object_get(r, "hypotheses"), id);
 }
 
 static int is_class_tag(const char *t)
@@ -151,11 +132,11 @@ static int same_tags(const json_t *a, const json_t *b)
 
 	json_array_foreach(a, i, v)
 		if (json_is_string(v) && !is_class_tag(json_string_value(v)) &&
-		    !in_strings(b, json_string_value(v)))
+		    !cs_json_has_string(b, json_string_value(v)))
 			return 0;
 	json_array_foreach(b, i, v)
 		if (json_is_string(v) && !is_class_tag(json_string_value(v)) &&
-		    !in_strings(a, json_string_value(v)))
+		    !cs_json_has_string(a, json_string_value(v)))
 			return 0;
 	return 1;
 }
@@ -238,9 +219,9 @@ static int judge(gather *g, const char *id, json_t **out, cs_err *e)
 		if (exploratory) {
 			if (!json_is_true(json_object_get(r, "holdout")) && serves(r, id))
 				json_array_append(runs, r);
-		} else if (!strcmp(cls, "design") && in_strings(decide, sha)) {
+		} else if (!strcmp(cls, "design") && cs_json_has_string(decide, sha)) {
 			json_array_append(runs, r);
-		} else if (!strcmp(cls, "sceptic") && in_strings(sceptic, sha)) {
+		} else if (!strcmp(cls, "sceptic") && cs_json_has_string(sceptic, sha)) {
 			json_array_append(sruns, r);
 		}
 	}
