@@ -20,8 +20,7 @@ BASE=${DEMO_BASE:-fashion-mnist:train}
 QUERIES=${DEMO_QUERIES:-fashion-mnist:test}
 t_start=$(date +%s)
 
-step() { printf '\n== %s\n' "$*"; }
-die() { echo "demo: $*" >&2; exit 1; }
+. "$top/scripts/demo-lib.sh"
 
 rm -rf "$W"
 mkdir -p "$W"
@@ -46,51 +45,21 @@ export COLDSTUDY_PRODUCTION_REGISTRY="${COLDSTUDY_PRODUCTION_REGISTRY:-$W/produc
 
 step "clone it (runs never touch production) and validate"
 "$CS" clone work/prod-index work/clone --study "$S" >/dev/null
-if "$CS" validate "$S" --quiet; then
-	echo "validate: all checks passed"
-else
-	echo "validate: a check failed; retrying with --allow-no-device-stats (recorded as a deviation)"
-	"$CS" validate "$S" --quiet --allow-no-device-stats || die "validate failed: see '$CS validate $S'"
-fi
+validate_study
 
 step "design runs (gp3 runs: every read waits its modelled completion in real time)"
-for f in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["plan"]["design"]))' study.json); do
-	printf '%-40s ' "$f"
-	"$CS" run "$S" "$f" -q || die "run $f failed (exit $?)"
-done
+# shellcheck disable=SC2046
+run_specs run $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["plan"]["design"]))' study.json)
 
 step "sceptic runs (each hypothesis's deciding runs again on queries 1000-1199)"
-for f in sceptic/*.json; do
-	printf '%-40s ' "$f"
-	"$CS" run "$S" "$f" -q || die "sceptic run $f failed (exit $?)"
-done
+run_specs "sceptic run" sceptic/*.json
 
 step "holdout predictions (the plan's targets and metrics), then the holdout runs"
 "$CS" holdout predict "$S"
-for f in holdout/*.json; do
-	printf '%-40s ' "$f"
-	"$CS" run "$S" "$f" -q || die "holdout run $f failed (exit $?)"
-done
+run_specs "holdout run" holdout/*.json
 
-step "the runs (every column: $W/runs.csv)"
-"$CS" runs "$S"
-"$CS" runs "$S" --csv > ../runs.csv
-
-step "score, verdicts, report"
-score_rc=0
-"$CS" holdout score "$S" > score.txt || score_rc=$?
-cat score.txt
-[ "$score_rc" = 0 ] || [ "$score_rc" = 6 ] || die "holdout score failed (exit $score_rc)"
-verdicts_rc=0
-"$CS" verdicts "$S" > verdicts.txt || verdicts_rc=$?
+finish_study
 "$CS" verdicts "$S" --json > verdicts.json || true
-cat verdicts.txt
-[ "$verdicts_rc" = 0 ] || [ "$verdicts_rc" = 6 ] || die "verdicts failed (exit $verdicts_rc)"
-"$CS" report "$S" --out ../report && echo "report: $W/report/report.md"
-
-step "the log"
-"$CS" log verify "$S"
-"$CS" log checkpoint "$S" > ../checkpoint.txt
 
 step "each verdict beside the blog's figure"
 python3 - "$top/studies/disk-tier/hypotheses" verdicts.json <<'PY'

@@ -36,8 +36,7 @@ P=${DEMO_PARTITIONS:-64}
 EFC=${DEMO_EF_CONSTRUCTION:-64}
 t_start=$(date +%s)
 
-step() { printf '\n== %s\n' "$*"; }
-die() { echo "demo: $*" >&2; exit 1; }
+. "$top/scripts/demo-lib.sh"
 
 rm -rf "$W"
 mkdir -p "$W"
@@ -85,73 +84,33 @@ for i in 1 2 3 4 5 6 7 8 9 10; do hyps="$hyps $top/studies/cold-query/hypotheses
 
 step "clone it (runs never touch production) and validate (each hypothesis must be able to fail: can-fail:Hn)"
 "$CS" clone work/prod-index work/clone --study "$S"
-vrc=0
-"$CS" validate "$S" --quiet || vrc=$?
-if [ "$vrc" = 0 ]; then
-	echo "validate: all checks passed"
-elif [ "$vrc" = 3 ]; then
-	die "validate refused (a hypothesis cannot fail, or a guard): see '$CS validate $S'"
-else
-	echo "validate: a check failed; retrying with --allow-no-device-stats (recorded as a deviation)"
-	"$CS" validate "$S" --quiet --allow-no-device-stats || die "validate failed: see '$CS validate $S'"
-fi
+validate_study
 
 step "design runs"
-for r in gate-cold-each-serial-hdd gate-cold-serial-hdd gate-cold-fanout16-hdd gate-warm-serial \
+design="gate-cold-each-serial-hdd gate-cold-serial-hdd gate-cold-fanout16-hdd gate-warm-serial \
 	gate-cold-serial gate-cold-serial-ef20 gate-cold-serial-buffers-tiny \
 	gate-cold-serial-buffers-large partition-cold-serial partition-cold-serial-client-alt \
 	partition-cold-serial-hdd partition-cold-each-serial-hdd partition-cold-serial-ssd \
 	partition-cold-serial-nvme partition-prewarm-serial-hdd partition-prewarm-other-serial-hdd \
 	partition-cold-serial-hdd-load partition-cold-serial-hdd-bulkwrite partition-spread-p12-ssd \
-	partition-spread-p25-hdd; do
-	printf '%-40s ' "$r"
-	"$CS" run "$S" "$r.json" -q || die "run $r failed (exit $?)"
-done
+	partition-spread-p25-hdd"
+# shellcheck disable=SC2046
+run_specs run $(for r in $design; do echo "$r.json"; done)
 
 step "sceptic runs (the plan's attempts to refute H1, H2, H5, H7, H8, H10)"
-for f in sceptic/*.json; do
-	printf '%-40s ' "$f"
-	"$CS" run "$S" "$f" -q || die "sceptic run $f failed (exit $?)"
-done
+run_specs "sceptic run" sceptic/*.json
 
 step "post hoc: H11 registered after the design runs, and one exploratory run (not in the plan)"
 "$CS" register "$S" "$top/studies/cold-query/hypotheses/post-hoc/H11.json"
-for f in explore/*.json; do
-	printf '%-40s ' "$f"
-	"$CS" run "$S" "$f" -q || die "exploratory run $f failed (exit $?)"
-done
+run_specs "exploratory run" explore/*.json
 
 step "holdout predictions: the plan's targets and metrics (frozen at the first holdout run)"
 "$CS" holdout predict "$S"
 
 step "holdout runs (partitions and queries no design run used; holdout by the plan, no flag)"
-for f in holdout/*.json; do
-	printf '%-40s ' "$f"
-	"$CS" run "$S" "$f" -q || die "holdout run $f failed (exit $?)"
-done
+run_specs "holdout run" holdout/*.json
 
-step "the runs (every column: $W/runs.csv; one run: coldstudy run show S R0001)"
-"$CS" runs "$S"
-"$CS" runs "$S" --csv > ../runs.csv
-
-step "score, verdicts, report"
-# exit 6: the registered test failed (the study's result, not the demo's failure)
-score_rc=0
-"$CS" holdout score "$S" > score.txt || score_rc=$?
-cat score.txt
-[ "$score_rc" = 0 ] || [ "$score_rc" = 6 ] || die "holdout score failed (exit $score_rc)"
-verdicts_rc=0
-"$CS" verdicts "$S" > verdicts.txt || verdicts_rc=$?
-cat verdicts.txt
-[ "$verdicts_rc" = 0 ] || [ "$verdicts_rc" = 6 ] || die "verdicts failed (exit $verdicts_rc)"
-if "$CS" report --help >/dev/null 2>&1; then
-	"$CS" report "$S" --out ../report && echo "report: $W/report/report.md"
-fi
-
-step "the log"
-"$CS" log verify "$S"
-"$CS" log checkpoint "$S" > ../checkpoint.txt
-cat ../checkpoint.txt
+finish_study
 
 step "key figures"
 grep -iE 'median|mdape|inside|pass|fail|independent' score.txt || true

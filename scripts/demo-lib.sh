@@ -1,0 +1,56 @@
+# Steps both demo studies take (sourced by scripts/demo.sh and
+# scripts/demo-disk-tier.sh, with CS, S and W set and the cwd the study's
+# run specs' folder).
+
+step() { printf '\n== %s\n' "$*"; }
+die() { echo "demo: $*" >&2; exit 1; }
+
+# run_specs WHAT FILE...: one run a spec, its id beside its file; WHAT names them in a failure.
+run_specs() {
+	what=$1
+	shift
+	for f in "$@"; do
+		printf '%-40s ' "$f"
+		"$CS" run "$S" "$f" -q || die "$what $f failed (exit $?)"
+	done
+}
+
+# validate_study: validate; a refusal (exit 3: a hypothesis cannot fail, or a guard) ends
+# the demo; another failed check is retried with --allow-no-device-stats (a deviation).
+validate_study() {
+	vrc=0
+	"$CS" validate "$S" --quiet || vrc=$?
+	if [ "$vrc" = 0 ]; then
+		echo "validate: all checks passed"
+	elif [ "$vrc" = 3 ]; then
+		die "validate refused (a hypothesis cannot fail, or a guard): see '$CS validate $S'"
+	else
+		echo "validate: a check failed; retrying with --allow-no-device-stats (recorded as a deviation)"
+		"$CS" validate "$S" --quiet --allow-no-device-stats || die "validate failed: see '$CS validate $S'"
+	fi
+}
+
+# finish_study: the runs table and CSV, the score, the verdicts, the report and the log.
+# Exit 6 from score or verdicts is the registered test failing (the study's result, not
+# the demo's failure).
+finish_study() {
+	step "the runs (every column: $W/runs.csv; one run: coldstudy run show S R0001)"
+	"$CS" runs "$S"
+	"$CS" runs "$S" --csv > ../runs.csv
+
+	step "score, verdicts, report"
+	score_rc=0
+	"$CS" holdout score "$S" > score.txt || score_rc=$?
+	cat score.txt
+	[ "$score_rc" = 0 ] || [ "$score_rc" = 6 ] || die "holdout score failed (exit $score_rc)"
+	verdicts_rc=0
+	"$CS" verdicts "$S" > verdicts.txt || verdicts_rc=$?
+	cat verdicts.txt
+	[ "$verdicts_rc" = 0 ] || [ "$verdicts_rc" = 6 ] || die "verdicts failed (exit $verdicts_rc)"
+	"$CS" report "$S" --out ../report && echo "report: $W/report/report.md"
+
+	step "the log"
+	"$CS" log verify "$S"
+	"$CS" log checkpoint "$S" > ../checkpoint.txt
+	cat ../checkpoint.txt
+}
