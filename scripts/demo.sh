@@ -50,10 +50,15 @@ sed -e "s|\"fashion-mnist:train\"|\"$BASE\"|" -e "s|\"fashion-mnist:test\"|\"$QU
 if [ "$P" != 64 ]; then
 	for f in holdout/*.json; do
 		sed -i -e "s/\"partitions\": \[37\]/\"partitions\": [$((37 % P))]/" \
-			-e "s/\"partitions\": \[51\]/\"partitions\": [$((51 % P))]/" "$f"
+			-e "s/\"partitions\": \[51\]/\"partitions\": [$((51 % P))]/" \
+			-e "s/\"partitions\": \[44\]/\"partitions\": [$((44 % P))]/" "$f"
 	done
 	sed -i "s/\"partitions\": \[12\]/\"partitions\": [$((12 % P))]/" partition-spread-p12-ssd.json
 	sed -i "s/\"partitions\": \[25\]/\"partitions\": [$((25 % P))]/" partition-spread-p25-hdd.json
+	for q in 58:hdd 27:ssd 29:nvme 16:hdd; do
+		sed -i "s/\"partitions\": \[${q%%:*}\]/\"partitions\": [$((${q%%:*} % P))]/" \
+			"partition-spread-p${q%%:*}-${q#*:}.json"
+	done
 	for f in sceptic/partition9-*.json; do
 		sed -i "s/\"partitions\": \[9\]/\"partitions\": [$((9 % P))]/" "$f"
 	done
@@ -87,15 +92,9 @@ step "clone it (runs never touch production) and validate (each hypothesis must 
 validate_study
 
 step "design runs"
-design="gate-cold-each-serial-hdd gate-cold-serial-hdd gate-cold-fanout16-hdd gate-warm-serial \
-	gate-cold-serial gate-cold-serial-ef20 gate-cold-serial-buffers-tiny \
-	gate-cold-serial-buffers-large partition-cold-serial partition-cold-serial-client-alt \
-	partition-cold-serial-hdd partition-cold-each-serial-hdd partition-cold-serial-ssd \
-	partition-cold-serial-nvme partition-prewarm-serial-hdd partition-prewarm-other-serial-hdd \
-	partition-cold-serial-hdd-load partition-cold-serial-hdd-bulkwrite partition-spread-p12-ssd \
-	partition-spread-p25-hdd"
+# the plan's design runs, in its order (study.json is the one list)
 # shellcheck disable=SC2046
-run_specs run $(for r in $design; do echo "$r.json"; done)
+run_specs run $(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))["plan"]["design"]))' study.demo.json)
 
 step "sceptic runs (the plan's attempts to refute H1, H2, H5, H7, H8, H10)"
 run_specs "sceptic run" sceptic/*.json
