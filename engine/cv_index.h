@@ -58,6 +58,19 @@ CV_API cv_metric cv_index_metric(const cv_index *ix);
 /* Partitions of a phnsw index; 1 for other kinds. */
 CV_API unsigned cv_index_partitions(const cv_index *ix);
 
+/*
+ * What one partition holds, from the index's own structure (no page is
+ * read, so asking leaves a cold index cold): its vectors and its index
+ * file's 8 KB pages. For "paged", partition 0 is the whole index.
+ */
+typedef struct cv_partition_info {
+	uint64_t elements; /* vectors the partition indexes */
+	uint64_t pages;    /* 8 KB pages of its index file (meta page included) */
+} cv_partition_info;
+
+/* Partition p's figures: 0, -ENOTSUP for kinds without pages, -ERANGE past the last. */
+CV_API int cv_index_partition_info(const cv_index *ix, unsigned p, cv_partition_info *out);
+
 /* Drop the buffer pool's contents (a cold query starts with an empty pool). */
 CV_API void cv_index_drop_buffers(cv_index *ix);
 

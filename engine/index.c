@@ -218,6 +218,16 @@ CV_API unsigned cv_index_partitions(const cv_index *ix)
 	return ix->ops->partitions ? ix->ops->partitions(ix->state) : 1;
 }
 
+CV_API int cv_index_partition_info(const cv_index *ix, unsigned p, cv_partition_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!ix->ops->partition_info)
+		return -ENOTSUP;
+	if (p >= cv_index_partitions(ix))
+		return -ERANGE;
+	return ix->ops->partition_info(ix->state, p, out);
+}
+
 CV_API void cv_index_drop_buffers(cv_index *ix)
 {
 	if (ix->ops->drop_buffers)

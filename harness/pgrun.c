@@ -708,6 +708,7 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 	json_object_set_new(m, "results_digest", json_null()); /* not computed on a PostgreSQL target */
 	json_object_set_new(m, "engine_reads", json_integer((json_int_t) reads));
 	json_object_set_new(m, "engine_read_ms_mean", harness_num_or_null(reads ? rms / (double) reads : NAN));
+	json_object_set_new(m, "engine_iops", harness_num_or_null(wall_s > 0 ? (double) reads / wall_s : NAN));
 	json_object_set_new(m, "reads_per_query", harness_num_or_null(n ? (double) reads / (double) n : NAN));
 	json_object_set_new(m, "bytes_per_read",
 			    reads ? json_real((double) R->block_size) : json_null());

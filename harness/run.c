@@ -595,6 +595,8 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 	json_object_set_new(m, "engine_reads", json_integer((json_int_t) all->reads));
 	json_object_set_new(m, "engine_read_ms_mean",
 			    harness_num_or_null(all->reads ? read_ms / (double) all->reads : NAN));
+	json_object_set_new(m, "engine_iops",
+			    harness_num_or_null(wall_s > 0 ? (double) all->reads / wall_s : NAN));
 	json_object_set_new(m, "reads_per_query",
 			    harness_num_or_null(n ? (double) all->reads / (double) n : NAN));
 	json_object_set_new(m, "bytes_per_read",

@@ -568,6 +568,65 @@ static void read_kind(const char *dir, char *out, size_t cap)
 	free(buf);
 }
 
+/*
+ * The index's own figures for the partitions a run searches (all of them
+ * when the spec names none): how many, and the mean vectors and index
+ * pages of one, so a model can predict reads from what a target searches
+ * rather than from the runs it happened to follow. Read from the catalog
+ * and the files' sizes: a cold index stays cold. Null where it will not open.
+ */
+static void paged_features(json_t *f, const char *dir, const json_t *parts)
+{
+	cv_index *ix = NULL;
+	cv_open_opts oo;
+	unsigned np;
+	double el = 0, pg = 0;
+	size_t n = 0, i;
+	const json_t *v;
+
+	json_object_set_new(f, "partitions", json_is_array(parts)
+						     ? json_integer((json_int_t) json_array_size(parts))
+						     : json_null());
+	json_object_set_new(f, "partition_elements", json_null());
+	json_object_set_new(f, "partition_pages", json_null());
+	cv_open_opts_default(&oo);
+	oo.buffers_bytes = 1u << 20;
+	if (!dir || cv_index_open(dir, &oo, &ix, NULL))
+		return;
+	np = cv_index_partitions(ix);
+	if (!json_is_array(parts))
+		json_object_set_new(f, "partitions", json_integer((json_int_t) np));
+	for (unsigned p = 0; p < np; p++) {
+		cv_partition_info pi;
+		int searched = !json_is_array(parts);
+
+		json_array_foreach(parts, i, v)
+			searched |= json_is_integer(v) && json_integer_value(v) == (json_int_t) p;
+		if (!searched || cv_index_partition_info(ix, p, &pi))
+			continue;
+		el += (double) pi.elements;
+		pg += (double) pi.pages;
+		n++;
+	}
+	if (n) {
+		json_object_set_new(f, "partition_elements", json_real(el / (double) n));
+		json_object_set_new(f, "partition_pages", json_real(pg / (double) n));
+	}
+	cv_index_close(ix);
+}
+
+/* A modelled device's mean service time at queue depth one (the profile's), or null. */
+static void device_features(json_t *f, const json_t *device)
+{
+	cv_device *dev = NULL;
+
+	json_object_set_new(f, "device_mean_ms", json_null());
+	if (!json_is_string(device) || cv_device_new(json_string_value(device), 1, &dev, NULL))
+		return;
+	json_object_set_new(f, "device_mean_ms", json_real(cv_device_mean_ms(dev)));
+	cv_device_free(dev);
+}
+
 int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 {
 	json_t *eff = NULL, *f, *parts, *qc, *v;
@@ -616,26 +675,13 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 		qc = json_object_get(json_object_get(eff, "queries"), "count");
 	json_object_set(f, "queries", qc ? qc : json_null());
 	parts = json_object_get(eff, "partitions");
-	if (json_is_array(parts)) {
+	if (!strcmp(kind, "phnsw") || !strcmp(kind, "paged"))
+		paged_features(f, dir, parts);
+	else if (json_is_array(parts))
 		json_object_set_new(f, "partitions", json_integer((json_int_t) json_array_size(parts)));
-	} else if (!strcmp(kind, "phnsw")) {
-		cv_index *ix = NULL;
-		cv_open_opts oo;
-
-		cv_open_opts_default(&oo);
-		oo.buffers_bytes = 1u << 20;
-		if (cv_index_open(dir, &oo, &ix, NULL) == 0) {
-			json_object_set_new(f, "partitions",
-					    json_integer((json_int_t) cv_index_partitions(ix)));
-			cv_index_close(ix);
-		} else {
-			json_object_set_new(f, "partitions", json_null());
-		}
-	} else {
-		json_object_set_new(f, "partitions", json_integer(kind[0] ? 1 : 0));
-		if (!kind[0])
-			json_object_set_new(f, "partitions", json_null());
-	}
+	else
+		json_object_set_new(f, "partitions", kind[0] ? json_integer(1) : json_null());
+	device_features(f, json_object_get(eff, "device"));
 	json_decref(eff);
 	*features = f;
 	return 0;

@@ -13,16 +13,25 @@
  *  - "io": the seed's I/O model. For a cold run,
  *        wall = reads x per-read latency / effective concurrency + queries x cpu
  *    with reads = queries x partitions x reads per partition query (fitted
- *    per index kind and search knobs), per-read latency and effective
- *    concurrency fitted per (device, concurrency = clients x fanout), and
- *    cpu per query from warm runs. It predicts wall_s, qps, lat_mean_ms,
- *    engine_reads, reads_per_query and engine_read_ms_mean.
+ *    per index kind and search knobs, each design run's figure scaled to
+ *    the target's partition size by a size elasticity: d log reads /
+ *    d log partition_pages, one slope fitted within knob groups and shrunk
+ *    towards 0.5 +- 0.5), per-read latency and effective concurrency
+ *    fitted per (device, concurrency = clients x fanout), and cpu per
+ *    query from warm runs. A device no design run used takes its latency
+ *    from its profile (feature device_mean_ms) times the median ratio
+ *    measured / profile over the design's devices, whose spread widens the
+ *    band. It predicts wall_s, qps, lat_mean_ms, engine_reads,
+ *    reads_per_query, engine_read_ms_mean and engine_iops (reads / wall).
  *  - "loglinear": least squares of log(metric) on the logs of the numeric
  *    knobs, the cold flag and one-hot device/mode/strategy/kind.
  *  - "auto": io where it applies, else loglinear.
  * Bands come from the fit's own residual spread: leave-one-out log
- * residuals of the io model (empirical 2.5/97.5% quantiles from 20
- * residuals up, a t interval below that), and for the regression the
+ * residuals of the io model, a t interval on the log scale whose variance
+ * adds the components a metric uses (reads per query scaled to the
+ * target's query count, latency, concurrency, the elasticity over the
+ * size step, a device prior's calibration) with Welch-Satterthwaite
+ * degrees of freedom; for the regression the
  * t interval with leverage, pred x exp(+-t s sqrt(1 + x'(X'X)^-1 x)).
  * For the reads per partition query, design runs that searched the same
  * partitions with the same query rows (holdout_obs.spec) count once: they

@@ -72,6 +72,9 @@ static const char *const knob_keys[] = {"kind", "partitions", "ef_search", "sear
 					"rescore_limit", "buffers_bytes", "prewarm", "cold_each_query", NULL};
 static const char *const io_keys[] = {"device", "strategy", "load_readers", "bulkwrite",
 				      "prewarm", "client_cpus", NULL};
+/* The same, less the device: runs that would share a group but for it. */
+static const char *const io_keys_nodev[] = {"strategy", "load_readers", "bulkwrite", "prewarm",
+					    "client_cpus", NULL};
 
 static void group_key(const json_t *f, const char *const *keys, int with_conc, char *buf,
 		      size_t len)
@@ -103,15 +106,124 @@ static void io_key(const json_t *f, char *buf, size_t len)
 	group_key(f, io_keys, 1, buf, len);
 }
 
+static void io_key_nodev(const json_t *f, char *buf, size_t len)
+{
+	group_key(f, io_keys_nodev, 1, buf, len);
+}
+
 /* ---------------- the I/O model ---------------- */
 
 typedef struct {
-	double rpp;     /* reads per partition query */
+	double rpp;     /* reads per partition query, at the target's partition size */
 	double lat_ms;  /* per-read latency */
 	double eff;     /* effective concurrency */
 	double cpu_s;   /* cpu seconds per partition query */
-	size_t n_rpp, n_io, n_cpu;
+	double elast;   /* d log(reads per partition query) / d log(partition pages) */
+	double elast_sd;
+	double dx;      /* mean log(target pages / run pages) over the reads runs */
+	size_t n_rpp, n_io, n_cpu, n_elast;
+	/* a device no design run used: latency from its profile, calibrated */
+	int prior;
+	double calib, calib_var; /* median and variance of log(measured / profile) */
+	size_t n_calib;
 } io_fit;
+
+/*
+ * The size elasticity of reads: how a partition query's reads grow with the
+ * pages of the partition it searches. Fitted within knob groups (each
+ * group's own level, one slope) over cold design runs with distinct reads
+ * identities, and shrunk towards a prior of 0.5 +- 0.5 (between a walk
+ * whose reads do not grow with the graph and one that reads a fixed share
+ * of it) by the groups' residual variance: where the design's partitions
+ * hardly differ in size the prior decides, where they do the runs do.
+ */
+#define ELAST_PRIOR 0.5
+#define ELAST_PRIOR_SD 0.5
+
+static double log_pages(const json_t *f)
+{
+	double v;
+
+	return get_num(f, "partition_pages", &v) || v <= 0 ? NAN : log(v);
+}
+
+static void reads_identity(const holdout_obs *o, char *buf, size_t len);
+static double pq_of(const json_t *f, const json_t *m);
+static unsigned char *reads_repeats(const holdout_obs *d, size_t n);
+
+static void fit_elasticity(const holdout_obs *d, size_t n, size_t skip, io_fit *fit)
+{
+	char ki[1024], kj[1024];
+	unsigned char *rep = reads_repeats(d, n), *done = calloc(n ? n : 1, 1);
+	double sxx = 0, sxy = 0, rss = 0, prec;
+	size_t dof = 0, m = 0;
+
+	fit->elast = ELAST_PRIOR;
+	fit->elast_sd = ELAST_PRIOR_SD;
+	fit->n_elast = 0;
+	if (!done)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		double xs = 0, ys = 0, reads, x, pq;
+		size_t g = 0, gi;
+
+		if (done[i] || i == skip || !is_cold(d[i].features) || (rep && rep[i]))
+			continue;
+		knob_key(d[i].features, ki, sizeof(ki));
+		/* the group of i: every later run with its knobs */
+		for (size_t j = i; j < n; j++) {
+			pq = pq_of(d[j].features, d[j].metrics);
+			if (done[j] || j == skip || !is_cold(d[j].features) || (rep && rep[j]))
+				continue;
+			knob_key(d[j].features, kj, sizeof(kj));
+			if (strcmp(ki, kj))
+				continue;
+			done[j] = 1;
+			x = log_pages(d[j].features);
+			if (isnan(x) || get_num(d[j].metrics, "engine_reads", &reads) || reads <= 0 ||
+			    pq <= 0)
+				continue;
+			done[j] = 2;
+			xs += x;
+			ys += log(reads / pq);
+			g++;
+		}
+		if (g < 2)
+			continue;
+		xs /= (double) g;
+		ys /= (double) g;
+		gi = 0;
+		for (size_t j = i; j < n; j++) {
+			if (done[j] != 2)
+				continue;
+			done[j] = 3;
+			x = log_pages(d[j].features) - xs;
+			(void) get_num(d[j].metrics, "engine_reads", &reads);
+			pq = pq_of(d[j].features, d[j].metrics);
+			sxx += x * x;
+			sxy += x * (log(reads / pq) - ys);
+			rss += (log(reads / pq) - ys) * (log(reads / pq) - ys);
+			gi++;
+		}
+		dof += gi - 1;
+		m += gi;
+	}
+	fit->n_elast = m;
+	if (dof < 3 || sxx <= 0)
+		goto out;
+	{
+		/* residual variance about each group's line (one slope fitted), floored */
+		double s2 = fmax((rss - sxy * sxy / sxx) / (double) (dof - 1), 1e-6),
+		       k = s2 / (ELAST_PRIOR_SD * ELAST_PRIOR_SD);
+
+		fit->elast = (ELAST_PRIOR * k + sxy) / (k + sxx);
+		prec = (k + sxx) / s2;
+		fit->elast_sd = sqrt(1 / prec);
+	}
+out:
+	free(rep);
+	free(done);
+}
 
 /* Partition queries a run made: queries x partitions searched. */
 static double pq_of(const json_t *f, const json_t *m)
@@ -124,6 +236,76 @@ static double pq_of(const json_t *f, const json_t *m)
 }
 
 /*
+ * A target on a modelled device no design run used: its per-read latency is
+ * the profile's mean service time at queue depth one times the median
+ * ratio measured/profile of the design runs that differ from the target
+ * only in their device (each device once), and its effective concurrency
+ * theirs. The ratios' spread across devices is how far a profile alone is
+ * from a measurement; it widens the band. -1 (fit untouched) without a
+ * profile or two devices to calibrate on. v and w: scratch of n + 1.
+ */
+static int io_fit_prior(const holdout_obs *d, size_t n, size_t skip, const json_t *target,
+			io_fit *fit, double *v, double *w)
+{
+	char tk[1024], k[1024];
+	double tmean, mean, lat, reads, wall, io_s, *r = malloc((n + 1) * sizeof(*r));
+	const char **devs = calloc(n + 1, sizeof(*devs));
+	size_t nr = 0, nw = 0, ndev = 0;
+	int rc = -1;
+
+	if (!r || !devs || get_num(target, "device_mean_ms", &tmean) || tmean <= 0)
+		goto out;
+	io_key_nodev(target, tk, sizeof(tk));
+	/* per device: the median ratio of its runs, so a device measured often counts once */
+	for (size_t i = 0; i < n; i++) {
+		const char *dev = get_str(d[i].features, "device");
+		size_t nv = 0, seen = 0;
+
+		if (i == skip || !is_cold(d[i].features) || !*dev)
+			continue;
+		for (size_t j = 0; j < ndev; j++)
+			seen |= !strcmp(devs[j], dev);
+		if (seen)
+			continue;
+		devs[ndev++] = dev;
+		for (size_t j = i; j < n; j++) {
+			double pq = pq_of(d[j].features, d[j].metrics);
+
+			if (j == skip || !is_cold(d[j].features) ||
+			    strcmp(get_str(d[j].features, "device"), dev))
+				continue;
+			io_key_nodev(d[j].features, k, sizeof(k));
+			if (strcmp(k, tk) || get_num(d[j].features, "device_mean_ms", &mean) ||
+			    mean <= 0 || get_num(d[j].metrics, "engine_read_ms_mean", &lat) || lat <= 0 ||
+			    get_num(d[j].metrics, "engine_reads", &reads) ||
+			    get_num(d[j].metrics, "wall_s", &wall))
+				continue;
+			v[nv++] = log(lat / mean);
+			io_s = wall - pq * fit->cpu_s;
+			if (io_s > 0 && reads > 0)
+				w[nw++] = reads * lat / 1000.0 / io_s;
+		}
+		if (nv)
+			r[nr++] = holdout_median(v, nv);
+	}
+	if (nr < 2 || !nw)
+		goto out;
+	fit->prior = 1;
+	fit->n_calib = nr;
+	fit->calib = holdout_median(r, nr);
+	fit->calib_var = 0;
+	for (size_t i = 0; i < nr; i++)
+		fit->calib_var += (r[i] - fit->calib) * (r[i] - fit->calib) / (double) (nr - 1);
+	fit->lat_ms = tmean * exp(fit->calib);
+	fit->eff = holdout_median(w, nw);
+	rc = 0;
+out:
+	free(r);
+	free(devs);
+	return rc;
+}
+
+/*
  * Fit the io model's parameters for target's groups on design minus skip
  * (skip = (size_t)-1 keeps all). Returns 0, or -1 when a group is empty.
  */
@@ -133,6 +315,7 @@ static int io_fit_for(const holdout_obs *d, size_t n, size_t skip, const json_t 
 	char tk[1024], tio[1024], k[1024];
 	double *v = malloc((n + 1) * sizeof(*v)), *w = malloc((n + 1) * sizeof(*w));
 	size_t nv = 0, nw = 0;
+	unsigned char *rep;
 	int rc = -1;
 
 	memset(fit, 0, sizeof(*fit));
@@ -151,19 +334,33 @@ static int io_fit_for(const holdout_obs *d, size_t n, size_t skip, const json_t 
 	fit->n_cpu = nv;
 	fit->cpu_s = nv ? holdout_median(v, nv) : 0;
 
-	/* reads per partition query, for the target's knobs. */
+	/*
+	 * reads per partition query, for the target's knobs: each run's, scaled
+	 * from its partitions' size to the target's by the elasticity.
+	 */
+	fit_elasticity(d, n, skip, fit);
 	knob_key(target, tk, sizeof(tk));
 	nv = 0;
+	rep = reads_repeats(d, n); /* a query set read on three devices is one observation */
 	for (size_t i = 0; i < n; i++) {
 		double reads, pq = pq_of(d[i].features, d[i].metrics);
+		double xt = log_pages(target), xi = log_pages(d[i].features);
 
-		if (i == skip || !is_cold(d[i].features))
+		if (i == skip || !is_cold(d[i].features) || (rep && rep[i]))
 			continue;
 		knob_key(d[i].features, k, sizeof(k));
 		if (strcmp(k, tk) || get_num(d[i].metrics, "engine_reads", &reads) || pq <= 0)
 			continue;
-		v[nv++] = reads / pq;
+		v[nv] = reads / pq;
+		if (!isnan(xt) && !isnan(xi)) {
+			v[nv] *= exp(fit->elast * (xt - xi));
+			fit->dx += (xt - xi);
+		}
+		nv++;
 	}
+	free(rep);
+	if (nv)
+		fit->dx /= (double) nv;
 	fit->n_rpp = nv;
 	if (!nv)
 		goto out;
@@ -188,11 +385,15 @@ static int io_fit_for(const holdout_obs *d, size_t n, size_t skip, const json_t 
 			w[nw++] = reads * lat / 1000.0 / io_s;
 	}
 	fit->n_io = nv;
-	if (!nv || !nw)
-		goto out;
-	fit->lat_ms = holdout_median(v, nv);
-	fit->eff = holdout_median(w, nw);
-	rc = fit->eff > 0 ? 0 : -1;
+	if (!nv)
+		rc = io_fit_prior(d, n, skip, target, fit, v, w);
+	if (!fit->prior) {
+		if (!nv || !nw)
+			goto out;
+		fit->lat_ms = holdout_median(v, nv);
+		fit->eff = holdout_median(w, nw);
+	}
+	rc = fit->eff > 0 && fit->lat_ms > 0 ? 0 : -1;
 out:
 	free(v);
 	free(w);
@@ -221,6 +422,8 @@ static int io_value(const io_fit *fit, const json_t *target, const char *metric,
 		*out = reads / q;
 	else if (!strcmp(metric, "engine_read_ms_mean"))
 		*out = fit->lat_ms;
+	else if (!strcmp(metric, "engine_iops"))
+		*out = reads / wall;
 	else
 		return -1;
 	return *out > 0 && isfinite(*out) ? 0 : -1;
@@ -340,7 +543,8 @@ static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json
 		if (which == P_RPP) {
 			knob_key(d[i].features, ki, sizeof(ki));
 			xi = reads / pq;
-			wi = pq;
+			/* the queries it averaged: reads vary with the query vector */
+			wi = pq / num_or(d[i].features, "partitions", 1);
 		} else {
 			if (get_num(d[i].metrics, "engine_read_ms_mean", &lat) || lat <= 0 ||
 			    get_num(d[i].metrics, "wall_s", &wall) || wall <= 0)
@@ -373,9 +577,7 @@ static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json
 		{
 			double z = log(xi / holdout_median(rest, nr));
 
-			(void) wi;
-
-			ss += z * z;
+			ss += z * z * (which == P_RPP && wi > 0 ? wi : 1);
 			cnt++;
 		}
 	}
@@ -406,7 +608,8 @@ static int predict_io(const holdout_obs *d, size_t n, const json_t *target, cons
 {
 	io_fit fit;
 	double pred, ss_r = 0, ss_l = 0, ss_e = 0, var = 0, s, t;
-	size_t n_r = 0, n_l = 0, n_e = 0, df;
+	size_t n_r = 0, n_l = 0, n_e = 0;
+	double dof;
 	int ur, ul, ue;
 	json_t *band;
 
@@ -419,42 +622,88 @@ static int predict_io(const holdout_obs *d, size_t n, const json_t *target, cons
 	if (io_value(&fit, target, metric, &pred))
 		return cs_err_set(e, CS_EXIT_BADINPUT, "io model: does not predict %s", metric);
 	metric_parts(metric, &ur, &ul, &ue);
-	if (ur) {
-		n_r = loo_spread(d, n, P_RPP, target, &ss_r);
-		if (n_r)
-			var += ss_r / (double) n_r;
+	/*
+	 * The log variance is a sum of components, each estimated from few
+	 * residuals; its degrees of freedom are Welch-Satterthwaite's, so a
+	 * component from three residuals is not given the confidence of a
+	 * latency pooled over many.
+	 */
+	{
+		double comp[5], cdf[5], den = 0;
+		int nc = 0;
+
+		if (ur) {
+			n_r = loo_spread(d, n, P_RPP, target, &ss_r);
+			if (n_r) {
+				/*
+				 * ss_r is per query (each residual times the queries its run
+				 * averaged); the target averages its own queries
+				 */
+				double tq = num_or(target, "queries", 1);
+
+				comp[nc] = ss_r / (double) n_r / (tq > 0 ? tq : 1);
+				cdf[nc++] = n_r > 1 ? (double) (n_r - 1) : 1.0;
+			}
+			/* the elasticity's own uncertainty, over the size step it bridges */
+			if (fit.dx != 0) {
+				comp[nc] = fit.elast_sd * fit.elast_sd * fit.dx * fit.dx;
+				cdf[nc++] = fit.n_elast > 2 ? (double) (fit.n_elast - 2) : 1.0;
+			}
+		}
+		if (ul) {
+			n_l = loo_spread(d, n, P_LAT, target, &ss_l);
+			if (n_l) {
+				comp[nc] = ss_l / (double) n_l;
+				cdf[nc++] = n_l > 1 ? (double) (n_l - 1) : 1.0;
+			}
+			/* a device no design run used: how far profiles alone were from measurements */
+			if (fit.prior) {
+				comp[nc] = fit.calib_var;
+				cdf[nc++] = fit.n_calib > 1 ? (double) (fit.n_calib - 1) : 1.0;
+			}
+		}
+		if (ue && concurrency(target) > 1) {
+			n_e = loo_spread(d, n, P_EFF, target, &ss_e);
+			if (n_e) {
+				comp[nc] = ss_e / (double) n_e;
+				cdf[nc++] = n_e > 1 ? (double) (n_e - 1) : 1.0;
+			}
+		}
+		for (int c = 0; c < nc; c++) {
+			var += comp[c];
+			den += comp[c] * comp[c] / cdf[c];
+		}
+		dof = den > 0 ? var * var / den : 1.0;
 	}
-	if (ul) {
-		n_l = loo_spread(d, n, P_LAT, target, &ss_l);
-		if (n_l)
-			var += ss_l / (double) n_l;
-	}
-	if (ue && concurrency(target) > 1) {
-		n_e = loo_spread(d, n, P_EFF, target, &ss_e);
-		if (n_e)
-			var += ss_e / (double) n_e;
-	}
-	df = (ur ? n_r : 0) + (ul ? n_l : 0) + (ue && concurrency(target) > 1 ? n_e : 0);
 	if ((ur && n_r < 2) || (ul && n_l < 2))
 		return cs_err_set(e, CS_EXIT_BADINPUT,
 				  "io model: too few design runs share a group to estimate the spread of "
 				  "%s (%zu for reads, %zu for latency; 2 needed)",
 				  metric, n_r, n_l);
 	s = sqrt(var);
-	t = holdout_t_quantile((1 + level) / 2, df > 2 ? (double) (df - 1) : 1.0);
+	t = holdout_t_quantile((1 + level) / 2, dof > 1 ? dof : 1.0);
 	p->value = pred;
 	p->lo = pred * exp(-t * s);
 	p->hi = pred * exp(t * s);
-	band = json_pack("{s:s,s:f,s:f,s:I,s:I,s:I}", "method",
-			 "pooled leave-one-out parameter spread, t interval on log scale", "log_sd", s,
-			 "t", t, "reads_residuals", (json_int_t) n_r, "latency_residuals",
+	band = json_pack("{s:s,s:f,s:f,s:f,s:I,s:I,s:I}", "method",
+			 "pooled leave-one-out parameter spread, t interval on log scale "
+			 "(Welch-Satterthwaite degrees of freedom)",
+			 "log_sd", s, "t", t, "df", dof, "reads_residuals", (json_int_t) n_r, "latency_residuals",
 			 (json_int_t) n_l, "concurrency_residuals", (json_int_t) n_e);
-	p->params = json_pack("{s:f,s:f,s:f,s:f,s:{s:I,s:I,s:I},s:o,s:o}",
+	p->params = json_pack("{s:f,s:f,s:f,s:f,s:{s:f,s:f,s:I,s:f},s:{s:I,s:I,s:I},s:o,s:o}",
 			      "reads_per_partition_query", fit.rpp, "read_ms", fit.lat_ms,
 			      "effective_concurrency", fit.eff, "cpu_s_per_partition_query", fit.cpu_s,
+			      "size_elasticity", "value", fit.elast, "sd", fit.elast_sd, "runs",
+			      (json_int_t) fit.n_elast, "mean_log_size_step", fit.dx,
 			      "support", "rpp_runs", (json_int_t) fit.n_rpp, "io_runs",
 			      (json_int_t) fit.n_io, "cpu_runs", (json_int_t) fit.n_cpu, "band", band,
 			      "fitted_on", run_ids(d, n));
+	if (fit.prior)
+		json_object_set_new(p->params, "device_prior",
+				    json_pack("{s:f,s:f,s:f,s:I}", "profile_mean_ms",
+					      num_or(target, "device_mean_ms", 0), "log_calibration",
+					      fit.calib, "log_calibration_var", fit.calib_var,
+					      "devices", (json_int_t) fit.n_calib));
 	snprintf(p->model, sizeof(p->model), "io");
 	return 0;
 }

@@ -36,6 +36,7 @@ static const char *const metrics[] = {
 	"results_digest",
 	"engine_reads",
 	"engine_read_ms_mean",
+	"engine_iops",
 	"reads_per_query",
 	"bytes_per_read",
 	"device_reads",

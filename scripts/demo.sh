@@ -52,10 +52,15 @@ sed -e "s|\"fashion-mnist:train\"|\"$BASE\"|" -e "s|\"fashion-mnist:test\"|\"$QU
 if [ "$P" != 64 ]; then
 	for f in holdout/*.json; do
 		sed -i -e "s/\"partitions\": \[37\]/\"partitions\": [$((37 % P))]/" \
-			-e "s/\"partitions\": \[51\]/\"partitions\": [$((51 % P))]/" "$f"
+			-e "s/\"partitions\": \[51\]/\"partitions\": [$((51 % P))]/" \
+			-e "s/\"partitions\": \[44\]/\"partitions\": [$((44 % P))]/" "$f"
 	done
 	sed -i "s/\"partitions\": \[12\]/\"partitions\": [$((12 % P))]/" partition-spread-p12-ssd.json
 	sed -i "s/\"partitions\": \[25\]/\"partitions\": [$((25 % P))]/" partition-spread-p25-hdd.json
+	for q in 58:hdd 27:ssd 29:nvme 16:hdd; do
+		sed -i "s/\"partitions\": \[${q%%:*}\]/\"partitions\": [$((${q%%:*} % P))]/" \
+			"partition-spread-p${q%%:*}-${q#*:}.json"
+	done
 	for f in sceptic/partition9-*.json; do
 		sed -i "s/\"partitions\": \[9\]/\"partitions\": [$((9 % P))]/" "$f"
 	done
@@ -94,37 +99,48 @@ step "clone it (runs never touch production) and validate (each hypothesis must 
 "$CS" clone work/ties-index work/ties-clone --study "$S"
 validate_study
 
-step "design runs"
-design="gate-cold-each-serial-hdd gate-cold-serial-hdd gate-cold-fanout16-hdd gate-warm-serial \
-	gate-cold-serial gate-cold-serial-ef20 gate-cold-serial-buffers-tiny \
-	gate-cold-serial-buffers-large partition-cold-serial partition-cold-serial-client-alt \
-	partition-cold-serial-hdd partition-cold-each-serial-hdd partition-cold-serial-ssd \
-	partition-cold-serial-nvme partition-prewarm-serial-hdd partition-prewarm-other-serial-hdd \
-	partition-cold-serial-hdd-load partition-cold-serial-hdd-bulkwrite partition-spread-p12-ssd \
-	partition-spread-p25-hdd"
-# shellcheck disable=SC2046
-run_specs run $(for r in $design; do echo "$r.json"; done)
-
-# The runs of the seed's other findings (H12-H17) come after those of H1-H10, so that the
-# earlier runs keep their run ids and with them their random streams (a run's device seed is a
-# hash of its id and its spec): H1-H10 see the same draws as before H12-H17 were added.
+# The runs of the seed's other findings (H12-H17) come after H1-H10's design and sceptic runs,
+# so that those keep their run ids and with them their random streams (a run's device seed is
+# a hash of its id and its spec): H1-H10 see the same draws as before H12-H17 were added.
+findings="gate-cold-fanout4-hdd.json gate-cold-fanout16-hdd-h13.json gate-cold-fanout32-hdd.json \
+	gate-cold-fanout64-hdd.json gate-cold-each-serial-ssd.json partition-cold-each-serial-ssd.json \
+	partition-cold-serial-drift.json ties-warm-fanout16-stream.json ties-warm-fanout16-sort.json"
 findings_sceptic="sceptic/gate-cold-each-serial-ssd-q300.json sceptic/gate-cold-fanout32-hdd-q7.json \
 	sceptic/gate-cold-fanout64-hdd-q7.json sceptic/gate-cold-serial-q7.json \
 	sceptic/partition9-cold-each-serial-ssd.json sceptic/ties-warm-fanout16-sort-q100.json \
 	sceptic/ties-warm-fanout16-stream-q100.json"
+# in_list WORD LIST: is WORD one of LIST's blank-separated words?
+in_list() {
+	# shellcheck disable=SC2086
+	case " $(printf '%s ' $2)" in *" $1 "*) return 0 ;; esac
+	return 1
+}
+# but_findings LIST FILE...: the files not in LIST
+but_findings() {
+	l=$1
+	shift
+	for f in "$@"; do in_list "$f" "$l" || echo "$f"; done
+}
+
+step "design runs"
+# the plan's design runs, in its order (study.json is the one list), H12-H17's apart below
+# shellcheck disable=SC2046
+run_specs run $(but_findings "$findings" $(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))["plan"]["design"]))' study.demo.json))
+
 step "sceptic runs (the plan's attempts to refute H1, H2, H5, H7, H8, H10)"
 # shellcheck disable=SC2046
-run_specs "sceptic run" $(for f in sceptic/*.json; do case " $findings_sceptic " in *" $f "*) ;; *) echo "$f" ;; esac; done)
+run_specs "sceptic run" $(but_findings "$findings_sceptic" sceptic/*.json)
 
 step "the seed's other findings (H12-H17): design runs, then the sceptic runs of H12, H14, H15, H17"
-findings="gate-cold-fanout4-hdd gate-cold-fanout16-hdd-h13 gate-cold-fanout32-hdd gate-cold-fanout64-hdd \
-	gate-cold-each-serial-ssd partition-cold-each-serial-ssd ties-warm-fanout16-stream \
-	ties-warm-fanout16-sort"
-# shellcheck disable=SC2046
-run_specs run $(for r in $findings; do echo "$r.json"; done)
-# H16: one spec, eight windows of the drifting pool (each run its own stream)
-# shellcheck disable=SC2046
-run_specs run $(for i in 1 2 3 4 5 6 7 8; do echo partition-cold-serial-drift.json; done)
+# every one of the plan's design runs is run once, in its order; H16's eight times (eight
+# windows of the drifting pool, each run its own stream)
+for f in $(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))["plan"]["design"]))' study.demo.json); do
+	in_list "$f" "$findings" || continue
+	n=1
+	[ "$f" = partition-cold-serial-drift.json ] && n=8
+	# shellcheck disable=SC2046
+	run_specs run $(seq "$n" | sed "s|.*|$f|")
+done
 # shellcheck disable=SC2086
 run_specs "sceptic run" $findings_sceptic
 

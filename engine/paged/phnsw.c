@@ -498,6 +498,19 @@ static unsigned phnsw_parts(const void *st)
 	return ((const phnsw_state *) st)->cat.partitions;
 }
 
+/* Elements by the hash rule every row was placed by; pages from the file's size. */
+static int phnsw_part_info(const void *st, unsigned p, cv_partition_info *out)
+{
+	const phnsw_state *s = st;
+	uint64_t n = 0;
+
+	for (uint64_t id = 0; id < s->cat.count; id++)
+		n += phnsw_partition_of((uint32_t) id, s->cat.partitions) == p;
+	out->elements = n;
+	out->pages = cv_file_size(s->files[p]) / PG_BLCKSZ;
+	return 0;
+}
+
 static void phnsw_drop(void *st)
 {
 	/* a cold start: an empty pool, mapped as a running server's is */
@@ -1167,6 +1180,7 @@ const cv_index_ops cv_paged_ops = {
 	.count = phnsw_count,
 	.metric = phnsw_metric,
 	.partitions = phnsw_parts,
+	.partition_info = phnsw_part_info,
 	.drop_buffers = phnsw_drop,
 	.query = phnsw_query,
 	.verify = verify_dir,
@@ -1181,6 +1195,7 @@ const cv_index_ops cv_phnsw_ops = {
 	.count = phnsw_count,
 	.metric = phnsw_metric,
 	.partitions = phnsw_parts,
+	.partition_info = phnsw_part_info,
 	.drop_buffers = phnsw_drop,
 	.query = phnsw_query,
 	.verify = verify_dir,

@@ -359,6 +359,115 @@ static void test_reads_identity(void **state)
 	}
 }
 
+/* One cold serial single-partition run for the feature tests. */
+static json_t *feat_run(const char *dev, double dev_mean, double pages, double reads, double lat,
+			json_t **features)
+{
+	*features = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:b,s:s,s:i,s:f,s:f}", "device", dev, "mode",
+			      "serial", "fanout", 1, "clients", 1, "partitions", 1, "queries", 3,
+			      "cold", 1, "kind", "phnsw", "ef_search", 40, "partition_pages", pages,
+			      "device_mean_ms", dev_mean);
+	return json_pack("{s:f,s:i,s:f,s:f,s:f}", "wall_s", reads * lat / 1000.0 + 0.003, "queries",
+			 3, "engine_reads", reads, "engine_read_ms_mean", lat, "reads_per_query",
+			 reads / 3);
+}
+
+/*
+ * Reads follow the partition's size: on partitions of 300 to 900 pages
+ * whose reads grow as pages^0.8, the fitted elasticity is near 0.8 and a
+ * target of 1,200 pages is predicted near its own size's reads, not the
+ * design's median. Where every design partition has one size, the prior
+ * (0.5) stands.
+ */
+static void test_size_elasticity(void **state)
+{
+	static const double pages[] = {300, 450, 600, 900};
+	holdout_obs obs[16];
+	json_t *f[16], *m[16], *t;
+	holdout_pred p;
+	cs_err e;
+	double el, truth = 3 * 0.5 * pow(1200, 0.8);
+
+	(void) state;
+	rng_state = 77;
+	for (int i = 0; i < 16; i++) {
+		m[i] = feat_run("hdd-pool", 39.3, pages[i % 4],
+				3 * 0.5 * pow(pages[i % 4], 0.8) * exp(0.05 * gauss()), 39.3, &f[i]);
+		obs[i] = (holdout_obs){"r", f[i], m[i], NULL};
+	}
+	t = json_deep_copy(f[0]);
+	json_object_set_new(t, "partition_pages", json_real(1200));
+	assert_int_equal(holdout_predict(obs, 16, t, "engine_reads", "io", &p, &e), 0);
+	el = json_number_value(json_object_get(json_object_get(p.params, "size_elasticity"), "value"));
+	printf("size elasticity %.3f (true 0.8); reads at 1,200 pages %.1f (true %.1f)\n", el,
+	       p.value, truth);
+	assert_true(fabs(el - 0.8) < 0.1);
+	assert_true(fabs(p.value / truth - 1) < 0.08);
+	assert_true(p.lo < truth && truth < p.hi);
+	holdout_pred_clear(&p);
+	for (int i = 0; i < 16; i++)
+		json_object_set_new(f[i], "partition_pages", json_real(450));
+	assert_int_equal(holdout_predict(obs, 16, t, "engine_reads", "io", &p, &e), 0);
+	el = json_number_value(json_object_get(json_object_get(p.params, "size_elasticity"), "value"));
+	assert_true(fabs(el - 0.5) < 1e-12);
+	holdout_pred_clear(&p);
+	json_decref(t);
+	for (int i = 0; i < 16; i++) {
+		json_decref(f[i]);
+		json_decref(m[i]);
+	}
+}
+
+/*
+ * A device no design run used: its latency is its profile's mean times the
+ * ratio the design's devices showed (here 1.2), and the prediction says it
+ * came from the prior. Without a profile mean it cannot be predicted.
+ * engine_iops is the model's reads over its wall.
+ */
+static void test_unseen_device(void **state)
+{
+	static const char *devs[] = {"hdd-pool", "sata-ssd", "nvme"};
+	static const double means[] = {39.3, 0.6, 0.4};
+	holdout_obs obs[9];
+	json_t *f[9], *m[9], *t;
+	holdout_pred p, pr, pw;
+	cs_err e;
+
+	(void) state;
+	rng_state = 91;
+	for (int i = 0; i < 9; i++) {
+		double lat = means[i % 3] * 1.2 * exp(0.02 * gauss());
+
+		m[i] = feat_run(devs[i % 3], means[i % 3], 450, 360 * exp(0.1 * gauss()), lat, &f[i]);
+		obs[i] = (holdout_obs){"r", f[i], m[i], NULL};
+	}
+	t = json_deep_copy(f[0]);
+	json_object_set_new(t, "device", json_string("gp3-3000"));
+	json_object_set_new(t, "device_mean_ms", json_real(0.59));
+	assert_int_equal(holdout_predict(obs, 9, t, "engine_read_ms_mean", "io", &p, &e), 0);
+	printf("unseen device: %.4f ms predicted (profile 0.59 x 1.2 = %.4f)\n", p.value, 0.59 * 1.2);
+	assert_true(fabs(p.value / (0.59 * 1.2) - 1) < 0.03);
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(p.params, "device_prior"), "devices")),
+			 3);
+	holdout_pred_clear(&p);
+	assert_int_equal(holdout_predict(obs, 9, t, "engine_reads", "io", &pr, &e), 0);
+	assert_int_equal(holdout_predict(obs, 9, t, "wall_s", "io", &pw, &e), 0);
+	assert_int_equal(holdout_predict(obs, 9, t, "engine_iops", "io", &p, &e), 0);
+	assert_true(fabs(p.value - pr.value / pw.value) < 1e-9 * p.value);
+	holdout_pred_clear(&p);
+	holdout_pred_clear(&pr);
+	holdout_pred_clear(&pw);
+	json_object_set_new(t, "device_mean_ms", json_null());
+	assert_int_equal(holdout_predict(obs, 9, t, "engine_read_ms_mean", "io", &p, &e),
+			 CS_EXIT_BADINPUT);
+	json_decref(t);
+	for (int i = 0; i < 9; i++) {
+		json_decref(f[i]);
+		json_decref(m[i]);
+	}
+}
+
 static void test_too_few_runs(void **state)
 {
 	json_t *f = json_pack("{s:f,s:b}", "partitions", 4.0, "cold", 1);
@@ -386,6 +495,8 @@ int main(void)
 		cmocka_unit_test(test_loglinear),
 		cmocka_unit_test(test_too_few_runs),
 		cmocka_unit_test(test_reads_identity),
+		cmocka_unit_test(test_size_elasticity),
+		cmocka_unit_test(test_unseen_device),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -365,8 +365,9 @@ static void test_metric_list(void **state)
 	(void) state;
 	while (m[n])
 		assert_true(hyp_metric_known(m[n++]));
-	assert_int_equal(n, 20);
+	assert_int_equal(n, 21);
 	assert_true(hyp_metric_known("device_bytes_per_read"));
+	assert_true(hyp_metric_known("engine_iops"));
 	assert_true(hyp_metric_known("results_digest"));
 	assert_true(hyp_metric_known("mem_peak_bytes"));
 	assert_false(hyp_metric_known("heap_reads"));

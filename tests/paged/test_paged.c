@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -331,6 +332,25 @@ static void test_modes(void **state)
 	dir = build("phnsw", base, 8, CV_METRIC_L2);
 	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
 	assert_int_equal(cv_index_partitions(ix), 8);
+	{
+		/* each partition's vectors and pages: the vectors add up, the pages are the file's */
+		uint64_t sum = 0;
+		cv_partition_info pi;
+
+		for (unsigned p = 0; p < 8; p++) {
+			char path[600];
+			struct stat sb;
+
+			assert_int_equal(cv_index_partition_info(ix, p, &pi), 0);
+			snprintf(path, sizeof(path), "%s/part-%03u", dir, p);
+			assert_int_equal(stat(path, &sb), 0);
+			assert_true(pi.elements > 0);
+			assert_int_equal(pi.pages * 8192, (uint64_t) sb.st_size);
+			sum += pi.elements;
+		}
+		assert_int_equal(sum, 3000);
+		assert_int_equal(cv_index_partition_info(ix, 8, &pi), -ERANGE);
+	}
 	for (size_t qi = 3000; qi < 3020; qi++) {
 		const float *q = cv_row(all, qi);
 		res s, f, f2, f3, so;

@@ -2,8 +2,11 @@
 # Issue 7's must-show, end to end on a real (small) index: the demo study
 # (scripts/demo.sh) over a 16-partition phnsw of generated data, with the
 # device runs in virtual time: design runs on partition 0 and queries
-# 0-2, predictions, holdout runs on partitions 5 and 3 and queries
-# 100-102 / 200-202, and a score record. Then the order guards: a
+# 0-2 (and spread runs on partitions of other sizes), predictions, holdout
+# runs of four kinds (partitions 5 and 3 with queries 100-102 / 200-202 on
+# the design's devices, a gate's wall and a fan-out's IOPS for query 250,
+# partition 12 on gp3-3000, a device the design did not use), and a score
+# record. Then the order guards: a
 # prediction after the first holdout run is refused (3), a holdout run of
 # a spec the plan does not name as a target is refused (3), and a
 # prediction edited through raw SQL is caught by `log verify` (4).
@@ -39,12 +42,31 @@ hold = [r for r in runs if r["holdout"]]
 preds = [(s, p) for s, k, p in recs if k == "prediction"]
 scores = [p for s, k, p in recs if k == "score"]
 first_hold = min(s for s, k, p in recs if k == "run_start" and p["holdout"])
-if len(hold) != 6 or len(design) < 10: bad.append("runs: %d design, %d holdout" % (len(design), len(hold)))
+if len(hold) != 9 or len(design) < 10: bad.append("runs: %d design, %d holdout" % (len(design), len(hold)))
+# issue 14 item 3: the holdout's kinds of target -- unseen partitions and queries, a gate's wall,
+# a fan-out's IOPS, a device no design run used -- each predicted
+ddev = {r["features"]["device"] for r in design if r.get("class") == "design"}
+if not any(not r["spec"].get("partitions") and r["features"]["mode"] == "serial" for r in hold): bad.append("no gate holdout target")
+if not any(r["features"]["mode"] == "fanout" for r in hold): bad.append("no fan-out holdout target")
+if not any(r["features"]["device"] not in ddev for r in hold): bad.append("no holdout target on a device the design did not use")
+pv = [p for s, p in preds]
+targets = {p["target"]["run_spec"] for p in pv}
+for t in targets:
+    if not any(p["target"]["run_spec"] == t and p["target"]["metric"] == "engine_iops" for p in pv): bad.append("no engine_iops prediction for " + t)
+# reads come from each target's own partition size: partitions of different sizes, different predictions
+rd = {}
+for p in pv:
+    f = p["target"]["features"]
+    if p["target"]["metric"] == "engine_reads" and f["partitions"] == 1 and f.get("partition_pages"):
+        rd.setdefault(f["partition_pages"], set()).add(round(p["value"], 6))
+        if "size_elasticity" not in p["model"]["params"]: bad.append("no size elasticity in " + p["id"])
+if len(rd) < 2 or len({min(v) for v in rd.values()}) < 2: bad.append("reads predictions do not follow partition size: %r" % rd)
+if not any("device_prior" in p["model"]["params"] for p in pv): bad.append("no prediction from a device prior")
 if not preds or max(s for s, p in preds) > first_hold: bad.append("a prediction after the first holdout run")
 # holdout runs use partitions and queries no design run used
 dp = {(tuple(r["spec"].get("partitions") or []), r["spec"]["queries"]["first"]) for r in design}
 for r in hold:
-    if (tuple(r["spec"]["partitions"]), r["spec"]["queries"]["first"]) in dp: bad.append("holdout overlaps " + r["run_id"])
+    if (tuple(r["spec"].get("partitions") or []), r["spec"]["queries"]["first"]) in dp: bad.append("holdout overlaps " + r["run_id"])
     if r["device_time"] != "virtual": bad.append("holdout not in virtual time")
 if len(scores) != 1: bad.append("%d score records" % len(scores))
 else:
