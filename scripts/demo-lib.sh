@@ -5,13 +5,16 @@
 step() { printf '\n== %s\n' "$*"; }
 die() { echo "demo: $*" >&2; exit 1; }
 
-# run_specs WHAT FILE...: one run a spec, its id beside its file; WHAT names them in a failure.
+# run_specs WHAT FILE...: one run a spec, its id beside its file (and in $W/run-ids.txt, one
+# "FILE RUN_ID" line a run, for figures that name a run by its spec); WHAT names them in a failure.
 run_specs() {
 	what=$1
 	shift
 	for f in "$@"; do
 		printf '%-40s ' "$f"
-		"$CS" run "$S" "$f" -q || die "$what $f failed (exit $?)"
+		rid=$("$CS" run "$S" "$f" -q) || die "$what $f failed (exit $?)"
+		echo "$rid"
+		echo "$f $rid" >> "$W/run-ids.txt"
 	done
 }
 

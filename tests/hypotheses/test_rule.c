@@ -414,6 +414,110 @@ static void test_example_rules_evaluate(void **state)
 	json_decref(demo);
 }
 
+/*
+ * The seed's findings (H12-H17, issue 14) can come out either way: for each,
+ * one run set of the shapes its plan gives it on which the accept rule holds
+ * and the reject rule does not, and one on which the reject rule holds and
+ * the accept rule does not. A rule that could never reject (or never accept)
+ * on plausible figures fails here.
+ */
+typedef struct f_run {
+	const char *tags;
+	double wall, ms, recall, digest;
+} f_run;
+
+static void f_check(const char *src, int id, const f_run *set, size_t n, int want_accept)
+{
+	char path[1200];
+	json_t *runs_set = json_array();
+	hyp *h = NULL;
+	cs_err e = { 0 };
+	int ra = 7, rr = 7;
+
+	for (size_t i = 0; i < n; i++) {
+		char rid[16];
+		json_t *r;
+
+		snprintf(rid, sizeof(rid), "F%zu", i);
+		r = t_run(rid, set[i].tags, set[i].wall, 100, set[i].ms, set[i].recall, 0.9, 8192);
+		json_object_set_new(json_object_get(r, "metrics"), "results_digest",
+				    json_real(set[i].digest));
+		json_array_append_new(runs_set, r);
+	}
+	snprintf(path, sizeof(path), "%s/studies/cold-query/hypotheses/H%d.json", src, id);
+	if (hyp_parse_file(path, &h, &e))
+		print_error("%s\n", e.msg);
+	assert_non_null(h);
+	assert_int_equal(rule_eval(json_object_get(h->doc, "accept"), runs_set, &ra, NULL, &e), 0);
+	assert_int_equal(rule_eval(json_object_get(h->doc, "reject"), runs_set, &rr, NULL, &e), 0);
+	if (ra != want_accept || rr != !want_accept)
+		print_error("H%d (%s set): accept %d reject %d\n", id, want_accept ? "accepting" : "rejecting",
+			    ra, rr);
+	assert_int_equal(ra, want_accept);
+	assert_int_equal(rr, !want_accept);
+	hyp_free(h);
+	json_decref(runs_set);
+}
+
+static void test_seed_findings_can_fail(void **state)
+{
+	const char *src = getenv("COLDSTUDY_SRC") ? getenv("COLDSTUDY_SRC") : SRC_DIR;
+#define F32 "[\"gate\",\"cold\",\"fanout32\",\"hdd\",\"virtual\",\"baseline\"]"
+#define F64 "[\"gate\",\"cold\",\"fanout64\",\"hdd\",\"virtual\",\"baseline\"]"
+#define F4 "[\"gate\",\"cold\",\"fanout4\",\"hdd\",\"virtual\",\"baseline\"]"
+#define F16 "[\"gate\",\"cold\",\"fanout16\",\"hdd\",\"virtual\",\"baseline\"]"
+#define GC "[\"gate\",\"cold\",\"serial\",\"baseline\"]"
+#define GW "[\"gate\",\"warm\",\"serial\",\"baseline\"]"
+#define GS "[\"gate\",\"cold\",\"serial\",\"ssd\",\"virtual\",\"baseline\"]"
+#define PS "[\"partition\",\"cold\",\"serial\",\"ssd\",\"virtual\",\"baseline\"]"
+#define DR "[\"partition\",\"cold\",\"serial\",\"hdd\",\"drift\",\"virtual\",\"baseline\"]"
+#define TS "[\"gate\",\"warm\",\"fanout16\",\"merge-sort\",\"ties\"]"
+#define TM "[\"gate\",\"warm\",\"fanout16\",\"baseline\",\"ties\"]"
+	/* H12: fan-out 64 wall / fan-out 32 wall, the seed's 1.45 against the model's 0.84 */
+	const f_run h12a[] = {{F32, 50, 150, 1, 1}, {F64, 72, 250, 1, 1}};
+	const f_run h12r[] = {{F32, 64, 156, 1, 1}, {F64, 54, 258, 1, 1}};
+	/* H13: per-read latency at fan-out 4, 16, 64; rejected when a step falls */
+	const f_run h13a[] = {{F4, 180, 54, 1, 1}, {F16, 90, 98, 1, 1}, {F64, 54, 258, 1, 1}};
+	const f_run h13r[] = {{F4, 180, 54, 1, 1}, {F16, 90, 40, 1, 1}, {F64, 54, 258, 1, 1}};
+	/* H14: cold / warm on the real disk: the seed's 37,000x, or an SSD's 5x */
+	const f_run h14a[] = {{GC, 1900, 30, 1, 1}, {GW, 0.05, 0, 1, 1}};
+	const f_run h14r[] = {{GC, 0.5, 0.08, 1, 1}, {GW, 0.1, 0, 1, 1}};
+	/* H15: gate / partition on sata-ssd: 60x, or a gate far cheaper than 64 partitions */
+	const f_run h15a[] = {{GS, 18, 0.64, 1, 1}, {PS, 0.3, 0.62, 1, 1}};
+	const f_run h15r[] = {{GS, 6, 0.64, 1, 1}, {PS, 0.3, 0.62, 1, 1}};
+	/* H16: windows of the drifting pool spread 2.25x, or 1.07x */
+	const f_run h16a[] = {{DR, 8, 20, 1, 1}, {DR, 8, 45, 1, 1}, {DR, 8, 30, 1, 1}};
+	const f_run h16r[] = {{DR, 8, 30, 1, 1}, {DR, 8, 31, 1, 1}, {DR, 8, 32, 1, 1}};
+	/* H17: the merges' digests differ at equal recall, or are equal */
+	const f_run h17a[] = {{TS, 1, 0, 1, 11}, {TM, 1, 0, 1, 12}};
+	const f_run h17r[] = {{TS, 1, 0, 1, 11}, {TM, 1, 0, 1, 11}};
+
+	(void) state;
+	f_check(src, 12, h12a, 2, 1);
+	f_check(src, 12, h12r, 2, 0);
+	f_check(src, 13, h13a, 3, 1);
+	f_check(src, 13, h13r, 3, 0);
+	f_check(src, 14, h14a, 2, 1);
+	f_check(src, 14, h14r, 2, 0);
+	f_check(src, 15, h15a, 2, 1);
+	f_check(src, 15, h15r, 2, 0);
+	f_check(src, 16, h16a, 3, 1);
+	f_check(src, 16, h16r, 3, 0);
+	f_check(src, 17, h17a, 2, 1);
+	f_check(src, 17, h17r, 2, 0);
+#undef F32
+#undef F64
+#undef F4
+#undef F16
+#undef GC
+#undef GW
+#undef GS
+#undef PS
+#undef DR
+#undef TS
+#undef TM
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -427,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_trace_shape),
 		cmocka_unit_test(test_bad_runs),
 		cmocka_unit_test(test_example_rules_evaluate),
+		cmocka_unit_test(test_seed_findings_can_fail),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

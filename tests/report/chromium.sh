@@ -17,7 +17,7 @@ T=$(mktemp -d /tmp/cs-report-chromium-XXXXXX); trap 'rm -rf "$T"' EXIT INT TERM
 # The fixture report is about 5,000 px at 1280 px wide; the bound leaves room
 # for wording, not for a table or a validation dump left unfolded.
 MAX_HEIGHT=${REPORT_MAX_HEIGHT:-7000}
-{ "$cs" init "$T/S" && "$cs" register "$T/S" "$src"/studies/cold-query/hypotheses/H*.json &&
+{ "$cs" init "$T/S" && "$cs" register "$T/S" "$src"/studies/cold-query/hypotheses/H[1-9].json "$src"/studies/cold-query/hypotheses/H10.json &&
   "$fx" "$T/S" && "$cs" holdout score "$T/S" && "$cs" verdicts "$T/S" &&
   "$cs" deviate "$T/S" --because "the first cold gate attempt was lost and rerun" --hypothesis H1 &&
   "$cs" refute "$T/S" H3 --because "ef_search changes recall too" &&

@@ -1,7 +1,7 @@
 #!/bin/sh
 # coldstudy report, end to end: a small study built through the CLI (init,
-# register the cold-query hypotheses plus a hostile one whose title is a
-# script tag, deviate, refute, holdout score, verdicts) with runs and
+# register the cold-query study's ten restated hypotheses, H1-H10, plus a
+# hostile one whose title is a script tag, deviate, refute, holdout score, verdicts) with runs and
 # predictions from report_fixture; then
 #  - two reports of the same ledger are byte-identical, and replacing a
 #    previous report gives the same bytes again;
@@ -36,7 +36,7 @@ d["title"] = "<script>alert(1)</script> & a 'quoted' | pipe"
 d["statement"] = "A statement with <img src=x onerror=alert(2)> in it."
 json.dump(d, open(sys.argv[2], "w"))
 PY
-ok register "$cs" register "$T/S" "$src"/studies/cold-query/hypotheses/H*.json "$T/hyp/H11.json" || exit 1
+ok register "$cs" register "$T/S" "$src"/studies/cold-query/hypotheses/H[1-9].json "$src"/studies/cold-query/hypotheses/H10.json "$T/hyp/H11.json" || exit 1
 python3 - "$src/studies/cold-query/hypotheses/H7.json" "$T/hyp/H7.json" <<'PY' || exit 1
 import json, sys
 d = json.load(open(sys.argv[1]))
