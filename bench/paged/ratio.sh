@@ -9,19 +9,23 @@
 # usage: bench/paged/ratio.sh CS IX [NQ]    (COLDSTUDY_FANOUT_THREADS=N passes through)
 # Q=SPEC: the queries (default the 200k x 768 index's); STRATEGY: the queries'
 # read strategy (default pread, the CLI's default: the fan-out then runs 16
-# synchronous readers; uring: 16 reads in flight from one thread).
+# synchronous readers; uring: 16 reads in flight from one thread); DEVICE=PROFILE:
+# probes and queries through that device model in real time (a disk-bound
+# regime where the host's own disk is cached).
 set -eu
 CS=${1:?usage: ratio.sh CS IX [NQ]}; IX=${2:?usage: ratio.sh CS IX [NQ]}; NQ=${3:-2}
 Q=${Q:-'synth:n=200100,d=768,clusters=64,seed=1[200000:200100]'}
 ST=${STRATEGY:-pread}
+DV=""
+[ -n "${DEVICE:-}" ] && DV="--device $DEVICE"
 g() { tr -d " \n" | grep -o "\"$1\":[0-9.]*" | head -1 | cut -d: -f2; }
 uptime
-p1=$($CS probe $IX/part-000 --qd 1 --bs 8k --reads 2000 --strategy uring --json | g iops)
-p16=$($CS probe $IX/part-000 --qd 16 --bs 8k --reads 8000 --strategy uring --json | g iops)
-s=$($CS index query $IX --queries "$Q" --nq $NQ --mode serial --strategy $ST --cold --json)
-f=$($CS index query $IX --queries "$Q" --nq $NQ --mode fanout:16 --strategy $ST --cold --json)
-q1=$($CS probe $IX/part-000 --qd 1 --bs 8k --reads 2000 --strategy uring --json | g iops)
-q16=$($CS probe $IX/part-000 --qd 16 --bs 8k --reads 8000 --strategy uring --json | g iops)
+p1=$($CS probe $IX/part-000 --qd 1 --bs 8k --reads 2000 --strategy uring $DV --json | g iops)
+p16=$($CS probe $IX/part-000 --qd 16 --bs 8k --reads 8000 --strategy uring $DV --json | g iops)
+s=$($CS index query $IX --queries "$Q" --nq $NQ --mode serial --strategy $ST $DV --cold --json)
+f=$($CS index query $IX --queries "$Q" --nq $NQ --mode fanout:16 --strategy $ST $DV --cold --json)
+q1=$($CS probe $IX/part-000 --qd 1 --bs 8k --reads 2000 --strategy uring $DV --json | g iops)
+q16=$($CS probe $IX/part-000 --qd 16 --bs 8k --reads 8000 --strategy uring $DV --json | g iops)
 uptime
 python3 - "$p1" "$p16" "$q1" "$q16" "$s" "$f" <<'PY'
 import sys,json

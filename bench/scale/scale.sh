@@ -32,8 +32,10 @@ json.dump({"wall_s": wall, "out": out.decode(), "ru_cpu_s": ru.ru_utime + ru.ru_
 PY
 }
 for n in $NS; do
-	data="synth:n=$n,d=128,clusters=256,seed=7"
-	queries="synth:n=1000,d=128,clusters=256,seed=8"
+	# queries: 1,000 more rows of the same generator (the same clusters); another
+	# seed draws other cluster centres, queries no base point is near
+	data="synth:n=$((n + 1000)),d=128,clusters=256,seed=7[0:$n]"
+	queries="synth:n=$((n + 1000)),d=128,clusters=256,seed=7[$n:$((n + 1000))]"
 	for kind in $KINDS; do
 		dir="$OUT/$kind-$n"
 		rm -rf "$dir"
