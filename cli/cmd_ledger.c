@@ -506,9 +506,11 @@ static void log_help(FILE *f)
 		"      inclusion proof of record SEQ (JSON: leaf index, tree size, hashes)\n"
 		"  log prove DIR --old-size N [--size N]\n"
 		"      consistency proof from tree size N to the current (or given) size\n"
-		"  log verify-proof FILE|- (--checkpoint FILE | --root HEX) [--old-checkpoint FILE]\n"
+		"  log verify-proof FILE|- (--checkpoint FILE [--key VKEY] | --root HEX)\n"
+		"                   [--old-checkpoint FILE]\n"
 		"      check a proof offline against a tree head you trust: a saved checkpoint\n"
-		"      or its root (without one, exit 2: a proof alone only agrees with itself)\n"
+		"      or its root (without one, exit 2: a proof alone only agrees with itself);\n"
+		"      --key: the checkpoint must carry that verifier key's signature (exit 4)\n"
 		"  log tiles DIR --out OUTDIR\n"
 		"      write the log as C2SP tlog-tiles (checkpoint, tile/<L>/<N>, tile/entries/<N>)\n"
 		"      for any static web server; unchanged tiles are left, others refused\n"
@@ -685,7 +687,7 @@ static int log_prove(int argc, char **argv)
 
 static int log_verify_proof(int argc, char **argv)
 {
-	const char *file = NULL, *cpf = NULL, *oldf = NULL, *roots = NULL, *v;
+	const char *file = NULL, *cpf = NULL, *oldf = NULL, *roots = NULL, *vkey = NULL, *v;
 	char *buf = NULL, *cp = NULL, *ocp = NULL, root[65];
 	unsigned char anchor[32];
 	ledger_tree_head th, oth;
@@ -701,6 +703,8 @@ static int log_verify_proof(int argc, char **argv)
 			oldf = v;
 		else if ((v = opt_value(argc, argv, &i, "--root", &missing)))
 			roots = v;
+		else if ((v = opt_value(argc, argv, &i, "--key", &missing)))
+			vkey = v;
 		else if (missing || (argv[i][0] == '-' && argv[i][1]) || file)
 			return cli_usage("log verify-proof", "unexpected argument '%s'", argv[i]);
 		else
@@ -713,6 +717,9 @@ static int log_verify_proof(int argc, char **argv)
 				 "no trust anchor: a proof checked only against the root it carries "
 				 "proves nothing; give --checkpoint FILE or --root HEX of a tree head "
 				 "you trust");
+	if (vkey && !cpf)
+		return cli_usage("log verify-proof", "--key checks a checkpoint's signature: give "
+				 "--checkpoint FILE too");
 	if (roots && ledger_root_parse(roots, anchor))
 		return cli_usage("log verify-proof",
 				 "--root: expected 64 hex digits or 44 characters of base64, got '%s'",
@@ -750,6 +757,7 @@ static int log_verify_proof(int argc, char **argv)
 	}
 	if ((rc = ledger_proof_parse(buf, len, file, &p, &e)) ||
 	    (cpf && (rc = read_checkpoint(cpf, &cp, &th, &e))) ||
+	    (vkey && (rc = ledger_checkpoint_check_key(cp, strlen(cp), vkey, cpf, &e))) ||
 	    (oldf && (rc = read_checkpoint(oldf, &ocp, &oth, &e)))) {
 		rc = cli_fail("log verify-proof", &e);
 		goto out;

@@ -1095,30 +1095,21 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 
 	/* 6. one transaction: the raw series and the run record */
 	{
-		char qsha[65], isha[65], msha[65], psha[65];
-		json_t *ixj;
+		json_t *ixj, *rawj;
 
-		rc = ledger_begin(l, e);
+		rc = harness_record_begin(l, rowsj, ios, mems, proms, &rawj, e);
 		if (rc)
 			goto out;
-		if ((rc = ledger_put_raw(l, "queries", rowsj, qsha, e)) ||
-		    (rc = ledger_put_raw(l, "iostat", ios, isha, e)) ||
-		    (rc = ledger_put_raw(l, "memory", mems, msha, e)) ||
-		    (rc = ledger_put_raw(l, "prometheus", proms, psha, e))) {
-			ledger_rollback(l);
-			goto out;
-		}
 		ixj = json_pack("{s:s, s:s, s:{s:O, s:O}, s:I, s:I}", "kind", "postgres", "dir",
 				json_string_value(json_object_get(eff, "index")), "clone", "method",
 				json_object_get(marker, "method"), "source_sha256",
 				json_object_get(marker, "source_sha256"), "dev",
 				(json_int_t) R.hold.st.st_dev, "ino", (json_int_t) R.hold.st.st_ino);
-		rec = json_pack("{s:s, s:O, s:s, s:O, s:O, s:b, s:o, s:O, s:O, s:{s:s, s:s, s:s, s:s},"
+		rec = json_pack("{s:s, s:O, s:s, s:O, s:O, s:b, s:o, s:O, s:O, s:o,"
 				" s:O, s:s, s:s, s:s, s:{s:n, s:b}, s:o, s:n, s:s, s:O}",
 				"run_id", run_id, "spec", eff, "spec_sha256", sha, "tags", tags,
 				"hypotheses", json_object_get(eff, "hypotheses"), "holdout", R.holdout,
-				"index", ixj, "features", features, "metrics", metrics, "raw",
-				"queries", qsha, "iostat", isha, "memory", msha, "prometheus", psha,
+				"index", ixj, "features", features, "metrics", metrics, "raw", rawj,
 				"host", host, "started", started, "ended", ended, "status", "complete",
 				"mem_cap", "requested_bytes", "applied", 0, "device_stats",
 				R.have_dev ? json_pack("{s:b, s:s}", "available", 1, "device", R.bd.part)

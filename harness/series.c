@@ -10,6 +10,7 @@
  * one row per scrape {t_s, samples, skipped, error}.
  */
 #include "harness.h"
+#include "harness_int.h"
 
 #include "ledger.h"
 
@@ -212,4 +213,30 @@ void harness_series_write_text(const json_t *rows, FILE *out)
 		fprintf(out, "(no samples kept for this run)\n");
 	else if (scrapes)
 		fprintf(out, "(one row a scrape; --series prometheus: every scraped sample, one a row)\n");
+}
+
+int harness_record_begin(struct ledger *l, json_t *rows, json_t *ios, json_t *mems, json_t *proms,
+			 json_t **raw, cs_err *e)
+{
+	char qsha[65], isha[65], msha[65], psha[65];
+	int rc;
+
+	*raw = NULL;
+	rc = ledger_begin(l, e);
+	if (rc)
+		return rc;
+	if ((rc = ledger_put_raw(l, "queries", rows, qsha, e)) ||
+	    (rc = ledger_put_raw(l, "iostat", ios, isha, e)) ||
+	    (rc = ledger_put_raw(l, "memory", mems, msha, e)) ||
+	    (rc = ledger_put_raw(l, "prometheus", proms, psha, e))) {
+		ledger_rollback(l);
+		return rc;
+	}
+	*raw = json_pack("{s:s, s:s, s:s, s:s}", "queries", qsha, "iostat", isha, "memory", msha,
+			 "prometheus", psha);
+	if (!*raw) {
+		ledger_rollback(l);
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	}
+	return 0;
 }

@@ -271,6 +271,15 @@ int ledger_checkpoint_format(const char *origin, int64_t size, const unsigned ch
 int ledger_checkpoint_parse(const char *text, size_t len, const char *name, ledger_tree_head *out,
 			    cs_err *e);
 
+/*
+ * A checkpoint signed by vkey ("<origin>+<hash>+<base64>", as `log key`
+ * prints): its origin line is the key's name and the key's signature on
+ * it verifies. name is for messages. 0; exit 5 for a malformed key;
+ * exit 4 when the note is not signed by that key or names another origin.
+ */
+int ledger_checkpoint_check_key(const char *text, size_t len, const char *vkey, const char *name,
+				cs_err *e);
+
 /* A root hash given by hand: 64 hex digits or 44 characters of base64; 0 or -1. */
 int ledger_root_parse(const char *s, unsigned char root[32]);
 

@@ -241,6 +241,30 @@ int ledger_key(ledger *l, char *out, size_t cap, cs_err *e)
 	return 0;
 }
 
+int ledger_checkpoint_check_key(const char *text, size_t len, const char *vkey, const char *name,
+				cs_err *e)
+{
+	lg_vkey v;
+	size_t tl = 0, ol;
+	char why[256];
+	int r;
+
+	if (lg_vkey_parse(vkey, strlen(vkey), &v))
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "--key: not a verifier key '<origin>+<hash>+<base64>' (as `log key` "
+				  "prints): '%.200s'",
+				  vkey);
+	ol = strcspn(text, "\n");
+	if (ol != strlen(v.name) || memcmp(text, v.name, ol))
+		return cs_err_set(e, CS_EXIT_VERIFY, "%s: origin '%.*s' is not the key's ('%s')", name,
+				  (int) (ol > 200 ? 200 : ol), text, v.name);
+	r = lg_note_open(text, len, &v, &tl, why, sizeof(why));
+	if (r != 1)
+		return cs_err_set(e, CS_EXIT_VERIFY, "%s: not signed by the key given: %s", name,
+				  r == 0 ? "no signature by it" : why);
+	return 0;
+}
+
 int ledger_checkpoint_signed(ledger *l, char **note, cs_err *e)
 {
 	ledger_verify_info vi;

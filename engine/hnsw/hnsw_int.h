@@ -125,6 +125,7 @@ struct hnsw {
 	hnsw_qdist_fn qdist;
 	hnsw_ndist_fn ndist;
 	unsigned build_threads; /* threads that inserted in the last hnsw_build */
+	size_t repaired;        /* layer-0 links the last build added to reach every node */
 };
 
 /* The record of node id (no bounds check). */

@@ -72,6 +72,18 @@ expect 0 "log checkpoint" "$cs" log checkpoint "$d/s" --origin example.org/s; cp
 expect 0 "log verify --checkpoint" "$cs" log verify "$d/s" --checkpoint "$d/cp"
 expect 0 "log prove" "$cs" log prove "$d/s" 2; cp "$d/out" "$d/p.json"
 expect 0 "verify-proof" "$cs" log verify-proof "$d/p.json" --checkpoint "$d/cp"
+# --key: the checkpoint must carry that verifier key's signature and name its origin
+expect 0 "log checkpoint (signed)" "$cs" log checkpoint "$d/s"; cp "$d/out" "$d/cps"
+expect 0 "log key" "$cs" log key "$d/s"; key=$(cat "$d/out")
+expect 0 "verify-proof --key" "$cs" log verify-proof "$d/p.json" --checkpoint "$d/cps" --key "$key"
+expect 4 "verify-proof --key, an unsigned checkpoint" "$cs" log verify-proof "$d/p.json" --checkpoint "$d/cp" --key "$key"
+sed 's/^\(— [^ ]* \)./\1A/' "$d/cps" > "$d/cpx"
+expect 4 "verify-proof --key, a damaged signature" "$cs" log verify-proof "$d/p.json" --checkpoint "$d/cpx" --key "$key"
+expect 0 "init another study" "$cs" init "$d/s-other"
+expect 0 "its key" "$cs" log key "$d/s-other"; okey=$(cat "$d/out")
+expect 4 "verify-proof --key of another study" "$cs" log verify-proof "$d/p.json" --checkpoint "$d/cps" --key "$okey"
+expect 5 "verify-proof --key, not a key" "$cs" log verify-proof "$d/p.json" --checkpoint "$d/cps" --key "nonsense"
+expect 2 "verify-proof --key without --checkpoint" "$cs" log verify-proof "$d/p.json" --key "$key"
 sed 's/"leaf_index":1/"leaf_index":0/; s/"seq":2/"seq":1/' "$d/p.json" > "$d/p2.json"
 expect 4 "verify-proof, wrong index" "$cs" log verify-proof "$d/p2.json" --checkpoint "$d/cp"
 # without a trust anchor a proof only agrees with itself: refused, saying why
