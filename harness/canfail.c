@@ -22,9 +22,10 @@
  *     (warm / cold once / cold before every query, which prewarm implies;
  *     where the factor is the cache state itself, the cold side is cold
  *     before every query or makes one query), the same metric on both
- *     sides, and differs in no knob that the factor's tags do not stand for
- *     (harness_tag_knobs; a label outside the vocabulary, against
- *     "baseline", stands for one of the baseline knobs).
+ *     sides (or seconds against seconds: a prewarm's prewarm_s against
+ *     a query's wall_s), and differs in no knob that the factor's tags do
+ *     not stand for (harness_tag_knobs; a label outside the vocabulary,
+ *     against "baseline", stands for one of the baseline knobs).
  *  4. independent streams. Two modelled specs that register the same seed
  *     draw the same service times.
  *  5. a reachable reject rule. Where the factor cannot reach the metric,
@@ -204,6 +205,18 @@ static int explained(const json_t *factor, const char *k, int *label_used)
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * Do metrics a and b have one unit? The same name, or two seconds of a
+ * run's work: a prewarm run's prewarms (prewarm_s) against a cold run's
+ * queries (wall_s), the cost of a prewarm beside the query it replaces.
+ */
+static int like_units(const char *a, const char *b)
+{
+	static const char *const seconds[] = {"wall_s", "prewarm_s", NULL};
+
+	return !strcmp(a, b) || (cs_in_list(seconds, a) && cs_in_list(seconds, b));
 }
 
 /* Metrics of the read trace alone: the same reads give the same figure whatever the device. */
@@ -416,7 +429,7 @@ static void contrast(cfctx *c, const json_t *A, const json_t *B, double *lo, dou
 			return;
 		}
 	factor = factor_of(sa, sb);
-	if (strcmp(m, mb)) {
+	if (!like_units(m, mb)) {
 		snprintf(f, sizeof(f), "a contrast of %s against %s: not like units", m, mb);
 		finding(c->findings, f);
 	}

@@ -179,6 +179,15 @@ int harness_vtime_query(const cv_device *dev, const cv_trace *t, uint64_t seed,
 			const cv_sim_load *bg, const harness_blockset *hits, char **files,
 			size_t nfiles, double real_lat_ms, harness_vq *out);
 
+/*
+ * The modelled cost of a prewarm (virtual time): the set's blocks read one
+ * after another at queue depth one with no CPU between them, in the set's
+ * (sorted) order, as harness_prewarm reads them, replayed against dev from
+ * seed. *ms: the replay's wall; 0 for an empty set. 0 or -errno.
+ */
+int harness_vtime_prewarm(const cv_device *dev, const harness_blockset *s, uint64_t seed,
+			  double *ms);
+
 /* ---- PostgreSQL: a private server on a cloned cluster (pg.c) ---- */
 
 #include <limits.h>

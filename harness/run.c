@@ -96,6 +96,8 @@ typedef struct qrow {
 	double recall; /* NaN: none */
 	uint32_t n;
 	double setup_ms;          /* prewarm before the query (outside its latency) */
+	double prewarm_ms;        /* of setup_ms, the prewarm's reads (virtual time: modelled) */
+	double prewarm_ms_real;   /* the prewarm's reads on the real disk */
 	double vlat_ms, vread_ms; /* virtual time: latency and read time as the device gives them */
 	uint64_t vdev_reads, vhits;
 	uint32_t rep;             /* the repeat it belongs to */
@@ -296,7 +298,7 @@ static void *client(void *p)
 		uint64_t i = atomic_fetch_add(&L->next, 1), t1, t2;
 		cv_query_stats qs = {0};
 		cv_io_stats before, after;
-		double setup_ms;
+		double setup_ms, prewarm_ms;
 		size_t nout = 0, q;
 		qrow *r;
 
@@ -306,6 +308,7 @@ static void *client(void *p)
 			break;
 		q = (size_t) (i % L->queries->n);
 		setup_ms = 0;
+		prewarm_ms = 0;
 		if (L->pw || L->each) {
 			/* Cold again before this query (buffers and page cache, residency
 			 * proven 0), then, for prewarm, this query's list. */
@@ -324,8 +327,12 @@ static void *client(void *p)
 					break;
 				}
 			}
-			if (!rc && L->pw)
+			if (!rc && L->pw) {
+				uint64_t p0 = cs_mono_ns();
+
 				rc = harness_prewarm(L->files, L->nfiles, &L->pw[q]);
+				prewarm_ms = (double) (cs_mono_ns() - p0) / 1e6;
+			}
 			if (rc) {
 				fail(L, L->pw ? "prewarm failed" : "eviction before the query failed", rc);
 				break;
@@ -368,6 +375,7 @@ static void *client(void *p)
 		r->ids_hash = ids_hash(ids, nout);
 		r->recall = NAN;
 		r->setup_ms = setup_ms;
+		r->prewarm_ms = r->prewarm_ms_real = prewarm_ms;
 		r->vlat_ms = r->lat_ms;
 		r->vread_ms = r->read_ms;
 		r->vdev_reads = r->reads;
@@ -394,6 +402,15 @@ static void *client(void *p)
 				L->bg_read_ms += vq.sim.bg_read_ms_mean * (double) vq.sim.bg_reads;
 				L->bg_written += vq.sim.bg_write_bytes;
 				pthread_mutex_unlock(&L->mu);
+			}
+			/* the prewarm's own reads, modelled as the query's are (a stream of its own) */
+			if (L->pw && (rc = harness_vtime_prewarm(L->vdev, &L->pw[q],
+								 query_seed(L->seed, ((uint64_t) L->rep << 40) + i) ^
+									 0x7072657761726dull,
+								 &r->prewarm_ms))) {
+				fail(L, "virtual-time replay of the prewarm failed", rc);
+				L->nrows[c]--;
+				break;
 			}
 			r->vlat_ms = vq.lat_ms;
 			r->vread_ms = vq.read_ms;
@@ -550,7 +567,7 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 			    double resident_before, uint64_t mem_peak)
 {
 	size_t n = 0, k = 0, nrec = 0;
-	double *lat, sum_lat = 0, sum_rec = 0, read_ms = 0;
+	double *lat, sum_lat = 0, sum_rec = 0, read_ms = 0, prewarm_ms = 0;
 	qhash *qh;
 	json_t *m;
 
@@ -574,6 +591,7 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 			lat[k++] = v;
 			sum_lat += v;
 			read_ms += r->vread_ms;
+			prewarm_ms += virt ? r->prewarm_ms : r->prewarm_ms_real;
 			if (isfinite(r->recall)) {
 				sum_rec += r->recall;
 				nrec++;
@@ -601,6 +619,8 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 			    harness_num_or_null(n ? (double) all->reads / (double) n : NAN));
 	json_object_set_new(m, "bytes_per_read",
 			    harness_num_or_null(all->reads ? (double) all->bytes / (double) all->reads : NAN));
+	/* the prewarms' reads before the queries, outside wall_s (a run without prewarm: null) */
+	json_object_set_new(m, "prewarm_s", harness_num_or_null(L->pw ? prewarm_ms / 1e3 : NAN));
 	if (have_dev && !virt) {
 		uint64_t dr = bs1->reads - bs0->reads;
 
@@ -930,8 +950,12 @@ static int repeat_metrics(const load *L, uint64_t t_end, int virt, int have_dev,
 						    json_integer((json_int_t) r->vdev_reads));
 				json_object_set_new(row, "prewarm_hits", json_integer((json_int_t) r->vhits));
 			}
-			if (row && L->pw)
+			if (row && L->pw) {
 				json_object_set_new(row, "setup_ms", json_real(r->setup_ms));
+				json_object_set_new(row, "prewarm_ms", json_real(virt ? r->prewarm_ms : r->prewarm_ms_real));
+				if (virt)
+					json_object_set_new(row, "prewarm_ms_real", json_real(r->prewarm_ms_real));
+			}
 			if (row && tag)
 				json_object_set_new(row, "repeat", json_integer((json_int_t) L->rep));
 			if (!row || json_array_append_new(rowsj, row))

@@ -39,6 +39,7 @@ static const char *const metrics[] = {
 	"engine_iops",
 	"reads_per_query",
 	"bytes_per_read",
+	"prewarm_s",
 	"device_reads",
 	"device_read_ms_mean",
 	"device_bytes_per_read",

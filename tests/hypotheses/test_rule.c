@@ -415,7 +415,7 @@ static void test_example_rules_evaluate(void **state)
 }
 
 /*
- * The seed's findings (H12-H17, issue 14) can come out either way: for each,
+ * The seed's findings (H12-H18, issue 14) can come out either way: for each,
  * one run set of the shapes its plan gives it on which the accept rule holds
  * and the reject rule does not, and one on which the reject rule holds and
  * the accept rule does not. A rule that could never reject (or never accept)
@@ -423,7 +423,7 @@ static void test_example_rules_evaluate(void **state)
  */
 typedef struct f_run {
 	const char *tags;
-	double wall, ms, recall, digest;
+	double wall, ms, recall, digest, prewarm; /* prewarm: prewarm_s, 0 for none */
 } f_run;
 
 static void f_check(const char *src, int id, const f_run *set, size_t n, int want_accept)
@@ -442,6 +442,9 @@ static void f_check(const char *src, int id, const f_run *set, size_t n, int wan
 		r = t_run(rid, set[i].tags, set[i].wall, 100, set[i].ms, set[i].recall, 0.9, 8192);
 		json_object_set_new(json_object_get(r, "metrics"), "results_digest",
 				    json_real(set[i].digest));
+		if (set[i].prewarm > 0)
+			json_object_set_new(json_object_get(r, "metrics"), "prewarm_s",
+					    json_real(set[i].prewarm));
 		json_array_append_new(runs_set, r);
 	}
 	snprintf(path, sizeof(path), "%s/studies/cold-query/hypotheses/H%d.json", src, id);
@@ -473,24 +476,29 @@ static void test_seed_findings_can_fail(void **state)
 #define DR "[\"partition\",\"cold\",\"serial\",\"hdd\",\"drift\",\"virtual\",\"baseline\"]"
 #define TS "[\"gate\",\"warm\",\"fanout16\",\"merge-sort\",\"ties\"]"
 #define TM "[\"gate\",\"warm\",\"fanout16\",\"baseline\",\"ties\"]"
+#define PW "[\"partition\",\"prewarm\",\"serial\"]"
+#define PC "[\"partition\",\"cold\",\"serial\",\"baseline\"]"
 	/* H12: fan-out 64 wall / fan-out 32 wall, the seed's 1.45 against the model's 0.84 */
-	const f_run h12a[] = {{F32, 50, 150, 1, 1}, {F64, 72, 250, 1, 1}};
-	const f_run h12r[] = {{F32, 64, 156, 1, 1}, {F64, 54, 258, 1, 1}};
+	const f_run h12a[] = {{F32, 50, 150, 1, 1, 0}, {F64, 72, 250, 1, 1, 0}};
+	const f_run h12r[] = {{F32, 64, 156, 1, 1, 0}, {F64, 54, 258, 1, 1, 0}};
 	/* H13: per-read latency at fan-out 4, 16, 64; rejected when a step falls */
-	const f_run h13a[] = {{F4, 180, 54, 1, 1}, {F16, 90, 98, 1, 1}, {F64, 54, 258, 1, 1}};
-	const f_run h13r[] = {{F4, 180, 54, 1, 1}, {F16, 90, 40, 1, 1}, {F64, 54, 258, 1, 1}};
+	const f_run h13a[] = {{F4, 180, 54, 1, 1, 0}, {F16, 90, 98, 1, 1, 0}, {F64, 54, 258, 1, 1, 0}};
+	const f_run h13r[] = {{F4, 180, 54, 1, 1, 0}, {F16, 90, 40, 1, 1, 0}, {F64, 54, 258, 1, 1, 0}};
 	/* H14: cold / warm on the real disk: the seed's 37,000x, or an SSD's 5x */
-	const f_run h14a[] = {{GC, 1900, 30, 1, 1}, {GW, 0.05, 0, 1, 1}};
-	const f_run h14r[] = {{GC, 0.5, 0.08, 1, 1}, {GW, 0.1, 0, 1, 1}};
+	const f_run h14a[] = {{GC, 1900, 30, 1, 1, 0}, {GW, 0.05, 0, 1, 1, 0}};
+	const f_run h14r[] = {{GC, 0.5, 0.08, 1, 1, 0}, {GW, 0.1, 0, 1, 1, 0}};
 	/* H15: gate / partition on sata-ssd: 60x, or a gate far cheaper than 64 partitions */
-	const f_run h15a[] = {{GS, 18, 0.64, 1, 1}, {PS, 0.3, 0.62, 1, 1}};
-	const f_run h15r[] = {{GS, 6, 0.64, 1, 1}, {PS, 0.3, 0.62, 1, 1}};
+	const f_run h15a[] = {{GS, 18, 0.64, 1, 1, 0}, {PS, 0.3, 0.62, 1, 1, 0}};
+	const f_run h15r[] = {{GS, 6, 0.64, 1, 1, 0}, {PS, 0.3, 0.62, 1, 1, 0}};
 	/* H16: windows of the drifting pool spread 2.25x, or 1.07x */
-	const f_run h16a[] = {{DR, 8, 20, 1, 1}, {DR, 8, 45, 1, 1}, {DR, 8, 30, 1, 1}};
-	const f_run h16r[] = {{DR, 8, 30, 1, 1}, {DR, 8, 31, 1, 1}, {DR, 8, 32, 1, 1}};
+	const f_run h16a[] = {{DR, 8, 20, 1, 1, 0}, {DR, 8, 45, 1, 1, 0}, {DR, 8, 30, 1, 1, 0}};
+	const f_run h16r[] = {{DR, 8, 30, 1, 1, 0}, {DR, 8, 31, 1, 1, 0}, {DR, 8, 32, 1, 1, 0}};
 	/* H17: the merges' digests differ at equal recall, or are equal */
-	const f_run h17a[] = {{TS, 1, 0, 1, 11}, {TM, 1, 0, 1, 12}};
-	const f_run h17r[] = {{TS, 1, 0, 1, 11}, {TM, 1, 0, 1, 11}};
+	const f_run h17a[] = {{TS, 1, 0, 1, 11, 0}, {TM, 1, 0, 1, 12, 0}};
+	const f_run h17r[] = {{TS, 1, 0, 1, 11, 0}, {TM, 1, 0, 1, 11, 0}};
+	/* H18: the prewarms' seconds against the cold queries' wall: 0.9x, or 2.5x */
+	const f_run h18a[] = {{PW, 0.002, 0.01, 1, 1, 0.018}, {PC, 0.02, 0.04, 1, 1, 0}};
+	const f_run h18r[] = {{PW, 0.002, 0.01, 1, 1, 0.05}, {PC, 0.02, 0.04, 1, 1, 0}};
 
 	(void) state;
 	f_check(src, 12, h12a, 2, 1);
@@ -505,6 +513,8 @@ static void test_seed_findings_can_fail(void **state)
 	f_check(src, 16, h16r, 3, 0);
 	f_check(src, 17, h17a, 2, 1);
 	f_check(src, 17, h17r, 2, 0);
+	f_check(src, 18, h18a, 2, 1);
+	f_check(src, 18, h18r, 2, 0);
 #undef F32
 #undef F64
 #undef F4
@@ -516,6 +526,8 @@ static void test_seed_findings_can_fail(void **state)
 #undef DR
 #undef TS
 #undef TM
+#undef PW
+#undef PC
 }
 
 int main(void)

@@ -8,7 +8,7 @@
 #    (tags as the harness derives them: coldstudy validate's can-fail
 #    records list the specs each contrast's sides match, and must agree);
 #  2 validate's can-fail:Hn check passes for every hypothesis, the seed's
-#    findings (H12-H17, issue 14) among them, each contrast's sides one
+#    findings (H12-H18, issue 14) among them, each contrast's sides one
 #    spec each;
 #  3 and it refuses (exit 3) broken variants of the new designs that could
 #    not fail: H12 with its two fan-out runs sharing one random stream, H14
@@ -109,7 +109,7 @@ for line in open(contrasts):
             if len(c.get(side, [])) != 1:
                 bad.append("%s: can-fail contrast %s / %s: %s %s" % (h, c["treatment"].get("tags"), c["baseline"].get("tags"), side, c.get(side)))
 seen = {l.split(" ", 1)[0]: l for l in open(contrasts)}
-for h in ("H12", "H13", "H14", "H15", "H17"):
+for h in ("H12", "H13", "H14", "H15", "H17", "H18"):
     if h not in seen or '"treatment_runs"' not in seen[h]:
         bad.append("%s: no can-fail record with a contrast" % h)
 print("\n".join("FAIL: " + b for b in bad) or "ok: %d hypotheses, each selection matches one planned spec and each planned spec a selection; %d can-fail contrasts, one spec a side" % (len(hyps), n))
