@@ -19,7 +19,20 @@ setup_study() { # base-spec partitions
 J
 	"$cs" study register "$S" "$T/study.json" >/dev/null || exit 1
 	"$cs" clone "$T/src" "$T/clone" --study "$S" >/dev/null || exit 1
-	"$cs" validate "$S" --quiet --allow-no-device-stats || { echo "FAIL: validate"; exit 1; }
+	# The block device counts every process's reads: a test reading the same disk
+	# beside this one can push engine_vs_device outside [0.9, 1.1] for one
+	# validation (seen once in a full parallel suite). That check alone failing
+	# earns one more validation (its own record); anything else fails here.
+	if ! "$cs" validate "$S" --json --allow-no-device-stats > "$T/validate.json" 2>"$T/validate.err"; then
+		failed=$(python3 -c 'import json, sys
+print(" ".join(r["check"] for r in json.load(open(sys.argv[1])) if r.get("passed") is False and not (r.get("detail") or {}).get("waived")))' \
+			"$T/validate.json" 2>/dev/null)
+		if [ "$failed" != engine_vs_device ]; then
+			echo "FAIL: validate (failed: ${failed:-?})"; cat "$T/validate.err"; exit 1
+		fi
+		echo "validate: engine_vs_device alone missed ($(cat "$T/validate.err")); validating again"
+		"$cs" validate "$S" --quiet --allow-no-device-stats || { echo "FAIL: validate"; exit 1; }
+	fi
 }
 metric() { # run-id metric
 	python3 - "$S/ledger.db" "$1" "$2" <<'PY'
