@@ -109,7 +109,7 @@ for line in open(contrasts):
             if len(c.get(side, [])) != 1:
                 bad.append("%s: can-fail contrast %s / %s: %s %s" % (h, c["treatment"].get("tags"), c["baseline"].get("tags"), side, c.get(side)))
 seen = {l.split(" ", 1)[0]: l for l in open(contrasts)}
-for h in ("H12", "H13", "H14", "H15", "H17", "H18"):
+for h in ("H12", "H13", "H14", "H15", "H17", "H18", "H19", "H20"):
     if h not in seen or '"treatment_runs"' not in seen[h]:
         bad.append("%s: no can-fail record with a contrast" % h)
 print("\n".join("FAIL: " + b for b in bad) or "ok: %d hypotheses, each selection matches one planned spec and each planned spec a selection; %d can-fail contrasts, one spec a side" % (len(hyps), n))
