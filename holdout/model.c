@@ -151,10 +151,12 @@ static void reads_identity(const holdout_obs *o, char *buf, size_t len);
 static double pq_of(const json_t *f, const json_t *m);
 static unsigned char *reads_repeats(const holdout_obs *d, size_t n);
 
-static void fit_elasticity(const holdout_obs *d, size_t n, size_t skip, io_fit *fit)
+/* rep: reads_repeats(d, n), or NULL (every run counts). */
+static void fit_elasticity(const holdout_obs *d, size_t n, size_t skip, const unsigned char *rep,
+			   io_fit *fit)
 {
 	char ki[1024], kj[1024];
-	unsigned char *rep = reads_repeats(d, n), *done = calloc(n ? n : 1, 1);
+	unsigned char *done = calloc(n ? n : 1, 1);
 	double sxx = 0, sxy = 0, rss = 0, prec;
 	size_t dof = 0, m = 0;
 
@@ -221,7 +223,6 @@ static void fit_elasticity(const holdout_obs *d, size_t n, size_t skip, io_fit *
 		fit->elast_sd = sqrt(1 / prec);
 	}
 out:
-	free(rep);
 	free(done);
 }
 
@@ -338,10 +339,10 @@ static int io_fit_for(const holdout_obs *d, size_t n, size_t skip, const json_t 
 	 * reads per partition query, for the target's knobs: each run's, scaled
 	 * from its partitions' size to the target's by the elasticity.
 	 */
-	fit_elasticity(d, n, skip, fit);
+	rep = reads_repeats(d, n); /* a query set read on three devices is one observation */
+	fit_elasticity(d, n, skip, rep, fit);
 	knob_key(target, tk, sizeof(tk));
 	nv = 0;
-	rep = reads_repeats(d, n); /* a query set read on three devices is one observation */
 	for (size_t i = 0; i < n; i++) {
 		double reads, pq = pq_of(d[i].features, d[i].metrics);
 		double xt = log_pages(target), xi = log_pages(d[i].features);

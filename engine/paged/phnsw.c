@@ -385,6 +385,7 @@ typedef struct phnsw_state {
 	phnsw_catalog cat;
 	cv_file **files;     /* P partitions, then the heap */
 	uint32_t *listidx;   /* each file's index in cv_index_files(dir) */
+	uint64_t *pcount;    /* rows of each partition, by the hash rule (one pass at open) */
 	bufpool *bp;
 } phnsw_state;
 
@@ -399,6 +400,7 @@ static void phnsw_close(void *st)
 			cv_file_close(s->files[i]);
 	free(s->files);
 	free(s->listidx);
+	free(s->pcount);
 	bufpool_free(s->bp);
 	free(s);
 }
@@ -459,6 +461,13 @@ static int phnsw_open_kind(const char *kind, const char *dir, const cv_open_opts
 		cv_err_set(e, rc, "buffer pool of %" PRIu64 " bytes", o->buffers_bytes);
 		goto fail;
 	}
+	s->pcount = calloc(s->cat.partitions, sizeof(*s->pcount));
+	if (!s->pcount) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (uint64_t id = 0; id < s->cat.count; id++)
+		s->pcount[phnsw_partition_of((uint32_t) id, s->cat.partitions)]++;
 	cv_index_files_free(list, nlist);
 	*out = s;
 	return 0;
@@ -498,15 +507,12 @@ static unsigned phnsw_parts(const void *st)
 	return ((const phnsw_state *) st)->cat.partitions;
 }
 
-/* Elements by the hash rule every row was placed by; pages from the file's size. */
+/* Elements counted at open by the hash rule every row was placed by; pages from the file's size. */
 static int phnsw_part_info(const void *st, unsigned p, cv_partition_info *out)
 {
 	const phnsw_state *s = st;
-	uint64_t n = 0;
 
-	for (uint64_t id = 0; id < s->cat.count; id++)
-		n += phnsw_partition_of((uint32_t) id, s->cat.partitions) == p;
-	out->elements = n;
+	out->elements = s->pcount[p];
 	out->pages = cv_file_size(s->files[p]) / PG_BLCKSZ;
 	return 0;
 }
