@@ -1321,7 +1321,18 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	}
 	L.files = files;
 	L.nfiles = nfiles;
-	rc = harness_spec_features(eff, &features, e);
+	{
+		/* the index's figures through the held directory, never its spelling again */
+		json_t *held = json_copy(eff);
+
+		if (!held) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		} else {
+			json_object_set_new(held, "index", json_string(index));
+			rc = harness_spec_features(held, &features, e);
+			json_decref(held);
+		}
+	}
 	if (rc)
 		goto out;
 	if (json_is_null(json_object_get(features, "partitions")))
