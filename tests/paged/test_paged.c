@@ -36,7 +36,7 @@
 
 static void rm_index(const char *dir)
 {
-	char **paths = NULL;
+	char **paths = NULL, *parent, *slash;
 	size_t n = 0;
 
 	if (cv_index_files(dir, &paths, &n) == 0) {
@@ -45,6 +45,14 @@ static void rm_index(const char *dir)
 		cv_index_files_free(paths, n);
 	}
 	rmdir(dir);
+	/* build() puts the index at MKDTEMP/ix: the temporary parent goes too */
+	parent = strdup(dir);
+	slash = parent ? strrchr(parent, '/') : NULL;
+	if (slash && !strcmp(slash, "/ix")) {
+		*slash = '\0';
+		rmdir(parent);
+	}
+	free(parent);
 }
 
 static uint64_t now_ns(void)
