@@ -497,6 +497,54 @@ static void test_q8_levels_bit_equal(void **state)
 		skip();
 }
 
+/*
+ * A graph's record segment of 2 MiB or more is 2 MiB-aligned and advised
+ * for transparent huge pages: where THP is on ("always" or "madvise"),
+ * /proc/self/smaps shows huge pages backing it once the build has written
+ * it. Without the advice, under "madvise", it shows none.
+ */
+static void test_huge_pages(void **state)
+{
+	cv_dataset *ds = synth(20000, 128, 5);
+	hnsw *h = build(ds, CV_METRIC_L2, 0, 2);
+	uintptr_t a = (uintptr_t) hnsw_rec(h, 0), lo, hi;
+	char line[512], thp[128] = "";
+	long huge_kb = -1;
+	bool in = false;
+	FILE *f;
+
+	(void) state;
+	assert_int_equal(a % (2u << 20), 0);
+	f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	if (f) {
+		if (!fgets(thp, sizeof(thp), f))
+			thp[0] = '\0';
+		thp[strcspn(thp, "\n")] = '\0';
+		fclose(f);
+	}
+	if (!strstr(thp, "[always]") && !strstr(thp, "[madvise]")) {
+		hnsw_free(h);
+		cv_dataset_free(ds);
+		skip(); /* THP off here: the advice is dropped, the pages stay 4 KiB */
+	}
+	f = fopen("/proc/self/smaps", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			in = a >= lo && a < hi;
+			continue;
+		}
+		if (in && sscanf(line, "AnonHugePages: %ld kB", &huge_kb) == 1)
+			break;
+	}
+	fclose(f);
+	print_message("segment 0 at %#lx: AnonHugePages %ld kB (THP %s)\n", (unsigned long) a, huge_kb,
+		      thp);
+	assert_true(huge_kb >= 2048);
+	hnsw_free(h);
+	cv_dataset_free(ds);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -505,6 +553,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt),   cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_index_kind),
 		cmocka_unit_test(test_q8_levels_bit_equal),
+		cmocka_unit_test(test_huge_pages),
 	};
 
 	if (!mkdtemp(tmpdir))
