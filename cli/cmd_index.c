@@ -26,6 +26,7 @@
 #include "coldvec.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,6 +347,22 @@ static uint64_t cpu_ns(void)
 	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
+/* The process's anonymous resident memory (RssAnon of /proc/self/status), kB; -1 unknown. */
+static long rss_anon_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssAnon: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *) a, y = *(const double *) b;
@@ -534,6 +551,7 @@ typedef struct qsum {
 	double *pass_qps;    /* each timed pass's QPS (queries / the sum of their latencies) */
 	double wall_s, cpu_s, user_s, sys_s, recall;
 	int have_recall;
+	long index_rss_kb;   /* the index's own resident memory (see cmd_query); -1 unknown */
 	double *lat_ms;
 	cv_query_stats st;
 	cv_io_stats io;
@@ -610,6 +628,10 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 		       s->st.reads ? s->user_s * 1e6 / (double) s->st.reads : 0.0,
 		       s->st.reads ? s->sys_s * 1e6 / (double) s->st.reads : 0.0,
 		       cv_hist_mean(&s->io.inflight));
+		if (s->index_rss_kb >= 0)
+			printf(",\"index_rss_kb\":%ld", s->index_rss_kb);
+		else
+			printf(",\"index_rss_kb\":null");
 		if (a->simulate)
 			printf(",\"simulate\":\"%s\",\"sim_lat_mean_ms\":%.3f,\"sim_read_ms_mean\":%.3f,"
 			       "\"sim_inflight_mean\":%.3f,\"sim_reads_per_query\":%.2f",
@@ -674,6 +696,7 @@ static int index_query(int argc, char **argv)
 	uint32_t *ids = NULL;
 	float *dists = NULL;
 	double sim_read_sum = 0, sim_infl_sum = 0;
+	long rss0, rss1, rss2, rss3;
 	int rc, exitc = CS_EXIT_OK;
 	guard_held held;
 	const char *idir;
@@ -703,11 +726,13 @@ static int index_query(int argc, char **argv)
 	}
 	cv_open_opts_default(&oo);
 	oo.buffers_bytes = a.buffers;
+	rss0 = rss_anon_kb();
 	rc = cv_index_open(idir, &oo, &ix, &e);
 	if (rc) {
 		exitc = fail(rc, &e);
 		goto out;
 	}
+	rss1 = rss_anon_kb();
 	rc = cv_dataset_load(a.queries, &qs, &e);
 	if (rc) {
 		exitc = fail(rc, &e);
@@ -821,6 +846,16 @@ static int index_query(int argc, char **argv)
 		goto out;
 	}
 	/*
+	 * The index's own resident memory: what opening it added, plus what the
+	 * passes add (scratch, buffer pools). The queries, base and ground truth
+	 * are loaded between the two, so they are not counted; malloc_trim first
+	 * returns freed heap pages (the ground truth's), so the passes cannot
+	 * reuse resident pages unseen. Anonymous pages only: the page cache a
+	 * pread or mmap index is read from is the kernel's, not the process's.
+	 */
+	malloc_trim(0);
+	rss2 = rss_anon_kb();
+	/*
 	 * warmup untimed passes, then repeat timed ones, over the same queries.
 	 * Only the timed passes count: latencies, QPS per pass, read counters
 	 * (the context's are reset after the warm-up), recall (the first timed
@@ -909,6 +944,10 @@ static int index_query(int argc, char **argv)
 			s.pass_qps[s.passes++] = pass_s > 0 ? (double) s.nq / pass_s : 0;
 		}
 	}
+	rss3 = rss_anon_kb();
+	s.index_rss_kb = rss0 < 0 || rss1 < 0 || rss2 < 0 || rss3 < 0
+				 ? -1
+				 : (rss1 > rss0 ? rss1 - rss0 : 0) + (rss3 > rss2 ? rss3 - rss2 : 0);
 	if (s.have_recall)
 		s.recall /= (double) s.nq;
 	if (s.sim_reads)

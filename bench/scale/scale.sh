@@ -4,7 +4,9 @@
 # and one query job a point. Prints one JSON line a point and, at the end,
 # the fitted exponent b of cost = a * n^b (least squares on logs) per
 # figure. CPU time (user + system, from wait4's rusage) is the figure to
-# read on a shared machine; wall time is printed beside it.
+# read on a shared machine; wall time is printed beside it. index_rss_mb is
+# the query process's index_rss_kb (the index's own anonymous resident memory:
+# what opening it and the passes added, datasets and page cache excluded).
 #
 #   bench/scale/scale.sh build/cli/coldstudy OUTDIR "250000 1000000 4000000" [KINDS]
 #
@@ -57,6 +59,9 @@ print(json.dumps({"kind": sys.argv[3], "n": n, "build_wall_s": round(b["wall_s"]
                   "build_cpu_s": round(b["ru_cpu_s"], 2), "build_maxrss_mb": round(b["ru_maxrss_kb"] / 1024, 1),
                   "index_mb": round(size / 2**20, 1), "vectors_mb": round(n * 128 * 4 / 2**20, 1),
                   "qps": qo.get("qps"), "recall": qo.get("recall_at_k"),
+                  "index_rss_mb": None if qo.get("index_rss_kb") is None else round(qo["index_rss_kb"] / 1024, 1),
+                  "index_rss_of_vectors": None if qo.get("index_rss_kb") is None
+                  else round(qo["index_rss_kb"] * 1024 / (n * 128 * 4), 4),
                   "query_maxrss_mb": round(q["ru_maxrss_kb"] / 1024, 1)}))
 PY
 		tail -1 "$res"
@@ -70,7 +75,7 @@ for kind in sorted({p["kind"] for p in pts}):
     ps = sorted((p for p in pts if p["kind"] == kind), key=lambda p: p["n"])
     if len(ps) < 2:
         continue
-    for fig in ("build_cpu_s", "build_wall_s", "build_maxrss_mb", "index_mb", "qps"):
+    for fig in ("build_cpu_s", "build_wall_s", "build_maxrss_mb", "index_mb", "index_rss_mb", "qps"):
         xs = [math.log(p["n"]) for p in ps if p.get(fig)]; ys = [math.log(p[fig]) for p in ps if p.get(fig)]
         if len(xs) < 2:
             continue

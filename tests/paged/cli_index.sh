@@ -85,6 +85,21 @@ check 2 "bad kind" "$cs" index build --kind btree --data "$D" --metric l2 --out 
 check 2 "no subcommand" "$cs" index
 check 5 "not an index" "$cs" index verify "$T"
 check 3 "insert into paged" "$cs" index insert "$T/p" --data "$Q"
+# index_rss_kb: the index's own resident memory. The in-memory HNSW holds every
+# vector (20,000 x 128 floats, 10,000 kB); HFresh holds centroids and maps and
+# reads postings and vectors from files, so a small fraction of that
+V='synth:n=20000,d=128,clusters=32,seed=6'
+check 0 "build hnsw 20k" "$cs" index build --kind hnsw --data "$V" --metric l2 --m 8 --ef-construction 32 -q --out "$T/hn"
+check 0 "build hfresh 20k" "$cs" index build --kind hfresh --data "$V" --metric l2 -q --out "$T/hf"
+for k in hn hf; do
+	check 0 "query $k rss" "$cs" index query "$T/$k" --queries 'synth:n=50,d=128,clusters=32,seed=9' --json
+	rss=$(sed -n 's/.*"index_rss_kb":\([0-9]*\).*/\1/p' "$T/out")
+	case $k in
+	hn) [ "${rss:-0}" -ge 10000 ] || { echo "FAIL: hnsw index_rss_kb ${rss:-none} < 10000"; fail=1; } ;;
+	hf) [ "${rss:-0}" -gt 0 ] && [ "${rss:-0}" -lt 2500 ] ||
+		{ echo "FAIL: hfresh index_rss_kb ${rss:-none}, want 1..2499 (a quarter of the vectors)"; fail=1; } ;;
+	esac
+done
 # damage one byte of a partition's meta page: verify and query say so (exit 4)
 printf 'Z' | dd of="$T/h/part-001" bs=1 seek=200 conv=notrunc 2>/dev/null
 check 4 "verify damaged" "$cs" index verify "$T/h"
