@@ -8,6 +8,7 @@
 # >= 0.95 over faiss's; the median of the pairs is printed last.
 #   bench/hfresh/cli_pairs.sh CS BENCH_FAISS BASE QUERIES NQ NLIST FAISS_INDEX DIR ROUNDS \
 #       NPROBES PROBES [RESCORE] [REPEAT]
+# STRATEGY=mmap|pread|... (default pread, the CLI's default) is HFresh's --strategy.
 # Example (fashion-mnist): cli_pairs.sh build/cli/coldstudy build/bench/hfresh/bench_faiss \
 #   fashion-mnist:train fashion-mnist:test 1000 245 /tmp/faiss_fm.index /tmp/hfm 3 3,4,5,6 4,6,8
 set -eu
@@ -15,6 +16,7 @@ CS=$1 BF=$2 BASE=$3 QS=$4 NQ=$5 NLIST=$6 FI=$7 DIR=$8 ROUNDS=$9
 shift 9
 NPROBES=$1 PROBES=$2 RESCORE=${3:-20} REP=${4:-5}
 CPU=${BENCH_CPU:-$(($(nproc) - 1))}
+STRATEGY=${STRATEGY:-pread}
 OUT=${OUT:-/tmp/hfresh-cli-pairs.$$}
 mkdir -p "$OUT"
 fa() { BENCH_CPU=$CPU BENCH_REPEAT=$REP "$BF" "$BASE" "$QS" "$NQ" "$NLIST" "$FI" "$NPROBES" >"$OUT/faiss.$1.jsonl"; }
@@ -22,7 +24,8 @@ hf() {
 	: >"$OUT/hfresh.$1.jsonl"
 	for p in $(echo "$PROBES" | tr , ' '); do
 		taskset -c "$CPU" "$CS" index query "$DIR" --queries "$QS" --nq "$NQ" --k 10 \
-			--search-probe "$p" --rescore-limit "$RESCORE" --repeat "$REP" --warmup 1 \
+			--search-probe "$p" --rescore-limit "$RESCORE" --strategy "$STRATEGY" \
+			--repeat "$REP" --warmup 1 \
 			--json >>"$OUT/hfresh.$1.jsonl"
 	done
 }
