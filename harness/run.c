@@ -382,11 +382,11 @@ static void *client(void *p)
 		r->vhits = 0;
 		r->rep = L->rep;
 		if (trace) {
+			/* each repeat its own streams: query i of repeat r */
+			const uint64_t qseed = query_seed(L->seed, ((uint64_t) L->rep << 40) + i);
 			harness_vq vq;
 
-			/* each repeat its own streams: query i of repeat r */
-			rc = harness_vtime_query(L->vdev, trace,
-						 query_seed(L->seed, ((uint64_t) L->rep << 40) + i),
+			rc = harness_vtime_query(L->vdev, trace, qseed,
 						 L->has_bg ? &L->bg : NULL, L->pw ? &L->pw[q] : NULL,
 						 L->files, L->nfiles, r->lat_ms, &vq);
 			if (rc) {
@@ -405,8 +405,7 @@ static void *client(void *p)
 			}
 			/* the prewarm's own reads, modelled as the query's are (a stream of its own) */
 			if (L->pw && (rc = harness_vtime_prewarm(L->vdev, &L->pw[q],
-								 query_seed(L->seed, ((uint64_t) L->rep << 40) + i) ^
-									 0x7072657761726dull,
+								 qseed ^ 0x7072657761726dull,
 								 &r->prewarm_ms))) {
 				fail(L, "virtual-time replay of the prewarm failed", rc);
 				L->nrows[c]--;

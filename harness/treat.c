@@ -434,6 +434,24 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* A blockset key: file << 40 | block (blocks below 2^40), and its two halves. */
+#define KEY_BLOCK_BITS 40
+
+static inline uint64_t key_of(uint64_t file, uint64_t block)
+{
+	return (file << KEY_BLOCK_BITS) | (block & ((1ull << KEY_BLOCK_BITS) - 1));
+}
+
+static inline uint32_t key_file(uint64_t k)
+{
+	return (uint32_t) (k >> KEY_BLOCK_BITS);
+}
+
+static inline uint64_t key_block(uint64_t k)
+{
+	return k & ((1ull << KEY_BLOCK_BITS) - 1);
+}
+
 int harness_blockset_from(const cv_block_list *bl, harness_blockset *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -443,7 +461,7 @@ int harness_blockset_from(const cv_block_list *bl, harness_blockset *out)
 	if (!out->key)
 		return -ENOMEM;
 	for (size_t i = 0; i < bl->n; i++)
-		out->key[i] = ((uint64_t) bl->file[i] << 40) | (bl->block[i] & ((1ull << 40) - 1));
+		out->key[i] = key_of(bl->file[i], bl->block[i]);
 	qsort(out->key, bl->n, sizeof(*out->key), cmp_u64);
 	for (size_t i = 0; i < bl->n; i++)
 		if (!out->n || out->key[out->n - 1] != out->key[i])
@@ -462,7 +480,7 @@ void harness_blockset_free(harness_blockset *s)
 
 int harness_blockset_has(const harness_blockset *s, uint32_t file, uint64_t block)
 {
-	uint64_t k = ((uint64_t) file << 40) | (block & ((1ull << 40) - 1));
+	uint64_t k = key_of(file, block);
 
 	return s && s->n && bsearch(&k, s->key, s->n, sizeof(k), cmp_u64) != NULL;
 }
@@ -481,8 +499,8 @@ int harness_prewarm(char **files, size_t nfiles, const harness_blockset *s)
 		size_t n = 0;
 
 		for (size_t i = 0; i < s->n; i++)
-			if ((s->key[i] >> 40) == f)
-				blocks[n++] = s->key[i] & ((1ull << 40) - 1);
+			if (key_file(s->key[i]) == f)
+				blocks[n++] = key_block(s->key[i]);
 		if (n)
 			rc = cv_cache_prewarm(files[f], blocks, n, HARNESS_BLOCK);
 	}
@@ -609,8 +627,8 @@ int harness_vtime_prewarm(const cv_device *dev, const harness_blockset *s, uint6
 	for (size_t i = 0; i < s->n && !rc; i++) {
 		/* back to back: each read submitted when the one before completed */
 		cv_trace_rec x = {.stream = 0, .batch = (uint32_t) i,
-				  .off = (s->key[i] & ((1ull << 40) - 1)) * HARNESS_BLOCK,
-				  .len = HARNESS_BLOCK, .file = (uint32_t) (s->key[i] >> 40),
+				  .off = key_block(s->key[i]) * HARNESS_BLOCK,
+				  .len = HARNESS_BLOCK, .file = key_file(s->key[i]),
 				  .submit_ns = (uint64_t) i * 1000, .complete_ns = (uint64_t) (i + 1) * 1000};
 
 		rc = cv_trace_append(t, &x);
