@@ -240,7 +240,6 @@ int harness_pg_backup_start(const char *pgdata, const struct stat *st, const cha
 /* pg_backup_stop on that session and close it; *label (new, may be NULL) gets backup_label's text. */
 int harness_pg_backup_stop(PGconn *c, char **label, cs_err *e);
 
-/* Shared by run.c and pgrun.c: qsort order for doubles; a finite number or JSON null (new); a study dataset name's spec, else s (borrowed). */
 /*
  * Step 6 of every run (engine or PostgreSQL): a ledger transaction begun
  * and the run's four raw series stored in it; *raw = {"queries", "iostat",
@@ -250,6 +249,7 @@ int harness_pg_backup_stop(PGconn *c, char **label, cs_err *e);
 int harness_record_begin(struct ledger *l, json_t *rows, json_t *ios, json_t *mems, json_t *proms,
 			 json_t **raw, cs_err *e);
 
+/* Shared by run.c and pgrun.c: qsort order for doubles; a finite number or JSON null (new); a study dataset name's spec, else s (borrowed). */
 int harness_cmp_double(const void *a, const void *b);
 json_t *harness_num_or_null(double v);
 const char *harness_dataset_spec(const json_t *study, const char *s);

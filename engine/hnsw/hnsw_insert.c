@@ -392,22 +392,7 @@ static void build_run(void *arg, unsigned w)
 	}
 }
 
-
-/*
- * Layer 0 made whole. On strongly clustered points (a node and a near
- * twin, both far from everything else) the neighbour heuristic can leave
- * nodes that no node reachable from the entry point links to, and a
- * search never returns them whatever its ef: HFresh's centroid index over
- * 291 postings of 256 tight clusters lost 59 that way, so those postings
- * were never probed and recall stopped at 0.78 even with every posting
- * asked for. After a build, each node the entry point cannot reach on
- * layer 0 is linked from its nearest reachable nodes: into a free slot,
- * else in place of the link (of its nearest reachable node) to the
- * farthest node that has another link into it. Rounds repeat while a
- * replaced link cut someone off, at most four. data holds the build's
- * rows by label (a build into an empty graph). Returns 0, -ENOMEM, or
- * what the search returns.
- */
+/* Mark every node reachable from s on layer 0 (breadth-first; queue holds n ids). */
 static void reach_from(const struct hnsw *h, uint32_t s, unsigned char *reach, uint32_t *queue)
 {
 	size_t nq = 0;
@@ -427,6 +412,21 @@ static void reach_from(const struct hnsw *h, uint32_t s, unsigned char *reach, u
 	}
 }
 
+/*
+ * Layer 0 made whole. On strongly clustered points (a node and a near
+ * twin, both far from everything else) the neighbour heuristic can leave
+ * nodes that no node reachable from the entry point links to, and a
+ * search never returns them whatever its ef: HFresh's centroid index over
+ * 291 postings of 256 tight clusters lost 59 that way, so those postings
+ * were never probed and recall stopped at 0.78 even with every posting
+ * asked for. After a build, each node the entry point cannot reach on
+ * layer 0 is linked from its nearest reachable nodes: into a free slot,
+ * else in place of the link (of its nearest reachable node) to the
+ * farthest node that has another link into it. Rounds repeat while a
+ * replaced link cut someone off, at most four. data holds the build's
+ * rows by label (a build into an empty graph). Returns 0, -ENOMEM, or
+ * what the search returns.
+ */
 static int repair_reach(hnsw *h, const float *data, size_t *linked)
 {
 	const uint32_t n = hnsw_count(h);
