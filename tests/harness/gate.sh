@@ -14,7 +14,7 @@ base="synth:n=20000,d=32,clusters=16,seed=1"
 setup_study "$base" 16
 q='"queries":{"spec":"synth:n=20,d=32,clusters=16,seed=7","count":5}'
 printf '{"index":"%s",%s,"cold":true,"cold_each_query":true,"tags":["gate","serial"]}' "$T/clone" "$q" > "$T/gate.json"
-printf '{"index":"%s",%s,"cold":true,"query_count":1,"partitions":[0,1,2],"device":"hdd-pool","tags":["gate","hdd"]}' "$T/clone" "$q" > "$T/hdd.json"
+printf '{"index":"%s",%s,"cold":true,"query_count":1,"partitions":[0,1,2],"device":"hdd-pool","tags":["partition","hdd"]}' "$T/clone" "$q" > "$T/hdd.json"
 fail=0 low=0
 id=$("$cs" run "$S" "$T/gate.json" -q) || { echo "FAIL: gate run"; exit 1; }
 iow=$(metric "$id" io_over_wall); er=$(metric "$id" engine_reads); dr=$(metric "$id" device_reads)
