@@ -231,9 +231,15 @@ static inline const uint8_t *hfr_entry_ex(const uint8_t *ent)
 	return ent + HFR_ENTRY_HDR;
 }
 
-/* CRC-32C (Castagnoli) of n bytes: SSE4.2 when the CPU has it; _sw: the table path. */
+/*
+ * CRC-32C (Castagnoli) of n bytes on the best path the CPU has (folding on
+ * VPCLMULQDQ, SSE4.2's crc32, a table); _sw: the table path.
+ */
 uint32_t hfr_crc32c(const void *p, size_t n);
 uint32_t hfr_crc32c_sw(const void *p, size_t n);
+/* For tests: how many paths this CPU has (1-3); a raw state continued on one of them. */
+unsigned hfr_crc32c_paths(void);
+uint32_t hfr_crc32c_path(unsigned path, uint32_t state, const void *p, size_t n);
 
 /* Write the header (and checksum) of a posting whose entries are filled. */
 void hfr_post_seal(void *post, uint32_t posting_id, uint32_t count, uint32_t dp, unsigned bits);

@@ -310,6 +310,48 @@ static void test_posting_codec(void **st)
 	free(rec);
 }
 
+/*
+ * Every CRC-32C path this CPU has (table, SSE4.2, folding) against the
+ * table, bit for bit: from a raw state other than ~0 (a posting's body
+ * continues its header's), at every length to 1,100 bytes (the folding
+ * path's 256-byte steps, its 64-byte steps and its tails) and offset 0-3,
+ * and at lengths of whole postings up to 100 KB.
+ */
+static void test_crc32c_paths(void)
+{
+	size_t cap = 100 * 1024 + 8;
+	uint8_t *big = malloc(cap);
+	uint64_t s = 0x9e3779b97f4a7c15ull;
+	unsigned np = hfr_crc32c_paths();
+	static const size_t lens[] = {2048, 4096, 4095, 4097, 48 * 1024 + 96, 63652, 65536 + 31,
+				      100 * 1024};
+
+	assert_non_null(big);
+	assert_true(np >= 1 && np <= 3);
+	for (size_t i = 0; i < cap; i++) {
+		s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+		big[i] = (uint8_t) (s >> 24);
+	}
+	for (unsigned path = 0; path < np; path++) {
+		for (size_t k = 0; k <= 1100; k++) {
+			size_t off = k & 3;
+			uint32_t st = 0xA5A5F00Du ^ (uint32_t) (k * 2654435761u);
+			uint32_t want = hfr_crc32c_path(0, st, big + off, k);
+
+			assert_int_equal(hfr_crc32c_path(path, st, big + off, k), want);
+		}
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			uint32_t want = hfr_crc32c_path(0, ~0u, big + 3, lens[i]);
+
+			assert_int_equal(hfr_crc32c_path(path, ~0u, big + 3, lens[i]), want);
+			assert_int_equal(~want, hfr_crc32c_sw(big + 3, lens[i]));
+		}
+	}
+	/* the dispatched one-shot is the best path's */
+	assert_int_equal(hfr_crc32c(big, 65536), ~hfr_crc32c_path(np - 1, ~0u, big, 65536));
+	free(big);
+}
+
 /* CRC-32C: the standard check value, SSE4.2 and table paths agree; version-1 (zlib) records still read. */
 static void test_crc32c(void **st)
 {
@@ -329,6 +371,7 @@ static void test_crc32c(void **st)
 	/* every length up to 1999 bytes: the three-chain stretches (768 bytes) and the tails */
 	for (size_t k = 0; k < sizeof(buf) - 1; k++)
 		assert_int_equal(hfr_crc32c(buf + 1, k), hfr_crc32c_sw(buf + 1, k));
+	test_crc32c_paths();
 	for (uint32_t i = 0; i < n; i++)
 		hfr_entry_put(hfr_entry_at(rec, hfr_entry_size(dp, 1), i), dp, 1, i, 1, &f, code, NULL);
 	hfr_post_seal(rec, 3, n, dp, 1);
