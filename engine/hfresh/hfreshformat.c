@@ -329,11 +329,11 @@ void hfr_entry_put(uint8_t *ent, uint32_t dp, unsigned bits, uint32_t id, uint32
 
 	memcpy(ent + 0, &id, 4);
 	memcpy(ent + 4, &ver, 4);
-	memcpy(ent + 8, &f->add, 4);
+	memcpy(ent + HFR_ENT_ADD, &f->add, 4);
 	if (bits > 1) {
-		memcpy(ent + 12, &f->rescale_ex, 4);
-		memcpy(ent + 16, &f->err_ex, 4);
-		memcpy(ent + 20, &f->qerr_ex, 4);
+		memcpy(ent + HFR_ENT_RESCALE_EX, &f->rescale_ex, 4);
+		memcpy(ent + HFR_ENT_ERR_EX, &f->err_ex, 4);
+		memcpy(ent + HFR_ENT_QERR_EX, &f->qerr_ex, 4);
 		memcpy(ent + HFR_ENTRY_HDR, ex, hfr_ex_code_bytes(dp, bits));
 		return;
 	}
@@ -350,11 +350,11 @@ void hfr_entry_get(const uint8_t *ent, uint32_t dp, unsigned bits, uint32_t *id,
 	(void) dp;
 	memcpy(id, ent + 0, 4);
 	memcpy(ver, ent + 4, 4);
-	memcpy(&f->add, ent + 8, 4);
+	memcpy(&f->add, ent + HFR_ENT_ADD, 4);
 	if (bits > 1) {
-		memcpy(&f->rescale_ex, ent + 12, 4);
-		memcpy(&f->err_ex, ent + 16, 4);
-		memcpy(&f->qerr_ex, ent + 20, 4);
+		memcpy(&f->rescale_ex, ent + HFR_ENT_RESCALE_EX, 4);
+		memcpy(&f->err_ex, ent + HFR_ENT_ERR_EX, 4);
+		memcpy(&f->qerr_ex, ent + HFR_ENT_QERR_EX, 4);
 		f->rescale = f->err = 0;
 		f->pop = 0;
 		return;

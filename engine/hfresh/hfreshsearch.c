@@ -50,8 +50,8 @@
  * L2): "changed" has a bit for every id whose version is not 1 (reassigned,
  * deleted, or never inserted), so an entry of an unchanged id is live iff
  * it was written with version 1 and only the others consult the version
- * map; "seen" is cleared after each query through the list of ids it
- * marked.
+ * map (an index no update has touched has none, and skips the bitmap);
+ * "seen" is cleared after each query through the list of ids it marked.
  */
 #include "hfresh.h"
 #include "util.h"
@@ -97,6 +97,10 @@ typedef struct hfr_scratch {
 	float *ub;              /* R upper bounds (the k-th one prunes) */
 	size_t ncand_cap;
 	uint32_t *pl2;
+	/* a posting's live entries with extended codes, estimated together */
+	uint32_t *bidx, *bid;
+	float *best, *berr;
+	size_t capb;
 } hfr_scratch;
 
 typedef struct cand {
@@ -114,6 +118,7 @@ typedef struct hfr_index {
 	float *crot;            /* nposts * dp (live ones filled) */
 	uint32_t maxlen;        /* largest posting record */
 	uint64_t *changed;      /* nids bits: the id's version is not 1 */
+	uint32_t nchanged;      /* how many: with none, "version 1" is the whole test */
 	hnsw *h;
 	cv_file *fpost, *fvec;
 	uint32_t fipost, fivec; /* positions in cv_index_files' list (block lists) */
@@ -148,7 +153,36 @@ static void scratch_free(void *p)
 	free(s->cand);
 	free(s->ub);
 	free(s->pl2);
+	free(s->bidx);
+	free(s->bid);
+	free(s->best);
+	free(s->berr);
 	free(s);
+}
+
+/* Room for n entries in s's batch arrays. */
+static int batch_fit(hfr_scratch *s, size_t n)
+{
+	uint32_t *a, *b;
+	float *e, *r;
+
+	if (n <= s->capb)
+		return 0;
+	a = realloc(s->bidx, n * sizeof(*a));
+	if (a)
+		s->bidx = a;
+	b = a ? realloc(s->bid, n * sizeof(*b)) : NULL;
+	if (b)
+		s->bid = b;
+	e = b ? realloc(s->best, n * sizeof(*e)) : NULL;
+	if (e)
+		s->best = e;
+	r = e ? realloc(s->berr, n * sizeof(*r)) : NULL;
+	if (!r)
+		return -ENOMEM;
+	s->berr = r;
+	s->capb = n;
+	return 0;
 }
 
 void hfr_close(void *state)
@@ -206,8 +240,10 @@ int hfr_open(const char *dir, const cv_open_opts *o, void **state, cv_err *e)
 	if (!ix->alive || !ix->crot || !ix->acent || !ix->changed)
 		goto fail;
 	for (uint32_t id = 0; id < ix->m.nids; id++)
-		if (ix->m.ver[id] != 1)
+		if (ix->m.ver[id] != 1) {
 			ix->changed[id >> 6] |= 1ull << (id & 63);
+			ix->nchanged++;
+		}
 	for (uint32_t p = 0; p < ix->m.nposts; p++) {
 		if (!ix->m.posts[p].alive || !ix->m.posts[p].count)
 			continue;
@@ -397,18 +433,43 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 	hfr_post_hdr h;
 	hfr_qq qq = {.planes = s->planes};
 	hfr_qx qx = {.q8 = s->q8, .q8p = s->q8p};
+	const int ex = m->code_bits > 1;
+	size_t nb = 0, nmarked;
+	uint64_t *seen;
+	const uint64_t *changed = ix->nchanged ? ix->changed : NULL;
+	const uint32_t *ver_of = m->ver;
+	uint32_t *marked, *bidx, *bid;
 	int rc;
 
 	rc = hfr_post_check(buf, m->posts[p].len, m->dp, m->code_bits, p, m->posts[p].count, 1, &h,
 			    NULL);
+	if (!rc && ex)
+		rc = batch_fit(s, h.count);
+	if (!rc && s->capmarked - s->nmarked < h.count) { /* room for every entry's mark */
+		size_t nc = s->capmarked ? s->capmarked : 4096;
+		uint32_t *nm;
+
+		while (nc - s->nmarked < h.count)
+			nc *= 2;
+		nm = realloc(s->marked, nc * sizeof(*nm));
+		if (!nm)
+			return -ENOMEM;
+		s->marked = nm;
+		s->capmarked = nc;
+	}
 	if (rc)
 		return rc;
 	for (uint32_t t = 0; t < m->dp; t++)
 		s->qr[t] = s->qrot[t] - cr[t];
-	if (m->code_bits > 1)
+	if (ex)
 		hfr_query_quant_ex(s->qr, m->dp, &qx);
 	else
 		hfr_query_quant(s->qr, m->dp, &qq);
+	seen = s->seen;
+	marked = s->marked;
+	nmarked = s->nmarked;
+	bidx = s->bidx;
+	bid = s->bid;
 	for (uint32_t i = 0; i < h.count; i++) {
 		const uint8_t *ent = hfr_entry_at(buf, h.entry_size, i);
 		uint32_t id, ver;
@@ -419,37 +480,43 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 		memcpy(&ver, ent + 4, 4);
 		if (id >= m->nids)
 			continue;
-		if ((ix->changed[id >> 6] >> (id & 63)) & 1 ? ver != m->ver[id] : ver != 1)
+		if (changed && (changed[id >> 6] >> (id & 63)) & 1 ? ver != ver_of[id] : ver != 1)
 			continue; /* a stale copy or a deleted id */
-		if ((s->seen[id >> 6] >> (id & 63)) & 1)
+		if ((seen[id >> 6] >> (id & 63)) & 1)
 			continue; /* a replica already scored */
-		if (s->nmarked == s->capmarked) {
-			size_t nc = s->capmarked ? s->capmarked * 2 : 4096;
-			uint32_t *nm = realloc(s->marked, nc * sizeof(*nm));
-
-			if (!nm)
-				return -ENOMEM;
-			s->marked = nm;
-			s->capmarked = nc;
-		}
-		s->seen[id >> 6] |= 1ull << (id & 63);
-		s->marked[s->nmarked++] = id;
-		hfr_entry_get(ent, m->dp, m->code_bits, &id, &ver, &f);
-		cd.id = id;
-		c->scored++;
+		seen[id >> 6] |= 1ull << (id & 63);
+		marked[nmarked++] = id;
 		/*
 		 * Extended codes are scored from their B-bit code alone: screening
 		 * with the 1-bit estimate first was measured slower (synth 1M x 128,
 		 * bench/hfresh/README.md), since at these dimensions its bound
 		 * lets most entries through and the byte dot product is as cheap
 		 * as the popcounts; so entries do not store the sign bits twice.
+		 * They are estimated after this pass, all together: sixteen dot
+		 * products at once keep the vector units busy where one entry at
+		 * a time waited on each one's reduction.
 		 */
-		if (m->code_bits > 1)
-			cd.est = hfr_estimate_ex(&qx, hfr_entry_ex(ent), m->code_bits, &f, &cd.err);
-		else
-			cd.est = hfr_estimate(&qq, hfr_entry_code(ent), &f, &cd.err);
+		if (ex) {
+			bidx[nb] = i;
+			bid[nb++] = id;
+			continue;
+		}
+		hfr_entry_get(ent, m->dp, m->code_bits, &id, &ver, &f);
+		cd.id = id;
+		cd.est = hfr_estimate(&qq, hfr_entry_code(ent), &f, &cd.err);
 		heap_push(c->heap, &c->nheap, c->cap, cd);
+		c->scored++;
 	}
+	s->nmarked = nmarked;
+	if (!nb)
+		return 0;
+	c->scored += nb;
+	hfr_estimate_ex_entries(&qx, hfr_entry_at(buf, h.entry_size, 0), h.entry_size, bidx, nb,
+				m->code_bits, s->best, s->berr);
+	for (size_t j = 0; j < nb; j++)
+		if (c->nheap < c->cap || s->best[j] < c->heap[0].est)
+			heap_push(c->heap, &c->nheap, c->cap,
+				  (cand){.est = s->best[j], .err = s->berr[j], .id = bid[j]});
 	return 0;
 }
 

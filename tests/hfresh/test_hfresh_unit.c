@@ -224,6 +224,71 @@ static void test_ex_paths_agree(void **st)
 	}
 }
 
+/*
+ * A posting's entries estimated together (hfr_estimate_ex_entries: sixteen
+ * a step on AVX-512 VNNI, the rest one at a time) give each entry's
+ * hfr_estimate_ex_ref estimate and bound bit for bit, for every count of
+ * chosen entries from 0 to 50 (whole steps and tails), in any order, with
+ * random factors, at 64 to 448 dimensions.
+ */
+static void test_ex_entries_agree(void **st)
+{
+	uint64_t seed = 4242;
+	const uint32_t count = 64;
+	int8_t q8[448], q8p[448];
+	float qr[448], est[64], err[64], est2[64], err2[64];
+	uint32_t idx[64];
+
+	(void) st;
+	for (uint32_t dp = 64; dp <= 448; dp += 64) {
+		uint32_t es = hfr_entry_size(dp, 4);
+		uint8_t *ents = malloc((size_t) count * es);
+		hfr_qx qx = {.q8 = q8, .q8p = q8p};
+
+		assert_non_null(ents);
+		for (size_t i = 0; i < (size_t) count * es; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			ents[i] = (uint8_t) (seed >> 40);
+		}
+		for (uint32_t i = 0; i < count; i++) { /* finite factors */
+			hfr_fac f = {.add = (float) (i % 7) + 0.5f, .rescale_ex = -1.0f - (float) i / 9,
+				     .err_ex = 0.01f * (float) i, .qerr_ex = 0.25f + (float) i / 64};
+			uint8_t *ent = ents + (size_t) i * es;
+
+			memcpy(ent + HFR_ENT_ADD, &f.add, 4);
+			memcpy(ent + HFR_ENT_RESCALE_EX, &f.rescale_ex, 4);
+			memcpy(ent + HFR_ENT_ERR_EX, &f.err_ex, 4);
+			memcpy(ent + HFR_ENT_QERR_EX, &f.qerr_ex, 4);
+		}
+		for (uint32_t i = 0; i < dp; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			qr[i] = (float) ((int) (seed >> 56) - 128) / 13.0f;
+		}
+		hfr_query_quant_ex(qr, dp, &qx);
+		for (uint32_t n = 0; n <= 50; n++) {
+			for (uint32_t j = 0; j < n; j++) { /* n distinct entries, shuffled */
+				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+				idx[j] = (j * 37 + (uint32_t) (seed >> 60)) % count;
+			}
+			hfr_estimate_ex_entries(&qx, ents, es, idx, n, 4, est, err);
+			hfr_estimate_ex_entries_ref(&qx, ents, es, idx, n, 4, est2, err2);
+			for (uint32_t j = 0; j < n; j++) {
+				hfr_fac f;
+				uint32_t id, ver;
+				float b;
+
+				assert_true(est[j] == est2[j]);
+				assert_true(err[j] == err2[j]);
+				hfr_entry_get(ents + (size_t) idx[j] * es, dp, 4, &id, &ver, &f);
+				assert_true(est[j] == hfr_estimate_ex(&qx, ents + (size_t) idx[j] * es +
+									       HFR_ENTRY_HDR, 4, &f, &b));
+				assert_true(err[j] == b);
+			}
+		}
+		free(ents);
+	}
+}
+
 /* A posting of extended codes round-trips; read as the wrong kind it is refused. */
 static void test_ex_posting_codec(void **st)
 {
@@ -743,6 +808,7 @@ int main(void)
 		cmocka_unit_test(test_ex_paths_agree),
 		cmocka_unit_test(test_ex_posting_codec),
 		cmocka_unit_test(test_crc32c),
+		cmocka_unit_test(test_ex_entries_agree),
 		cmocka_unit_test(test_rng_rule),
 		cmocka_unit_test(test_kmeans_balance),
 		cmocka_unit_test(test_build_placement),
