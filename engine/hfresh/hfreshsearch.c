@@ -67,9 +67,11 @@
 #include <unistd.h>
 
 /*
- * The centroid HNSW is referenced weakly: a build without engine/hnsw
- * (or a test binary that does not pull it in) falls back to an exact
- * scan of the centroids, which is what the HNSW approximates anyway.
+ * The centroids are scanned, exactly, up to HFR_FLAT_CENTROIDS of them
+ * ($COLDSTUDY_CENTROID_SCAN overrides), and searched through an HNSW
+ * above that. The HNSW is referenced weakly:
+ * a build without engine/hnsw (or a test binary that does not pull it in)
+ * scans at any count, which is what the HNSW approximates anyway.
  */
 #pragma weak hnsw_new
 #pragma weak hnsw_build
@@ -125,6 +127,25 @@ typedef struct hfr_index {
 	int fdpost, fdvec;
 	pthread_key_t key;
 } hfr_index;
+
+/*
+ * How many live postings a query scans: HFR_FLAT_CENTROIDS, or
+ * $COLDSTUDY_CENTROID_SCAN when it is a whole number (0: the HNSW always).
+ */
+static uint32_t flat_centroids(void)
+{
+	const char *env = getenv("COLDSTUDY_CENTROID_SCAN");
+	char *end;
+	unsigned long v;
+
+	if (!env || !*env)
+		return HFR_FLAT_CENTROIDS;
+	errno = 0;
+	v = strtoul(env, &end, 10);
+	if (errno || *end || env[0] == '-' || v > UINT32_MAX)
+		return HFR_FLAT_CENTROIDS;
+	return (uint32_t) v;
+}
 
 /* Free a thread's scratch (the pthread key's destructor). */
 static void scratch_free(void *p)
@@ -255,7 +276,7 @@ int hfr_open(const char *dir, const cv_open_opts *o, void **state, cv_err *e)
 		if (ix->m.posts[p].len > ix->maxlen)
 			ix->maxlen = ix->m.posts[p].len;
 	}
-	if (ix->nalive && hnsw_new && hnsw_build && hnsw_search_n) {
+	if (ix->nalive > flat_centroids() && hnsw_new && hnsw_build && hnsw_search_n) {
 		hnsw_params hp = {.m = 16, .ef_construction = 100, .metric = CV_METRIC_L2,
 				  .quant8 = 1, .seed = ix->m.rot_seed};
 
