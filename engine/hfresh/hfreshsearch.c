@@ -67,9 +67,9 @@
 #include <unistd.h>
 
 /*
- * The centroids are scanned, exactly, up to HFR_FLAT_CENTROIDS of them
- * ($COLDSTUDY_CENTROID_SCAN overrides), and searched through an HNSW
- * above that. The HNSW is referenced weakly:
+ * The centroids are scanned, exactly, while they take up to
+ * HFR_FLAT_CENTROID_BYTES ($COLDSTUDY_CENTROID_SCAN overrides), and
+ * searched through an HNSW above that. The HNSW is referenced weakly:
  * a build without engine/hnsw (or a test binary that does not pull it in)
  * scans at any count, which is what the HNSW approximates anyway.
  */
@@ -129,22 +129,22 @@ typedef struct hfr_index {
 } hfr_index;
 
 /*
- * How many live postings a query scans: HFR_FLAT_CENTROIDS, or
- * $COLDSTUDY_CENTROID_SCAN when it is a whole number (0: the HNSW always).
+ * Up to how many bytes of live centroids a query scans: HFR_FLAT_CENTROID_BYTES,
+ * or $COLDSTUDY_CENTROID_SCAN when it is a whole number (0: the HNSW always).
  */
-static uint32_t flat_centroids(void)
+static uint64_t flat_centroid_bytes(void)
 {
 	const char *env = getenv("COLDSTUDY_CENTROID_SCAN");
 	char *end;
-	unsigned long v;
+	unsigned long long v;
 
 	if (!env || !*env)
-		return HFR_FLAT_CENTROIDS;
+		return HFR_FLAT_CENTROID_BYTES;
 	errno = 0;
-	v = strtoul(env, &end, 10);
-	if (errno || *end || env[0] == '-' || v > UINT32_MAX)
-		return HFR_FLAT_CENTROIDS;
-	return (uint32_t) v;
+	v = strtoull(env, &end, 10);
+	if (errno || *end || env[0] == '-')
+		return HFR_FLAT_CENTROID_BYTES;
+	return v;
 }
 
 /* Free a thread's scratch (the pthread key's destructor). */
@@ -276,7 +276,8 @@ int hfr_open(const char *dir, const cv_open_opts *o, void **state, cv_err *e)
 		if (ix->m.posts[p].len > ix->maxlen)
 			ix->maxlen = ix->m.posts[p].len;
 	}
-	if (ix->nalive > flat_centroids() && hnsw_new && hnsw_build && hnsw_search_n) {
+	if ((uint64_t) ix->nalive * ix->m.di * sizeof(float) > flat_centroid_bytes() && hnsw_new &&
+	    hnsw_build && hnsw_search_n) {
 		hnsw_params hp = {.m = 16, .ef_construction = 100, .metric = CV_METRIC_L2,
 				  .quant8 = 1, .seed = ix->m.rot_seed};
 
