@@ -535,10 +535,21 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 	c->scored += nb;
 	hfr_estimate_ex_entries(&qx, hfr_entry_at(buf, h.entry_size, 0), h.entry_size, bidx, nb,
 				m->code_bits, s->best, s->berr);
-	for (size_t j = 0; j < nb; j++)
-		if (c->nheap < c->cap || s->best[j] < c->heap[0].est)
-			heap_push(c->heap, &c->nheap, c->cap,
-				  (cand){.est = s->best[j], .err = s->berr[j], .id = bid[j]});
+	{ /* the heap's worst estimate held in a register: most entries only meet it */
+		size_t nh = c->nheap;
+		float worst = nh == c->cap ? c->heap[0].est : INFINITY;
+		const float *best = s->best;
+
+		for (size_t j = 0; j < nb; j++) {
+			if (best[j] >= worst && nh == c->cap)
+				continue;
+			heap_push(c->heap, &nh, c->cap,
+				  (cand){.est = best[j], .err = s->berr[j], .id = bid[j]});
+			if (nh == c->cap)
+				worst = c->heap[0].est;
+		}
+		c->nheap = nh;
+	}
 	return 0;
 }
 
