@@ -456,6 +456,14 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 	hfr_qq qq = {.planes = s->planes};
 	hfr_qx qx = {.q8 = s->q8, .q8p = s->q8p};
 	const int ex = m->code_bits > 1;
+	/*
+	 * With replicas a vector sits in several postings and a query must
+	 * score it once: the seen bitmap marks each id scored. With one
+	 * replica the only other copies are stale ones, which the version
+	 * test drops, so the bitmap (a random access an entry) is skipped;
+	 * topk_add keeps the answer free of a repeated id all the same.
+	 */
+	const int mark = m->replicas > 1;
 	size_t nb = 0, nmarked;
 	uint64_t *seen;
 	const uint64_t *changed = ix->nchanged ? ix->changed : NULL;
@@ -467,7 +475,7 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 			    NULL);
 	if (!rc && ex)
 		rc = batch_fit(s, h.count);
-	if (!rc && s->capmarked - s->nmarked < h.count) { /* room for every entry's mark */
+	if (!rc && mark && s->capmarked - s->nmarked < h.count) { /* room for every entry's mark */
 		size_t nc = s->capmarked ? s->capmarked : 4096;
 		uint32_t *nm;
 
@@ -504,10 +512,12 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 			continue;
 		if (changed && (changed[id >> 6] >> (id & 63)) & 1 ? ver != ver_of[id] : ver != 1)
 			continue; /* a stale copy or a deleted id */
-		if ((seen[id >> 6] >> (id & 63)) & 1)
-			continue; /* a replica already scored */
-		seen[id >> 6] |= 1ull << (id & 63);
-		marked[nmarked++] = id;
+		if (mark) {
+			if ((seen[id >> 6] >> (id & 63)) & 1)
+				continue; /* a replica already scored */
+			seen[id >> 6] |= 1ull << (id & 63);
+			marked[nmarked++] = id;
+		}
 		/*
 		 * Extended codes are scored from their B-bit code alone: screening
 		 * with the 1-bit estimate first was measured slower (synth 1M x 128,
@@ -644,6 +654,9 @@ static void topk_add(float *td, uint32_t *ti, size_t *n, size_t k, float d, uint
 
 	if (*n == k && d >= td[k - 1])
 		return;
+	for (i = 0; i < *n; i++) /* a second copy of an id already in (score_posting's mark) */
+		if (ti[i] == id)
+			return;
 	i = *n < k ? (*n)++ : k - 1;
 	while (i > 0 && td[i - 1] > d) {
 		td[i] = td[i - 1];

@@ -49,8 +49,11 @@ static double run_queries(cv_index *ix, const cv_dataset *base, const float *qs,
 		assert_int_equal(n, 10);
 		for (size_t j = 1; j < n; j++)
 			assert_true(dd[j - 1] <= dd[j]);
-		for (size_t j = 0; j < n; j++)
+		for (size_t j = 0; j < n; j++) {
 			assert_false(skip && skip[ids[j]]);
+			for (size_t j2 = 0; j2 < j; j2++) /* no id twice (replicas, stale copies) */
+				assert_int_not_equal(ids[j], ids[j2]);
+		}
 		t_exact(base, metric, qs + i * base->d, 10, truth, skip);
 		sum += t_recall(truth, ids, n, 10);
 	}

@@ -39,6 +39,8 @@ static double mean_recall(const char *dir, const cv_dataset *ref, const uint32_t
 			if (map)
 				ids[j] = map[ids[j]];
 			assert_false(skip && skip[ids[j]]); /* deleted ids never come back */
+			for (size_t j2 = 0; j2 < j; j2++) /* nor does an id twice */
+				assert_int_not_equal(ids[j], ids[j2]);
 		}
 		t_exact(ref, CV_METRIC_L2, qs + i * ref->d, 10, truth, skip);
 		sum += t_recall(truth, ids, n, 10);
@@ -52,7 +54,7 @@ static double mean_recall(const char *dir, const cv_dataset *ref, const uint32_t
  * on what is left, with codes of bits bits (splits re-encode from full
  * vectors, so extended codes must survive them as 1-bit ones do).
  */
-static void update_recall(unsigned bits)
+static void update_recall(unsigned bits, unsigned replicas)
 {
 	const size_t N = 6000, B = 5400, NQ = 100;
 	cv_dataset *all = t_data(N + NQ, 24, 30, 21, 0), base = *all, ins, *fresh, ref;
@@ -72,8 +74,8 @@ static void update_recall(unsigned bits)
 	ref = *all;
 	ref.n = N; /* the truth is over the indexed rows, not the queries */
 	cv_build_opts_default(&o);
-	o.max_posting_kb = bits > 1 ? 16 : 8;
-	o.replicas = 4; /* as HFresh: the splits and reassignments this test is about */
+	o.max_posting_kb = bits > 1 && replicas > 1 ? 16 : 8; /* full enough that inserts split */
+	o.replicas = replicas; /* 4 as HFresh; 1, the extended shape's default, skips the seen marks */
 	o.threads = 2;
 	o.code_bits = bits;
 	assert_int_equal(cv_index_build("hfresh", &base, &o, dir, &e), 0);
@@ -117,8 +119,8 @@ static void update_recall(unsigned bits)
 	fresh->n = nf;
 	assert_int_equal(cv_index_build("hfresh", fresh, &o, dir2, &e), 0);
 	r_fresh = mean_recall(dir2, &ref, map, del, qs, NQ, 32);
-	printf("# %u-bit codes: recall@10 after +10%%/-10%%: %.3f, fresh build: %.3f\n", bits,
-	       r_upd, r_fresh);
+	printf("# %u-bit codes, %u replicas: recall@10 after +10%%/-10%%: %.3f, fresh build: %.3f\n",
+	       bits, replicas, r_upd, r_fresh);
 	assert_true(r_upd >= r_fresh - 0.02);
 	assert_true(r_upd >= 0.9);
 	/* delete most of the index: merges must run and it still answers */
@@ -151,13 +153,19 @@ static void update_recall(unsigned bits)
 static void test_update_recall(void **st)
 {
 	(void) st;
-	update_recall(1);
+	update_recall(1, 4);
 }
 
 static void test_update_recall_ex4(void **st)
 {
 	(void) st;
-	update_recall(4);
+	update_recall(4, 4);
+}
+
+static void test_update_recall_ex4_one_replica(void **st)
+{
+	(void) st;
+	update_recall(4, 1);
 }
 
 /* The index opens, verifies, and answers; its count is one of the allowed ones. */
@@ -281,6 +289,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_update_recall),
 		cmocka_unit_test(test_update_recall_ex4),
+		cmocka_unit_test(test_update_recall_ex4_one_replica),
 		cmocka_unit_test(test_crash_kills),
 	};
 
