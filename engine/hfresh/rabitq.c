@@ -464,6 +464,22 @@ static inline float ex_finish(const hfr_qx *x, int64_t ip, unsigned bits, const 
 	return f->add + x->qn2 + f->rescale_ex * yq;
 }
 
+typedef float (*ex_est_fn)(const hfr_qx *, const uint8_t *, unsigned, const hfr_fac *, float *);
+
+/* Entries idx[0..n) of a posting one at a time through est (dispatched or portable). */
+static void ex_entries_each(ex_est_fn est_fn, const hfr_qx *x, const uint8_t *ent0, uint32_t es,
+			    const uint32_t *idx, size_t n, unsigned bits, float *est, float *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *ent = ent0 + (size_t) idx[i] * es;
+		uint32_t id, ver;
+		hfr_fac f;
+
+		hfr_entry_get(ent, x->dp, bits, &id, &ver, &f);
+		est[i] = est_fn(x, ent + HFR_ENTRY_HDR, bits, &f, &err[i]);
+	}
+}
+
 static int64_t ex_ip_generic(const hfr_qx *x, const uint8_t *ex)
 {
 	int64_t s = 0;
@@ -570,14 +586,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void ex_entries_vn
 		_mm512_storeu_ps(est + i, _mm512_add_ps(_mm512_add_ps(add, qn2), _mm512_mul_ps(rs, yq)));
 		_mm512_storeu_ps(err + i, _mm512_add_ps(_mm512_mul_ps(ee, qn), _mm512_mul_ps(qe, step)));
 	}
-	for (; i < n; i++) {
-		const uint8_t *ent = ent0 + (size_t) idx[i] * es;
-		uint32_t id, ver;
-		hfr_fac f;
-
-		hfr_entry_get(ent, x->dp, bits, &id, &ver, &f);
-		est[i] = ex_finish(x, ex_ip_vnni(x, ent + HFR_ENTRY_HDR), bits, &f, &err[i]);
-	}
+	ex_entries_each(hfr_estimate_ex, x, ent0, es, idx + i, n - i, bits, est + i, err + i);
 }
 #endif
 
@@ -610,28 +619,14 @@ float hfr_estimate_ex(const hfr_qx *x, const uint8_t *ex, unsigned bits, const h
 static void ex_entries_generic(const hfr_qx *x, const uint8_t *ent0, uint32_t es,
 			       const uint32_t *idx, size_t n, unsigned bits, float *est, float *err)
 {
-	for (size_t i = 0; i < n; i++) {
-		const uint8_t *ent = ent0 + (size_t) idx[i] * es;
-		uint32_t id, ver;
-		hfr_fac f;
-
-		hfr_entry_get(ent, x->dp, bits, &id, &ver, &f);
-		est[i] = hfr_estimate_ex(x, ent + HFR_ENTRY_HDR, bits, &f, &err[i]);
-	}
+	ex_entries_each(hfr_estimate_ex, x, ent0, es, idx, n, bits, est, err);
 }
 
 void hfr_estimate_ex_entries_ref(const hfr_qx *x, const uint8_t *ent0, uint32_t es,
 				 const uint32_t *idx, size_t n, unsigned bits, float *est,
 				 float *err)
 {
-	for (size_t i = 0; i < n; i++) {
-		const uint8_t *ent = ent0 + (size_t) idx[i] * es;
-		uint32_t id, ver;
-		hfr_fac f;
-
-		hfr_entry_get(ent, x->dp, bits, &id, &ver, &f);
-		est[i] = hfr_estimate_ex_ref(x, ent + HFR_ENTRY_HDR, bits, &f, &err[i]);
-	}
+	ex_entries_each(hfr_estimate_ex_ref, x, ent0, es, idx, n, bits, est, err);
 }
 
 static void (*ex_entries_fn)(const hfr_qx *, const uint8_t *, uint32_t, const uint32_t *, size_t,
