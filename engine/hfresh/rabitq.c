@@ -592,6 +592,16 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void ex_entries_vn
 
 static int64_t (*ex_ip_fn)(const hfr_qx *, const uint8_t *);
 
+#ifdef HFR_HAVE_AVX512_VNNI
+/* Whether the extended codes' VNNI paths can run here. */
+static int cpu_has_vnni(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	       __builtin_cpu_supports("avx512vnni");
+}
+#endif
+
 float hfr_estimate_ex_ref(const hfr_qx *x, const uint8_t *ex, unsigned bits, const hfr_fac *f,
 			  float *err)
 {
@@ -604,11 +614,9 @@ float hfr_estimate_ex(const hfr_qx *x, const uint8_t *ex, unsigned bits, const h
 	int64_t (*fn)(const hfr_qx *, const uint8_t *) = __atomic_load_n(&ex_ip_fn, __ATOMIC_RELAXED);
 
 	if (!fn) {
-		__builtin_cpu_init();
 		fn = ex_ip_generic;
 #ifdef HFR_HAVE_AVX512_VNNI
-		if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-		    __builtin_cpu_supports("avx512vnni"))
+		if (cpu_has_vnni())
 			fn = ex_ip_vnni;
 #endif
 		__atomic_store_n(&ex_ip_fn, fn, __ATOMIC_RELAXED);
@@ -639,11 +647,9 @@ void hfr_estimate_ex_entries(const hfr_qx *x, const uint8_t *ent0, uint32_t es,
 		   float *, float *) = __atomic_load_n(&ex_entries_fn, __ATOMIC_RELAXED);
 
 	if (!fn) {
-		__builtin_cpu_init();
 		fn = ex_entries_generic;
 #ifdef HFR_HAVE_AVX512_VNNI
-		if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-		    __builtin_cpu_supports("avx512vnni"))
+		if (cpu_has_vnni())
 			fn = ex_entries_vnni;
 #endif
 		__atomic_store_n(&ex_entries_fn, fn, __ATOMIC_RELAXED);
