@@ -350,17 +350,7 @@ static uint64_t cpu_ns(void)
 /* The process's anonymous resident memory (RssAnon of /proc/self/status), kB; -1 unknown. */
 static long rss_anon_kb(void)
 {
-	char line[256];
-	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "RssAnon: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
+	return cs_proc_field("/proc/self/status", "RssAnon:");
 }
 
 static int cmp_double(const void *a, const void *b)

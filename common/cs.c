@@ -30,6 +30,27 @@ int cs_err_set(cs_err *e, int code, const char *fmt, ...)
 	return code;
 }
 
+long cs_proc_field(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = strlen(key);
+	char line[256], *end;
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n)) {
+			errno = 0;
+			v = strtol(line + n, &end, 10);
+			if (errno || end == line + n)
+				v = -1;
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
 int cs_read_file(const char *path, size_t cap, char **buf, size_t *len, cs_err *e)
 {
 	int fd, rc = CS_EXIT_INTERNAL;

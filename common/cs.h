@@ -42,6 +42,14 @@ int cs_err_set(cs_err *e, int code, const char *fmt, ...) __attribute__((format(
 /* Read a whole file of at most cap bytes into *buf (NUL-terminated, caller frees). */
 int cs_read_file(const char *path, size_t cap, char **buf, size_t *len, cs_err *e);
 
+/*
+ * The number after key on the first line of a /proc-style file that starts
+ * with key ("RssAnon:" in /proc/self/status; "thp_fault_fallback " in
+ * /proc/vmstat, the space keeping its _charge line out); -1 when the file
+ * cannot be read or has no such line.
+ */
+long cs_proc_field(const char *path, const char *key);
+
 /* SHA-256 of p[0..n) through OpenSSL EVP; out gets 32 bytes. */
 void cs_sha256(const void *p, size_t n, unsigned char out[32]);
 

@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #endif
 #include "coldvec.h"
+#include "cs.h"
 #include "hfresh/hfresh.h"
 
 #include <errno.h>
@@ -48,29 +49,16 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/*
- * A field of /proc/self/status in KiB: "VmRSS:" (every resident page,
- * mapped file pages too) or "RssAnon:" (the process's own memory).
- */
-static long status_kb(const char *key)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	size_t n = strlen(key);
-	long v = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, n))
-			v = strtol(line + n, NULL, 10);
-	fclose(f);
-	return v;
-}
-
+/* VmRSS of /proc/self/status in KiB: every resident page, mapped file pages too. */
 static long rss_kb(void)
 {
-	return status_kb("VmRSS:");
+	return cs_proc_field("/proc/self/status", "VmRSS:");
+}
+
+/* RssAnon of /proc/self/status in KiB: the process's own memory. */
+static long anon_kb(void)
+{
+	return cs_proc_field("/proc/self/status", "RssAnon:");
 }
 
 static int warm(int argc, char **argv)
@@ -166,7 +154,7 @@ static int warm(int argc, char **argv)
 			perror("bench_hfresh: sched_setaffinity");
 	}
 	rss0 = rss_kb();
-	anon0 = status_kb("RssAnon:");
+	anon0 = anon_kb();
 	if (cv_index_open(argv[5], NULL, &ix, &e)) {
 		fprintf(stderr, "bench_hfresh: open: %s\n", e.msg);
 		return 1;
@@ -212,10 +200,14 @@ static int warm(int argc, char **argv)
 			       probes[a], rescores[b], sum / nq, best, (double) st.posting_reads / nq,
 			       (double) st.rescore_reads / nq, (double) st.bytes / nq);
 			fflush(stdout);
-			if (rss_kb() > rss1)
-				rss1 = rss_kb();
-			if (status_kb("RssAnon:") > anon1)
-				anon1 = status_kb("RssAnon:");
+			{ /* each read once: the peak so far */
+				long r = rss_kb(), an = anon_kb();
+
+				if (r > rss1)
+					rss1 = r;
+				if (an > anon1)
+					anon1 = an;
+			}
 		}
 	printf("{\"peer\":\"hfresh\",\"resident_kb_during_search\":%ld,\"raw_kb\":%zu,"
 	       "\"fraction_of_raw\":%.4f,\"anon_kb_during_search\":%ld,\"anon_fraction_of_raw\":%.4f,"

@@ -59,10 +59,11 @@ static uint32_t c32c_shift1[4][256], c32c_shift2[4][256];
  * 64-bit carry-less multiply wants (see c32c_fold), for the fold distances
  * it uses: 2048 bits (four 512-bit registers a step), 512 (one register
  * into the next), 384, 256 and 128 (a register's 128-bit lanes into its
- * last). Each distance D needs two: x^(D+63) for a lane's first 64 bits
- * and x^(D-1) for its second.
+ * last; c32c_klanes lays them out lane by lane, lane 3's zero). Each
+ * distance D needs two: x^(D+63) for a lane's first 64 bits and x^(D-1)
+ * for its second.
  */
-static uint64_t c32c_k2048[2], c32c_k512[2], c32c_klane[3][2];
+static uint64_t c32c_k2048[2], c32c_k512[2], c32c_klanes[8];
 
 /* x^e mod P (P = 0x1EDC6F41, CRC-32C unreflected), bit-reversed into the top half of 64 bits. */
 static uint64_t c32c_xpow(uint32_t e)
@@ -114,8 +115,8 @@ static void c32c_init(void)
 	c32c_k512[0] = c32c_xpow(512 + 63);
 	c32c_k512[1] = c32c_xpow(512 - 1);
 	for (uint32_t l = 0; l < 3; l++) {
-		c32c_klane[l][0] = c32c_xpow(128 * (3 - l) + 63);
-		c32c_klane[l][1] = c32c_xpow(128 * (3 - l) - 1);
+		c32c_klanes[2 * l] = c32c_xpow(128 * (3 - l) + 63);
+		c32c_klanes[2 * l + 1] = c32c_xpow(128 * (3 - l) - 1);
 	}
 #if defined(__x86_64__)
 	__builtin_cpu_init();
@@ -207,7 +208,7 @@ __attribute__((target("avx512f,vpclmulqdq,pclmul,sse4.2"))) static uint32_t c32c
 	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *) c32c_k2048));
 	const __m512i k512 = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *) c32c_k512));
 	__m512i a0 = _mm512_loadu_si512(p), a1 = _mm512_loadu_si512(p + 64),
-		a2 = _mm512_loadu_si512(p + 128), a3 = _mm512_loadu_si512(p + 192), kl;
+		a2 = _mm512_loadu_si512(p + 128), a3 = _mm512_loadu_si512(p + 192);
 	__m128i x;
 	uint64_t lo, hi, c64;
 
@@ -231,11 +232,7 @@ __attribute__((target("avx512f,vpclmulqdq,pclmul,sse4.2"))) static uint32_t c32c
 		n -= 64;
 	}
 	/* lanes 0-2 toward lane 3 (384, 256 and 128 bits); lane 3 as it is */
-	kl = _mm512_inserti32x4(_mm512_castsi128_si512(_mm_loadu_si128((const void *) c32c_klane[0])),
-				_mm_loadu_si128((const void *) c32c_klane[1]), 1);
-	kl = _mm512_inserti32x4(kl, _mm_loadu_si128((const void *) c32c_klane[2]), 2);
-	kl = _mm512_inserti32x4(kl, _mm_setzero_si128(), 3);
-	a0 = _mm512_mask_mov_epi64(c32c_fold512(a3, kl), 0xc0, a3);
+	a0 = _mm512_mask_mov_epi64(c32c_fold512(a3, _mm512_loadu_si512(c32c_klanes)), 0xc0, a3);
 	x = _mm_xor_si128(_mm_xor_si128(_mm512_extracti32x4_epi32(a0, 0),
 					_mm512_extracti32x4_epi32(a0, 1)),
 			  _mm_xor_si128(_mm512_extracti32x4_epi32(a0, 2),

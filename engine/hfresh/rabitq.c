@@ -476,7 +476,7 @@ static void ex_entries_each(ex_est_fn est_fn, const hfr_qx *x, const uint8_t *en
 		hfr_fac f;
 
 		hfr_entry_get(ent, x->dp, bits, &id, &ver, &f);
-		est[i] = est_fn(x, ent + HFR_ENTRY_HDR, bits, &f, &err[i]);
+		est[i] = est_fn(x, hfr_entry_ex(ent), bits, &f, &err[i]);
 	}
 }
 
@@ -572,7 +572,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void ex_entries_vn
 		__m512 yq, add, rs, ee, qe;
 
 		for (int j = 0; j < 16; j++)
-			acc[j] = ex_acc_vnni(x, ent0 + (size_t) idx[i + j] * es + HFR_ENTRY_HDR);
+			acc[j] = ex_acc_vnni(x, hfr_entry_ex(ent0 + (size_t) idx[i + j] * es));
 		ip = ex_sum16(acc);
 		yq = _mm512_mul_ps(step, _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_add_epi32(ip, ip),
 									      sum)));

@@ -327,6 +327,32 @@ static void test_sha256(void **state)
 	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
+/*
+ * cs_proc_field: the first line that starts with the key, so a key whose
+ * longer sibling comes first ("thp_fault_fallback_charge") is told apart
+ * by its separator; no such line, no number after it, or no file: -1.
+ */
+static void test_proc_field(void **state)
+{
+	char path[] = "/tmp/cs-proc-XXXXXX";
+	int fd = mkstemp(path);
+	const char body[] = "thp_fault_fallback_charge 5\nthp_fault_fallback 7\n"
+			    "RssAnon:\t  1234 kB\nVmRSS: none\n";
+
+	(void) state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, body, sizeof(body) - 1), (ssize_t) (sizeof(body) - 1));
+	close(fd);
+	assert_int_equal(cs_proc_field(path, "thp_fault_fallback "), 7);
+	assert_int_equal(cs_proc_field(path, "thp_fault_fallback_charge "), 5);
+	assert_int_equal(cs_proc_field(path, "RssAnon:"), 1234);
+	assert_int_equal(cs_proc_field(path, "VmRSS:"), -1);
+	assert_int_equal(cs_proc_field(path, "VmHWM:"), -1);
+	unlink(path);
+	assert_int_equal(cs_proc_field(path, "RssAnon:"), -1);
+	assert_true(cs_proc_field("/proc/self/status", "RssAnon:") > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -341,6 +367,7 @@ int main(void)
 		cmocka_unit_test(test_numbers_shortest),
 		cmocka_unit_test(test_fixed_point),
 		cmocka_unit_test(test_sha256),
+		cmocka_unit_test(test_proc_field),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -266,22 +266,22 @@ static void test_ex_entries_agree(void **st)
 		}
 		hfr_query_quant_ex(qr, dp, &qx);
 		for (uint32_t n = 0; n <= 50; n++) {
-			for (uint32_t j = 0; j < n; j++) { /* n distinct entries, shuffled */
+			for (uint32_t j = 0; j < n; j++) { /* n entries in scattered order (repeats allowed) */
 				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 				idx[j] = (j * 37 + (uint32_t) (seed >> 60)) % count;
 			}
 			hfr_estimate_ex_entries(&qx, ents, es, idx, n, 4, est, err);
 			hfr_estimate_ex_entries_ref(&qx, ents, es, idx, n, 4, est2, err2);
 			for (uint32_t j = 0; j < n; j++) {
+				const uint8_t *ent = ents + (size_t) idx[j] * es;
 				hfr_fac f;
 				uint32_t id, ver;
 				float b;
 
 				assert_true(est[j] == est2[j]);
 				assert_true(err[j] == err2[j]);
-				hfr_entry_get(ents + (size_t) idx[j] * es, dp, 4, &id, &ver, &f);
-				assert_true(est[j] == hfr_estimate_ex(&qx, ents + (size_t) idx[j] * es +
-									       HFR_ENTRY_HDR, 4, &f, &b));
+				hfr_entry_get(ent, dp, 4, &id, &ver, &f);
+				assert_true(est[j] == hfr_estimate_ex(&qx, hfr_entry_ex(ent), 4, &f, &b));
 				assert_true(err[j] == b);
 			}
 		}

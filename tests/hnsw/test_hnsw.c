@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "cs.h"
 #include "hnsw/hnsw.h"
 #include "hnsw/hnsw_int.h"
 
@@ -500,17 +501,7 @@ static void test_q8_levels_bit_equal(void **state)
 /* /proc/vmstat's thp_fault_fallback: huge-page faults the kernel served with 4 KiB pages. */
 static long thp_fallbacks(void)
 {
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/vmstat", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "thp_fault_fallback %ld", &v) == 1)
-			break;
-	fclose(f);
-	return v;
+	return cs_proc_field("/proc/vmstat", "thp_fault_fallback ");
 }
 
 /*
