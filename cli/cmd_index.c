@@ -622,6 +622,10 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 			printf(",\"index_rss_kb\":%ld", s->index_rss_kb);
 		else
 			printf(",\"index_rss_kb\":null");
+		if (cv_index_storage(ix))
+			printf(",\"vector_storage\":\"%s\"", cv_index_storage(ix));
+		else
+			printf(",\"vector_storage\":null");
 		if (a->simulate)
 			printf(",\"simulate\":\"%s\",\"sim_lat_mean_ms\":%.3f,\"sim_read_ms_mean\":%.3f,"
 			       "\"sim_inflight_mean\":%.3f,\"sim_reads_per_query\":%.2f",
@@ -637,8 +641,11 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 		printf(":%u", a->qo.fanout);
 	if (cv_fanout_via_name(s->st.fanout_via))
 		printf(" via %s", cv_fanout_via_name(s->st.fanout_via));
-	printf(", merge %s, strategy %s%s\n", a->qo.merge == CV_MERGE_SORT ? "sort" : "stream",
+	printf(", merge %s, strategy %s%s", a->qo.merge == CV_MERGE_SORT ? "sort" : "stream",
 	       cv_io_strategy_name(a->strategy), a->cold ? ", cold" : "");
+	if (cv_index_storage(ix))
+		printf(", vectors %s", cv_index_storage(ix));
+	printf("\n");
 	if (s->have_recall)
 		printf("recall@%zu        %.4f\n", a->qo.k, s->recall);
 	else

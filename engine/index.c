@@ -213,6 +213,11 @@ CV_API cv_metric cv_index_metric(const cv_index *ix)
 	return ix->ops->metric ? ix->ops->metric(ix->state) : CV_METRIC_L2;
 }
 
+CV_API const char *cv_index_storage(const cv_index *ix)
+{
+	return ix->ops->storage ? ix->ops->storage(ix->state) : NULL;
+}
+
 CV_API unsigned cv_index_partitions(const cv_index *ix)
 {
 	return ix->ops->partitions ? ix->ops->partitions(ix->state) : 1;

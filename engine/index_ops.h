@@ -18,6 +18,7 @@ typedef struct cv_index_ops {
 	size_t (*count)(const void *state);
 	cv_metric (*metric)(const void *state);
 	unsigned (*partitions)(const void *state);
+	const char *(*storage)(const void *state); /* how vectors are held in memory; may be NULL */
 	int (*partition_info)(const void *state, unsigned p, cv_partition_info *out);
 	void (*drop_buffers)(void *state);
 	int (*query)(void *state, cv_io *io, const float *q, const cv_query_opts *o, uint32_t *ids,

@@ -22,6 +22,19 @@
  * [q8_min, q8_max] from the params, or, when those are equal, the first
  * vector's range widened by its own span on both sides. Values outside
  * the range are clamped. Queries stay float32 (asymmetric distances).
+ *
+ * Exact bytes (store HNSW_STORE_AUTO, the default): a float32 graph whose
+ * vectors are all whole numbers 0..255 (image data: MNIST, fashion-mnist,
+ * SIFT) keeps them as one byte each instead of four. Nothing is lost: a
+ * byte converts back to the same float, and the kernels do the float32
+ * kernels' arithmetic in their order, so every distance, link and result
+ * is bit for bit the float32 graph's, from a quarter of the memory
+ * traffic. hnsw_build picks it when the graph is empty and every input
+ * value qualifies, hnsw_load when every stored vector does (the file
+ * keeps float32 either way); never for cosine (vectors are normalised).
+ * Such a graph refuses, with -ERANGE and before changing anything, an
+ * hnsw_add whose vector it cannot hold exactly; HNSW_STORE_F32 keeps four
+ * bytes a value for a graph that must take any float later.
  */
 #ifndef CV_HNSW_H
 #define CV_HNSW_H
@@ -37,7 +50,10 @@ typedef struct hnsw_params {
 	int quant8;               /* store 8-bit quantized vectors */
 	uint64_t seed;
 	float q8_min, q8_max;     /* quant8 global range before training (see above) */
+	int store;                /* HNSW_STORE_AUTO (0) or HNSW_STORE_F32 (see above) */
 } hnsw_params;
+
+enum { HNSW_STORE_AUTO = 0, HNSW_STORE_F32 = 1 };
 
 /* An empty graph for vectors of dim, room for capacity nodes (grows). */
 int hnsw_new(size_t dim, const hnsw_params *p, size_t capacity, hnsw **out);
@@ -101,5 +117,8 @@ int hnsw_node_deleted(const hnsw *h, uint32_t node);
 
 /* The distance kernel set in use: "scalar", "avx2" or "avx512". */
 const char *hnsw_kernels(void);
+
+/* How the graph stores a vector: "float32", "quant8" or "exact8" (bytes, see above). */
+const char *hnsw_storage(const hnsw *h);
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * hnsw_dist.c - the graph's distance kernels: quant8 at scalar, AVX2 and
- * AVX-512 chosen once from cpuid, and float32 through the engine's kernels.
+ * hnsw_dist.c - the graph's distance kernels: quant8 and exact bytes at
+ * scalar, AVX2 and AVX-512 chosen once from cpuid, and float32 through the
+ * engine's kernels.
  *
  * Why not engine/kernels: the search calls a kernel for every neighbour it
  * scores, and the kernels here take a prepared query (hnsw_query) so the
@@ -176,6 +177,12 @@ __attribute__((target("avx512f"))) static inline float reduce64_avx512(__m512 s0
 	return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
 }
 
+/* The mask of the first min(left, 16) lanes. */
+static inline __mmask16 chunk_mask16(size_t left)
+{
+	return left >= 16 ? (__mmask16) 0xFFFF : (__mmask16) ((1u << left) - 1u);
+}
+
 /* 16 codes at c (16 bytes readable) as floats. */
 __attribute__((target("avx512f"))) static inline __m512 codes16(const uint8_t *c)
 {
@@ -259,12 +266,226 @@ __attribute__((target("avx512f"))) static float ip_q8_avx512(const hnsw_query *q
 	return q->cst + q8_avx512(q, v, d, NULL);
 }
 
+/*
+ * ---- exact bytes: the float32 kernels' arithmetic on converted bytes ----
+ * A byte c is converted to the float c exactly, then the sums are the
+ * float32 kernels' (kernels.h): L2 lane += t * t with t = a - c in one
+ * fused multiply-add, IP lane += a * c, lanes i mod 64, cvk_reduce64. So
+ * every level returns what k_f32 returns on the decoded vector, bit for
+ * bit (test_exact8_kernels). Node-node: the second vector plays the query.
+ */
+
+static float u8_sum_scalar(const float *a, const uint8_t *c, size_t d, int l2)
+{
+	float lanes[64] = {0};
+
+	for (size_t i = 0; i < d; i++) {
+		float t = l2 ? a[i] - (float) c[i] : a[i];
+
+		lanes[i & 63] = fmaf(t, l2 ? t : (float) c[i], lanes[i & 63]);
+	}
+	return cvk_reduce64(lanes);
+}
+
+static float u8_sum_nn_scalar(const uint8_t *y, const uint8_t *x, size_t d, int l2)
+{
+	float lanes[64] = {0};
+
+	for (size_t i = 0; i < d; i++) {
+		float t = l2 ? (float) y[i] - (float) x[i] : (float) y[i];
+
+		lanes[i & 63] = fmaf(t, l2 ? t : (float) x[i], lanes[i & 63]);
+	}
+	return cvk_reduce64(lanes);
+}
+
+static float l2_u8_scalar(const hnsw_query *q, const void *v, size_t d)
+{
+	return u8_sum_scalar(q->a, v, d, 1);
+}
+
+static float ip_u8_scalar(const hnsw_query *q, const void *v, size_t d)
+{
+	return q->cst - u8_sum_scalar(q->a, v, d, 0);
+}
+
+static float nn_u8_l2(const struct hnsw *h, const void *a, const void *b)
+{
+	return u8_sum_nn_scalar(b, a, h->dim, 1);
+}
+
+static float nn_u8_ip(const struct hnsw *h, const void *a, const void *b)
+{
+	return (h->p.metric == CV_METRIC_COSINE ? 1.0f : 0.0f) - u8_sum_nn_scalar(b, a, h->dim, 0);
+}
+
+/* AVX2: accumulator (i / 8) mod 8, lane i mod 8, as kernels_avx2.c. */
+__attribute__((target("avx2,fma"))) static inline __m256 u8_step_avx2(__m256 acc, __m256 x,
+								       __m256 c, __m256i mk,
+								       int l2)
+{
+	__m256 t = l2 ? _mm256_sub_ps(x, c) : x;
+	__m256 f = _mm256_fmadd_ps(t, l2 ? t : c, acc);
+
+	return _mm256_blendv_ps(acc, f, _mm256_castsi256_ps(mk));
+}
+
+/* The query side's 8 lanes at i: floats from a, or bytes from y when a is NULL. */
+__attribute__((target("avx2,fma"))) static inline __m256 side8(const float *a, const uint8_t *y,
+								size_t i, size_t left, __m256i mk)
+{
+	uint8_t tail[16];
+
+	if (a)
+		return _mm256_maskload_ps(a + i, mk);
+	if (left >= 8)
+		return codes8(y + i);
+	copy_tail(tail, y + i, left);
+	return codes8(tail);
+}
+
+__attribute__((target("avx2,fma"))) static inline float u8_sum_avx2(const float *a,
+								     const uint8_t *y,
+								     const uint8_t *c, size_t d,
+								     int l2)
+{
+	__m256 r[8];
+	__m256i all = mask8(8);
+	size_t i = 0;
+
+	for (int k = 0; k < 8; k++)
+		r[k] = _mm256_setzero_ps();
+	for (; i + 64 <= d; i += 64) {
+#pragma GCC unroll 8
+		for (int k = 0; k < 8; k++)
+			r[k] = u8_step_avx2(r[k], side8(a, y, i + 8 * k, 8, all),
+					    codes8(c + i + 8 * k), all, l2);
+	}
+	for (int k = 0; k < 8 && i < d; k++, i += 8) {
+		uint8_t tail[16];
+		__m256i mk = mask8(d - i);
+
+		copy_tail(tail, c + i, d - i);
+		r[k] = u8_step_avx2(r[k], side8(a, y, i, d - i, mk), codes8(tail), mk, l2);
+	}
+	return reduce64_avx2(r);
+}
+
+__attribute__((target("avx2,fma"))) static float l2_u8_avx2(const hnsw_query *q, const void *v,
+							     size_t d)
+{
+	return u8_sum_avx2(q->a, NULL, v, d, 1);
+}
+
+__attribute__((target("avx2,fma"))) static float ip_u8_avx2(const hnsw_query *q, const void *v,
+							     size_t d)
+{
+	return q->cst - u8_sum_avx2(q->a, NULL, v, d, 0);
+}
+
+/*
+ * AVX-512 (F + BW + VL for the byte-masked tail): accumulator (i / 16) mod
+ * 4, lane i mod 16, as kernels_avx512.c. The query side is floats a, or
+ * bytes y when a is NULL (node-node); every caller passes one of them as a
+ * constant, so the test folds away.
+ */
+#define U8_512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/* 16 bytes at c under mask mk (bytes off neither read nor faulted) as floats. */
+U8_512 static inline __m512 bytes16(const uint8_t *c, __mmask16 mk)
+{
+	return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, c)));
+}
+
+U8_512 static inline __m512 u8_lanes512(__m512 acc, const float *a, const uint8_t *y,
+					const uint8_t *c, size_t i, __mmask16 mk, int l2)
+{
+	__m512 x = a ? _mm512_maskz_loadu_ps(mk, a + i) : bytes16(y + i, mk);
+	__m512 cv = bytes16(c + i, mk);
+	__m512 t = l2 ? _mm512_sub_ps(x, cv) : x;
+
+	return _mm512_mask3_fmadd_ps(t, l2 ? t : cv, acc, mk);
+}
+
+U8_512 static inline float u8_sum_avx512(const float *a, const uint8_t *y, const uint8_t *c,
+					 size_t d, int l2)
+{
+	const __mmask16 all = 0xFFFF;
+	__m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+	size_t i = 0;
+
+	for (; i + 64 <= d; i += 64) {
+		s0 = u8_lanes512(s0, a, y, c, i, all, l2);
+		s1 = u8_lanes512(s1, a, y, c, i + 16, all, l2);
+		s2 = u8_lanes512(s2, a, y, c, i + 32, all, l2);
+		s3 = u8_lanes512(s3, a, y, c, i + 48, all, l2);
+	}
+	if (i < d) {
+		s0 = u8_lanes512(s0, a, y, c, i, chunk_mask16(d - i), l2);
+		i += 16;
+	}
+	if (i < d) {
+		s1 = u8_lanes512(s1, a, y, c, i, chunk_mask16(d - i), l2);
+		i += 16;
+	}
+	if (i < d) {
+		s2 = u8_lanes512(s2, a, y, c, i, chunk_mask16(d - i), l2);
+		i += 16;
+	}
+	if (i < d)
+		s3 = u8_lanes512(s3, a, y, c, i, chunk_mask16(d - i), l2);
+	return reduce64_avx512(s0, s1, s2, s3);
+}
+
+U8_512 static float l2_u8_avx512(const hnsw_query *q, const void *v, size_t d)
+{
+	return u8_sum_avx512(q->a, NULL, v, d, 1);
+}
+
+U8_512 static float ip_u8_avx512(const hnsw_query *q, const void *v, size_t d)
+{
+	return q->cst - u8_sum_avx512(q->a, NULL, v, d, 0);
+}
+
+U8_512 static float nn_u8_l2_avx512(const struct hnsw *h,
+								 const void *a, const void *b)
+{
+	return u8_sum_avx512(NULL, b, a, h->dim, 1);
+}
+
+U8_512 static float nn_u8_ip_avx512(const struct hnsw *h,
+								 const void *a, const void *b)
+{
+	return (h->p.metric == CV_METRIC_COSINE ? 1.0f : 0.0f) - u8_sum_avx512(NULL, b, a, h->dim, 0);
+}
+
+__attribute__((target("avx2,fma"))) static float nn_u8_l2_avx2(const struct hnsw *h,
+								const void *a, const void *b)
+{
+	return u8_sum_avx2(NULL, b, a, h->dim, 1);
+}
+
+__attribute__((target("avx2,fma"))) static float nn_u8_ip_avx2(const struct hnsw *h,
+								const void *a, const void *b)
+{
+	return (h->p.metric == CV_METRIC_COSINE ? 1.0f : 0.0f) - u8_sum_avx2(NULL, b, a, h->dim, 0);
+}
+
 /* ---- node-to-node (the heuristic), through the query kernels ---- */
 
 static hnsw_qdist_fn k_l2_f32 = l2_f32, k_ip_f32 = ip_f32;
 static hnsw_qdist_fn k_l2_q8 = l2_q8_scalar, k_ip_q8 = ip_q8_scalar;
+static hnsw_qdist_fn k_l2_u8 = l2_u8_scalar, k_ip_u8 = ip_u8_scalar;
+static hnsw_ndist_fn k_nl2_u8 = nn_u8_l2, k_nip_u8 = nn_u8_ip;
 static const char *k_name = "scalar";
 static pthread_once_t k_once = PTHREAD_ONCE_INIT;
+
+/* Whether the exact-byte AVX-512 kernels can run (their tail loads bytes under a mask). */
+static bool has_u8_512(void)
+{
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	       __builtin_cpu_supports("avx512vl");
+}
 
 /* Pick the kernel set once from cpuid. */
 static void kernels_init(void)
@@ -274,10 +495,25 @@ static void kernels_init(void)
 	if (__builtin_cpu_supports("avx512f")) {
 		k_l2_q8 = l2_q8_avx512;
 		k_ip_q8 = ip_q8_avx512;
+		if (has_u8_512()) {
+			k_l2_u8 = l2_u8_avx512;
+			k_ip_u8 = ip_u8_avx512;
+			k_nl2_u8 = nn_u8_l2_avx512;
+			k_nip_u8 = nn_u8_ip_avx512;
+		} else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+			k_l2_u8 = l2_u8_avx2;
+			k_ip_u8 = ip_u8_avx2;
+			k_nl2_u8 = nn_u8_l2_avx2;
+			k_nip_u8 = nn_u8_ip_avx2;
+		}
 		k_name = "avx512";
 	} else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
 		k_l2_q8 = l2_q8_avx2;
 		k_ip_q8 = ip_q8_avx2;
+		k_l2_u8 = l2_u8_avx2;
+		k_ip_u8 = ip_u8_avx2;
+		k_nl2_u8 = nn_u8_l2_avx2;
+		k_nip_u8 = nn_u8_ip_avx2;
 		k_name = "avx2";
 	}
 }
@@ -394,7 +630,10 @@ __attribute__((target("avx512f"))) static float nn_q8_ip_avx512(const struct hns
 void hnsw_kernels_select(struct hnsw *h)
 {
 	pthread_once(&k_once, kernels_init);
-	if (h->p.quant8) {
+	if (h->vtype == HNSW_V_U8) {
+		h->qdist = h->p.metric == CV_METRIC_L2 ? k_l2_u8 : k_ip_u8;
+		h->ndist = h->p.metric == CV_METRIC_L2 ? k_nl2_u8 : k_nip_u8;
+	} else if (h->vtype == HNSW_V_Q8) {
 		bool v512 = !strcmp(k_name, "avx512");
 
 		h->qdist = h->p.metric == CV_METRIC_L2 ? k_l2_q8 : k_ip_q8;
@@ -443,7 +682,7 @@ void hnsw_prepare_query(const struct hnsw *h, hnsw_ctx *c, const float *q, hnsw_
 	out->a = a;
 	out->w = h->q_w;
 	out->cst = h->p.metric == CV_METRIC_COSINE ? 1.0f : 0.0f;
-	if (!h->p.quant8)
+	if (h->vtype != HNSW_V_Q8)
 		return;
 	if (h->p.metric == CV_METRIC_L2) {
 		float cst = 0;
@@ -472,8 +711,15 @@ void hnsw_prepare_query(const struct hnsw *h, hnsw_ctx *c, const float *q, hnsw_
 
 void hnsw_encode(const struct hnsw *h, const float *vec, void *dst)
 {
-	if (!h->p.quant8) {
+	if (h->vtype == HNSW_V_F32) {
 		memcpy(dst, vec, h->dim * sizeof(float));
+		return;
+	}
+	if (h->vtype == HNSW_V_U8) { /* the caller checked hnsw_fits_u8 */
+		uint8_t *c = dst;
+
+		for (size_t i = 0; i < h->dim; i++)
+			c[i] = (uint8_t) vec[i];
 		return;
 	}
 	for (size_t i = 0; i < h->dim; i++) {
@@ -490,8 +736,13 @@ void hnsw_decode_vec(const struct hnsw *h, const void *src, float *buf)
 {
 	const uint8_t *c = src;
 
-	if (!h->p.quant8) {
+	if (h->vtype == HNSW_V_F32) {
 		memcpy(buf, src, h->dim * sizeof(float));
+		return;
+	}
+	if (h->vtype == HNSW_V_U8) {
+		for (size_t i = 0; i < h->dim; i++)
+			buf[i] = (float) c[i];
 		return;
 	}
 	for (size_t i = 0; i < h->dim; i++)
@@ -538,6 +789,34 @@ int hnsw_q8_kernels(const char *level, hnsw_qdist_fn *l2, hnsw_qdist_fn *ip, hns
 		*ip = ip_q8_avx512;
 		*nl2 = nn_q8_l2_avx512;
 		*nip = nn_q8_ip_avx512;
+		return 0;
+	}
+	return -ENOTSUP;
+}
+
+int hnsw_u8_kernels(const char *level, hnsw_qdist_fn *l2, hnsw_qdist_fn *ip, hnsw_ndist_fn *nl2,
+		    hnsw_ndist_fn *nip)
+{
+	__builtin_cpu_init();
+	if (!strcmp(level, "scalar")) {
+		*l2 = l2_u8_scalar;
+		*ip = ip_u8_scalar;
+		*nl2 = nn_u8_l2;
+		*nip = nn_u8_ip;
+		return 0;
+	}
+	if (!strcmp(level, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+		*l2 = l2_u8_avx2;
+		*ip = ip_u8_avx2;
+		*nl2 = nn_u8_l2_avx2;
+		*nip = nn_u8_ip_avx2;
+		return 0;
+	}
+	if (!strcmp(level, "avx512") && has_u8_512()) {
+		*l2 = l2_u8_avx512;
+		*ip = ip_u8_avx512;
+		*nl2 = nn_u8_l2_avx512;
+		*nip = nn_u8_ip_avx512;
 		return 0;
 	}
 	return -ENOTSUP;

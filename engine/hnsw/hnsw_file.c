@@ -136,6 +136,7 @@ int hnsw_save(const hnsw *h, const char *path)
 	uint64_t e = __atomic_load_n(&h->entry, __ATOMIC_ACQUIRE), upper_words = 0;
 	char tmp[4096];
 	writer *w;
+	float *vf = NULL;
 	unsigned sumlen = 0;
 	int rc;
 
@@ -166,6 +167,10 @@ int hnsw_save(const hnsw *h, const char *path)
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	if (h->vtype == HNSW_V_U8 && !(vf = malloc(h->dim * sizeof(float)))) {
+		free(w);
+		return -ENOMEM;
+	}
 	w->md = EVP_MD_CTX_new();
 	if (!w->md || EVP_DigestInit_ex(w->md, EVP_sha256(), NULL) != 1) {
 		rc = -ENOMEM;
@@ -196,7 +201,12 @@ int hnsw_save(const hnsw *h, const char *path)
 		nh[7] = (unsigned char) (n >> 8);
 		w_put(w, nh, 8, true);
 		w_put(w, links, h->m0 * sizeof(uint32_t), true);
-		w_put(w, r, vb, true);
+		if (vf) { /* exact bytes: the file keeps float32 (hnsw.h) */
+			hnsw_decode_vec(h, r, vf);
+			w_put(w, vf, vb, true);
+		} else {
+			w_put(w, r, vb, true);
+		}
 	}
 	for (uint32_t i = 0; i < count && !w->rc; i++) {
 		const hnsw_hdr *hd = hnsw_hdr_of(h, i);
@@ -229,10 +239,41 @@ out:
 	if (w->md)
 		EVP_MD_CTX_free(w->md);
 	free(w);
+	free(vf);
 	return rc;
 }
 
 #define BAD(...) cv_err_set(e, -EBADMSG, __VA_ARGS__)
+
+/* Whether the dim little-endian float32 at p (any alignment) are all exact bytes. */
+static bool file_fits_u8(const unsigned char *p, size_t dim)
+{
+	float v[256];
+
+	for (size_t i = 0; i < dim; i += 256) {
+		size_t n = dim - i < 256 ? dim - i : 256;
+
+		memcpy(v, p + 4 * i, 4 * n);
+		if (!hnsw_fits_u8(v, n))
+			return false;
+	}
+	return true;
+}
+
+/* A record's vector from the file's float32 at p into dst, as the graph stores it. */
+static void file_vec_in(const hnsw *h, const unsigned char *p, void *dst)
+{
+	if (h->vtype != HNSW_V_U8) {
+		memcpy(dst, p, file_vec_bytes(h->dim, h->p.quant8));
+		return;
+	}
+	for (size_t i = 0; i < h->dim; i++) {
+		float x;
+
+		memcpy(&x, p + 4 * i, 4);
+		((uint8_t *) dst)[i] = (uint8_t) x;
+	}
+}
 
 int hnsw_decode(const unsigned char *buf, size_t len, int check_sum, hnsw **out, cv_err *e,
 		const char *name)
@@ -243,6 +284,7 @@ int hnsw_decode(const unsigned char *buf, size_t len, int check_sum, hnsw **out,
 	uint64_t upper_words, need, seen_upper = 0;
 	size_t vb, off;
 	int maxlevel = -1, rc;
+	bool narrow;
 	hnsw *h = NULL;
 
 	*out = NULL;
@@ -310,9 +352,17 @@ int hnsw_decode(const unsigned char *buf, size_t len, int check_sum, hnsw **out,
 	if (count == 0 ? top != UINT32_MAX : (entry >= count || top > HNSW_MAX_LEVEL))
 		return BAD("%s: byte 56: bad entry point", name);
 
+	/* exact bytes when every stored vector allows (hnsw.h); the vectors are checked below */
+	narrow = count > 0 && hnsw_may_narrow(&p);
+	for (uint32_t i = 0; narrow && i < count; i++)
+		narrow = file_fits_u8(buf + HDR_SIZE + (size_t) i * rec + 8 + 4 * (size_t) m0, dim);
 	rc = hnsw_new(dim, &p, count, &h);
-	if (rc)
+	if (!rc && narrow)
+		rc = hnsw_relayout(h, HNSW_V_U8);
+	if (rc) {
+		hnsw_free(h);
 		return cv_err_set(e, rc, "%s: cannot allocate a graph of %u nodes", name, count);
+	}
 	b = buf + HDR_SIZE;
 	if (p.quant8) {
 		memcpy(h->q_lo, b, dim * sizeof(float));
@@ -354,7 +404,7 @@ int hnsw_decode(const unsigned char *buf, size_t len, int check_sum, hnsw **out,
 			goto fail;
 		}
 		memcpy(dst + h->off_links0, r + 8, 4 * (size_t) m0);
-		memcpy(dst, r + 8 + 4 * (size_t) m0, vb);
+		file_vec_in(h, r + 8 + 4 * (size_t) m0, dst);
 		if (hd->level > maxlevel)
 			maxlevel = hd->level;
 		if (hd->level) {

@@ -24,6 +24,17 @@ static size_t round_up(size_t v, size_t a)
 	return (v + a - 1) / a * a;
 }
 
+/* A record's offsets for vectors of vtype. */
+static void layout(struct hnsw *h, enum hnsw_vtype vtype)
+{
+	h->vtype = vtype;
+	h->vec_bytes = round_up(vtype == HNSW_V_F32 ? h->dim * sizeof(float) : h->dim, 4);
+	h->off_hdr = h->vec_bytes;
+	h->off_links0 = h->off_hdr + sizeof(hnsw_hdr);
+	h->off_upper = round_up(h->off_links0 + h->m0 * sizeof(uint32_t), 8);
+	h->rec_size = round_up(h->off_upper + sizeof(uint32_t *), 64);
+}
+
 int hnsw_new(size_t dim, const hnsw_params *p, size_t capacity, hnsw **out)
 {
 	hnsw *h;
@@ -49,11 +60,8 @@ int hnsw_new(size_t dim, const hnsw_params *p, size_t capacity, hnsw **out)
 	h->m = p->m;
 	h->m0 = 2 * p->m;
 	h->ml = 1.0 / log((double) p->m);
-	h->vec_bytes = round_up(h->p.quant8 ? dim : dim * sizeof(float), 4);
-	h->off_hdr = h->vec_bytes;
-	h->off_links0 = h->off_hdr + sizeof(hnsw_hdr);
-	h->off_upper = round_up(h->off_links0 + h->m0 * sizeof(uint32_t), 8);
-	h->rec_size = round_up(h->off_upper + sizeof(uint32_t *), 64);
+	h->p.store = p->store == HNSW_STORE_F32 ? HNSW_STORE_F32 : HNSW_STORE_AUTO;
+	layout(h, h->p.quant8 ? HNSW_V_Q8 : HNSW_V_F32);
 	h->upper_stride = 1 + h->m;
 	h->seg_shift = shift;
 	h->entry = UINT64_MAX;
@@ -383,8 +391,54 @@ const float *hnsw_node_vector(const hnsw *h, uint32_t node, float *buf)
 {
 	const char *v = hnsw_rec(h, node);
 
-	if (!h->p.quant8)
+	if (h->vtype == HNSW_V_F32)
 		return (const float *) v;
 	hnsw_decode_vec(h, v, buf);
 	return buf;
+}
+
+const char *hnsw_storage(const hnsw *h)
+{
+	return h->vtype == HNSW_V_F32 ? "float32" : h->vtype == HNSW_V_Q8 ? "quant8" : "exact8";
+}
+
+bool hnsw_may_narrow(const hnsw_params *p)
+{
+	return p->store == HNSW_STORE_AUTO && !p->quant8 && p->metric != CV_METRIC_COSINE;
+}
+
+/* Bit for bit: (float) (uint8_t) x == x and x is not -0 (which a byte would turn into +0). */
+bool hnsw_fits_u8(const float *v, size_t n)
+{
+	unsigned bad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		float x = v[i];
+		bool range = x >= 0.0f && x <= 255.0f; /* false for NaN */
+		float y = (float) (uint8_t) (range ? x : 0.0f);
+		uint32_t a, b;
+
+		memcpy(&a, &x, 4);
+		memcpy(&b, &y, 4);
+		bad |= (a ^ b) | !range;
+	}
+	return bad == 0;
+}
+
+int hnsw_relayout(struct hnsw *h, enum hnsw_vtype vtype)
+{
+	uint32_t cap = h->cap;
+
+	if (h->count)
+		return -EBUSY;
+	if (vtype == h->vtype)
+		return 0;
+	for (unsigned s = 0; s < HNSW_MAX_SEGS; s++) {
+		free(h->seg[s]);
+		h->seg[s] = NULL;
+	}
+	h->cap = 0;
+	layout(h, vtype);
+	hnsw_kernels_select(h);
+	return hnsw_reserve(h, cap ? cap : 1);
 }

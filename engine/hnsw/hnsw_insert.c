@@ -234,6 +234,9 @@ int hnsw_add(hnsw *h, const float *vec, uint32_t label)
 		}
 		rc = hnsw_q8_fallback(h, v);
 	}
+	/* exact bytes cannot hold it: refused before anything changes (hnsw.h) */
+	if (!rc && h->vtype == HNSW_V_U8 && !hnsw_fits_u8(vec, h->dim))
+		rc = -ERANGE;
 	if (!rc && h->count >= HNSW_MAX_NODES)
 		rc = -EOVERFLOW;
 	if (!rc)
@@ -555,6 +558,14 @@ int hnsw_build(hnsw *h, const float *data, size_t n, unsigned threads,
 	if (n == 0)
 		return 0;
 	fresh = hnsw_count(h) == 0;
+	if (fresh && hnsw_may_narrow(&h->p) && h->vtype == HNSW_V_F32 &&
+	    hnsw_fits_u8(data, n * h->dim)) {
+		pthread_mutex_lock(&h->alloc_lock);
+		rc = hnsw_relayout(h, HNSW_V_U8);
+		pthread_mutex_unlock(&h->alloc_lock);
+		if (rc && rc != -EBUSY) /* busy: a concurrent add came first; float32 it stays */
+			return rc;
+	}
 	if (h->p.quant8 && !h->q_trained && hnsw_count(h) == 0) {
 		rc = hnsw_quant8_train(h, data, n);
 		if (rc)

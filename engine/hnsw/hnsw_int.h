@@ -3,7 +3,8 @@
  * layout, the search context, the distance kernels and the file decoder.
  *
  * Layout. Every node owns one fixed-size record, 64-byte aligned, as
- * hnswlib's data_level0_memory_: its vector first (float32 or uint8 codes),
+ * hnswlib's data_level0_memory_: its vector first (float32, quant8 codes or
+ * exact bytes, h->vtype),
  * then a small header (label, level, deleted flag, a spinlock), the
  * layer-0 link count and 2m link slots, and a pointer to its upper-layer
  * links (level * (1 + m) uint32: a count and m slots per layer, allocated
@@ -91,9 +92,17 @@ typedef struct hnsw_ctx {
 	uint64_t ndist;  /* distance computations */
 } hnsw_ctx;
 
+/* How a record holds its vector. */
+enum hnsw_vtype {
+	HNSW_V_F32,  /* dim float32 */
+	HNSW_V_Q8,   /* dim quant8 codes (lossy, params.quant8) */
+	HNSW_V_U8,   /* dim bytes, each a float32 whole number 0..255 (lossless) */
+};
+
 struct hnsw {
 	size_t dim;
 	hnsw_params p;
+	enum hnsw_vtype vtype;
 	unsigned m, m0;
 	double ml;
 	size_t vec_bytes;   /* stored vector bytes, rounded to 4 */
@@ -163,6 +172,22 @@ void hnsw_prepare_query(const struct hnsw *h, hnsw_ctx *c, const float *q, hnsw_
 void hnsw_encode(const struct hnsw *h, const float *vec, void *dst);
 /* Decode a stored vector into buf (dim floats). */
 void hnsw_decode_vec(const struct hnsw *h, const void *src, float *buf);
+/* Whether every one of the n floats at v is a whole number 0..255 (not -0): exact as a byte. */
+bool hnsw_fits_u8(const float *v, size_t n);
+/*
+ * Re-lay an empty graph's records for vtype (alloc_lock held or
+ * single-threaded, no node yet): -EBUSY once nodes exist.
+ */
+int hnsw_relayout(struct hnsw *h, enum hnsw_vtype vtype);
+/* Whether a graph with these params may hold exact bytes (auto store, float32, not cosine). */
+bool hnsw_may_narrow(const hnsw_params *p);
+/*
+ * The exact-byte kernels of one level, as hnsw_q8_kernels: query L2/IP
+ * (IP includes cst) and node-node L2/IP; -ENOTSUP if the CPU lacks it.
+ */
+int hnsw_u8_kernels(const char *level, hnsw_qdist_fn *l2, hnsw_qdist_fn *ip, hnsw_ndist_fn *nl2,
+		    hnsw_ndist_fn *nip);
+
 /* Normalise src into dst (cosine); a zero vector stays zero. */
 void hnsw_normalise(const float *src, float *dst, size_t d);
 /* Which kernel set the graph uses: "scalar", "avx2", "avx512". */

@@ -90,6 +90,11 @@ static cv_metric ops_metric(const void *state)
 	return hnsw_get_params(state)->metric;
 }
 
+static const char *ops_storage(const void *state)
+{
+	return hnsw_storage(state);
+}
+
 static int ops_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, uint32_t *ids,
 		     float *dists, size_t *nout, cv_query_stats *stats)
 {
@@ -124,6 +129,7 @@ const cv_index_ops cv_hnsw_ops = {
 	.dim = ops_dim,
 	.count = ops_count,
 	.metric = ops_metric,
+	.storage = ops_storage,
 	.query = ops_query,
 	.verify = ops_verify,
 };

@@ -15,9 +15,11 @@
 #include "cs.h"
 #include "hnsw/hnsw.h"
 #include "hnsw/hnsw_int.h"
+#include "kernels/kernels.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -498,6 +500,247 @@ static void test_q8_levels_bit_equal(void **state)
 		skip();
 }
 
+/*
+ * The exact-byte kernels: every level the CPU has returns, bit for bit,
+ * what the float32 kernel (engine/kernels, scalar reference) returns on
+ * the bytes converted to floats, for the query (L2, IP with its constant)
+ * and the node-node kernels, at dimensions 1..200 and 784, the bytes the
+ * last of a page followed by an unreadable one.
+ */
+static void test_exact8_kernels(void **state)
+{
+	static const char *levels[] = {"scalar", "avx2", "avx512"};
+	size_t pg = (size_t) sysconf(_SC_PAGESIZE), compared = 0;
+	uint8_t *map = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *y = malloc(1024);
+	float *a = malloc(1024 * sizeof(float)), *cf = malloc(1024 * sizeof(float));
+	float *yf = malloc(1024 * sizeof(float));
+	struct hnsw *h = calloc(1, sizeof(*h));
+	uint64_t r = 11;
+
+	(void) state;
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mprotect(map + pg, pg, PROT_NONE), 0);
+	for (size_t d = 1; d <= 785; d += d < 200 ? 1 : 584) {
+		uint8_t *c = map + pg - d;
+		hnsw_query q = {.a = a, .cst = 0.0f};
+
+		for (size_t i = 0; i < d; i++) {
+			r = r * 6364136223846793005ull + 1442695040888963407ull;
+			c[i] = (uint8_t) (r >> 56);
+			y[i] = (uint8_t) (r >> 48);
+			a[i] = (float) ((double) (r >> 20 & 0xFFFFF) / 1048576.0 * 300.0 - 20.0);
+			cf[i] = (float) c[i];
+			yf[i] = (float) y[i];
+		}
+		h->dim = d;
+		h->p.metric = CV_METRIC_IP;
+		for (int l = 0; l < 3; l++) {
+			hnsw_qdist_fn l2, ip;
+			hnsw_ndist_fn nl2, nip;
+			float want_l2 = cvk_l2sq_scalar(a, cf, d), want_ip = 0.0f - cvk_dot_scalar(a, cf, d);
+			float want_nl2 = cvk_l2sq_scalar(yf, cf, d);
+			float want_nip = 0.0f - cvk_dot_scalar(yf, cf, d);
+
+			if (hnsw_u8_kernels(levels[l], &l2, &ip, &nl2, &nip))
+				continue;
+			compared++;
+			if (fbits(l2(&q, c, d)) != fbits(want_l2) || fbits(ip(&q, c, d)) != fbits(want_ip) ||
+			    fbits(nl2(h, c, y)) != fbits(want_nl2) || fbits(nip(h, c, y)) != fbits(want_nip))
+				fail_msg("%s d=%zu: l2 %a/%a ip %a/%a nl2 %a/%a nip %a/%a", levels[l], d,
+					 (double) l2(&q, c, d), (double) want_l2, (double) ip(&q, c, d),
+					 (double) want_ip, (double) nl2(h, c, y), (double) want_nl2,
+					 (double) nip(h, c, y), (double) want_nip);
+		}
+	}
+	assert_true(compared >= 201); /* the scalar level at least, every dimension */
+	munmap(map, 2 * pg);
+	free(y);
+	free(a);
+	free(cf);
+	free(yf);
+	free(h);
+}
+
+/* Which values a byte holds exactly: whole numbers 0..255, not -0, NaN or 255.5. */
+static void test_exact8_fits(void **state)
+{
+	(void) state;
+	assert_true(hnsw_fits_u8((float[4]){0.0f, 1.0f, 254.0f, 255.0f}, 4));
+	assert_true(hnsw_fits_u8(NULL, 0));
+	assert_false(hnsw_fits_u8((float[1]){-0.0f}, 1));
+	assert_false(hnsw_fits_u8((float[1]){256.0f}, 1));
+	assert_false(hnsw_fits_u8((float[1]){-1.0f}, 1));
+	assert_false(hnsw_fits_u8((float[1]){0.5f}, 1));
+	assert_false(hnsw_fits_u8((float[1]){254.99998f}, 1));
+	assert_false(hnsw_fits_u8((float[1]){NAN}, 1));
+	assert_false(hnsw_fits_u8((float[1]){INFINITY}, 1));
+	assert_false(hnsw_fits_u8((float[3]){1.0f, 2.0f, 1e-40f}, 3)); /* a denormal */
+}
+
+/* n x d synth rows turned into whole numbers 0..255 (as image pixels). */
+static cv_dataset *synth_bytes(size_t n, size_t d, unsigned seed)
+{
+	cv_dataset *ds = synth(n, d, seed);
+
+	for (size_t i = 0; i < n * d; i++) {
+		float v = nearbyintf(ds->data[i] * 40.0f + 128.0f);
+
+		ds->data[i] = v <= 0 ? 0.0f : v > 255 ? 255.0f : v; /* never -0 */
+	}
+	return ds;
+}
+
+/* Every node's level and links, and a search's labels and distance bits, agree. */
+static void assert_same_graph(const hnsw *a, const hnsw *b, const cv_dataset *qs)
+{
+	uint32_t la[64], lb[64], ra[20], rb[20];
+	float da[20], db[20];
+	size_t na, nb;
+
+	assert_int_equal(hnsw_count(a), hnsw_count(b));
+	for (uint32_t i = 0; i < hnsw_count(a); i++) {
+		assert_int_equal(hnsw_node_level(a, i), hnsw_node_level(b, i));
+		for (int l = 0; l <= hnsw_node_level(a, i); l++) {
+			na = hnsw_node_neighbors(a, i, l, la, 64);
+			nb = hnsw_node_neighbors(b, i, l, lb, 64);
+			assert_int_equal(na, nb);
+			assert_memory_equal(la, lb, na * sizeof(uint32_t));
+		}
+	}
+	for (size_t i = 0; i < qs->n; i++) {
+		for (unsigned ef = 10; ef <= 80; ef *= 8) {
+			assert_int_equal(hnsw_search(a, cv_row(qs, i), 20, ef, ra, da, &na), 0);
+			assert_int_equal(hnsw_search(b, cv_row(qs, i), 20, ef, rb, db, &nb), 0);
+			assert_int_equal(na, nb);
+			assert_memory_equal(ra, rb, na * sizeof(uint32_t));
+			assert_memory_equal(da, db, na * sizeof(float));
+		}
+	}
+}
+
+/*
+ * Exact bytes are lossless: on whole-number data a graph built with the
+ * default store holds bytes ("exact8") and one told HNSW_STORE_F32 holds
+ * floats, and with one thread and one seed the two have the same links on
+ * every layer, find the same labels at the same distance bits (queries
+ * with fractions too), and save byte-identical files (the file keeps
+ * float32). Loading either file gives bytes again, with the same answers.
+ * L2 and IP; cosine and fractional data stay float32.
+ */
+static void test_exact8_graph(void **state)
+{
+	cv_dataset *ds = synth_bytes(2500, 40, 9), *qs = synth(60, 40, 10);
+	cv_metric metrics[] = {CV_METRIC_L2, CV_METRIC_IP};
+
+	(void) state;
+	for (int mi = 0; mi < 2; mi++) {
+		hnsw_params p = {.m = 8, .ef_construction = 64, .metric = metrics[mi], .seed = 3};
+		hnsw *hb = NULL, *hf = NULL, *lb = NULL, *lf = NULL;
+		char pb[4096], pf[4096];
+		unsigned char *fb, *ff;
+		size_t nfb, nff;
+		cv_err e = {{0}};
+
+		assert_int_equal(hnsw_new(ds->d, &p, ds->n, &hb), 0);
+		assert_int_equal(hnsw_build(hb, ds->data, ds->n, 1, NULL, NULL), 0);
+		p.store = HNSW_STORE_F32;
+		assert_int_equal(hnsw_new(ds->d, &p, ds->n, &hf), 0);
+		assert_int_equal(hnsw_build(hf, ds->data, ds->n, 1, NULL, NULL), 0);
+		assert_string_equal(hnsw_storage(hb), "exact8");
+		assert_string_equal(hnsw_storage(hf), "float32");
+		assert_same_graph(hb, hf, qs);
+		assert_same_graph(hb, hf, ds); /* stored rows as queries: distance 0 ties */
+
+		snprintf(pb, sizeof(pb), "%s/exact8-%d.bin", tmpdir, mi);
+		snprintf(pf, sizeof(pf), "%s/float32-%d.bin", tmpdir, mi);
+		assert_int_equal(hnsw_save(hb, pb), 0);
+		assert_int_equal(hnsw_save(hf, pf), 0);
+		fb = slurp(pb, &nfb);
+		ff = slurp(pf, &nff);
+		assert_int_equal(nfb, nff);
+		assert_memory_equal(fb, ff, nfb);
+		assert_int_equal(hnsw_load(pb, &lb, &e), 0);
+		assert_int_equal(hnsw_load(pf, &lf, &e), 0);
+		assert_string_equal(hnsw_storage(lb), "exact8");
+		assert_string_equal(hnsw_storage(lf), "exact8");
+		assert_same_graph(lb, hf, qs);
+		for (uint32_t i = 0; i < 2500; i += 101) {
+			float buf[40];
+
+			assert_memory_equal(hnsw_node_vector(lb, i, buf), cv_row(ds, hnsw_node_label(lb, i)),
+					    sizeof(buf));
+		}
+		free(fb);
+		free(ff);
+		hnsw_free(hb);
+		hnsw_free(hf);
+		hnsw_free(lb);
+		hnsw_free(lf);
+	}
+	/* cosine normalises, and a fraction anywhere keeps floats */
+	{
+		hnsw *hc = build(ds, CV_METRIC_COSINE, 0, 1), *hq = build(ds, CV_METRIC_L2, 1, 1), *hx;
+
+		assert_string_equal(hnsw_storage(hc), "float32");
+		assert_string_equal(hnsw_storage(hq), "quant8");
+		ds->data[2499 * 40 + 39] += 0.5f;
+		hx = build(ds, CV_METRIC_L2, 0, 2);
+		assert_string_equal(hnsw_storage(hx), "float32");
+		hnsw_free(hc);
+		hnsw_free(hq);
+		hnsw_free(hx);
+	}
+	cv_dataset_free(ds);
+	cv_dataset_free(qs);
+}
+
+/*
+ * A byte graph refuses a vector it cannot hold exactly (-ERANGE) and is
+ * unchanged: same count, the label still free, searches as before; a
+ * whole-number vector is then taken under that label. Two threads build it
+ * (each insert checks its vector under the allocation lock).
+ */
+static void test_exact8_add(void **state)
+{
+	cv_dataset *ds = synth_bytes(800, 12, 4);
+	hnsw *h = build(ds, CV_METRIC_L2, 0, 2);
+	float v[12], bad[12];
+	uint32_t lab[5], lab2[5];
+	float lab_d[5];
+	size_t n, n2;
+
+	(void) state;
+	assert_string_equal(hnsw_storage(h), "exact8");
+	check_invariants(h);
+	memcpy(v, cv_row(ds, 5), sizeof(v));
+	assert_int_equal(hnsw_search(h, v, 5, 40, lab, NULL, &n), 0);
+	for (int k = 0; k < 4; k++) {
+		memcpy(bad, v, sizeof(bad));
+		bad[k * 3] = k == 0 ? 0.25f : k == 1 ? -0.0f : k == 2 ? 300.0f : NAN;
+		assert_int_equal(hnsw_add(h, bad, 5000), -ERANGE);
+		assert_int_equal(hnsw_count(h), 800);
+	}
+	assert_int_equal(hnsw_search(h, v, 5, 40, lab2, NULL, &n2), 0);
+	assert_int_equal(n, n2);
+	assert_memory_equal(lab, lab2, n * sizeof(uint32_t));
+	v[0] = v[0] == 7.0f ? 8.0f : 7.0f;
+	assert_int_equal(hnsw_add(h, v, 5000), 0);
+	assert_int_equal(hnsw_count(h), 801);
+	assert_int_equal(hnsw_search(h, v, 5, 40, lab, lab_d, &n), 0);
+	assert_true(n >= 1 && lab_d[0] == 0.0f);
+	{
+		bool found = false;
+
+		for (size_t j = 0; j < n; j++)
+			found |= lab[j] == 5000;
+		assert_true(found);
+	}
+	check_invariants(h);
+	hnsw_free(h);
+	cv_dataset_free(ds);
+}
+
 /* /proc/vmstat's thp_fault_fallback: huge-page faults the kernel served with 4 KiB pages. */
 static long thp_fallbacks(void)
 {
@@ -564,6 +807,10 @@ int main(void)
 		cmocka_unit_test(test_corrupt),   cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_index_kind),
 		cmocka_unit_test(test_q8_levels_bit_equal),
+		cmocka_unit_test(test_exact8_kernels),
+		cmocka_unit_test(test_exact8_fits),
+		cmocka_unit_test(test_exact8_graph),
+		cmocka_unit_test(test_exact8_add),
 		cmocka_unit_test(test_huge_pages),
 	};
 

@@ -1,11 +1,12 @@
 /*
  * test_recall.c - recall@10 of the in-memory HNSW against brute force, on
  * every build path (one thread, several threads), for l2, cosine and ip,
- * float32 and quant8. Each case asserts its path really ran (the number of
+ * float32 (as bytes where the data allows, or told float32) and quant8.
+ * Each case asserts its path really ran (the number of
  * threads that inserted nodes) and a recall threshold at ef 80.
  *
- * Usage: test_hnsw_recall CASE [N NQ]. CASE is METRIC-THREADS[-q8], e.g.
- * l2-1, cosine-2, ip-2-q8; data is the first N rows of fashion-mnist
+ * Usage: test_hnsw_recall CASE [N NQ]. CASE is METRIC-THREADS[-q8|-f32],
+ * e.g. l2-1, cosine-2, ip-2-q8, l2-2-f32 (HNSW_STORE_F32); data is the first N rows of fashion-mnist
  * train (queries: the first NQ of test), or synth when the package is
  * missing. Thresholds (M=16, efC=200, ef=80), stated for the data sizes
  * the suites use: 'recall' runs N=5000, NQ=200; 'slow' runs the full
@@ -85,7 +86,7 @@ static void run_case(void **state)
 	hnsw *h = NULL;
 	int32_t *gt;
 	double r10, r80, need;
-	const char *dash = strchr(arg_case, '-');
+	const char *dash = strchr(arg_case, '-'), *want;
 
 	(void) state;
 	assert_non_null(dash);
@@ -96,6 +97,7 @@ static void run_case(void **state)
 	assert_int_equal(cv_metric_parse(metric_s, &p.metric), 0);
 	assert_true(threads >= 1);
 	p.quant8 = q8;
+	p.store = strstr(dash, "-f32") ? HNSW_STORE_F32 : HNSW_STORE_AUTO;
 
 	load(&b, &q, &real);
 	gt = malloc(q->n * 10 * sizeof(*gt));
@@ -107,11 +109,20 @@ static void run_case(void **state)
 	assert_int_equal(hnsw_count(h), b->n);
 	/* the path ran: exactly this many threads inserted nodes */
 	assert_int_equal(hnsw_build_threads(h), threads);
+	/* fashion-mnist's pixels are whole numbers 0..255: bytes, unless told float32 or cosine */
+	if (q8)
+		want = "quant8";
+	else if (real && p.store == HNSW_STORE_AUTO && p.metric != CV_METRIC_COSINE)
+		want = "exact8";
+	else
+		want = "float32";
+	assert_string_equal(hnsw_storage(h), want);
 
 	r10 = recall_at(h, b, q, p.metric, gt, 10);
 	r80 = recall_at(h, b, q, p.metric, gt, 80);
-	printf("# %s %s n=%zu nq=%zu kernels=%s: recall@10 ef10 %.4f ef80 %.4f\n", arg_case,
-	       real ? "fashion-mnist" : "synth", b->n, q->n, hnsw_kernels(), r10, r80);
+	printf("# %s %s n=%zu nq=%zu kernels=%s storage=%s: recall@10 ef10 %.4f ef80 %.4f\n",
+	       arg_case, real ? "fashion-mnist" : "synth", b->n, q->n, hnsw_kernels(), want, r10,
+	       r80);
 	/*
 	 * Thresholds at ef 80. Measured on fashion-mnist 5000 x 200 (M=16,
 	 * efC=200), with one or two threads: l2 1.000, cosine 0.9995, ip 0.940
@@ -139,7 +150,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {cmocka_unit_test(run_case)};
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s METRIC-THREADS[-q8] [N NQ]\n", argv[0]);
+		fprintf(stderr, "usage: %s METRIC-THREADS[-q8|-f32] [N NQ]\n", argv[0]);
 		return 2;
 	}
 	arg_case = argv[1];

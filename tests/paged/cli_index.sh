@@ -100,6 +100,17 @@ for k in hn hf; do
 		{ echo "FAIL: hfresh index_rss_kb ${rss:-none}, want 1..2499 (a quarter of the vectors)"; fail=1; } ;;
 	esac
 done
+# vector_storage: float data stays float32; whole numbers 0..255 (a bvecs file of
+# random bytes) are held as bytes, exact8; HFresh reads vectors from disk (null)
+grep -q '"vector_storage":null' "$T/out" || { echo "FAIL: hfresh vector_storage: $(cat "$T/out")"; fail=1; }
+check 0 "query hn storage" "$cs" index query "$T/hn" --queries 'synth:n=5,d=128,clusters=32,seed=9'
+grep -q 'vectors float32' "$T/out" || { echo "FAIL: hnsw float storage: $(head -1 "$T/out")"; fail=1; }
+i=0
+while [ $i -lt 1500 ]; do printf '\200\000\000\000'; head -c 128 /dev/urandom; i=$((i + 1)); done >"$T/b.bvecs"
+check 0 "build hnsw bytes" "$cs" index build --kind hnsw --data "bvecs:$T/b.bvecs" --metric l2 --m 8 --ef-construction 32 -q --out "$T/hb"
+check 0 "query hnsw bytes" "$cs" index query "$T/hb" --queries "bvecs:$T/b.bvecs" --nq 20 --ef-search 400 --json
+grep -q '"vector_storage":"exact8"' "$T/out" || { echo "FAIL: bytes not exact8: $(cat "$T/out")"; fail=1; }
+grep -Eq '"recall_at_k":(1\.0|0\.99)' "$T/out" || { echo "FAIL: bytes recall: $(cat "$T/out")"; fail=1; }
 # damage one byte of a partition's meta page: verify and query say so (exit 4)
 printf 'Z' | dd of="$T/h/part-001" bs=1 seek=200 conv=notrunc 2>/dev/null
 check 4 "verify damaged" "$cs" index verify "$T/h"
