@@ -3,7 +3,10 @@
 # on a coldstudy HNSW graph against hnswlib (bench_hnsw --hnswlib-only, headers
 # compiled -O3 -march=native) on fashion-mnist (60,000 x 784 base, the first NQ
 # test images, k 10, M 16, ef_construction 200), at ef 10/20/40/80, alternated
-# (which peer goes first flips each round) on one pinned CPU. Each run's QPS is
+# (which peer goes first flips each round) on one pinned CPU. fashion-mnist's
+# pixels are whole numbers, so coldstudy holds them as exact bytes (the run
+# prints "vector storage"); COLDSTUDY_HNSW_STORE=float32 in the environment
+# measures the float32 graph instead. Each run's QPS is
 # its median timed pass; each pair's ratio is coldstudy / hnswlib; the median of
 # the ROUNDS pairs per ef is printed last, with the recalls.
 #   bench/hnsw/pairs.sh CS BENCH_HNSW IDX CACHE [ROUNDS] [NQ] [REPEAT] [WARMUP]
@@ -32,6 +35,8 @@ python3 - "$OUT" "$ROUNDS" <<'PY'
 import json, statistics, sys
 out, n = sys.argv[1], int(sys.argv[2])
 print('QPS: each run\'s median timed pass (wall); cpu: 1 / CPU ms a query, over the timed passes')
+first = json.load(open('%s/cs.1.10.json' % out))
+print('coldstudy vector storage: %s (COLDSTUDY_HNSW_STORE=float32 keeps float32)' % first.get('vector_storage'))
 print('ef  coldstudy recall  hnswlib recall  coldstudy QPS (per pair)  hnswlib QPS  ratio per pair  median ratio  cpu ratio per pair  median cpu ratio')
 for ef in (10, 20, 40, 80):
     c = [json.load(open('%s/cs.%d.%d.json' % (out, r, ef))) for r in range(1, n + 1)]

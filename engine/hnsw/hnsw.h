@@ -34,7 +34,9 @@
  * keeps float32 either way); never for cosine (vectors are normalised).
  * Such a graph refuses, with -ERANGE and before changing anything, an
  * hnsw_add whose vector it cannot hold exactly; HNSW_STORE_F32 keeps four
- * bytes a value for a graph that must take any float later.
+ * bytes a value for a graph that must take any float later, and
+ * $COLDSTUDY_HNSW_STORE=float32 does so for a whole process (the bench's
+ * float32 figures on the same data).
  */
 #ifndef CV_HNSW_H
 #define CV_HNSW_H
