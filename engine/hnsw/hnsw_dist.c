@@ -275,48 +275,38 @@ __attribute__((target("avx512f"))) static float ip_q8_avx512(const hnsw_query *q
  * bit (test_exact8_kernels). Node-node: the second vector plays the query.
  */
 
-static float u8_sum_scalar(const float *a, const uint8_t *c, size_t d, int l2)
+/* The query side is floats a, or bytes y when a is NULL (node-node), as at every level. */
+static float u8_sum_scalar(const float *a, const uint8_t *y, const uint8_t *c, size_t d, int l2)
 {
 	float lanes[64] = {0};
 
 	for (size_t i = 0; i < d; i++) {
-		float t = l2 ? a[i] - (float) c[i] : a[i];
+		float x = a ? a[i] : (float) y[i];
+		float t = l2 ? x - (float) c[i] : x;
 
 		lanes[i & 63] = fmaf(t, l2 ? t : (float) c[i], lanes[i & 63]);
 	}
 	return cvk_reduce64(lanes);
 }
 
-static float u8_sum_nn_scalar(const uint8_t *y, const uint8_t *x, size_t d, int l2)
-{
-	float lanes[64] = {0};
-
-	for (size_t i = 0; i < d; i++) {
-		float t = l2 ? (float) y[i] - (float) x[i] : (float) y[i];
-
-		lanes[i & 63] = fmaf(t, l2 ? t : (float) x[i], lanes[i & 63]);
-	}
-	return cvk_reduce64(lanes);
-}
-
 static float l2_u8_scalar(const hnsw_query *q, const void *v, size_t d)
 {
-	return u8_sum_scalar(q->a, v, d, 1);
+	return u8_sum_scalar(q->a, NULL, v, d, 1);
 }
 
 static float ip_u8_scalar(const hnsw_query *q, const void *v, size_t d)
 {
-	return q->cst - u8_sum_scalar(q->a, v, d, 0);
+	return q->cst - u8_sum_scalar(q->a, NULL, v, d, 0);
 }
 
 static float nn_u8_l2(const struct hnsw *h, const void *a, const void *b)
 {
-	return u8_sum_nn_scalar(b, a, h->dim, 1);
+	return u8_sum_scalar(NULL, b, a, h->dim, 1);
 }
 
 static float nn_u8_ip(const struct hnsw *h, const void *a, const void *b)
 {
-	return (h->p.metric == CV_METRIC_COSINE ? 1.0f : 0.0f) - u8_sum_nn_scalar(b, a, h->dim, 0);
+	return (h->p.metric == CV_METRIC_COSINE ? 1.0f : 0.0f) - u8_sum_scalar(NULL, b, a, h->dim, 0);
 }
 
 /* AVX2: accumulator (i / 8) mod 8, lane i mod 8, as kernels_avx2.c. */
@@ -474,49 +464,7 @@ __attribute__((target("avx2,fma"))) static float nn_u8_ip_avx2(const struct hnsw
 /* ---- node-to-node (the heuristic), through the query kernels ---- */
 
 static hnsw_qdist_fn k_l2_f32 = l2_f32, k_ip_f32 = ip_f32;
-static hnsw_qdist_fn k_l2_q8 = l2_q8_scalar, k_ip_q8 = ip_q8_scalar;
-static hnsw_qdist_fn k_l2_u8 = l2_u8_scalar, k_ip_u8 = ip_u8_scalar;
-static hnsw_ndist_fn k_nl2_u8 = nn_u8_l2, k_nip_u8 = nn_u8_ip;
-static const char *k_name = "scalar";
 static pthread_once_t k_once = PTHREAD_ONCE_INIT;
-
-/* Whether the exact-byte AVX-512 kernels can run (their tail loads bytes under a mask). */
-static bool has_u8_512(void)
-{
-	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-	       __builtin_cpu_supports("avx512vl");
-}
-
-/* Pick the kernel set once from cpuid. */
-static void kernels_init(void)
-{
-	k_f32 = cvk_active();
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx512f")) {
-		k_l2_q8 = l2_q8_avx512;
-		k_ip_q8 = ip_q8_avx512;
-		if (has_u8_512()) {
-			k_l2_u8 = l2_u8_avx512;
-			k_ip_u8 = ip_u8_avx512;
-			k_nl2_u8 = nn_u8_l2_avx512;
-			k_nip_u8 = nn_u8_ip_avx512;
-		} else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-			k_l2_u8 = l2_u8_avx2;
-			k_ip_u8 = ip_u8_avx2;
-			k_nl2_u8 = nn_u8_l2_avx2;
-			k_nip_u8 = nn_u8_ip_avx2;
-		}
-		k_name = "avx512";
-	} else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-		k_l2_q8 = l2_q8_avx2;
-		k_ip_q8 = ip_q8_avx2;
-		k_l2_u8 = l2_u8_avx2;
-		k_ip_u8 = ip_u8_avx2;
-		k_nl2_u8 = nn_u8_l2_avx2;
-		k_nip_u8 = nn_u8_ip_avx2;
-		k_name = "avx2";
-	}
-}
 
 /* Float32 node-node distance: b is the query side, cst from the metric. */
 static float nn_f32_l2(const struct hnsw *h, const void *a, const void *b)
@@ -627,24 +575,84 @@ __attribute__((target("avx512f"))) static float nn_q8_ip_avx512(const struct hns
 	return (h->p.metric == CV_METRIC_COSINE ? 1.0f : 0.0f) - nn_q8_avx512(h, a, b, 0);
 }
 
+/*
+ * ---- the kernel sets: one per storage and SIMD level, chosen once ----
+ * A level runs where cpuid says so; the byte kernels' AVX-512 level also
+ * needs BW and VL (their tail loads bytes under a mask), so a CPU with
+ * AVX-512F alone runs the byte kernels' AVX2 level.
+ */
+
+typedef struct kset {
+	hnsw_qdist_fn l2, ip;   /* query-node */
+	hnsw_ndist_fn nl2, nip; /* node-node */
+} kset;
+
+enum { LV_SCALAR, LV_AVX2, LV_AVX512, LV_N };
+
+static const char *const lv_name[LV_N] = {"scalar", "avx2", "avx512"};
+
+static const kset q8_sets[LV_N] = {
+	{l2_q8_scalar, ip_q8_scalar, nn_q8_l2, nn_q8_ip},
+	{l2_q8_avx2, ip_q8_avx2, nn_q8_l2, nn_q8_ip}, /* no AVX2 node-node kernel: the reference */
+	{l2_q8_avx512, ip_q8_avx512, nn_q8_l2_avx512, nn_q8_ip_avx512},
+};
+
+static const kset u8_sets[LV_N] = {
+	{l2_u8_scalar, ip_u8_scalar, nn_u8_l2, nn_u8_ip},
+	{l2_u8_avx2, ip_u8_avx2, nn_u8_l2_avx2, nn_u8_ip_avx2},
+	{l2_u8_avx512, ip_u8_avx512, nn_u8_l2_avx512, nn_u8_ip_avx512},
+};
+
+static const kset *k_q8 = &q8_sets[LV_SCALAR], *k_u8 = &u8_sets[LV_SCALAR];
+static const char *k_name = "scalar";
+
+/* Whether this CPU runs level lv of sets (q8_sets or u8_sets). */
+static bool level_runs(const kset *sets, int lv)
+{
+	__builtin_cpu_init();
+	if (lv == LV_AVX2)
+		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	if (lv == LV_AVX512)
+		return __builtin_cpu_supports("avx512f") &&
+		       (sets != u8_sets ||
+			(__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")));
+	return true;
+}
+
+/* The highest level of sets this CPU runs. */
+static int best_level(const kset *sets)
+{
+	int lv = LV_N - 1;
+
+	while (lv > LV_SCALAR && !level_runs(sets, lv))
+		lv--;
+	return lv;
+}
+
+/* Pick the kernel sets once from cpuid. */
+static void kernels_init(void)
+{
+	int lv = best_level(q8_sets);
+
+	k_f32 = cvk_active();
+	k_q8 = &q8_sets[lv];
+	k_u8 = &u8_sets[best_level(u8_sets)];
+	k_name = lv_name[lv];
+}
+
 void hnsw_kernels_select(struct hnsw *h)
 {
-	pthread_once(&k_once, kernels_init);
-	if (h->vtype == HNSW_V_U8) {
-		h->qdist = h->p.metric == CV_METRIC_L2 ? k_l2_u8 : k_ip_u8;
-		h->ndist = h->p.metric == CV_METRIC_L2 ? k_nl2_u8 : k_nip_u8;
-	} else if (h->vtype == HNSW_V_Q8) {
-		bool v512 = !strcmp(k_name, "avx512");
+	const kset *k;
 
-		h->qdist = h->p.metric == CV_METRIC_L2 ? k_l2_q8 : k_ip_q8;
-		if (h->p.metric == CV_METRIC_L2)
-			h->ndist = v512 ? nn_q8_l2_avx512 : nn_q8_l2;
-		else
-			h->ndist = v512 ? nn_q8_ip_avx512 : nn_q8_ip;
-	} else {
+	pthread_once(&k_once, kernels_init);
+	if (h->vtype == HNSW_V_F32) {
 		h->qdist = h->p.metric == CV_METRIC_L2 ? k_l2_f32 : k_ip_f32;
 		h->ndist = h->p.metric == CV_METRIC_L2 ? nn_f32_l2 : nn_f32_ip;
+		return;
 	}
+	k = h->vtype == HNSW_V_U8 ? k_u8 : k_q8;
+	h->qdist = h->p.metric == CV_METRIC_L2 ? k->l2 : k->ip;
+	h->ndist = h->p.metric == CV_METRIC_L2 ? k->nl2 : k->nip;
 }
 
 const char *hnsw_kernel_name(void)
@@ -766,58 +774,32 @@ const char *hnsw_build_info(void)
 #endif
 }
 
-int hnsw_q8_kernels(const char *level, hnsw_qdist_fn *l2, hnsw_qdist_fn *ip, hnsw_ndist_fn *nl2,
-		    hnsw_ndist_fn *nip)
+/* Level name of sets into the four pointers; -ENOTSUP if unknown or the CPU lacks it. */
+static int level_kernels(const kset *sets, const char *level, hnsw_qdist_fn *l2, hnsw_qdist_fn *ip,
+			 hnsw_ndist_fn *nl2, hnsw_ndist_fn *nip)
 {
-	__builtin_cpu_init();
-	if (!strcmp(level, "scalar")) {
-		*l2 = l2_q8_scalar;
-		*ip = ip_q8_scalar;
-		*nl2 = nn_q8_l2;
-		*nip = nn_q8_ip;
-		return 0;
-	}
-	if (!strcmp(level, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-		*l2 = l2_q8_avx2;
-		*ip = ip_q8_avx2;
-		*nl2 = nn_q8_l2; /* no AVX2 node-node kernel: the reference serves */
-		*nip = nn_q8_ip;
-		return 0;
-	}
-	if (!strcmp(level, "avx512") && __builtin_cpu_supports("avx512f")) {
-		*l2 = l2_q8_avx512;
-		*ip = ip_q8_avx512;
-		*nl2 = nn_q8_l2_avx512;
-		*nip = nn_q8_ip_avx512;
+	for (int lv = 0; lv < LV_N; lv++) {
+		if (strcmp(level, lv_name[lv]))
+			continue;
+		if (!level_runs(sets, lv))
+			return -ENOTSUP;
+		*l2 = sets[lv].l2;
+		*ip = sets[lv].ip;
+		*nl2 = sets[lv].nl2;
+		*nip = sets[lv].nip;
 		return 0;
 	}
 	return -ENOTSUP;
 }
 
+int hnsw_q8_kernels(const char *level, hnsw_qdist_fn *l2, hnsw_qdist_fn *ip, hnsw_ndist_fn *nl2,
+		    hnsw_ndist_fn *nip)
+{
+	return level_kernels(q8_sets, level, l2, ip, nl2, nip);
+}
+
 int hnsw_u8_kernels(const char *level, hnsw_qdist_fn *l2, hnsw_qdist_fn *ip, hnsw_ndist_fn *nl2,
 		    hnsw_ndist_fn *nip)
 {
-	__builtin_cpu_init();
-	if (!strcmp(level, "scalar")) {
-		*l2 = l2_u8_scalar;
-		*ip = ip_u8_scalar;
-		*nl2 = nn_u8_l2;
-		*nip = nn_u8_ip;
-		return 0;
-	}
-	if (!strcmp(level, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-		*l2 = l2_u8_avx2;
-		*ip = ip_u8_avx2;
-		*nl2 = nn_u8_l2_avx2;
-		*nip = nn_u8_ip_avx2;
-		return 0;
-	}
-	if (!strcmp(level, "avx512") && has_u8_512()) {
-		*l2 = l2_u8_avx512;
-		*ip = ip_u8_avx512;
-		*nl2 = nn_u8_l2_avx512;
-		*nip = nn_u8_ip_avx512;
-		return 0;
-	}
-	return -ENOTSUP;
+	return level_kernels(u8_sets, level, l2, ip, nl2, nip);
 }
