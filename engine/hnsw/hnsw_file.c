@@ -356,13 +356,10 @@ int hnsw_decode(const unsigned char *buf, size_t len, int check_sum, hnsw **out,
 	narrow = count > 0 && hnsw_may_narrow(&p);
 	for (uint32_t i = 0; narrow && i < count; i++)
 		narrow = file_fits_u8(buf + HDR_SIZE + (size_t) i * rec + 8 + 4 * (size_t) m0, dim);
-	rc = hnsw_new(dim, &p, count, &h);
-	if (!rc && narrow)
-		rc = hnsw_relayout(h, HNSW_V_U8);
-	if (rc) {
-		hnsw_free(h);
+	rc = hnsw_new_as(dim, &p, count,
+			 narrow ? HNSW_V_U8 : p.quant8 ? HNSW_V_Q8 : HNSW_V_F32, &h);
+	if (rc)
 		return cv_err_set(e, rc, "%s: cannot allocate a graph of %u nodes", name, count);
-	}
 	b = buf + HDR_SIZE;
 	if (p.quant8) {
 		memcpy(h->q_lo, b, dim * sizeof(float));

@@ -37,6 +37,12 @@ static void layout(struct hnsw *h, enum hnsw_vtype vtype)
 
 int hnsw_new(size_t dim, const hnsw_params *p, size_t capacity, hnsw **out)
 {
+	return hnsw_new_as(dim, p, capacity, p && p->quant8 ? HNSW_V_Q8 : HNSW_V_F32, out);
+}
+
+int hnsw_new_as(size_t dim, const hnsw_params *p, size_t capacity, enum hnsw_vtype vtype,
+		hnsw **out)
+{
 	hnsw *h;
 	unsigned shift = 6;
 	int rc = -ENOMEM;
@@ -61,7 +67,7 @@ int hnsw_new(size_t dim, const hnsw_params *p, size_t capacity, hnsw **out)
 	h->m0 = 2 * p->m;
 	h->ml = 1.0 / log((double) p->m);
 	h->p.store = p->store == HNSW_STORE_F32 ? HNSW_STORE_F32 : HNSW_STORE_AUTO;
-	layout(h, h->p.quant8 ? HNSW_V_Q8 : HNSW_V_F32);
+	layout(h, vtype);
 	h->upper_stride = 1 + h->m;
 	h->seg_shift = shift;
 	h->entry = UINT64_MAX;

@@ -174,6 +174,9 @@ void hnsw_encode(const struct hnsw *h, const float *vec, void *dst);
 void hnsw_decode_vec(const struct hnsw *h, const void *src, float *buf);
 /* Whether every one of the n floats at v is a whole number 0..255 (not -0): exact as a byte. */
 bool hnsw_fits_u8(const float *v, size_t n);
+/* As hnsw_new, with records laid out for vtype (HNSW_V_Q8 exactly when p->quant8). */
+int hnsw_new_as(size_t dim, const hnsw_params *p, size_t capacity, enum hnsw_vtype vtype,
+		struct hnsw **out);
 /*
  * Re-lay an empty graph's records for vtype (alloc_lock held or
  * single-threaded, no node yet): -EBUSY once nodes exist.
