@@ -39,6 +39,11 @@ static int bad(cs_err *e, const char *name, const char *where, const char *key, 
 
 /* ---- the key tables: what study.json and run.json may say ---- */
 
+/* A throttle cap (harness_cap_parse checks it again on the effective spec). */
+#define THROTTLE_PATTERN                                                                           \
+	"^(gp3-3000|gp3-16000|gp3-80000|io2-80000|uncapped|riops=[1-9][0-9]{0,8}(,rbps=[1-9][0-9]{0,12}[KMG]?)?|rbps=[1-9][0-9]{0,12}[KMG]?(,riops=[1-9][0-9]{0,8})?)$"
+#define THROTTLE_EXPECT "a throttle profile or riops=N,rbps=SIZE"
+
 /* What a name of a study's datasets or indexes, an id, looks like. */
 #define ID_PATTERN "^[A-Za-z0-9._-]{1,64}$"
 #define ID_EXPECT "1-64 of [A-Za-z0-9._-]"
@@ -188,6 +193,12 @@ static const jv_key run_keys[] = {
 	 .pattern = "^probe:", .expect = "unknown device profile",
 	 .desc = "a device model every read goes through: a profile ('coldstudy device list') or "
 		 "probe:FILE; null: the real device"},
+	{.name = "throttle", .type = JK_STRING, .flags = JK_NULLABLE, .max = 64,
+	 .pattern = THROTTLE_PATTERN, .expect = THROTTLE_EXPECT,
+	 .desc = "a real cap on the clone's whole disk, the kernel's block throttle (cgroup v2 "
+		 "io.max, v1 blkio.throttle) over the run's readers: gp3-3000, gp3-16000, "
+		 "gp3-80000, io2-80000, uncapped (counted, no limit) or riops=N,rbps=SIZE (K/M/G); "
+		 "needs cold, excludes device"},
 	{.name = "clients", .type = JK_INT, .lo = 1, .hi = 1024,
 	 .desc = "closed-loop clients, each sending its next query when the last returns (default 1)"},
 	{.name = "query_count", .type = JK_INT, .lo = 1, .hi = 100000000,
@@ -445,6 +456,25 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 	if (json_is_true(json_object_get(eff, "cold_each_query")) &&
 	    !json_is_true(json_object_get(eff, "cold")))
 		return bad(e, name, "$", "cold_each_query", "needs \"cold\": true");
+	if (json_is_string(json_object_get(eff, "throttle"))) {
+		harness_cap cap;
+		cs_err ce = {0};
+
+		if (harness_cap_parse(json_string_value(json_object_get(eff, "throttle")), &cap, &ce))
+			return bad(e, name, "$", "throttle", ce.msg);
+		if (has_dev)
+			return bad(e, name, "$", "throttle",
+				   "a real cap and a device model would delay each read twice: drop "
+				   "\"device\" (or the throttle)");
+		if (!json_is_true(json_object_get(eff, "cold")))
+			return bad(e, name, "$", "throttle",
+				   "a warm run reads the page cache, which no throttle sees: needs "
+				   "\"cold\": true");
+		if (json_is_object(pw))
+			return bad(e, name, "$", "throttle",
+				   "prewarmed blocks are page-cache hits the throttle never sees: no "
+				   "prewarm under a throttle");
+	}
 	if (json_is_true(json_object_get(eff, "cold_each_query")) &&
 	    json_integer_value(json_object_get(eff, "clients")) != 1)
 		return bad(e, name, "$", "cold_each_query",
@@ -453,7 +483,7 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 		return bad(e, name, "$", "prewarm", "a prewarm run starts cold: needs \"cold\": true");
 	if (json_is_string(json_object_get(eff, "target")) &&
 	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres")) {
-		static const char *const engine_only[] = {"device", "seed", "prewarm", "load", "bulkwrite",
+		static const char *const engine_only[] = {"device", "seed", "prewarm", "load", "bulkwrite", "throttle",
 							  "client_cpus", "repeat", "warmup_queries",
 							  NULL};
 		const json_t *pg = json_object_get(eff, "postgres");
@@ -657,6 +687,8 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 	json_object_set(f, "cold", json_object_get(eff, "cold") ?: json_false());
 	json_object_set(f, "buffers_bytes", json_object_get(eff, "buffers_bytes"));
 	json_object_set_new(f, "kind", kind[0] ? json_string(kind) : json_null());
+	v = json_object_get(eff, "throttle");
+	json_object_set(f, "throttle", v ? v : json_null());
 	v = json_object_get(eff, "device_time");
 	json_object_set(f, "device_time", v ? v : json_null());
 	v = json_object_get(json_object_get(eff, "prewarm"), "of");
@@ -698,14 +730,15 @@ static const char *const tag_vocab[] = {
 	"cold", "warm", "serial", "fanout", "gate", "partition", "hdd", "ssd", "nvme", "gp3",
 	"gp3-3000", "gp3-80000", "drift", "probe", "virtual", "realtime", "baseline", "prewarm",
 	"prewarm-other", "load", "bulkwrite", "client-alt", "memcap", "merge-sort", "design",
-	"holdout", "sceptic", "exploratory", "mmap", "pread", "direct", "uring", "readahead", NULL};
+	"holdout", "sceptic", "exploratory", "mmap", "pread", "direct", "uring", "readahead",
+	"throttle", "uncapped", NULL};
 static const char *const kind_tags[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
 /* Knobs at the study's defaults, and no treatment: a "baseline" run. */
 static const char *const baseline_knobs[] = {"k", "ef_search", "search_probe", "rescore_limit",
 					     "buffers_bytes", "strategy", "io", "io_depth", "merge",
 					     "readahead", "queue_depth", "metric", NULL};
 static const char *const treatment_keys[] = {"prewarm", "load", "bulkwrite", "client_cpus",
-					     "mem_cap_bytes", NULL};
+					     "mem_cap_bytes", "throttle", NULL};
 
 /* The knobs each tag of the vocabulary stands for (harness_tag_knobs): what derived_tags reads. */
 static const char *const k_cache[] = {"cold", "cold_each_query", "warmup_queries", NULL};
@@ -725,6 +758,7 @@ static const char *const k_probe[] = {"search_probe", NULL};
 static const char *const k_rescore[] = {"rescore_limit", NULL};
 static const char *const k_strategy[] = {"strategy", NULL};
 static const char *const k_readahead[] = {"readahead", NULL};
+static const char *const k_throttle[] = {"throttle", NULL};
 static const struct {
 	const char *tag;
 	const char *const *knobs;
@@ -738,6 +772,7 @@ static const struct {
 	{"load", k_load},	    {"bulkwrite", k_bulk},     {"client-alt", k_cpus},
 	{"memcap", k_memcap},	    {"mmap", k_strategy},      {"pread", k_strategy},
 	{"direct", k_strategy},	    {"uring", k_strategy},     {"readahead", k_readahead},
+	{"throttle", k_throttle},   {"uncapped", k_throttle},
 	{NULL, NULL},
 };
 
@@ -823,6 +858,20 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 		add_tag(t, "client-alt");
 	if (json_is_integer(json_object_get(eff, "mem_cap_bytes")))
 		add_tag(t, "memcap");
+	if (json_is_string(json_object_get(eff, "throttle"))) {
+		harness_cap cap;
+
+		/* a real cap: "throttle", and riops<N> or "uncapped" */
+		add_tag(t, "throttle");
+		if (!harness_cap_parse(json_string_value(json_object_get(eff, "throttle")), &cap, NULL)) {
+			if (cap.riops) {
+				snprintf(buf, sizeof(buf), "riops%llu", (unsigned long long) cap.riops);
+				add_tag(t, buf);
+			} else if (!cap.rbps) {
+				add_tag(t, "uncapped");
+			}
+		}
+	}
 	/* the load and the access path: clients<N>, probe<N>, rescore<N>, the strategy, readahead */
 	snprintf(buf, sizeof(buf), "clients%lld",
 		 (long long) (json_is_integer(json_object_get(eff, "clients"))
@@ -877,6 +926,8 @@ const char *const *harness_tag_knobs(const char *tag)
 		return k_probe;
 	if (numbered(tag, "rescore"))
 		return k_rescore;
+	if (numbered(tag, "riops"))
+		return k_throttle;
 	if (!strcmp(tag, "baseline"))
 		return baseline_knobs;
 	for (size_t i = 0; tag_knobs[i].tag; i++)
