@@ -657,6 +657,24 @@ static void device_features(json_t *f, const json_t *device)
 	cv_device_free(dev);
 }
 
+/*
+ * A real cap whose profile has a device model of the same name (gp3-3000,
+ * gp3-16000, gp3-80000): "throttle_model" names it and device_mean_ms is
+ * its, so holdout can predict the real cap from the modelled runs (the
+ * model's view of the cell) and score the model against the kernel.
+ */
+static void throttle_features(json_t *f, const json_t *throttle)
+{
+	cv_device *dev = NULL;
+
+	if (!json_is_string(throttle) ||
+	    cv_device_new(json_string_value(throttle), 1, &dev, NULL))
+		return;
+	json_object_set(f, "throttle_model", (json_t *) throttle);
+	json_object_set_new(f, "device_mean_ms", json_real(cv_device_mean_ms(dev)));
+	cv_device_free(dev);
+}
+
 int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 {
 	json_t *eff = NULL, *f, *parts, *qc, *v;
@@ -714,6 +732,7 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 	else
 		json_object_set_new(f, "partitions", kind[0] ? json_integer(1) : json_null());
 	device_features(f, json_object_get(eff, "device"));
+	throttle_features(f, json_object_get(eff, "throttle"));
 	json_decref(eff);
 	*features = f;
 	return 0;
@@ -728,7 +747,7 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
  */
 static const char *const tag_vocab[] = {
 	"cold", "warm", "serial", "fanout", "gate", "partition", "hdd", "ssd", "nvme", "gp3",
-	"gp3-3000", "gp3-80000", "drift", "probe", "virtual", "realtime", "baseline", "prewarm",
+	"gp3-3000", "gp3-16000", "gp3-80000", "drift", "probe", "virtual", "realtime", "baseline", "prewarm",
 	"prewarm-other", "load", "bulkwrite", "client-alt", "memcap", "merge-sort", "design",
 	"holdout", "sceptic", "exploratory", "mmap", "pread", "direct", "uring", "readahead",
 	"throttle", "uncapped", NULL};
@@ -767,7 +786,7 @@ static const struct {
 	{"fanout", k_mode},	    {"merge-sort", k_merge},   {"gate", k_parts},
 	{"partition", k_parts},	    {"hdd", k_device},	       {"ssd", k_device},
 	{"nvme", k_device},	    {"gp3", k_device},	       {"gp3-3000", k_device},
-	{"gp3-80000", k_device},    {"drift", k_device},       {"probe", k_device},       {"virtual", k_time},
+	{"gp3-16000", k_device},    {"gp3-80000", k_device},    {"drift", k_device},       {"probe", k_device},       {"virtual", k_time},
 	{"realtime", k_time},	    {"prewarm", k_prewarm},    {"prewarm-other", k_prewarm},
 	{"load", k_load},	    {"bulkwrite", k_bulk},     {"client-alt", k_cpus},
 	{"memcap", k_memcap},	    {"mmap", k_strategy},      {"pread", k_strategy},
@@ -803,7 +822,7 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 		const char *profile, *tag;
 	} dev_tags[] = {{"hdd-pool", "hdd"},   {"hdd-pool-drift", "hdd"}, {"hdd-pool-drift", "drift"},
 			{"sata-ssd", "ssd"},   {"nvme", "nvme"},	   {"gp3-3000", "gp3"},
-			{"gp3-80000", "gp3"},  {NULL, NULL}};
+			{"gp3-16000", "gp3"},  {"gp3-80000", "gp3"},  {NULL, NULL}};
 	json_t *t = json_array();
 	const json_t *dev = json_object_get(eff, "device");
 	const char *mode = json_string_value(json_object_get(eff, "mode"));
