@@ -243,7 +243,12 @@ void harness_throttle_init(harness_throttle *t);
  * (nothing is left behind); on success harness_throttle_end undoes it.
  */
 int harness_throttle_begin(const harness_cap *cap, int fd, harness_throttle *t, cs_err *e);
-/* The calling thread (v1; v2: the process) joins / goes back; threads started inside inherit it. 0 or -errno. */
+/*
+ * The calling thread (v1; v2: the whole process, as the io controller is
+ * not threaded) joins / goes back; threads started inside inherit it, so on
+ * v1 a caller enters, starts its readers and leaves, and on v2 it stays in
+ * until its readers are done. 0 or -errno.
+ */
 int harness_throttle_enter(harness_throttle *t);
 int harness_throttle_leave(harness_throttle *t);
 /* The throttle's own counters of reads and bytes on the disk since begin. 0 or -errno. */

@@ -1304,6 +1304,11 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		r = harness_cap_parse(json_string_value(json_object_get(eff, "throttle")), &cap, e);
 		if (!r)
 			r = harness_throttle_begin(&cap, ihold.fd, &thr, e);
+		/* v2: one process, one cgroup; the memory cap's cgroup and the throttle's exclude each other */
+		if (!r && thr.v2 && json_is_integer(json_object_get(eff, "mem_cap_bytes")))
+			r = cs_err_set(e, CS_EXIT_BADINPUT,
+				       "cgroup v2 puts the whole process in one cgroup: a throttle and "
+				       "mem_cap_bytes cannot both apply (drop one)");
 		if (r) {
 			char m[CS_ERR_MAX];
 
@@ -1570,7 +1575,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		rc = harness_readers_start(files, nfiles,
 					   (unsigned) json_integer_value(json_object_get(ld, "readers")),
 					   blk, L.io.device, &readers, e);
-		harness_throttle_leave(&thr);
+		if (!thr.v2) /* v1: the readers stay, this thread goes; v2: the process stays for the load */
+			harness_throttle_leave(&thr);
 		if (rc)
 			goto out;
 	}
@@ -1647,7 +1653,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 				break;
 			}
 		}
-		harness_throttle_leave(&thr);
+		if (!thr.v2) /* v1: the clients stay, this thread goes; v2: the process stays for the load */
+			harness_throttle_leave(&thr);
 		started_load = 1;
 		for (;;) {
 			struct timespec ts = {0, 50 * 1000 * 1000};
@@ -1664,6 +1671,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		}
 		for (unsigned c = 0; c < L.clients; c++)
 			pthread_join(th[c], NULL);
+		while (thr.v2 && thr.entered) /* the load is over: the process goes back */
+			harness_throttle_leave(&thr);
 		/* Wall ends when the last query returned, not when this thread noticed. */
 		t_end = atomic_load(&L.end_ns) ? atomic_load(&L.end_ns) : cs_mono_ns();
 		if (tty)
