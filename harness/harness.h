@@ -228,6 +228,7 @@ typedef struct harness_throttle {
 	unsigned maj, min;  /* the whole disk capped */
 	char disk[64];      /* its name */
 	char via[256];      /* how it was found: "7:0 (loop0, backing file) -> 254:0 (vda)" */
+	char root[256];     /* its hierarchy's root */
 	char dir[512];      /* the cgroup */
 	char home[1100];    /* where an entered thread goes back to */
 	int dirfd, rootfd;

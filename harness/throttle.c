@@ -457,6 +457,7 @@ int harness_throttle_begin(const harness_cap *cap, int fd, harness_throttle *t, 
 		snprintf(own, sizeof(own), "/");
 	snprintf(home, sizeof(home), "%s%s", root, strcmp(own, "/") ? own : "");
 	snprintf(t->home, sizeof(t->home), "%s", home);
+	snprintf(t->root, sizeof(t->root), "%s", root);
 	t->rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (t->rootfd < 0)
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s", root, strerror(errno));
@@ -513,10 +514,14 @@ static int move_to(const harness_throttle *t, const char *dir, int dirfd)
 
 int harness_throttle_enter(harness_throttle *t)
 {
+	char own[512];
 	int rc;
 
 	if (!t || t->dirfd < 0)
 		return 0;
+	/* where the caller is now (a memory cgroup made since begin, say) is where it goes back */
+	if (!t->entered && own_cgroup(t->v2 ? "" : "blkio", own, sizeof(own)) == 0)
+		snprintf(t->home, sizeof(t->home), "%s%s", t->root, strcmp(own, "/") ? own : "");
 	rc = move_to(t, t->dir, t->dirfd);
 	if (!rc)
 		t->entered++;
