@@ -163,5 +163,31 @@ wait "$pid" 2>/dev/null
 "$cs" runs "$S" > /dev/null 2>&1
 [ -z "$(left "$pid")" ] || { echo "FAIL: cgroup left after a killed run and the next command"; fail=1; rmdir $(left "$pid") 2>/dev/null; }
 "$cs" log verify "$S" > /dev/null 2>&1 || { echo "FAIL: log verify"; fail=1; }
+
+# 3. a file on a loop device: the cap goes on the whole disk under the loop's backing file
+LOOPDEV=""
+cleanup_loop() {
+	mountpoint -q "$T/lm" 2>/dev/null && umount "$T/lm"
+	[ -n "$LOOPDEV" ] && losetup -d "$LOOPDEV" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup_loop EXIT INT TERM
+if command -v losetup > /dev/null 2>&1 && command -v mkfs.ext4 > /dev/null 2>&1 &&
+	truncate -s 64M "$T/img" && mkfs.ext4 -q -F "$T/img" > /dev/null 2>&1 &&
+	LOOPDEV=$(losetup -f --show "$T/img" 2>/dev/null) && mkdir -p "$T/lm" &&
+	mount "$LOOPDEV" "$T/lm" 2>/dev/null; then
+	head -c 16777216 /dev/urandom > "$T/lm/f" && sync
+	"$cs" probe "$T/lm/f" --qd 4 --reads 200 --throttle gp3-3000 --json > "$T/loop.json" ||
+		{ echo "FAIL: a capped probe of a file on $LOOPDEV"; fail=1; }
+	python3 - "$T/loop.json" "$T/capped.json" "$LOOPDEV" <<'PY' || fail=1
+import json, sys
+loop, disk = (json.load(open(f))["throttle"] for f in sys.argv[1:3])
+print("a file on %s: capped %s (%s), resolved %s" % (sys.argv[3], loop["device"], loop["disk"], loop["resolved"]))
+if loop["device"] != disk["device"] or "backing file" not in loop["resolved"]:
+    print("FAIL: the loop device was not followed to its backing file's disk %s" % disk["device"]); sys.exit(1)
+PY
+else
+	echo "note: no loop device here (losetup, mkfs.ext4, mount): the loop case did not run"
+fi
 [ $fail = 0 ] && echo "ok"
 exit $fail
