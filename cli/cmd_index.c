@@ -21,6 +21,7 @@
 #include "cmds.h"
 
 #include "guard.h"
+#include "harness.h"
 
 #include <fcntl.h>
 #include "coldvec.h"
@@ -45,6 +46,7 @@ static const char usage[] =
 	"                             [--k 10] [--ef-search N] [--mode serial|fanout:C]\n"
 	"                             [--merge stream|sort] [--strategy mmap|pread|direct|uring]\n"
 	"                             [--device PROFILE] [--simulate PROFILE] [--cold]\n"
+	"                             [--throttle CAP]\n"
 	"                             [--buffers SIZE] [--search-probe N] [--rescore-limit N]\n"
 	"                             [--io serial|concurrent:Q] [--partitions LIST]\n"
 	"                             [--record-blocks PREFIX] [--trace FILE] [--json]\n"
@@ -63,6 +65,11 @@ static const char usage[] =
 	"median pass's, with the best and the min..max spread; percentiles over every\n"
 	"timed query (linear interpolation).\n"
 	"--simulate replays each query's reads against PROFILE in virtual time.\n"
+	"--throttle CAP (with --cold) caps the index's whole disk with the kernel's block\n"
+	"throttle, the query loop's readers in a cgroup of their own: gp3-3000, gp3-16000,\n"
+	"gp3-80000, io2-80000, uncapped, or riops=N,rbps=SIZE; --json adds \"throttle\"\n"
+	"(the kernel's count of reads beside the engine's); exit 5 where no cgroup\n"
+	"controller is writable.\n"
 	"--trace writes each query's reads (cvtrace format: FILE, or FILE.N for several\n"
 	"queries) for `coldstudy device replay FILE --device PROFILE`.\n"
 	"--record-blocks writes PREFIX.NAME per index file: the blocks read, for\n"
@@ -406,7 +413,7 @@ static int write_blocks(const char *prefix, const cv_block_list *bl, char **file
 }
 
 typedef struct qargs {
-	const char *dir, *queries, *data, *gt, *device, *simulate, *record, *tracefile;
+	const char *dir, *queries, *data, *gt, *device, *simulate, *record, *tracefile, *throttle;
 	uint64_t nq, buffers;
 	uint64_t repeat, warmup; /* timed passes over the queries, untimed ones first */
 	int cold, json;
@@ -456,6 +463,8 @@ static int parse_query_args(int argc, char **argv, qargs *a)
 			a->device = val;
 		else if (!strcmp(o, "--simulate"))
 			a->simulate = val;
+		else if (!strcmp(o, "--throttle"))
+			a->throttle = val;
 		else if (!strcmp(o, "--record-blocks"))
 			a->record = val;
 		else if (!strcmp(o, "--trace"))
@@ -532,6 +541,11 @@ static int parse_query_args(int argc, char **argv, qargs *a)
 		return cli_usage("index", "query needs DIR and --queries SPEC");
 	if (a->repeat > 1 && a->tracefile)
 		return cli_usage("index", "--trace writes one pass: it takes --repeat 1");
+	if (a->throttle && !a->cold)
+		return cli_usage("index", "--throttle caps the disk: it takes --cold (a warm query "
+				 "reads the page cache, which no throttle sees)");
+	if (a->throttle && a->device)
+		return cli_usage("index", "--device (a model) and --throttle (a real cap) exclude each other");
 	return 0;
 }
 
@@ -547,6 +561,7 @@ typedef struct qsum {
 	cv_io_stats io;
 	double sim_ms, sim_read_ms, sim_inflight;
 	uint64_t sim_reads;
+	json_t *throttle;    /* the cap and the kernel's counters (--throttle), or NULL */
 } qsum;
 
 static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
@@ -631,6 +646,12 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 			       "\"sim_inflight_mean\":%.3f,\"sim_reads_per_query\":%.2f",
 			       a->simulate, s->sim_ms / nq, s->sim_read_ms, s->sim_inflight,
 			       (double) s->sim_reads / nq);
+		if (s->throttle) {
+			char *t = json_dumps(s->throttle, JSON_COMPACT | JSON_SORT_KEYS);
+
+			printf(",\"throttle\":%s", t ? t : "null");
+			free(t);
+		}
 		printf("}\n");
 		free(qsorted);
 		return;
@@ -671,6 +692,13 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 	if (a->simulate)
 		printf("virtual time     %s: %.2f ms per query, read %.3f ms, %.2f in flight\n",
 		       a->simulate, s->sim_ms / nq, s->sim_read_ms, s->sim_inflight);
+	if (s->throttle)
+		printf("throttle         %s on %s (%s): the kernel counted %lld reads, the engine %llu\n",
+		       json_string_value(json_object_get(s->throttle, "cap")),
+		       json_string_value(json_object_get(s->throttle, "disk")),
+		       json_string_value(json_object_get(s->throttle, "controller")),
+		       (long long) json_integer_value(json_object_get(s->throttle, "throttle_reads")),
+		       (unsigned long long) s->st.reads);
 	free(qsorted);
 }
 
@@ -697,10 +725,22 @@ static int index_query(int argc, char **argv)
 	int rc, exitc = CS_EXIT_OK;
 	guard_held held;
 	const char *idir;
+	harness_cap cap;
+	harness_throttle thr;
 
+	harness_throttle_init(&thr);
 	rc = parse_query_args(argc, argv, &a);
 	if (rc)
 		return rc;
+	if (a.throttle) {
+		cs_err ce = {0};
+
+		if (harness_cap_parse(a.throttle, &cap, &ce)) {
+			free(a.parts);
+			fprintf(stderr, "coldstudy index: --throttle: %s\n", ce.msg);
+			return ce.code;
+		}
+	}
 	/*
 	 * The index is resolved once and read through the hold. A cold query
 	 * evicts, so a production index is refused there; warm reads are allowed.
@@ -810,6 +850,21 @@ static int index_query(int argc, char **argv)
 		rc = cv_trace_new(1u << 22, &trace);
 		if (rc) {
 			exitc = fail(rc, &e);
+			goto out;
+		}
+	}
+	if (a.throttle) {
+		cs_err ce = {0};
+
+		/* the whole disk under the held index; the query loop's thread (and its readers) join */
+		if (harness_throttle_begin(&cap, held.fd, &thr, &ce)) {
+			fprintf(stderr, "coldstudy index: %s: %s\n", a.dir, ce.msg);
+			exitc = ce.code;
+			goto out;
+		}
+		if ((rc = harness_throttle_enter(&thr))) {
+			fprintf(stderr, "coldstudy index: %s: cannot join: %s\n", thr.dir, strerror(-rc));
+			exitc = CS_EXIT_INTERNAL;
 			goto out;
 		}
 	}
@@ -941,6 +996,13 @@ static int index_query(int argc, char **argv)
 			s.pass_qps[s.passes++] = pass_s > 0 ? (double) s.nq / pass_s : 0;
 		}
 	}
+	if (a.throttle) {
+		uint64_t tr = 0, tb = 0;
+
+		harness_throttle_leave(&thr);
+		if (harness_throttle_counters(&thr, &tr, &tb) == 0)
+			s.throttle = harness_throttle_record(&thr, tr, tb);
+	}
 	rss3 = rss_anon_kb();
 	s.index_rss_kb = rss0 < 0 || rss1 < 0 || rss2 < 0 || rss3 < 0
 				 ? -1
@@ -975,6 +1037,8 @@ out:
 	cv_dataset_free(qs);
 	cv_dataset_free(base);
 	cv_index_close(ix);
+	harness_throttle_end(&thr);
+	json_decref(s.throttle);
 	guard_held_close(&held);
 	return exitc;
 }

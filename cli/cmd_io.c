@@ -18,6 +18,7 @@
 
 #include "coldvec.h"
 #include "guard.h"
+#include "harness.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -439,8 +440,11 @@ out:
 
 int cmd_probe(int argc, char **argv)
 {
-	const char *file = NULL, *devspec = NULL;
+	const char *file = NULL, *devspec = NULL, *capspec = NULL;
 	cv_probe_opts o = { .qd = 1, .bs = 4096, .reads = 1000, .strategy = CV_IO_URING, .seed = 1 };
+	harness_throttle thr;
+	harness_cap cap;
+	uint64_t treads = 0, tbytes = 0;
 	cv_probe_result r;
 	cv_device *dev = NULL;
 	fio_res fr = { 0 };
@@ -451,9 +455,15 @@ int cmd_probe(int argc, char **argv)
 	const char *shown = NULL;
 
 	guard_held_init(&held);
+	harness_throttle_init(&thr);
 	if (cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy probe FILE --qd N --bs 4k|8k|16k --reads M [--strategy uring|pread|direct|mmap]\n"
-		       "                       [--device PROFILE] [--seed S] [--json] [--fio]\n");
+		       "                       [--device PROFILE | --throttle CAP] [--seed S] [--json] [--fio]\n"
+		       "  --device PROFILE  every read through a device model (coldstudy device list)\n"
+		       "  --throttle CAP    a real cap: the kernel's block throttle on FILE's whole disk, the\n"
+		       "                    probe's readers in a cgroup of their own (gp3-3000, gp3-16000,\n"
+		       "                    gp3-80000, io2-80000, uncapped, or riops=N,rbps=SIZE); exit 5\n"
+		       "                    where no cgroup controller is writable\n");
 		return CS_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -482,6 +492,8 @@ int cmd_probe(int argc, char **argv)
 				return cli_usage("probe", "--strategy wants uring, pread, direct or mmap, got '%s'", argv[i]);
 		} else if (!strcmp(a, "--device") && i + 1 < argc) {
 			devspec = argv[++i];
+		} else if (!strcmp(a, "--throttle") && i + 1 < argc) {
+			capspec = argv[++i];
 		} else if (a[0] == '-') {
 			return cli_usage("probe", "unknown option '%s'", a);
 		} else if (!file) {
@@ -492,6 +504,16 @@ int cmd_probe(int argc, char **argv)
 	}
 	if (!file)
 		return cli_usage("probe", "FILE is required");
+	if (devspec && capspec)
+		return cli_usage("probe", "--device (a model) and --throttle (a real cap) exclude each other");
+	if (capspec) {
+		cs_err ce = {0};
+
+		if (harness_cap_parse(capspec, &cap, &ce)) {
+			fprintf(stderr, "coldstudy probe: --throttle: %s\n", ce.msg);
+			return ce.code;
+		}
+	}
 	{
 		cs_err ge = {0};
 
@@ -509,15 +531,40 @@ int cmd_probe(int argc, char **argv)
 		}
 		o.device = dev;
 	}
+	if (capspec) {
+		cs_err ce = {0};
+
+		/* the whole disk under the held file; only the probe's readers join the cgroup */
+		if (harness_throttle_begin(&cap, held.fd, &thr, &ce)) {
+			fprintf(stderr, "coldstudy probe: %s: %s\n", shown, ce.msg);
+			guard_held_close(&held);
+			return ce.code;
+		}
+		if ((rc = harness_throttle_enter(&thr))) {
+			fprintf(stderr, "coldstudy probe: %s: cannot join the throttle cgroup: %s\n",
+				thr.dir, strerror(-rc));
+			harness_throttle_end(&thr);
+			guard_held_close(&held);
+			return CS_EXIT_INTERNAL;
+		}
+	}
 	rc = cv_probe(file, &o, &r, &e);
+	if (capspec) {
+		harness_throttle_leave(&thr);
+		if (!rc && harness_throttle_counters(&thr, &treads, &tbytes) < 0)
+			treads = tbytes = 0;
+		harness_throttle_end(&thr);
+	}
 	if (rc) {
 		fprintf(stderr, "coldstudy probe: %s\n", e.msg);
 		cv_device_free(dev);
+		guard_held_close(&held);
 		return cli_exit_from_errno(rc);
 	}
 	if (fio) {
-		if (dev)
-			fprintf(stderr, "coldstudy probe: --fio runs on the real device; the model applies to coldstudy only\n");
+		if (dev || capspec)
+			fprintf(stderr, "coldstudy probe: --fio runs on the real device; the %s applies to coldstudy only\n",
+				dev ? "model" : "throttle");
 		have_fio = run_fio(file, &o, &fr) == 0;
 	}
 	if (json) {
@@ -539,6 +586,15 @@ int cmd_probe(int argc, char **argv)
 		json_object_set_new(o2, "lat_p99_ms", json_real(r.lat_p99_ms));
 		json_object_set_new(o2, "lat_max_ms", json_real(r.lat_max_ms));
 		json_object_set_new(o2, "device", json_string(dev ? cv_device_name(dev) : "real"));
+		if (capspec) {
+			json_t *tj = harness_throttle_record(&thr, treads, tbytes);
+
+			/* the probe's own count against the kernel's: what validate checks */
+			json_object_set_new(tj, "engine_reads", json_integer((json_int_t) r.reads));
+			json_object_set_new(tj, "iops_of_cap",
+					    cap.riops ? json_real(r.iops / (double) cap.riops) : json_null());
+			json_object_set_new(o2, "throttle", tj);
+		}
 		if (have_fio) {
 			json_object_set_new(o2, "fio",
 					    json_pack("{s:f, s:f, s:f, s:f, s:f, s:s, s:s, s:f, s:f}", "iops",
@@ -561,6 +617,17 @@ int cmd_probe(int argc, char **argv)
 		printf("probe %s: %s, qd %u, bs %u, %llu reads%s%s\n", shown, cv_io_strategy_name(o.strategy),
 		       o.qd, o.bs, (unsigned long long) r.reads, dev ? ", device model " : "",
 		       dev ? cv_device_name(dev) : "");
+		if (capspec) {
+			char of[64] = "";
+
+			if (cap.riops)
+				snprintf(of, sizeof(of), "; IOPS %.3f of the cap", r.iops / (double) cap.riops);
+			printf("throttle %s on %u:%u (%s, %s): %llu reads counted by the kernel's "
+			       "throttle%s\n",
+			       cap.name, thr.maj, thr.min, thr.disk,
+			       thr.v2 ? "cgroup v2 io.max" : "cgroup v1 blkio.throttle",
+			       (unsigned long long) treads, of);
+		}
 		printf("%-12s %12s%s\n", "", "coldstudy", have_fio ? "          fio" : "");
 #define ROW(name, a, b, fmt)                                                   \
 	do {                                                                   \

@@ -78,6 +78,8 @@ int main(int argc, char **argv)
 	}
 	/* Whichever verb opens a study first records the runs that died there (harness/live.c). */
 	ledger_on_open(harness_reap_unfinished);
+	/* and any command removes the throttle cgroups a killed process left (harness/throttle.c) */
+	harness_throttle_reap();
 	for (size_t i = 0; i < NVERBS; i++)
 		if (!strcmp(verbs[i].name, argv[1]))
 			return verbs[i].fn(argc - 1, argv + 1);

@@ -75,7 +75,7 @@ CV_API double cv_hist_mean(const cv_hist *h);
 typedef struct cv_device cv_device;
 
 /*
- * Profiles: hdd-pool, sata-ssd, nvme, gp3-3000, gp3-80000, probe:FILE
+ * Profiles: hdd-pool, sata-ssd, nvme, gp3-3000, gp3-16000, gp3-80000, probe:FILE
  * (a probe result written by `coldstudy probe --json`). Thread-safe to
  * share between cv_io contexts (token buckets and servers are shared).
  */

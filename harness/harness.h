@@ -207,6 +207,60 @@ typedef struct harness_validate_opts {
 /* Run every check, each a `validation` record; exit 4 if any failed. */
 int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e);
 
+/* ---- a real storage tier: the kernel's block throttle (throttle.c) ---- */
+
+/* A read cap: a profile's or riops=N,rbps=SIZE; 0: no limit on that axis. */
+typedef struct harness_cap {
+	char name[32];  /* the profile, "custom" or "uncapped" */
+	uint64_t riops; /* reads a second */
+	uint64_t rbps;  /* read bytes a second */
+} harness_cap;
+
+/* The profile names (NULL-terminated, static): gp3-3000, gp3-16000, gp3-80000, io2-80000, uncapped. */
+const char *const *harness_cap_profiles(void);
+/* Parse a profile name or "riops=N,rbps=SIZE" (K/M/G binary); exit 5 naming the part. */
+int harness_cap_parse(const char *s, harness_cap *c, cs_err *e);
+
+/* One capped cgroup on the whole disk under a held file (caller-owned; init, begin, end). */
+typedef struct harness_throttle {
+	harness_cap cap;
+	int v2;             /* 1: cgroup v2 io.max (whole process), 0: v1 blkio (threads) */
+	unsigned maj, min;  /* the whole disk capped */
+	char disk[64];      /* its name */
+	char via[256];      /* how it was found: "7:0 (loop0, backing file) -> 254:0 (vda)" */
+	char root[256];     /* its hierarchy's root */
+	char dir[512];      /* the cgroup */
+	char home[1100];    /* where an entered thread goes back to */
+	int dirfd, rootfd;
+	int made;           /* the directory is ours to remove */
+	int entered;        /* enter calls not yet left */
+} harness_throttle;
+
+void harness_throttle_init(harness_throttle *t);
+/*
+ * Resolve the whole disk under fd (a loop device to its backing file's
+ * disk, a partition to its disk), make the cgroup and write the cap.
+ * Exit 5 where there is no block device or no writable controller
+ * (nothing is left behind); on success harness_throttle_end undoes it.
+ */
+int harness_throttle_begin(const harness_cap *cap, int fd, harness_throttle *t, cs_err *e);
+/*
+ * The calling thread (v1; v2: the whole process, as the io controller is
+ * not threaded) joins / goes back; threads started inside inherit it, so on
+ * v1 a caller enters, starts its readers and leaves, and on v2 it stays in
+ * until its readers are done. 0 or -errno.
+ */
+int harness_throttle_enter(harness_throttle *t);
+int harness_throttle_leave(harness_throttle *t);
+/* The throttle's own counters of reads and bytes on the disk since begin. 0 or -errno. */
+int harness_throttle_counters(const harness_throttle *t, uint64_t *reads, uint64_t *bytes);
+/* What a record says of it: cap, controller, cgroup, disk, the counters given (new). */
+json_t *harness_throttle_record(const harness_throttle *t, uint64_t reads, uint64_t bytes);
+/* Everything back out, the cgroup removed; accepts an unused or ended one. */
+void harness_throttle_end(harness_throttle *t);
+/* Remove the cgroups that killed processes left (every command calls it). */
+void harness_throttle_reap(void);
+
 /* ---- run (run.c) ---- */
 
 typedef struct harness_run_opts {

@@ -1084,6 +1084,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	struct sigaction sa, old_int, old_term;
 	uint64_t t_end, mem_peak = 0;
 	harness_live live;
+	harness_throttle thr;
+	uint64_t thr_reads = 0, thr_bytes = 0;
 	harness_mem_peak mp = {0};
 	json_t *smp_health = NULL, *mempeak = NULL;
 	int recorded = 0; /* the run record or a deviation names the run */
@@ -1095,6 +1097,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 
 	memset(&L, 0, sizeof(L));
 	harness_live_init(&live);
+	harness_throttle_init(&thr);
 	guard_held_init(&ihold);
 	guard_held_init(&whold);
 	pthread_mutex_init(&L.mu, NULL);
@@ -1290,6 +1293,27 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 
 		if (r) {
 			rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.device: %s", spec_path, ce.msg);
+			goto out;
+		}
+	}
+	if (json_is_string(json_object_get(eff, "throttle"))) {
+		harness_cap cap;
+		int r;
+
+		/* a real cap on the held clone's whole disk; its readers join it below */
+		r = harness_cap_parse(json_string_value(json_object_get(eff, "throttle")), &cap, e);
+		if (!r)
+			r = harness_throttle_begin(&cap, ihold.fd, &thr, e);
+		/* v2: one process, one cgroup; the memory cap's cgroup and the throttle's exclude each other */
+		if (!r && thr.v2 && json_is_integer(json_object_get(eff, "mem_cap_bytes")))
+			r = cs_err_set(e, CS_EXIT_BADINPUT,
+				       "cgroup v2 puts the whole process in one cgroup: a throttle and "
+				       "mem_cap_bytes cannot both apply (drop one)");
+		if (r) {
+			char m[CS_ERR_MAX];
+
+			snprintf(m, sizeof(m), "%s", e->msg);
+			rc = cs_err_set(e, r, "%s: $.throttle: %s", spec_path, m);
 			goto out;
 		}
 	}
@@ -1543,9 +1567,16 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 				       ? (uint32_t) json_integer_value(json_object_get(ld, "block_bytes"))
 				       : HARNESS_BLOCK;
 
+		/* under a throttle the competing readers are capped with the queries */
+		if ((rc = harness_throttle_enter(&thr))) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot join: %s", thr.dir, strerror(-rc));
+			goto out;
+		}
 		rc = harness_readers_start(files, nfiles,
 					   (unsigned) json_integer_value(json_object_get(ld, "readers")),
 					   blk, L.io.device, &readers, e);
+		if (!thr.v2) /* v1: the readers stay, this thread goes; v2: the process stays for the load */
+			harness_throttle_leave(&thr);
 		if (rc)
 			goto out;
 	}
@@ -1603,6 +1634,15 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		if (json_is_number(json_object_get(eff, "duration_s")))
 			L.deadline_ns = cs_mono_ns() +
 					(uint64_t) (json_number_value(json_object_get(eff, "duration_s")) * 1e9);
+		/*
+		 * Under a throttle this thread joins the cgroup only while it starts
+		 * the clients: they (and the readers they start) stay capped, the
+		 * harness does not.
+		 */
+		if (thr.dirfd >= 0 && (rc = harness_throttle_enter(&thr))) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot join: %s", thr.dir, strerror(-rc));
+			goto out;
+		}
 		for (unsigned c = 0; c < L.clients; c++) {
 			L.nrows[c] = 0;
 			ca[c].L = &L;
@@ -1613,6 +1653,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 				break;
 			}
 		}
+		if (!thr.v2) /* v1: the clients stay, this thread goes; v2: the process stays for the load */
+			harness_throttle_leave(&thr);
 		started_load = 1;
 		for (;;) {
 			struct timespec ts = {0, 50 * 1000 * 1000};
@@ -1629,6 +1671,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		}
 		for (unsigned c = 0; c < L.clients; c++)
 			pthread_join(th[c], NULL);
+		while (thr.v2 && thr.entered) /* the load is over: the process goes back */
+			harness_throttle_leave(&thr);
 		/* Wall ends when the last query returned, not when this thread noticed. */
 		t_end = atomic_load(&L.end_ns) ? atomic_load(&L.end_ns) : cs_mono_ns();
 		if (tty)
@@ -1637,6 +1681,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			have_dev = 0;
 		if (got_signal || atomic_load(&L.failed))
 			break;
+		if (thr.dirfd >= 0 && harness_throttle_counters(&thr, &thr_reads, &thr_bytes) < 0)
+			thr_reads = thr_bytes = 0;
 		rc = repeat_metrics(&L, t_end, virt, have_dev, &bs0, &bs1, resident_before, nrep > 1,
 				    reps, reps_real, rowsj, &vd, &vh, e);
 		if (rc)
@@ -1804,6 +1850,21 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			json_object_set_new(rec, "plan_path", json_string(ledger_plan_path(&plan, sha)));
 		if (repeat)
 			json_object_set_new(rec, "holdout_repeat", json_true());
+		if (thr.dirfd >= 0) {
+			/* the cap, the controller and the kernel's own count beside the engine's */
+			json_t *tj = harness_throttle_record(&thr, thr_reads, thr_bytes);
+			json_t *er = json_object_get(metrics, "engine_reads");
+
+			json_object_set(tj, "engine_reads", er ? er : json_null());
+			json_object_set(tj, "device_reads", json_object_get(metrics, "device_reads") ?: json_null());
+			json_object_set_new(tj, "note",
+					    json_string(nrep > 1 ? "throttle counts are the whole run's (all repeats"
+								   " and competing readers); engine and device "
+								   "reads are the repeats' means"
+								 : "throttle counts include competing readers "
+								   "(load), if any"));
+			json_object_set_new(rec, "throttle", tj);
+		}
 		/* The file the run was asked with, as given (runs tables name it). */
 		json_object_set_new(rec, "spec_file", json_string(spec_path));
 		if (virt) {
@@ -1878,6 +1939,7 @@ out:
 	json_decref(vinfo);
 	json_decref(treat);
 	harness_memcap_release(cgdir);
+	harness_throttle_end(&thr);
 	for (unsigned c = 0; L.rows && c < L.clients; c++)
 		free(L.rows[c]);
 	free(L.rows);

@@ -39,6 +39,11 @@ static int bad(cs_err *e, const char *name, const char *where, const char *key, 
 
 /* ---- the key tables: what study.json and run.json may say ---- */
 
+/* A throttle cap (harness_cap_parse checks it again on the effective spec). */
+#define THROTTLE_PATTERN                                                                           \
+	"^(gp3-3000|gp3-16000|gp3-80000|io2-80000|uncapped|riops=[1-9][0-9]{0,8}(,rbps=[1-9][0-9]{0,12}[KMG]?)?|rbps=[1-9][0-9]{0,12}[KMG]?(,riops=[1-9][0-9]{0,8})?)$"
+#define THROTTLE_EXPECT "a throttle profile or riops=N,rbps=SIZE"
+
 /* What a name of a study's datasets or indexes, an id, looks like. */
 #define ID_PATTERN "^[A-Za-z0-9._-]{1,64}$"
 #define ID_EXPECT "1-64 of [A-Za-z0-9._-]"
@@ -188,6 +193,12 @@ static const jv_key run_keys[] = {
 	 .pattern = "^probe:", .expect = "unknown device profile",
 	 .desc = "a device model every read goes through: a profile ('coldstudy device list') or "
 		 "probe:FILE; null: the real device"},
+	{.name = "throttle", .type = JK_STRING, .flags = JK_NULLABLE, .max = 64,
+	 .pattern = THROTTLE_PATTERN, .expect = THROTTLE_EXPECT,
+	 .desc = "a real cap on the clone's whole disk, the kernel's block throttle (cgroup v2 "
+		 "io.max, v1 blkio.throttle) over the run's readers: gp3-3000, gp3-16000, "
+		 "gp3-80000, io2-80000, uncapped (counted, no limit) or riops=N,rbps=SIZE (K/M/G); "
+		 "needs cold, excludes device"},
 	{.name = "clients", .type = JK_INT, .lo = 1, .hi = 1024,
 	 .desc = "closed-loop clients, each sending its next query when the last returns (default 1)"},
 	{.name = "query_count", .type = JK_INT, .lo = 1, .hi = 100000000,
@@ -445,6 +456,25 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 	if (json_is_true(json_object_get(eff, "cold_each_query")) &&
 	    !json_is_true(json_object_get(eff, "cold")))
 		return bad(e, name, "$", "cold_each_query", "needs \"cold\": true");
+	if (json_is_string(json_object_get(eff, "throttle"))) {
+		harness_cap cap;
+		cs_err ce = {0};
+
+		if (harness_cap_parse(json_string_value(json_object_get(eff, "throttle")), &cap, &ce))
+			return bad(e, name, "$", "throttle", ce.msg);
+		if (has_dev)
+			return bad(e, name, "$", "throttle",
+				   "a real cap and a device model would delay each read twice: drop "
+				   "\"device\" (or the throttle)");
+		if (!json_is_true(json_object_get(eff, "cold")))
+			return bad(e, name, "$", "throttle",
+				   "a warm run reads the page cache, which no throttle sees: needs "
+				   "\"cold\": true");
+		if (json_is_object(pw))
+			return bad(e, name, "$", "throttle",
+				   "prewarmed blocks are page-cache hits the throttle never sees: no "
+				   "prewarm under a throttle");
+	}
 	if (json_is_true(json_object_get(eff, "cold_each_query")) &&
 	    json_integer_value(json_object_get(eff, "clients")) != 1)
 		return bad(e, name, "$", "cold_each_query",
@@ -453,7 +483,7 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 		return bad(e, name, "$", "prewarm", "a prewarm run starts cold: needs \"cold\": true");
 	if (json_is_string(json_object_get(eff, "target")) &&
 	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres")) {
-		static const char *const engine_only[] = {"device", "seed", "prewarm", "load", "bulkwrite",
+		static const char *const engine_only[] = {"device", "seed", "prewarm", "load", "bulkwrite", "throttle",
 							  "client_cpus", "repeat", "warmup_queries",
 							  NULL};
 		const json_t *pg = json_object_get(eff, "postgres");
@@ -627,6 +657,24 @@ static void device_features(json_t *f, const json_t *device)
 	cv_device_free(dev);
 }
 
+/*
+ * A real cap whose profile has a device model of the same name (gp3-3000,
+ * gp3-16000, gp3-80000): "throttle_model" names it and device_mean_ms is
+ * its, so holdout can predict the real cap from the modelled runs (the
+ * model's view of the cell) and score the model against the kernel.
+ */
+static void throttle_features(json_t *f, const json_t *throttle)
+{
+	cv_device *dev = NULL;
+
+	if (!json_is_string(throttle) ||
+	    cv_device_new(json_string_value(throttle), 1, &dev, NULL))
+		return;
+	json_object_set(f, "throttle_model", (json_t *) throttle);
+	json_object_set_new(f, "device_mean_ms", json_real(cv_device_mean_ms(dev)));
+	cv_device_free(dev);
+}
+
 int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 {
 	json_t *eff = NULL, *f, *parts, *qc, *v;
@@ -657,6 +705,8 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 	json_object_set(f, "cold", json_object_get(eff, "cold") ?: json_false());
 	json_object_set(f, "buffers_bytes", json_object_get(eff, "buffers_bytes"));
 	json_object_set_new(f, "kind", kind[0] ? json_string(kind) : json_null());
+	v = json_object_get(eff, "throttle");
+	json_object_set(f, "throttle", v ? v : json_null());
 	v = json_object_get(eff, "device_time");
 	json_object_set(f, "device_time", v ? v : json_null());
 	v = json_object_get(json_object_get(eff, "prewarm"), "of");
@@ -682,6 +732,7 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 	else
 		json_object_set_new(f, "partitions", kind[0] ? json_integer(1) : json_null());
 	device_features(f, json_object_get(eff, "device"));
+	throttle_features(f, json_object_get(eff, "throttle"));
 	json_decref(eff);
 	*features = f;
 	return 0;
@@ -696,16 +747,17 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
  */
 static const char *const tag_vocab[] = {
 	"cold", "warm", "serial", "fanout", "gate", "partition", "hdd", "ssd", "nvme", "gp3",
-	"gp3-3000", "gp3-80000", "drift", "probe", "virtual", "realtime", "baseline", "prewarm",
+	"gp3-3000", "gp3-16000", "gp3-80000", "drift", "probe", "virtual", "realtime", "baseline", "prewarm",
 	"prewarm-other", "load", "bulkwrite", "client-alt", "memcap", "merge-sort", "design",
-	"holdout", "sceptic", "exploratory", "mmap", "pread", "direct", "uring", "readahead", NULL};
+	"holdout", "sceptic", "exploratory", "mmap", "pread", "direct", "uring", "readahead",
+	"throttle", "uncapped", NULL};
 static const char *const kind_tags[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
 /* Knobs at the study's defaults, and no treatment: a "baseline" run. */
 static const char *const baseline_knobs[] = {"k", "ef_search", "search_probe", "rescore_limit",
 					     "buffers_bytes", "strategy", "io", "io_depth", "merge",
 					     "readahead", "queue_depth", "metric", NULL};
 static const char *const treatment_keys[] = {"prewarm", "load", "bulkwrite", "client_cpus",
-					     "mem_cap_bytes", NULL};
+					     "mem_cap_bytes", "throttle", NULL};
 
 /* The knobs each tag of the vocabulary stands for (harness_tag_knobs): what derived_tags reads. */
 static const char *const k_cache[] = {"cold", "cold_each_query", "warmup_queries", NULL};
@@ -725,6 +777,7 @@ static const char *const k_probe[] = {"search_probe", NULL};
 static const char *const k_rescore[] = {"rescore_limit", NULL};
 static const char *const k_strategy[] = {"strategy", NULL};
 static const char *const k_readahead[] = {"readahead", NULL};
+static const char *const k_throttle[] = {"throttle", NULL};
 static const struct {
 	const char *tag;
 	const char *const *knobs;
@@ -733,11 +786,12 @@ static const struct {
 	{"fanout", k_mode},	    {"merge-sort", k_merge},   {"gate", k_parts},
 	{"partition", k_parts},	    {"hdd", k_device},	       {"ssd", k_device},
 	{"nvme", k_device},	    {"gp3", k_device},	       {"gp3-3000", k_device},
-	{"gp3-80000", k_device},    {"drift", k_device},       {"probe", k_device},       {"virtual", k_time},
+	{"gp3-16000", k_device},    {"gp3-80000", k_device},    {"drift", k_device},       {"probe", k_device},       {"virtual", k_time},
 	{"realtime", k_time},	    {"prewarm", k_prewarm},    {"prewarm-other", k_prewarm},
 	{"load", k_load},	    {"bulkwrite", k_bulk},     {"client-alt", k_cpus},
 	{"memcap", k_memcap},	    {"mmap", k_strategy},      {"pread", k_strategy},
 	{"direct", k_strategy},	    {"uring", k_strategy},     {"readahead", k_readahead},
+	{"throttle", k_throttle},   {"uncapped", k_throttle},
 	{NULL, NULL},
 };
 
@@ -768,7 +822,7 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 		const char *profile, *tag;
 	} dev_tags[] = {{"hdd-pool", "hdd"},   {"hdd-pool-drift", "hdd"}, {"hdd-pool-drift", "drift"},
 			{"sata-ssd", "ssd"},   {"nvme", "nvme"},	   {"gp3-3000", "gp3"},
-			{"gp3-80000", "gp3"},  {NULL, NULL}};
+			{"gp3-16000", "gp3"},  {"gp3-80000", "gp3"},  {NULL, NULL}};
 	json_t *t = json_array();
 	const json_t *dev = json_object_get(eff, "device");
 	const char *mode = json_string_value(json_object_get(eff, "mode"));
@@ -823,6 +877,20 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 		add_tag(t, "client-alt");
 	if (json_is_integer(json_object_get(eff, "mem_cap_bytes")))
 		add_tag(t, "memcap");
+	if (json_is_string(json_object_get(eff, "throttle"))) {
+		harness_cap cap;
+
+		/* a real cap: "throttle", and riops<N> or "uncapped" */
+		add_tag(t, "throttle");
+		if (!harness_cap_parse(json_string_value(json_object_get(eff, "throttle")), &cap, NULL)) {
+			if (cap.riops) {
+				snprintf(buf, sizeof(buf), "riops%llu", (unsigned long long) cap.riops);
+				add_tag(t, buf);
+			} else if (!cap.rbps) {
+				add_tag(t, "uncapped");
+			}
+		}
+	}
 	/* the load and the access path: clients<N>, probe<N>, rescore<N>, the strategy, readahead */
 	snprintf(buf, sizeof(buf), "clients%lld",
 		 (long long) (json_is_integer(json_object_get(eff, "clients"))
@@ -877,6 +945,8 @@ const char *const *harness_tag_knobs(const char *tag)
 		return k_probe;
 	if (numbered(tag, "rescore"))
 		return k_rescore;
+	if (numbered(tag, "riops"))
+		return k_throttle;
 	if (!strcmp(tag, "baseline"))
 		return baseline_knobs;
 	for (size_t i = 0; tag_knobs[i].tag; i++)

@@ -34,6 +34,18 @@
  *                     hash and the study's HMAC, a marker copied into
  *                     another directory does not, an edited marker does
  *                     not, and every existing study clone validates;
+ *   throttle          only where the study's defaults or a plan spec name a
+ *                     "throttle" (throttle.c): for each cap, a probe of the
+ *                     scratch file (io_uring, O_DIRECT, queue depth 32, 3 s
+ *                     of reads at the cap) inside the capped cgroup must
+ *                     reach 0.9-1.05 of its riops (the kernel's first slice
+ *                     lets a burst through, so a short probe reads high),
+ *                     and the throttle's own count of reads must equal the
+ *                     probe's within 2% (every read reached the disk and
+ *                     was capped). Up to three trials a cap, the first in
+ *                     band passing (other processes' load only slows a
+ *                     trial down); every trial is recorded. No writable
+ *                     controller fails it;
  *   host              the host, captured as BenchExec does;
  *   can-fail:Hn       one per registered hypothesis (canfail.c): its deciding
  *                     runs differ from their baselines in exactly the
@@ -68,6 +80,7 @@
 #define SCRATCH_BYTES (16u << 20)
 #define PROBE_READS 256
 #define PROBE_QD 32
+#define THROTTLE_TRIALS 3 /* capped probes a cap gets: the first in band passes */
 #define DEVICE_TRIALS 12 /* the device counts every process's reads: the least disturbed trial counts */
 
 /* snprintf for paths and messages: truncation is harmless here (names are short, checked by use). */
@@ -372,6 +385,142 @@ static json_t *check_device(const char *file, int *ok, int *available)
 }
 
 /* Is target (from base_fd) refused by the planted production set? Appends {how, target, refused}. */
+/* The throttle caps the study's runs name: its defaults' and every plan spec's (new array). */
+static json_t *study_caps(ledger *l, const json_t *study)
+{
+	json_t *caps = json_array(), *s;
+	const json_t *d = json_object_get(json_object_get(study, "defaults"), "throttle");
+	ledger_plan p = {0};
+	cs_err e = {0};
+	size_t i;
+
+	if (json_is_string(d))
+		json_array_append(caps, (json_t *) d);
+	if (ledger_plan_load(l, 0, &p, &e) || !p.rec)
+		goto out;
+	json_array_foreach(json_object_get(p.rec, "plan_specs"), i, s) {
+		const char *base = json_string_value(json_object_get(p.rec, "plan_base"));
+		const char *rel = json_string_value(json_object_get(s, "path"));
+		char full[PATH_MAX], sha[65];
+		json_t *run = NULL, *eff = NULL;
+		const json_t *t;
+
+		if (!rel)
+			continue;
+		pathf(full, sizeof(full), "%s%s%s", rel[0] == '/' || !base ? "" : base,
+		      rel[0] == '/' || !base ? "" : "/", rel);
+		if (!harness_run_load(full, &run, sha, &e) &&
+		    !harness_run_effective(run, json_object_get(study, "defaults"), &eff, &e)) {
+			t = json_object_get(eff, "throttle");
+			if (json_is_string(t) && !cs_json_has_string(caps, json_string_value(t)))
+				json_array_append(caps, (json_t *) t);
+		}
+		json_decref(eff);
+		json_decref(run);
+	}
+out:
+	ledger_plan_free(&p);
+	return caps;
+}
+
+/* One capped probe of file: {cap, ...figures, passed}; *ok cleared when it misses. */
+static json_t *throttle_probe(const char *file, const char *capname, int *ok)
+{
+	harness_cap cap;
+	harness_throttle t;
+	cv_probe_opts po = {.qd = PROBE_QD, .bs = 4096, .strategy = CV_IO_URING, .seed = 7};
+	cv_probe_result r;
+	cv_err ce = {{0}};
+	cs_err e = {0};
+	uint64_t treads = 0, tbytes = 0;
+	json_t *d;
+	int fd, rc, pass;
+
+	harness_throttle_init(&t);
+	if (harness_cap_parse(capname, &cap, &e)) {
+		*ok = 0;
+		return json_pack("{s:s, s:b, s:s}", "cap", capname, "passed", 0, "error", e.msg);
+	}
+	/* three seconds at the cap (the first slice's burst weighs ~3%); uncapped: 20,000 reads */
+	po.reads = cap.riops ? cap.riops * 3 : 20000;
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	rc = fd < 0 ? cs_err_set(&e, CS_EXIT_INTERNAL, "%s: %s", file, strerror(errno))
+		    : harness_throttle_begin(&cap, fd, &t, &e);
+	if (!rc && (rc = harness_throttle_enter(&t)))
+		rc = cs_err_set(&e, CS_EXIT_INTERNAL, "%s: cannot join: %s", t.dir, strerror(-rc));
+	if (!rc) {
+		rc = cv_probe(file, &po, &r, &ce);
+		harness_throttle_leave(&t);
+		if (rc)
+			cs_err_set(&e, CS_EXIT_INTERNAL, "probe: %s", ce.msg);
+		else if (harness_throttle_counters(&t, &treads, &tbytes))
+			rc = cs_err_set(&e, CS_EXIT_INTERNAL, "%s: the throttle's counters are unreadable",
+					t.dir);
+	}
+	if (rc) {
+		harness_throttle_end(&t);
+		if (fd >= 0)
+			close(fd);
+		*ok = 0;
+		return json_pack("{s:s, s:b, s:s}", "cap", capname, "passed", 0, "error", e.msg);
+	}
+	d = harness_throttle_record(&t, treads, tbytes);
+	harness_throttle_end(&t);
+	close(fd);
+	pass = llabs((long long) treads - (long long) r.reads) <= (long long) (0.02 * (double) r.reads);
+	json_object_set_new(d, "qd", json_integer(po.qd));
+	json_object_set_new(d, "engine_reads", json_integer((json_int_t) r.reads));
+	json_object_set_new(d, "iops", json_real(r.iops));
+	json_object_set_new(d, "wall_s", json_real(r.wall_s));
+	json_object_set_new(d, "lat_mean_ms", json_real(r.lat_mean_ms));
+	if (cap.riops) {
+		double of = r.iops / (double) cap.riops;
+
+		json_object_set_new(d, "of_cap", json_real(of));
+		json_object_set_new(d, "of_cap_band", json_pack("[f, f]", 0.9, 1.05));
+		pass = pass && of >= 0.9 && of <= 1.05;
+	}
+	json_object_set_new(d, "counts_within", json_real(0.02));
+	json_object_set_new(d, "passed", json_boolean(pass));
+	if (!pass)
+		*ok = 0;
+	return d;
+}
+
+/* The capped probes of every cap the study names; NULL when it names none. */
+static json_t *check_throttle(ledger *l, const json_t *study, const char *file, int *ok)
+{
+	json_t *caps = study_caps(l, study), *out, *c;
+	size_t i;
+
+	*ok = 1;
+	if (!json_array_size(caps)) {
+		json_decref(caps);
+		return NULL;
+	}
+	out = json_pack("{s:[], s:i}", "probes", "trials_max", THROTTLE_TRIALS);
+	json_array_foreach(caps, i, c) {
+		json_t *trials = json_array(), *last = NULL;
+		int one = 0;
+
+		/* the machine's other load can only slow a trial down: the first in band counts */
+		for (int t = 0; t < THROTTLE_TRIALS && !one; t++) {
+			one = 1;
+			last = throttle_probe(file, json_string_value(c), &one);
+			json_array_append_new(trials, last);
+			if (json_object_get(last, "error"))
+				break; /* no controller, no device: another trial would say the same */
+		}
+		last = json_copy(last);
+		json_object_set_new(last, "trials", trials);
+		json_array_append_new(json_object_get(out, "probes"), last);
+		if (!one)
+			*ok = 0;
+	}
+	json_decref(caps);
+	return out;
+}
+
 static int refused(guard_prodset *ps, const char *how, const char *target, int base_fd,
 		   json_t *cases)
 {
@@ -776,6 +925,9 @@ int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 		goto out;
 	d = check_clone(study, dir, sh.fd, scratch, &ok);
 	if ((rc = record(&v, "clone_marker", ok, d, e)))
+		goto out;
+	d = check_throttle(v.l, study, file, &ok);
+	if (d && (rc = record(&v, "throttle", ok, d, e)))
 		goto out;
 	d = harness_host_capture(scratch);
 	if ((rc = record(&v, "host", d != NULL, d, e)))

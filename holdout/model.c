@@ -956,6 +956,33 @@ int holdout_predict(const holdout_obs *design, size_t n, const json_t *target, c
 	return holdout_predict_at(design, n, target, metric, model, 0.95, out, e);
 }
 
+/*
+ * A real cap (the kernel's throttle, features "throttle_model") is seen by
+ * the models as the device model of the same name: the prediction is the
+ * model's for that cell, from the modelled design runs and the profile,
+ * and its score is the model's error against a real device of that shape.
+ */
+static int predict_as_model(const holdout_obs *design, size_t n, const json_t *target,
+			    const char *metric, const char *model, double level, holdout_pred *out,
+			    cs_err *e)
+{
+	json_t *view = json_copy((json_t *) target);
+	int rc;
+
+	if (!view)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	json_object_set(view, "device", json_object_get(target, "throttle_model"));
+	json_object_del(view, "throttle_model");
+	rc = holdout_predict_at(design, n, view, metric, model, level, out, e);
+	if (!rc && out->params)
+		json_object_set_new(out->params, "seen_as",
+				    json_pack("{s:O, s:s}", "device_model",
+					      json_object_get(target, "throttle_model"), "why",
+					      "a real cap is predicted as its device model twin"));
+	json_decref(view);
+	return rc;
+}
+
 int holdout_predict_at(const holdout_obs *design, size_t n, const json_t *target,
 		       const char *metric, const char *model, double level, holdout_pred *out,
 		       cs_err *e)
@@ -964,6 +991,9 @@ int holdout_predict_at(const holdout_obs *design, size_t n, const json_t *target
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	if (json_is_string(json_object_get(target, "throttle_model")) &&
+	    !json_is_string(json_object_get(target, "device")))
+		return predict_as_model(design, n, target, metric, model, level, out, e);
 	if (!(level > 0 && level < 1))
 		return cs_err_set(e, CS_EXIT_BADINPUT, "band level %g is not in (0, 1)", level);
 	if (!strcmp(model, "io"))

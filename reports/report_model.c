@@ -166,8 +166,18 @@ void rpt_join(rbuf *b, const json_t *a, const char *sep)
 /* The label a run's device is known by. */
 const char *rpt_device(const json_t *run)
 {
-	const char *dev = rpt_str(json_object_get(rpt_pl(run), "features"), "device");
+	const json_t *f = json_object_get(rpt_pl(run), "features");
+	const char *dev = rpt_str(f, "device"), *cap = rpt_str(f, "throttle");
+	static char lab[8][80]; /* a few labels alive at once (one printf may hold several) */
+	static unsigned next;
 
+	if (!dev && cap) {
+		/* the host's disk behind the kernel's block throttle: a real cap, not a model */
+		char *b = lab[next++ % 8];
+
+		snprintf(b, sizeof(lab[0]), "host device, real cap %s", cap);
+		return b;
+	}
 	return dev ? dev : "host device";
 }
 

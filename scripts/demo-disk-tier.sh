@@ -1,8 +1,11 @@
 #!/bin/sh
 # The disk-tier study (studies/disk-tier), end to end: the blog seed
 # (shared/seeds/weaviate-hfresh-gp3-blog.txt) as a pre-registered study of
-# HFresh on a modelled gp3 volume (3,000 and 80,000 IOPS, in real time) and
-# on this machine's disk (pread / mmap / io_uring, read-ahead on and off),
+# HFresh on a modelled gp3 volume (3,000 and 80,000 IOPS, in real time), on
+# this machine's disk (pread / mmap / io_uring, read-ahead on and off) and on
+# real caps of that disk (the kernel's block throttle at 3,000 and 16,000
+# IOPS, and uncapped), with the model's predictions of the real caps frozen
+# before any capped run and scored against them,
 # from an empty ledger to verdicts beside the blog's figures, a scored
 # holdout, a report and a checkpoint of the log.
 #
@@ -47,15 +50,31 @@ step "clone it (runs never touch production) and validate"
 "$CS" clone work/prod-index work/clone --study "$S" >/dev/null
 validate_study
 
+# The plan's design runs, modelled and real-disk first, the real caps (run.json "throttle") after
+# the holdout predictions are frozen.
+design() { # 0: without a throttle, 1: with
+	python3 - "$1" <<'PY'
+import json, sys
+want = sys.argv[1] == "1"
+print(" ".join(f for f in json.load(open("study.json"))["plan"]["design"]
+               if ("throttle" in json.load(open(f))) == want))
+PY
+}
 step "design runs (gp3 runs: every read waits its modelled completion in real time)"
 # shellcheck disable=SC2046
-run_specs run $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["plan"]["design"]))' study.json)
+run_specs run $(design 0)
+
+step "holdout predictions (the plan's targets and metrics), frozen before any capped run: a real cap is predicted as its device-model twin"
+"$CS" holdout predict "$S"
+
+step "real-cap design runs (the kernel's block throttle on this disk's clone: 3,000 and 16,000 read IOPS)"
+# shellcheck disable=SC2046
+run_specs run $(design 1)
 
 step "sceptic runs (each hypothesis's deciding runs again on queries 1000-1199)"
 run_specs "sceptic run" sceptic/*.json
 
-step "holdout predictions (the plan's targets and metrics), then the holdout runs"
-"$CS" holdout predict "$S"
+step "the holdout runs"
 run_specs "holdout run" holdout/*.json
 
 finish_study
@@ -87,5 +106,35 @@ for v in sorted(rows, key=lambda v: int(v["hypothesis"][1:])):
     obs = "%.3g" % obs if isinstance(obs, (int, float)) else "n/a"
     print("%-4s %-46s %-10s %-12s %s" % (v["hypothesis"], h.get("title", "")[:46],
           "%g" % h.get("prediction", {}).get("value", float("nan")), obs, v["verdict"]))
+PY
+step "the real caps: QPS at 32 clients (probe 64, pread), and the device model against them"
+python3 - "$S/ledger.db" <<'PY'
+import json, sqlite3, statistics, sys
+db = sqlite3.connect(sys.argv[1])
+rows = [(k, json.loads(p)) for (k, p) in db.execute("select kind, payload from records order by seq")]
+runs = {r["spec_file"]: r for k, r in rows if k == "run" and "spec_file" in r}
+for label, f in (("3,000 IOPS", "cap3000-c32-p64.json"), ("16,000 IOPS", "cap16000-c32-p64.json"),
+                 ("uncapped", "holdout/uncapped-c32-p64.json")):
+    r = runs.get(f)
+    if r:
+        t = r.get("throttle") or {}
+        print("HFresh, 32 clients, real cap %-12s %8.1f QPS  (%s; engine reads %s, throttle-counted %s)"
+              % (label, r["metrics"]["qps"], t.get("controller", "?"), r["metrics"].get("engine_reads"),
+                 t.get("throttle_reads")))
+preds = {p["id"]: p for k, p in rows if k == "prediction"}
+scores = [p for k, p in rows if k == "score"]
+if scores:
+    cap = []
+    for row in scores[-1].get("rows", []):
+        spec = ((preds.get(row.get("prediction")) or {}).get("target") or {}).get("run_spec", "")
+        if "cap" in spec.split("/")[-1]:
+            cap.append(row)
+            print("  %-30s %-15s predicted %10.4g (%.4g..%.4g)  observed %10.4g  rel.err %.3f"
+                  % (spec.split("/")[-1], row["metric"], row["predicted"], row["lo"], row["hi"],
+                     row["observed"], row["relative_error"]))
+    if cap:
+        print("the device model against the real caps: MdAPE %.3f over %d rows (%d inside their bands); "
+              "the seed's model: 0.115" % (statistics.median(r["relative_error"] for r in cap), len(cap),
+                                             sum(1 for r in cap if r.get("inside"))))
 PY
 echo "demo finished in $(( $(date +%s) - t_start )) s; study in $W/S"

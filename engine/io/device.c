@@ -35,6 +35,9 @@
  *  gp3-3000  EBS gp3 default: 3,000 IOPS and 125 MiB/s buckets in front
  *            of ~0.6 ms reads and effectively unlimited servers; 200
  *            reads queued wait 200 / 3000 = 67 ms (the blog: 64 ms).
+ *  gp3-16000 gp3's ceiling before September 2025: 16,000 IOPS, 1,000
+ *            MiB/s (the twin of the throttle profile of that name, so a
+ *            real cap has a model to be predicted by and scored against).
  *  gp3-80000 the gp3 maximum: 80,000 IOPS, 2,000 MiB/s; 167 in flight
  *            give 2.1 ms per read (the blog: "2 to 3 ms each").
  *  probe:F   from `coldstudy probe --json` output: a lognormal with the
@@ -73,6 +76,10 @@ static const cvdev_params profiles[] = {
 	  .note = "EBS gp3 default: 3,000 IOPS and 125 MiB/s token buckets",
 	  .servers = 4096, .ncomp = 1, .w = { 1.0 }, .med_ms = { 0.55 }, .sigma = { 0.40 },
 	  .iops = 3000, .mibps = 125, .burst_s = 0.01 },
+	{ .name = "gp3-16000",
+	  .note = "EBS gp3's ceiling before September 2025: 16,000 IOPS and 1,000 MiB/s token buckets",
+	  .servers = 4096, .ncomp = 1, .w = { 1.0 }, .med_ms = { 0.55 }, .sigma = { 0.40 },
+	  .iops = 16000, .mibps = 1000, .burst_s = 0.01 },
 	{ .name = "gp3-80000",
 	  .note = "EBS gp3 maximum: 80,000 IOPS and 2,000 MiB/s token buckets",
 	  .servers = 4096, .ncomp = 1, .w = { 1.0 }, .med_ms = { 0.55 }, .sigma = { 0.40 },
@@ -80,7 +87,7 @@ static const cvdev_params profiles[] = {
 };
 
 static const char *const profile_names[] = { "hdd-pool", "hdd-pool-drift", "sata-ssd", "nvme", "gp3-3000",
-					     "gp3-80000", NULL };
+					     "gp3-16000", "gp3-80000", NULL };
 
 CV_API const char *const *cv_device_profiles(void)
 {
@@ -450,7 +457,7 @@ CV_API int cv_device_new(const char *profile, uint64_t seed, cv_device **out, cv
 				break;
 		if (i == sizeof(profiles) / sizeof(profiles[0])) {
 			rc = cv_err_set(e, -EINVAL,
-					"unknown device profile '%s' (hdd-pool, hdd-pool-drift, sata-ssd, nvme, gp3-3000, gp3-80000, probe:FILE)",
+					"unknown device profile '%s' (hdd-pool, hdd-pool-drift, sata-ssd, nvme, gp3-3000, gp3-16000, gp3-80000, probe:FILE)",
 					profile);
 			goto fail;
 		}

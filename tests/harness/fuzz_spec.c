@@ -19,6 +19,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *canon = NULL;
 	size_t len;
 
+	if (size < 128) {
+		/* a throttle cap as run.json and --throttle spell it (harness/throttle.c) */
+		char cs[128];
+		harness_cap c;
+		cs_err ce = {0};
+		int rc;
+
+		memcpy(cs, data, size);
+		cs[size] = '\0';
+		rc = harness_cap_parse(cs, &c, &ce);
+		if (rc && !ce.msg[0])
+			abort(); /* a refusal always explains itself */
+		if (!rc && !c.riops && !c.rbps && strcmp(c.name, "uncapped"))
+			abort(); /* only "uncapped" is a cap without a limit */
+	}
 	if (cs_json_load_buf((const char *) data, size, "fuzz.json", &doc, &e))
 		return 0;
 	if (harness_study_validate(doc, "fuzz.json", &e) && !e.msg[0])
@@ -28,6 +43,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (harness_run_effective(doc, NULL, &eff, &e) ||
 		    harness_run_validate(eff, "eff", "$", 0, &e))
 			abort(); /* a valid run stays valid with the defaults filled in */
+		memset(&e, 0, sizeof(e));
+		if (harness_run_check_treatments(eff, "eff", &e) && !e.msg[0])
+			abort(); /* a refused combination says why */
 		if (cs_json_canonical(eff, &canon, &len, &e))
 			abort();
 		free(canon);

@@ -32,7 +32,7 @@ echo "plan specs hashed: $n"
 "$cs" validate ../S --quiet >"$T/v" 2>&1 || "$cs" validate ../S --quiet --allow-no-device-stats >"$T/v" 2>&1 ||
 	{ echo "FAIL: validate: $(grep -i 'can-fail\|refused' "$T/v" | head -5)"; fail=1; }
 np=$(sqlite3 ../S/ledger.db "select count(*) from records where kind='validation' and json_extract(payload,'\$.check') like 'can-fail:%' and json_extract(payload,'\$.passed')" 2>/dev/null || echo 0)
-[ "$np" -ge 9 ] || { echo "FAIL: $np can-fail checks passed, expected 9"; fail=1; }
+[ "$np" -ge 12 ] || { echo "FAIL: $np can-fail checks passed, expected 12"; fail=1; }
 python3 - "$src/studies/disk-tier" <<'PY' || fail=1
 import glob, json, os, sys
 top = sys.argv[1]
@@ -54,7 +54,7 @@ def sels(rule, out):
             sels(v, out)
     return out
 def knobs(s):
-    return {k: s.get(k) for k in ("device", "clients", "search_probe", "strategy", "readahead", "query_count")}
+    return {k: s.get(k) for k in ("device", "throttle", "clients", "search_probe", "strategy", "readahead", "query_count")}
 if sorted(hyps) != sorted(plan["hypotheses"]):
     bad.append("hypotheses %s, plan maps %s" % (sorted(hyps), sorted(plan["hypotheses"])))
 for h, m in plan["hypotheses"].items():
@@ -96,7 +96,7 @@ if [ "${DISK_TIER_FULL:-0}" = 1 ]; then
 import json, sys
 v = json.load(open(sys.argv[1]))
 ids = sorted(x["hypothesis"] for x in v)
-ok = ids == sorted("H%d" % i for i in range(1, 10))
+ok = ids == sorted("H%d" % i for i in range(1, 13))
 print(("ok" if ok else "FAIL") + ": verdicts for %s: %s" % (ids, [x["verdict"] for x in sorted(v, key=lambda x: int(x["hypothesis"][1:]))]))
 sys.exit(0 if ok else 1)
 PY
