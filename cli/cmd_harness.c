@@ -148,6 +148,29 @@ out:
 	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }
 
+/* What `run` prints after each replicate: its id (and summary), or its record. */
+typedef struct run_out {
+	const char *dir;
+	int quiet, json, rc;
+} run_out;
+
+static void run_done(const char *run_id, void *ud)
+{
+	run_out *ro = ud;
+
+	if (ro->json) {
+		int r = cli_run_json(ro->dir, run_id);
+
+		if (r && !ro->rc)
+			ro->rc = r;
+		return;
+	}
+	printf("%s\n", run_id);
+	if (!ro->quiet)
+		cli_run_summary(ro->dir, run_id);
+	fflush(stdout);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	harness_run_opts o = {0};
@@ -157,6 +180,7 @@ int cmd_run(int argc, char **argv)
 
 	if (cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy run DIR run.json [--holdout] [--enforce-clean] [--seed S]\n"
+		       "                    [--replicate I]\n"
 		       "                    [--declare-overlap TEXT] [--progress|--no-progress]\n"
 		       "                    [-q|--quiet] [--json]\n"
 		       "       coldstudy run show DIR RUN_ID [--queries | --series [NAME]]\n"
@@ -178,7 +202,12 @@ int cmd_run(int argc, char **argv)
 		       "Under a device profile every run draws from its own random stream, seeded\n"
 		       "from its run id and spec hash and recorded as device_seed; --seed S (0 to\n"
 		       "2^53-1) replays that stream: in virtual time the per-read latencies of a\n"
-		       "run reproduce exactly from its recorded seed.\n");
+		       "run reproduce exactly from its recorded seed.\n\n"
+		       "A spec with \"replicates\": N makes N runs, one after another, each its own\n"
+		       "cold run and run record (replicate index 1..N and group: the first's run id)\n"
+		       "with its own random stream (a registered seed mixed with the index; the\n"
+		       "study's plan.seed mixed into every stream); each id is printed as its run\n"
+		       "ends. --replicate I runs only replicate I (with --seed: replays it).\n");
 		return CS_EXIT_OK;
 	}
 	if (argc > 1 && !strcmp(argv[1], "show"))
@@ -211,6 +240,18 @@ int cmd_run(int argc, char **argv)
 						 argv[i]);
 			o.seed = (uint64_t) v;
 			o.has_seed = 1;
+		} else if (!strcmp(argv[i], "--replicate")) {
+			char *end = NULL;
+			unsigned long v;
+
+			if (++i >= argc || !argv[i][0] || argv[i][0] == '-')
+				return cli_usage(argv[0], "--replicate needs a number (1 to the spec's replicates)");
+			errno = 0;
+			v = strtoul(argv[i], &end, 10);
+			if (errno || !end || *end || v < 1 || v > HARNESS_REPLICATES_MAX)
+				return cli_usage(argv[0], "--replicate '%s': not a number from 1 to %u",
+						 argv[i], HARNESS_REPLICATES_MAX);
+			o.replicate = (unsigned) v;
 		} else if (!strcmp(argv[i], "--declare-overlap")) {
 			if (++i >= argc || !argv[i][0])
 				return cli_usage(argv[0], "--declare-overlap needs a text");
@@ -229,14 +270,13 @@ int cmd_run(int argc, char **argv)
 		return cli_usage(argv[0], "need DIR and run.json");
 	if (quiet && o.progress > 0)
 		return cli_usage(argv[0], "--quiet and --progress contradict each other");
-	if (harness_run(dir, spec, &o, &e))
-		return cli_fail(argv[0], &e);
-	if (json)
-		return cli_run_json(dir, o.run_id);
-	printf("%s\n", o.run_id);
-	if (!quiet)
-		cli_run_summary(dir, o.run_id);
-	return CS_EXIT_OK;
+	{
+		run_out ro = {.dir = dir, .quiet = quiet, .json = json};
+
+		if (harness_run_replicates(dir, spec, &o, run_done, &ro, &e))
+			return cli_fail(argv[0], &e);
+		return ro.rc;
+	}
 }
 
 int cmd_study(int argc, char **argv)
