@@ -362,3 +362,109 @@ int cmd_study(int argc, char **argv)
 	}
 	return cli_usage(argv[0], "unknown subcommand '%s' (register, show)", argv[1]);
 }
+
+/* coldstudy plan power DIR [--pilot RUN...] [--json] */
+int cmd_plan(int argc, char **argv)
+{
+	const char *dir = NULL;
+	int json = 0, refuse = 0, rc;
+	json_t *ids = json_array(), *pilots = NULL, *study = NULL, *res = json_array(), *r;
+	ledger *l = NULL;
+	cs_err e = {0};
+	size_t i;
+
+	if (cli_wants_help(argc, argv) || argc < 2) {
+		printf("usage: coldstudy plan power DIR [--pilot RUN_ID...] [--json]\n\n"
+		       "For each hypothesis decided by an interval (decision \"interval\"): the runs a\n"
+		       "side the plan registers (the replicates of its planned specs), the spread of\n"
+		       "the metric's log it plans with (sd_log: from the pilot runs named, pooled over\n"
+		       "the two groups, else the registered interval.sd_log), the power to show the\n"
+		       "predicted effect beyond the threshold, and the replicates a side that reach\n"
+		       "power 0.9. Pilots are exploratory runs (specs the plan does not name); exit 5\n"
+		       "for another. validate refuses (exit 3) a confirmatory hypothesis below power\n"
+		       "0.8 unless it is registered underpowered with a rationale. Writes nothing.\n");
+		json_decref(ids);
+		json_decref(res);
+		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
+	}
+	if (strcmp(argv[1], "power")) {
+		json_decref(ids);
+		json_decref(res);
+		return cli_usage(argv[0], "unknown subcommand '%s' (power)", argv[1]);
+	}
+	for (int k = 2; k < argc; k++) {
+		if (!strcmp(argv[k], "--json")) {
+			json = 1;
+		} else if (!strcmp(argv[k], "--pilot")) {
+			if (k + 1 >= argc || argv[k + 1][0] == '-') {
+				json_decref(ids);
+				json_decref(res);
+				return cli_usage(argv[0], "--pilot needs run ids");
+			}
+			while (k + 1 < argc && argv[k + 1][0] != '-')
+				json_array_append_new(ids, json_string(argv[++k]));
+		} else if (argv[k][0] == '-' || dir) {
+			json_decref(ids);
+			json_decref(res);
+			return cli_usage(argv[0], "unexpected argument '%s'", argv[k]);
+		} else {
+			dir = argv[k];
+		}
+	}
+	if (!dir) {
+		json_decref(ids);
+		json_decref(res);
+		return cli_usage(argv[0], "power needs DIR");
+	}
+	rc = ledger_open(dir, &l, &e);
+	if (!rc)
+		rc = harness_study_current(l, &study, &e);
+	if (!rc && json_array_size(ids))
+		rc = harness_pilots(l, ids, &pilots, &e);
+	if (!rc)
+		rc = harness_power(l, study, pilots, res, &refuse, &e);
+	ledger_close(l);
+	if (!rc && json) {
+		char *t = json_dumps(res, JSON_INDENT(2) | JSON_SORT_KEYS);
+
+		printf("%s\n", t ? t : "[]");
+		free(t);
+	} else if (!rc) {
+		if (!json_array_size(res))
+			printf("no hypothesis is decided by an interval: nothing to plan\n");
+		else
+			printf("%-7s %-8s %9s %9s %8s %6s %7s %9s  %s\n", "id", "class", "effect",
+			       "threshold", "sd_log", "runs", "power", "for 0.9", "status");
+		json_array_foreach(res, i, r) {
+			const json_t *d = json_object_get(r, "detail");
+			char need[16] = "-", pw[16] = "-", sd[16] = "-";
+
+			if (json_is_integer(json_object_get(d, "replicates_for_power_0.9")))
+				snprintf(need, sizeof(need), "%lld",
+					 (long long) json_integer_value(json_object_get(d, "replicates_for_power_0.9")));
+			if (json_is_number(json_object_get(d, "power")))
+				snprintf(pw, sizeof(pw), "%.3f", json_number_value(json_object_get(d, "power")));
+			if (json_is_number(json_object_get(d, "sd_log")))
+				snprintf(sd, sizeof(sd), "%.3g%s", json_number_value(json_object_get(d, "sd_log")),
+					 json_object_get(d, "sd_log_pilot") ? "p" : "");
+			printf("%-7s %-8s %9.4g %9.4g %8s %6lld %7s %9s  %s%s\n",
+			       json_string_value(json_object_get(r, "hypothesis")),
+			       json_object_get(d, "not_binding") ? "explor." : "confirm.",
+			       json_number_value(json_object_get(d, "effect")),
+			       json_number_value(json_object_get(d, "threshold")), sd,
+			       (long long) json_integer_value(json_object_get(d, "replicates")), pw, need,
+			       json_is_true(json_object_get(r, "passed")) ? "ok" : "BELOW 0.8",
+			       json_object_get(d, "underpowered") ? " (registered underpowered)" : "");
+			if (json_object_get(d, "why"))
+				printf("        %s\n", json_string_value(json_object_get(d, "why")));
+		}
+		if (json_array_size(res))
+			printf("(sd_log: p = from the pilot runs, else registered; runs: a side, as the plan "
+			       "registers them)\n");
+	}
+	json_decref(ids);
+	json_decref(pilots);
+	json_decref(study);
+	json_decref(res);
+	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
+}

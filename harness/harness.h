@@ -152,6 +152,27 @@ const char *const *harness_tag_knobs(const char *tag);
  */
 int harness_can_fail(struct ledger *l, const json_t *study, json_t *out, int *refuse, cs_err *e);
 
+/*
+ * The power checks (canfail.c): for each hypothesis decided by an interval,
+ * one {"check": "power:Hn", "passed", "detail"} object appended to out:
+ * the runs a side the plan registers, the spread (sd_log) it plans with,
+ * the power at the predicted effect and the replicates that reach 0.9.
+ * pilots: NULL, or run records ({tags, metrics}) whose spread is used in
+ * place of the registered sd_log (`plan power --pilot`). *refuse is set
+ * when a binding hypothesis falls below HARNESS_POWER_MIN and is not
+ * registered underpowered. 0 or an exit code.
+ */
+#define HARNESS_POWER_MIN 0.8
+int harness_power(struct ledger *l, const json_t *study, const json_t *pilots, json_t *out,
+		  int *refuse, cs_err *e);
+
+/*
+ * The pilot runs named by ids (an array of run ids) as {id, tags, metrics}
+ * (*out new): exit 5 for an id with no run record, or a run that is not
+ * exploratory (pilots are disclosed runs outside the plan).
+ */
+int harness_pilots(struct ledger *l, const json_t *ids, json_t **out, cs_err *e);
+
 /* The latest registered study document of DIR's ledger (new reference); exit 3 when none. */
 struct ledger;
 int harness_study_current(struct ledger *l, json_t **doc, cs_err *e);
