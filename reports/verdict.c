@@ -219,8 +219,10 @@ static size_t group_values(const json_t *runs, const json_t *sel, const char *me
  * whole interval beyond the threshold), 0 reject (wholly on the other
  * side), -1 unresolved (straddling, or no interval). *out: what was seen
  * (new): the method, the estimate, the interval, n on each side, the runs.
+ * plan_seed: the plan's seed (or NULL), mixed into a bootstrap's.
  */
-static int interval_decide(const json_t *doc, const json_t *runs, json_t **out)
+static int interval_decide(const json_t *doc, const json_t *runs, const json_t *plan_seed,
+			   json_t **out)
 {
 	const json_t *iv = json_object_get(doc, "interval");
 	const char *metric = json_string_value(json_object_get(iv, "metric"));
@@ -240,6 +242,9 @@ static int interval_decide(const json_t *doc, const json_t *runs, json_t **out)
 			  ? json_number_value(json_object_get(iv, "level"))
 			  : 0.95;
 	o.seed = (uint64_t) json_integer_value(json_object_get(iv, "seed"));
+	/* a replication (plan.seed) resamples afresh from the same registered seed */
+	if (json_is_integer(plan_seed))
+		o.seed ^= (uint64_t) json_integer_value(plan_seed) * 0x9e3779b97f4a7c15ull;
 	o.resamples = (unsigned) json_integer_value(json_object_get(iv, "resamples"));
 	na = group_values(runs, json_object_get(iv, "select"), metric, &a, ida);
 	if (over)
@@ -334,7 +339,7 @@ static int judge(gather *g, const char *id, json_t **out, cs_err *e)
 	if (rc)
 		goto out;
 	if (by_interval(doc))
-		combine_interval(interval_decide(doc, runs, &ivj), &acc, &rej);
+		combine_interval(interval_decide(doc, runs, json_object_get(g->plan.plan, "seed"), &ivj), &acc, &rej);
 	if (rej == 1)
 		verdict = "rejected";
 	else if (acc == 1 && json_array_size(ref) > 0)
@@ -370,7 +375,7 @@ static int judge(gather *g, const char *id, json_t **out, cs_err *e)
 			if (!rc && by_interval(doc)) {
 				json_t *siv = NULL;
 
-				combine_interval(interval_decide(doc, view, &siv), &sacc, &srej);
+				combine_interval(interval_decide(doc, view, json_object_get(g->plan.plan, "seed"), &siv), &sacc, &srej);
 				json_object_set_new(sc, "interval", siv ? siv : json_null());
 			}
 			json_decref(view);
@@ -508,5 +513,55 @@ out:
 	json_decref(g.devs);
 	json_decref(g.last);
 	ledger_plan_free(&g.plan);
+	return rc;
+}
+
+/* The verdict of id in all (borrowed), or NULL. */
+static const json_t *verdict_of(const json_t *all, const char *id)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(all, i, v)
+		if (!strcmp(json_string_value(json_object_get(v, "hypothesis")) ?: "", id))
+			return v;
+	return NULL;
+}
+
+int report_compare(struct ledger *a, struct ledger *b, json_t **rows, int *disagree, cs_err *e)
+{
+	json_t *va = NULL, *vb = NULL, *out = json_array(), *v;
+	size_t i;
+	int rc;
+
+	*rows = NULL;
+	*disagree = 0;
+	rc = report_verdicts(a, 0, 0, &va, e);
+	if (!rc)
+		rc = report_verdicts(b, 0, 0, &vb, e);
+	if (rc)
+		goto out;
+	json_array_foreach(va, i, v) {
+		const char *id = json_string_value(json_object_get(v, "hypothesis"));
+		const json_t *w = verdict_of(vb, id);
+		const char *x = json_string_value(json_object_get(v, "verdict"));
+		const char *y = w ? json_string_value(json_object_get(w, "verdict")) : NULL;
+		int conf = !strcmp(json_string_value(json_object_get(v, "class")) ?: "", "confirmatory");
+		int agree = y && !strcmp(x, y);
+
+		if (conf && !agree)
+			*disagree = 1;
+		json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s?, s:b, s:O?, s:O?}", "hypothesis",
+						     id, "class", conf ? "confirmatory" : "exploratory",
+						     "verdict_a", x, "verdict_b", y, "agree", agree,
+						     "interval_a", json_object_get(v, "interval"),
+						     "interval_b", w ? json_object_get(w, "interval") : NULL));
+	}
+	*rows = out;
+	out = NULL;
+out:
+	json_decref(out);
+	json_decref(va);
+	json_decref(vb);
 	return rc;
 }
