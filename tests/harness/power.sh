@@ -104,4 +104,9 @@ if v["verdict"] != "provisional": bad.append("verdict %r (no sceptic run: provis
 print("\n".join("FAIL: " + b for b in bad) or "ok")
 sys.exit(1 if bad else 0)
 PY
+# the report shows the interval decision and the runs' replicates
+"$cs" report "$T/S3" --out "$T/report" >/dev/null 2>"$T/err" || { echo "FAIL: report: $(cat "$T/err")"; fail=1; }
+grep -q "Decisions from intervals" "$T/report/report.md" || { echo "FAIL: report has no interval table"; fail=1; }
+grep -q "replicate 3 of 3, group" "$T/report/report.md" || { echo "FAIL: report's runs do not show replicates"; fail=1; }
+grep "ratio of geometric means" "$T/report/report.md" | head -1
 exit $fail
