@@ -106,7 +106,10 @@ static const jv_key interval_keys[] = {
 	{ .name = "sd_log", .type = JK_NUMBER, .lo = 0, .hi = 100,
 	  .desc = "the run-to-run standard deviation of the metric's log, from pilot runs or the "
 		  "device model's replay ('coldstudy plan power'): what validate's power check uses" },
-	{ 0 },
+	/* between keys (check_interval): the bootstrap registers its seed and resample count */
+	{ .schema = "{\"if\": {\"required\": [\"method\"], \"properties\": {\"method\": "
+		    "{\"const\": \"bootstrap\"}}}, \"then\": {\"required\": [\"seed\", "
+		    "\"resamples\"]}}" },
 };
 
 static const jv_key hyp_keys[] = {
@@ -146,7 +149,13 @@ static const jv_key hyp_keys[] = {
 		  "verdict says so (needs underpowered_rationale)" },
 	{ .name = "underpowered_rationale", .type = JK_STRING, .max = HYP_FILE_CAP,
 	  .desc = "why the hypothesis is run below power 0.8" },
-	{ 0 },
+	/* between keys (check_interval): interval exactly with decision interval; a rationale */
+	{ .schema = "{\"allOf\": [{\"if\": {\"required\": [\"decision\"], \"properties\": "
+		    "{\"decision\": {\"const\": \"interval\"}}}, \"then\": {\"required\": "
+		    "[\"interval\"]}, \"else\": {\"not\": {\"required\": [\"interval\"]}}}, "
+		    "{\"if\": {\"required\": [\"underpowered\"], \"properties\": "
+		    "{\"underpowered\": {\"const\": true}}}, \"then\": {\"required\": "
+		    "[\"underpowered_rationale\"]}}]}" },
 };
 
 int hyp_metric_known(const char *name)
