@@ -236,7 +236,7 @@ static const jv_key run_keys[] = {
 	{.name = "replicates", .type = JK_INT, .lo = 1, .hi = HARNESS_REPLICATES_MAX,
 	 .desc = "independent runs of this spec, each its own cold run and record with its own "
 		 "random stream (a registered seed is mixed with the replicate index), hashed with "
-		 "the spec; not a study default (default 1)"},
+		 "the spec; not a study default, not on a holdout target (default 1)"},
 	{.name = "warmup_queries", .type = JK_INT, .lo = 0, .hi = 100000000,
 	 .desc = "untimed queries with one client before each repeat (a cold run is made cold "
 		 "again after them) (default 0)"},
@@ -1071,6 +1071,12 @@ static int plan_spec_add(json_t *specs, const json_t *doc, const char *base, con
 			      rel[0] == '/' ? "" : "/", rel) >= sizeof(full))
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s: path too long", name, where);
 	rc = harness_run_load(full, &run, sha, e);
+	/* a holdout target is observed by its first run (a repeat is a deviation): one replicate */
+	if (!rc && !strcmp(cls, "holdout") && harness_spec_replicates(run) > 1)
+		rc = cs_err_set(e, CS_EXIT_BADINPUT,
+				"%s: %s: %s registers %u replicates; a holdout target is observed by "
+				"one run",
+				name, where, rel, harness_spec_replicates(run));
 	if (!rc)
 		rc = harness_run_effective(run, json_object_get(doc, "defaults"), &eff, e);
 	if (!rc) {

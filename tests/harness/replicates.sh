@@ -6,7 +6,8 @@
 # per-read means); `--replicate 2 --seed S` replays replicate 2 exactly;
 # `--seed` alone on a spec of three replicates and `--replicate 4` are
 # usage errors (exit 2); `runs --csv` gives replicate and replicate_group;
-# "replicates" in a study's defaults is refused (exit 5). Skips (77) while
+# "replicates" in a study's defaults is refused (exit 5), and so are
+# replicates on a holdout target (exit 5). Skips (77) while
 # the phnsw kind is not built.
 set -u
 . "$(dirname "$0")/common.sh"
@@ -71,4 +72,14 @@ sed 's|"scratch_dir"|"defaults":{"replicates":2},"scratch_dir"|' "$T/study.json"
 "$cs" schema study --check "$T/study2.json" >/dev/null 2>"$T/err"; got=$?
 [ "$got" = 5 ] || { echo "FAIL: replicates in defaults: exit $got, expected 5"; fail=1; }
 grep -q 'replicates' "$T/err" || { echo "FAIL: defaults message: $(cat "$T/err")"; fail=1; }
+# a holdout target is observed by one run: replicates on one are refused at registration
+python3 - "$T/study.json" "$T/study3.json" "$T/r.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["plan"] = {"holdout": {"targets": [sys.argv[3]], "metrics": ["wall_s"], "threshold": 0.35}}
+json.dump(s, open(sys.argv[2], "w"))
+PY
+"$cs" study register "$S" "$T/study3.json" >/dev/null 2>"$T/err"; got=$?
+[ "$got" = 5 ] || { echo "FAIL: replicates on a holdout target: exit $got, expected 5"; fail=1; }
+grep -q "holdout target is observed by one run" "$T/err" || { echo "FAIL: holdout message: $(cat "$T/err")"; fail=1; }
 exit $fail
