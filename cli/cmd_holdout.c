@@ -517,7 +517,13 @@ int cmd_verdicts(int argc, char **argv)
 		       "missing or none registered), refuted (a refutation record or the sceptic\n"
 		       "runs), unresolved otherwise. Each changed verdict is a ledger record naming\n"
 		       "its runs; --as-of SEQ recomputes from the records up to SEQ. Exit 6 when the\n"
-		       "registered holdout test (the score of record) failed.\n");
+		       "registered holdout test (the score of record) failed.\n\n"
+		       "A hypothesis registered with decision \"interval\" is decided by the confidence\n"
+		       "interval of its effect over its runs (geometric mean or ratio of two; Welch t\n"
+		       "on the logs or a percentile bootstrap): accepted when the whole interval lies\n"
+		       "beyond its threshold and the accept rule holds, rejected when it lies wholly on\n"
+		       "the other side or the reject rule holds, else unresolved. The estimate, the\n"
+		       "interval and n on each side are printed under its row ('interval' in --json).\n");
 		return 0;
 	}
 	for (int k = 1; k < argc; k++) {
