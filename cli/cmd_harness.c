@@ -148,6 +148,29 @@ out:
 	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }
 
+/* What `run` prints after each replicate: its id (and summary), or its record. */
+typedef struct run_out {
+	const char *dir;
+	int quiet, json, rc;
+} run_out;
+
+static void run_done(const char *run_id, void *ud)
+{
+	run_out *ro = ud;
+
+	if (ro->json) {
+		int r = cli_run_json(ro->dir, run_id);
+
+		if (r && !ro->rc)
+			ro->rc = r;
+		return;
+	}
+	printf("%s\n", run_id);
+	if (!ro->quiet)
+		cli_run_summary(ro->dir, run_id);
+	fflush(stdout);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	harness_run_opts o = {0};
@@ -157,6 +180,7 @@ int cmd_run(int argc, char **argv)
 
 	if (cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy run DIR run.json [--holdout] [--enforce-clean] [--seed S]\n"
+		       "                    [--replicate I]\n"
 		       "                    [--declare-overlap TEXT] [--progress|--no-progress]\n"
 		       "                    [-q|--quiet] [--json]\n"
 		       "       coldstudy run show DIR RUN_ID [--queries | --series [NAME]]\n"
@@ -178,7 +202,12 @@ int cmd_run(int argc, char **argv)
 		       "Under a device profile every run draws from its own random stream, seeded\n"
 		       "from its run id and spec hash and recorded as device_seed; --seed S (0 to\n"
 		       "2^53-1) replays that stream: in virtual time the per-read latencies of a\n"
-		       "run reproduce exactly from its recorded seed.\n");
+		       "run reproduce exactly from its recorded seed.\n\n"
+		       "A spec with \"replicates\": N makes N runs, one after another, each its own\n"
+		       "cold run and run record (replicate index 1..N and group: the first's run id)\n"
+		       "with its own random stream (a registered seed mixed with the index; the\n"
+		       "study's plan.seed mixed into every stream); each id is printed as its run\n"
+		       "ends. --replicate I runs only replicate I (with --seed: replays it).\n");
 		return CS_EXIT_OK;
 	}
 	if (argc > 1 && !strcmp(argv[1], "show"))
@@ -211,6 +240,18 @@ int cmd_run(int argc, char **argv)
 						 argv[i]);
 			o.seed = (uint64_t) v;
 			o.has_seed = 1;
+		} else if (!strcmp(argv[i], "--replicate")) {
+			char *end = NULL;
+			unsigned long v;
+
+			if (++i >= argc || !argv[i][0] || argv[i][0] == '-')
+				return cli_usage(argv[0], "--replicate needs a number (1 to the spec's replicates)");
+			errno = 0;
+			v = strtoul(argv[i], &end, 10);
+			if (errno || !end || *end || v < 1 || v > HARNESS_REPLICATES_MAX)
+				return cli_usage(argv[0], "--replicate '%s': not a number from 1 to %u",
+						 argv[i], HARNESS_REPLICATES_MAX);
+			o.replicate = (unsigned) v;
 		} else if (!strcmp(argv[i], "--declare-overlap")) {
 			if (++i >= argc || !argv[i][0])
 				return cli_usage(argv[0], "--declare-overlap needs a text");
@@ -229,14 +270,13 @@ int cmd_run(int argc, char **argv)
 		return cli_usage(argv[0], "need DIR and run.json");
 	if (quiet && o.progress > 0)
 		return cli_usage(argv[0], "--quiet and --progress contradict each other");
-	if (harness_run(dir, spec, &o, &e))
-		return cli_fail(argv[0], &e);
-	if (json)
-		return cli_run_json(dir, o.run_id);
-	printf("%s\n", o.run_id);
-	if (!quiet)
-		cli_run_summary(dir, o.run_id);
-	return CS_EXIT_OK;
+	{
+		run_out ro = {.dir = dir, .quiet = quiet, .json = json};
+
+		if (harness_run_replicates(dir, spec, &o, run_done, &ro, &e))
+			return cli_fail(argv[0], &e);
+		return ro.rc;
+	}
 }
 
 int cmd_study(int argc, char **argv)
@@ -321,4 +361,110 @@ int cmd_study(int argc, char **argv)
 		return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 	}
 	return cli_usage(argv[0], "unknown subcommand '%s' (register, show)", argv[1]);
+}
+
+/* coldstudy plan power DIR [--pilot RUN...] [--json] */
+int cmd_plan(int argc, char **argv)
+{
+	const char *dir = NULL;
+	int json = 0, refuse = 0, rc;
+	json_t *ids = json_array(), *pilots = NULL, *study = NULL, *res = json_array(), *r;
+	ledger *l = NULL;
+	cs_err e = {0};
+	size_t i;
+
+	if (cli_wants_help(argc, argv) || argc < 2) {
+		printf("usage: coldstudy plan power DIR [--pilot RUN_ID...] [--json]\n\n"
+		       "For each hypothesis decided by an interval (decision \"interval\"): the runs a\n"
+		       "side the plan registers (the replicates of its planned specs), the spread of\n"
+		       "the metric's log it plans with (sd_log: from the pilot runs named, pooled over\n"
+		       "the two groups, else the registered interval.sd_log), the power to show the\n"
+		       "predicted effect beyond the threshold, and the replicates a side that reach\n"
+		       "power 0.9. Pilots are exploratory runs (specs the plan does not name); exit 5\n"
+		       "for another. validate refuses (exit 3) a confirmatory hypothesis below power\n"
+		       "0.8 unless it is registered underpowered with a rationale. Writes nothing.\n");
+		json_decref(ids);
+		json_decref(res);
+		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
+	}
+	if (strcmp(argv[1], "power")) {
+		json_decref(ids);
+		json_decref(res);
+		return cli_usage(argv[0], "unknown subcommand '%s' (power)", argv[1]);
+	}
+	for (int k = 2; k < argc; k++) {
+		if (!strcmp(argv[k], "--json")) {
+			json = 1;
+		} else if (!strcmp(argv[k], "--pilot")) {
+			if (k + 1 >= argc || argv[k + 1][0] == '-') {
+				json_decref(ids);
+				json_decref(res);
+				return cli_usage(argv[0], "--pilot needs run ids");
+			}
+			while (k + 1 < argc && argv[k + 1][0] != '-')
+				json_array_append_new(ids, json_string(argv[++k]));
+		} else if (argv[k][0] == '-' || dir) {
+			json_decref(ids);
+			json_decref(res);
+			return cli_usage(argv[0], "unexpected argument '%s'", argv[k]);
+		} else {
+			dir = argv[k];
+		}
+	}
+	if (!dir) {
+		json_decref(ids);
+		json_decref(res);
+		return cli_usage(argv[0], "power needs DIR");
+	}
+	rc = ledger_open(dir, &l, &e);
+	if (!rc)
+		rc = harness_study_current(l, &study, &e);
+	if (!rc && json_array_size(ids))
+		rc = harness_pilots(l, ids, &pilots, &e);
+	if (!rc)
+		rc = harness_power(l, study, pilots, res, &refuse, &e);
+	ledger_close(l);
+	if (!rc && json) {
+		char *t = json_dumps(res, JSON_INDENT(2) | JSON_SORT_KEYS);
+
+		printf("%s\n", t ? t : "[]");
+		free(t);
+	} else if (!rc) {
+		if (!json_array_size(res))
+			printf("no hypothesis is decided by an interval: nothing to plan\n");
+		else
+			printf("%-7s %-8s %9s %9s %8s %6s %7s %9s  %s\n", "id", "class", "effect",
+			       "threshold", "sd_log", "runs", "power", "for 0.9", "status");
+		json_array_foreach(res, i, r) {
+			const json_t *d = json_object_get(r, "detail");
+			char need[16] = "-", pw[16] = "-", sd[16] = "-";
+
+			if (json_is_integer(json_object_get(d, "replicates_for_power_0.9")))
+				snprintf(need, sizeof(need), "%lld",
+					 (long long) json_integer_value(json_object_get(d, "replicates_for_power_0.9")));
+			if (json_is_number(json_object_get(d, "power")))
+				snprintf(pw, sizeof(pw), "%.3f", json_number_value(json_object_get(d, "power")));
+			if (json_is_number(json_object_get(d, "sd_log")))
+				snprintf(sd, sizeof(sd), "%.3g%s", json_number_value(json_object_get(d, "sd_log")),
+					 json_object_get(d, "sd_log_pilot") ? "p" : "");
+			printf("%-7s %-8s %9.4g %9.4g %8s %6lld %7s %9s  %s%s\n",
+			       json_string_value(json_object_get(r, "hypothesis")),
+			       json_object_get(d, "not_binding") ? "explor." : "confirm.",
+			       json_number_value(json_object_get(d, "effect")),
+			       json_number_value(json_object_get(d, "threshold")), sd,
+			       (long long) json_integer_value(json_object_get(d, "replicates")), pw, need,
+			       json_is_true(json_object_get(r, "passed")) ? "ok" : "BELOW 0.8",
+			       json_object_get(d, "underpowered") ? " (registered underpowered)" : "");
+			if (json_object_get(d, "why"))
+				printf("        %s\n", json_string_value(json_object_get(d, "why")));
+		}
+		if (json_array_size(res))
+			printf("(sd_log: p = from the pilot runs, else registered; runs: a side, as the plan "
+			       "registers them)\n");
+	}
+	json_decref(ids);
+	json_decref(pilots);
+	json_decref(study);
+	json_decref(res);
+	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }

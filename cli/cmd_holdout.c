@@ -426,6 +426,40 @@ int cmd_deviate(int argc, char **argv)
 
 /* ---- verdicts ---- */
 
+/* An interval decision's line under its verdict: estimate, interval, n, threshold, result. */
+static void print_interval(const json_t *iv, int underpowered)
+{
+	const json_t *ci = json_object_get(iv, "interval");
+	char n[48];
+
+	if (underpowered)
+		printf("      registered underpowered (underpowered_rationale in its file)\n");
+	if (!iv)
+		return;
+	if (json_object_get(iv, "n_over"))
+		snprintf(n, sizeof(n), "n %lld / %lld",
+			 (long long) json_integer_value(json_object_get(iv, "n_select")),
+			 (long long) json_integer_value(json_object_get(iv, "n_over")));
+	else
+		snprintf(n, sizeof(n), "n %lld",
+			 (long long) json_integer_value(json_object_get(iv, "n_select")));
+	if (json_is_array(ci))
+		printf("      interval: %s %s %.4g [%.4g, %.4g] (%s, %g%%, %s) against %s %g: %s\n",
+		       json_string_value(json_object_get(iv, "metric")),
+		       json_object_get(iv, "n_over") ? "ratio" : "geometric mean",
+		       json_number_value(json_object_get(iv, "estimate")),
+		       json_number_value(json_array_get(ci, 0)),
+		       json_number_value(json_array_get(ci, 1)),
+		       json_string_value(json_object_get(iv, "method")),
+		       100 * json_number_value(json_object_get(iv, "level")), n,
+		       json_string_value(json_object_get(iv, "op")),
+		       json_number_value(json_object_get(iv, "threshold")),
+		       json_string_value(json_object_get(iv, "result")));
+	else
+		printf("      interval: none (%s; %s): unresolved\n",
+		       json_string_value(json_object_get(iv, "why")) ?: "?", n);
+}
+
 /* Print one group of verdicts (class cls; provisional: 1 only those, 0 all but those). */
 static size_t print_group(const json_t *all, const char *cls, int provisional, const char *title)
 {
@@ -457,6 +491,8 @@ static size_t print_group(const json_t *all, const char *cls, int provisional, c
 		       json_array_size(json_object_get(v, "refutations")),
 		       json_array_size(json_object_get(v, "deviations")),
 		       json_is_true(json_object_get(v, "post_hoc")) ? "  post hoc" : "");
+		print_interval(json_object_get(v, "interval"),
+			       json_is_true(json_object_get(v, "underpowered")));
 	}
 	return n;
 }
@@ -481,7 +517,13 @@ int cmd_verdicts(int argc, char **argv)
 		       "missing or none registered), refuted (a refutation record or the sceptic\n"
 		       "runs), unresolved otherwise. Each changed verdict is a ledger record naming\n"
 		       "its runs; --as-of SEQ recomputes from the records up to SEQ. Exit 6 when the\n"
-		       "registered holdout test (the score of record) failed.\n");
+		       "registered holdout test (the score of record) failed.\n\n"
+		       "A hypothesis registered with decision \"interval\" is decided by the confidence\n"
+		       "interval of its effect over its runs (geometric mean or ratio of two; Welch t\n"
+		       "on the logs or a percentile bootstrap): accepted when the whole interval lies\n"
+		       "beyond its threshold and the accept rule holds, rejected when it lies wholly on\n"
+		       "the other side or the reject rule holds, else unresolved. The estimate, the\n"
+		       "interval and n on each side are printed under its row ('interval' in --json).\n");
 		return 0;
 	}
 	for (int k = 1; k < argc; k++) {

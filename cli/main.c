@@ -36,6 +36,8 @@ static const verb verbs[] = {
 	{"holdout", cmd_holdout, "predict holdout runs from design runs; score the predictions"},
 	{"refute", cmd_refute, "record the sceptic's refutation of a hypothesis"},
 	{"verdicts", cmd_verdicts, "evaluate every hypothesis's registered rules"},
+	{"replicate", cmd_replicate, "make a study again with fresh seeds; compare two studies' verdicts"},
+	{"plan", cmd_plan, "plan power: the replicates each interval-decided hypothesis needs"},
 	{"deviate", cmd_deviate, "record a departure from the plan"},
 	{"report", cmd_report, "publish tables, plots and verdicts from the log (Markdown, HTML, SVG)"},
 };

@@ -57,6 +57,7 @@
 #include "harness.h"
 
 #include "coldvec.h"
+#include "holdout.h"
 #include "hyp.h"
 #include "ledger.h"
 
@@ -158,7 +159,7 @@ static json_t *query_set(const json_t *eff)
 }
 
 /* Knobs compared elsewhere (query set, seed) or that are not knobs (labels, notes). */
-static const char *const not_knobs[] = {"tags", "hypotheses", "notes", "samplers", "seed",
+static const char *const not_knobs[] = {"tags", "hypotheses", "notes", "samplers", "seed", "replicates",
 					"queries", "query_count", "duration_s", "cold",
 					"cold_each_query", NULL}; /* the last two: the cold mode */
 
@@ -746,5 +747,234 @@ out:
 	json_decref(h.order);
 	json_decref(noise);
 	ledger_plan_free(&plan);
+	return rc;
+}
+
+/* ---- power (power:Hn, `coldstudy plan power`) ---- */
+
+/*
+ * A hypothesis decided by an interval (decision "interval") is only as
+ * good as the runs behind it: with one run a side there is no interval at
+ * all, and with a few noisy ones it straddles the threshold whatever the
+ * truth. Its power is the chance that the registered interval lies wholly
+ * beyond the threshold when the effect is the one predicted (the seed's),
+ * given the run-to-run spread of the metric's log (sd_log) and the runs a
+ * side the plan registers (the replicates of the planned specs whose tags
+ * the interval's selections match). holdout_interval_power gives it on the
+ * log scale (normal approximation); a binding hypothesis below
+ * HARNESS_POWER_MIN is refused unless registered underpowered with a
+ * rationale. sd_log comes from the hypothesis file (registered) or, for
+ * `plan power`, from disclosed pilot runs: exploratory runs named by id,
+ * their logs' spread pooled over the two groups.
+ */
+
+/* The runs a side the plan registers: replicates of the planned specs sel matches. */
+static unsigned planned_n(const json_t *specs, const json_t *sel)
+{
+	unsigned n = 0;
+	size_t i;
+	json_t *s;
+
+	json_array_foreach(specs, i, s) {
+		json_t *probe = json_pack("{s:O}", "tags", json_object_get(s, "tags"));
+
+		if (probe && rule_select_match(probe, sel))
+			n += harness_spec_replicates(json_object_get(s, "eff"));
+		json_decref(probe);
+	}
+	return n;
+}
+
+/* Log spread of metric over the pilots sel matches: adds to *ss, *df; returns the count. */
+static size_t pilot_spread(const json_t *pilots, const json_t *sel, const char *metric, double *ss,
+			   double *df)
+{
+	double v[1024], m = 0;
+	size_t n = 0, i;
+	json_t *r;
+
+	json_array_foreach(pilots, i, r) {
+		const json_t *x = json_object_get(json_object_get(r, "metrics"), metric);
+
+		if (n < 1024 && rule_select_match(r, sel) && json_is_number(x) &&
+		    json_number_value(x) > 0)
+			v[n++] = log(json_number_value(x));
+	}
+	if (n < 2)
+		return n;
+	for (i = 0; i < n; i++)
+		m += v[i] / (double) n;
+	for (i = 0; i < n; i++)
+		*ss += (v[i] - m) * (v[i] - m);
+	*df += (double) (n - 1);
+	return n;
+}
+
+/* One power detail for an interval hypothesis (new); *pw: the power, -1 when unknown. */
+static json_t *power_of(const json_t *doc, const json_t *specs, const json_t *pilots, double *pw)
+{
+	const json_t *iv = json_object_get(doc, "interval"), *over = json_object_get(iv, "over");
+	const char *metric = json_string_value(json_object_get(iv, "metric"));
+	double effect = json_number_value(json_object_get(json_object_get(doc, "prediction"), "value"));
+	double thr = json_number_value(json_object_get(iv, "threshold"));
+	double level = json_is_number(json_object_get(iv, "level"))
+			       ? json_number_value(json_object_get(iv, "level"))
+			       : 0.95;
+	double sd = -1, ss = 0, df = 0;
+	unsigned na = planned_n(specs, json_object_get(iv, "select"));
+	unsigned nb = over ? planned_n(specs, over) : na, n = na < nb ? na : nb, need;
+	json_t *d = json_pack("{s:f, s:f, s:s, s:f, s:b, s:I}", "effect", effect, "threshold", thr,
+			      "op", json_string_value(json_object_get(iv, "op")), "level", level,
+			      "ratio", over != NULL, "replicates", (json_int_t) n);
+
+	*pw = -1;
+	if (json_is_array(pilots)) {
+		size_t pa = pilot_spread(pilots, json_object_get(iv, "select"), metric, &ss, &df);
+		size_t pb = over ? pilot_spread(pilots, over, metric, &ss, &df) : 0;
+
+		json_object_set_new(d, "pilot_n", over ? json_pack("[I, I]", (json_int_t) pa, (json_int_t) pb)
+						       : json_pack("[I]", (json_int_t) pa));
+		if (df > 0) {
+			sd = sqrt(ss / df);
+			json_object_set_new(d, "sd_log_pilot", json_real(sd));
+		}
+	}
+	if (json_is_number(json_object_get(iv, "sd_log"))) {
+		json_object_set_new(d, "sd_log_registered", json_real(json_number_value(json_object_get(iv, "sd_log"))));
+		if (sd < 0)
+			sd = json_number_value(json_object_get(iv, "sd_log"));
+	}
+	if (sd < 0) {
+		json_object_set_new(d, "why",
+				    json_string("no spread to plan with: register interval.sd_log (from "
+						"'coldstudy plan power S --pilot RUN...')"));
+		return d;
+	}
+	json_object_set_new(d, "sd_log", json_real(sd));
+	*pw = holdout_interval_power(effect, thr, sd, n, over != NULL, level);
+	json_object_set_new(d, "power", json_real(*pw));
+	need = holdout_interval_replicates_for(effect, thr, sd, over != NULL, level, 0.9);
+	json_object_set_new(d, "replicates_for_power_0.9", need ? json_integer(need) : json_null());
+	if (!need)
+		json_object_set_new(d, "why",
+				    json_string("no replicate count up to 1000 reaches power 0.9: the "
+						"predicted effect sits too close to the threshold"));
+	return d;
+}
+
+int harness_power(struct ledger *l, const json_t *study, const json_t *pilots, json_t *out,
+		  int *refuse, cs_err *e)
+{
+	hyp_rec h = {json_object(), json_array()};
+	ledger_plan plan = {0};
+	json_t *idv;
+	size_t i;
+	int rc;
+
+	*refuse = 0;
+	rc = ledger_plan_load(l, 0, &plan, e);
+	if (!rc && ledger_foreach(l, "hypothesis", hyp_cb, &h, e))
+		rc = e->code ? e->code : CS_EXIT_INTERNAL;
+	if (!rc && ledger_foreach(l, "amendment", hyp_cb, &h, e))
+		rc = e->code ? e->code : CS_EXIT_INTERNAL;
+	if (rc)
+		goto out;
+	json_array_foreach(h.order, i, idv) {
+		const char *id = json_string_value(idv);
+		const json_t *hr = json_object_get(h.docs, id), *doc = json_object_get(hr, "doc");
+		const char *kind = json_string_value(json_object_get(doc, "kind")) ?: "";
+		const char *dec = json_string_value(json_object_get(doc, "decision"));
+		int64_t seq = json_integer_value(json_object_get(hr, "seq"));
+		int post_hoc = plan.first_run_start && seq > plan.first_run_start;
+		int binding = plan.plan && !post_hoc &&
+			      (!strcmp(kind, "confirmatory") || !strcmp(kind, "non-cause"));
+		int under = json_is_true(json_object_get(doc, "underpowered"));
+		json_t *specs, *findings = json_array(), *d;
+		double pw;
+		char name[40];
+		int passed;
+
+		if (!dec || strcmp(dec, "interval")) {
+			json_decref(findings);
+			continue; /* decided by its rules: no interval, no power to plan */
+		}
+		specs = load_specs(&plan, study, id, "runs", findings);
+		d = power_of(doc, specs, pilots, &pw);
+		json_object_set_new(d, "kind", json_string(kind));
+		json_object_set_new(d, "findings", findings);
+		passed = !binding || under || pw >= HARNESS_POWER_MIN;
+		if (under)
+			json_object_set_new(d, "underpowered",
+					    json_pack("{s:O?}", "rationale",
+						      json_object_get(doc, "underpowered_rationale")));
+		if (!binding)
+			json_object_set_new(d, "not_binding",
+					    json_string("exploratory, descriptive, post hoc or no plan"));
+		if (!passed)
+			*refuse = 1;
+		snprintf(name, sizeof(name), "power:%s", id);
+		json_array_append_new(out, json_pack("{s:s, s:s, s:b, s:o}", "check", name, "hypothesis",
+						     id, "passed", passed, "detail", d));
+		json_decref(specs);
+	}
+out:
+	json_decref(h.docs);
+	json_decref(h.order);
+	ledger_plan_free(&plan);
+	return rc;
+}
+
+typedef struct pilot_ctx {
+	const json_t *ids; /* wanted run ids */
+	json_t *found;     /* id -> run payload */
+} pilot_ctx;
+
+static int pilot_cb(const ledger_record *r, void *ud)
+{
+	pilot_ctx *c = ud;
+	json_t *p = json_loads(r->payload, 0, NULL);
+	const char *id = json_string_value(json_object_get(p, "run_id"));
+
+	if (id && cs_json_has_string(c->ids, id))
+		json_object_set(c->found, id, p);
+	json_decref(p);
+	return 0;
+}
+
+int harness_pilots(struct ledger *l, const json_t *ids, json_t **out, cs_err *e)
+{
+	pilot_ctx c = {ids, json_object()};
+	json_t *v, *arr = json_array();
+	size_t i;
+	int rc = 0;
+
+	*out = NULL;
+	if (ledger_foreach(l, "run", pilot_cb, &c, e))
+		rc = e->code ? e->code : CS_EXIT_INTERNAL;
+	json_array_foreach(ids, i, v) {
+		const json_t *r = json_object_get(c.found, json_string_value(v));
+		const char *cls = json_string_value(json_object_get(r, "class")) ?: "exploratory";
+
+		if (rc)
+			break;
+		if (!r) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT, "--pilot %s: no complete run of that id in this study",
+					json_string_value(v));
+		} else if (strcmp(cls, "exploratory")) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT,
+					"--pilot %s: a %s run; pilots are exploratory runs (a spec the "
+					"plan does not name), disclosed as such",
+					json_string_value(v), cls);
+		} else {
+			json_array_append_new(arr, json_pack("{s:O, s:O?, s:O?}", "id", v, "tags",
+							     json_object_get(r, "tags"), "metrics",
+							     json_object_get(r, "metrics")));
+		}
+	}
+	json_decref(c.found);
+	if (rc)
+		json_decref(arr);
+	else
+		*out = arr;
 	return rc;
 }

@@ -43,6 +43,15 @@ int harness_study_load(const char *path, json_t **doc, cs_err *e);
 int harness_run_validate(const json_t *doc, const char *name, const char *where, int partial,
 			 cs_err *e);
 
+/* The most replicates a run spec may register. */
+#define HARNESS_REPLICATES_MAX 1000u
+
+/*
+ * The runs a planned spec registers: its "replicates" key (1..1000),
+ * default 1. spec: the raw or effective run document (borrowed).
+ */
+unsigned harness_spec_replicates(const json_t *spec);
+
 /* Load and validate run.json; *doc new, sha_out = spec_sha256 of the file's canonical form. */
 int harness_run_load(const char *path, json_t **doc, char sha_out[65], cs_err *e);
 
@@ -142,6 +151,27 @@ const char *const *harness_tag_knobs(const char *tag);
  * fail (validate then refuses, exit 3). 0 or CS_EXIT_INTERNAL.
  */
 int harness_can_fail(struct ledger *l, const json_t *study, json_t *out, int *refuse, cs_err *e);
+
+/*
+ * The power checks (canfail.c): for each hypothesis decided by an interval,
+ * one {"check": "power:Hn", "passed", "detail"} object appended to out:
+ * the runs a side the plan registers, the spread (sd_log) it plans with,
+ * the power at the predicted effect and the replicates that reach 0.9.
+ * pilots: NULL, or run records ({tags, metrics}) whose spread is used in
+ * place of the registered sd_log (`plan power --pilot`). *refuse is set
+ * when a binding hypothesis falls below HARNESS_POWER_MIN and is not
+ * registered underpowered. 0 or an exit code.
+ */
+#define HARNESS_POWER_MIN 0.8
+int harness_power(struct ledger *l, const json_t *study, const json_t *pilots, json_t *out,
+		  int *refuse, cs_err *e);
+
+/*
+ * The pilot runs named by ids (an array of run ids) as {id, tags, metrics}
+ * (*out new): exit 5 for an id with no run record, or a run that is not
+ * exploratory (pilots are disclosed runs outside the plan).
+ */
+int harness_pilots(struct ledger *l, const json_t *ids, json_t **out, cs_err *e);
 
 /* The latest registered study document of DIR's ledger (new reference); exit 3 when none. */
 struct ledger;
@@ -271,6 +301,8 @@ typedef struct harness_run_opts {
 	int progress;                /* -1: when stderr is a terminal */
 	int has_seed;                /* seed given (--seed): replay that random stream */
 	uint64_t seed;               /* the device model's seed, at most HARNESS_SEED_MAX */
+	unsigned replicate;          /* 1..N: which of the spec's N replicates (0: the first) */
+	const char *group;           /* the replicate group's id (its first run's), or NULL: this run's */
 	char run_id[32];             /* out: the run's id */
 	uint64_t seed_used;          /* out: the seed the run drew from */
 } harness_run_opts;
@@ -280,6 +312,16 @@ typedef struct harness_run_opts {
 
 /* One run: guards, run_start, evict, prove cold, load, measure, one `run` record. */
 int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_err *e);
+
+/*
+ * Every replicate of a spec, one harness_run each (replicate 1..N, the
+ * group named by the first's run id), or only o->replicate when it is set
+ * (1..N; exit 2 beyond N). each(run_id, ud) after each run that recorded.
+ * Stops at the first failure. --seed (o->has_seed) names one run's stream:
+ * with N > 1 it needs o->replicate.
+ */
+int harness_run_replicates(const char *dir, const char *spec_path, harness_run_opts *o,
+			   void (*each)(const char *run_id, void *ud), void *ud, cs_err *e);
 
 /*
  * The runs that died: every run_start with neither a run record nor a

@@ -1127,6 +1127,12 @@ int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, c
 			json_object_set_new(rec, "plan_path", json_string(ledger_plan_path(&R.plan, sha)));
 		if (R.repeat)
 			json_object_set_new(rec, "repeat", json_true());
+		/* which of the spec's registered replicates, and its group (as run.c records it) */
+		json_object_set_new(rec, "replicate",
+				    json_pack("{s:I, s:I, s:s}", "index",
+					      (json_int_t) (o->replicate ? o->replicate : 1), "of",
+					      (json_int_t) harness_spec_replicates(eff), "group",
+					      o->group ? o->group : run_id));
 		rc = ledger_append(l, "run", rec, NULL, e);
 		if (rc) {
 			ledger_rollback(l);

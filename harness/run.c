@@ -259,6 +259,26 @@ static uint64_t run_seed(const char *run_id, const char *spec_sha)
 	return v & HARNESS_SEED_MAX;
 }
 
+/*
+ * A run's seed from its base (a registered seed, or run_seed's): the
+ * study's seed (plan.seed, registered with the plan) mixed in when there
+ * is one, so a replication of the study draws afresh from the same specs;
+ * then replicate i > 1's index, so the replicates of a spec that registers
+ * its seed draw independent streams (replicate 1 keeps the base: a spec of
+ * one replicate draws what it always drew). Below 2^53.
+ */
+static uint64_t derived_seed(uint64_t base, const json_t *study, unsigned replicate)
+{
+	const json_t *ps = json_object_get(json_object_get(study, "plan"), "seed");
+	uint64_t s = base;
+
+	if (json_is_integer(ps))
+		s = seed_mix(s ^ seed_mix((uint64_t) json_integer_value(ps) ^ 0x706c616eull));
+	if (replicate > 1)
+		s = seed_mix(s ^ seed_mix((uint64_t) replicate ^ 0x7265706cull));
+	return s & HARNESS_SEED_MAX;
+}
+
 /* One client: closed loop, the next query only when the last returned. */
 static void *client(void *p)
 {
@@ -1138,12 +1158,17 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		goto out;
 	}
 	if (json_is_integer(json_object_get(eff, "seed"))) {
-		uint64_t reg = (uint64_t) json_integer_value(json_object_get(eff, "seed"));
+		uint64_t reg = derived_seed((uint64_t) json_integer_value(json_object_get(eff, "seed")),
+					    study, o->replicate);
 
 		if (o->has_seed && o->seed != reg) {
 			rc = cs_err_set(e, CS_EXIT_USAGE,
-					"%s: $.seed: the spec registers seed %llu; --seed %llu contradicts it",
-					spec_path, (unsigned long long) reg, (unsigned long long) o->seed);
+					"%s: $.seed: the spec registers seed %llu (replicate %u, the study's "
+					"seed mixed in: %llu); --seed %llu contradicts it",
+					spec_path,
+					(unsigned long long) json_integer_value(json_object_get(eff, "seed")),
+					o->replicate ? o->replicate : 1, (unsigned long long) reg,
+					(unsigned long long) o->seed);
 			goto out;
 		}
 		o->seed = reg;
@@ -1400,7 +1425,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		goto out;
 	run_started = 1;
 	/* The run's random stream: its own, the spec's, or the one asked for to replay a run. */
-	L.seed = o->has_seed ? o->seed : run_seed(run_id, sha);
+	L.seed = o->has_seed ? o->seed : derived_seed(run_seed(run_id, sha), study, 0);
 	o->seed_used = L.seed;
 	if (dev && cv_device_reseed(dev, L.seed)) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory seeding the device model");
@@ -1865,6 +1890,12 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 								   "(load), if any"));
 			json_object_set_new(rec, "throttle", tj);
 		}
+		/* which of the spec's registered replicates, and its group (the first's run id) */
+		json_object_set_new(rec, "replicate",
+				    json_pack("{s:I, s:I, s:s}", "index",
+					      (json_int_t) (o->replicate ? o->replicate : 1), "of",
+					      (json_int_t) harness_spec_replicates(raw), "group",
+					      o->group ? o->group : run_id));
 		/* The file the run was asked with, as given (runs tables name it). */
 		json_object_set_new(rec, "spec_file", json_string(spec_path));
 		if (virt) {
@@ -1979,5 +2010,47 @@ out:
 	ledger_plan_free(&plan);
 	ledger_close(l);
 	(void) le;
+	return rc;
+}
+
+int harness_run_replicates(const char *dir, const char *spec_path, harness_run_opts *o,
+			   void (*each)(const char *run_id, void *ud), void *ud, cs_err *e)
+{
+	json_t *raw = NULL;
+	char sha[65], group[32] = "";
+	unsigned n, first, last;
+	int has_seed = o->has_seed, rc;
+	uint64_t seed = o->seed;
+
+	rc = harness_run_load(spec_path, &raw, sha, e);
+	if (rc)
+		return rc;
+	n = harness_spec_replicates(raw);
+	json_decref(raw);
+	if (o->replicate > n)
+		return cs_err_set(e, CS_EXIT_USAGE,
+				  "--replicate %u: %s registers %u replicate%s", o->replicate,
+				  spec_path, n, n == 1 ? "" : "s");
+	if (has_seed && n > 1 && !o->replicate)
+		return cs_err_set(e, CS_EXIT_USAGE,
+				  "--seed replays one run's stream: %s registers %u replicates, "
+				  "name one with --replicate I",
+				  spec_path, n);
+	first = o->replicate ? o->replicate : 1;
+	last = o->replicate ? o->replicate : n;
+	for (unsigned i = first; i <= last; i++) {
+		o->replicate = i;
+		o->group = group[0] ? group : NULL;
+		o->has_seed = has_seed; /* harness_run takes a registered seed into o */
+		o->seed = seed;
+		rc = harness_run(dir, spec_path, o, e);
+		if (rc)
+			break;
+		if (!group[0])
+			snprintf(group, sizeof(group), "%s", o->run_id);
+		if (each)
+			each(o->run_id, ud);
+	}
+	o->group = NULL;
 	return rc;
 }

@@ -244,6 +244,10 @@ static const jv_key run_keys[] = {
 	{.name = "repeat", .type = JK_INT, .lo = 1, .hi = 1000,
 	 .desc = "run the load this many times, each from the same state (cold: evicted and proven "
 		 "cold again); metrics are the repeats' means, each repeat's are kept (default 1)"},
+	{.name = "replicates", .type = JK_INT, .lo = 1, .hi = HARNESS_REPLICATES_MAX,
+	 .desc = "independent runs of this spec, each its own cold run and record with its own "
+		 "random stream (a registered seed is mixed with the replicate index), hashed with "
+		 "the spec; not a study default, not on a holdout target (default 1)"},
 	{.name = "warmup_queries", .type = JK_INT, .lo = 0, .hi = 100000000,
 	 .desc = "untimed queries with one client before each repeat (a cold run is made cold "
 		 "again after them) (default 0)"},
@@ -328,6 +332,10 @@ static const jv_key plan_keys[] = {
 	{.name = "holdout", .type = JK_OBJECT, .sub = plan_holdout_keys,
 	 .desc = "the holdout targets and the scoring rule"},
 	{.name = "notes", .type = JK_STRING, .max = 65536, .desc = "free text"},
+	{.name = "seed", .type = JK_INT, .lo = 0, .hi = 9007199254740991.0,
+	 .desc = "the study's seed: mixed into every run's device stream (and every replicate's), "
+		 "so a replication ('coldstudy replicate S --out S2') draws afresh from the same "
+		 "specs (default: none, each run's own stream)"},
 	{0},
 };
 
@@ -514,6 +522,10 @@ int harness_run_validate(const json_t *doc, const char *name, const char *where,
 
 	if (rc)
 		return rc;
+	/* A spec's replicates are registered with it (its hash), never inherited. */
+	if (partial && json_object_get(doc, "replicates"))
+		return bad(e, name, where, "replicates",
+			   "is a run spec's own count, hashed with it: not a study default");
 	/* Between keys (the terminator's "not"): a count or a duration, not both. */
 	if (json_object_get(doc, "query_count") && json_object_get(doc, "duration_s"))
 		return bad(e, name, where, "duration_s",
@@ -525,6 +537,16 @@ int harness_run_validate(const json_t *doc, const char *name, const char *where,
 		return bad(e, name, where, "postgres",
 			   "required object {sql, ...} is missing (target \"postgres\")");
 	return 0;
+}
+
+unsigned harness_spec_replicates(const json_t *spec)
+{
+	const json_t *r = json_object_get(spec, "replicates");
+
+	return json_is_integer(r) && json_integer_value(r) >= 1 &&
+			       json_integer_value(r) <= HARNESS_REPLICATES_MAX
+		       ? (unsigned) json_integer_value(r)
+		       : 1u;
 }
 
 int harness_run_load(const char *path, json_t **doc, char sha_out[65], cs_err *e)
@@ -1119,6 +1141,12 @@ static int plan_spec_add(json_t *specs, const json_t *doc, const char *base, con
 			      rel[0] == '/' ? "" : "/", rel) >= sizeof(full))
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s: path too long", name, where);
 	rc = harness_run_load(full, &run, sha, e);
+	/* a holdout target is observed by its first run (a repeat is a deviation): one replicate */
+	if (!rc && !strcmp(cls, "holdout") && harness_spec_replicates(run) > 1)
+		rc = cs_err_set(e, CS_EXIT_BADINPUT,
+				"%s: %s: %s registers %u replicates; a holdout target is observed by "
+				"one run",
+				name, where, rel, harness_spec_replicates(run));
 	if (!rc)
 		rc = harness_run_effective(run, json_object_get(doc, "defaults"), &eff, e);
 	if (!rc) {
@@ -1370,6 +1398,8 @@ json_t *harness_study_schema(void)
 		json_decref(defaults);
 		return NULL;
 	}
+	/* a spec's replicates are its own (harness_run_validate refuses them as a default) */
+	json_object_del(json_object_get(defaults, "properties"), "replicates");
 	json_object_set_new(body, "$defs", json_pack("{s:o}", "run_defaults", defaults));
 	return schema_doc("https://coldstudy.invalid/schema/study.json",
 			  "coldstudy study spec (study.json)", body);

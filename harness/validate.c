@@ -820,6 +820,54 @@ static int check_can_fail(vctx *v, const json_t *study, cs_err *e)
 	return rc;
 }
 
+/*
+ * One power:Hn record per hypothesis decided by an interval; a binding one
+ * below power 0.8 and not registered underpowered is refused (exit 3, a
+ * refusal record naming each). 0 or an exit code.
+ */
+static int check_power(vctx *v, const json_t *study, cs_err *e)
+{
+	json_t *res = json_array(), *r;
+	char ids[512] = "", first[CS_ERR_MAX] = "";
+	size_t i, n = 0;
+	int refuse = 0, rc;
+
+	rc = harness_power(v->l, study, NULL, res, &refuse, e);
+	json_array_foreach(res, i, r) {
+		const char *id = json_string_value(json_object_get(r, "hypothesis"));
+		json_t *d = json_object_get(r, "detail");
+
+		if (rc)
+			break;
+		if (!json_is_true(json_object_get(r, "passed"))) {
+			size_t len = strlen(ids);
+
+			snprintf(ids + len, sizeof(ids) - len, "%s%s", n++ ? ", " : "", id);
+			if (!first[0] && json_is_number(json_object_get(d, "power")))
+				snprintf(first, sizeof(first),
+					 "%s: power %.2f with %lld runs a side (sd_log %.3g; %s)", id,
+					 json_number_value(json_object_get(d, "power")),
+					 (long long) json_integer_value(json_object_get(d, "replicates")),
+					 json_number_value(json_object_get(d, "sd_log")),
+					 json_is_integer(json_object_get(d, "replicates_for_power_0.9"))
+						 ? "see replicates_for_power_0.9"
+						 : "no replicate count reaches 0.9");
+			else if (!first[0])
+				snprintf(first, sizeof(first), "%s: %s", id,
+					 json_string_value(json_object_get(d, "why")) ?: "?");
+		}
+		rc = record(v, json_string_value(json_object_get(r, "check")),
+			    json_is_true(json_object_get(r, "passed")), json_incref(d), e);
+	}
+	json_decref(res);
+	if (!rc && n)
+		rc = guard_refuse(v->l, "power", "validate", ids, e,
+				  "%zu hypothes%s below power %.1f (register more replicates, or "
+				  "underpowered with a rationale): %s",
+				  n, n == 1 ? "is" : "es", HARNESS_POWER_MIN, first);
+	return rc;
+}
+
 int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 {
 	vctx v = {0};
@@ -933,6 +981,8 @@ int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 	if ((rc = record(&v, "host", d != NULL, d, e)))
 		goto out;
 	rc = check_can_fail(&v, study, e);
+	if (!rc)
+		rc = check_power(&v, study, e);
 out:
 	if (v.l && v.batch) {
 		/* The closing record: all passed, or not (also when a check could not run). */

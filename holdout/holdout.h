@@ -182,4 +182,64 @@ double holdout_quantile(double *v, size_t n, double q); /* sorts v; type 7 */
 double holdout_binom_cdf(size_t k, size_t n, double p); /* P(X <= k) */
 double holdout_t_quantile(double p, double df);         /* Student t inverse CDF */
 
+/* ---- intervals of positive quantities (interval.c) ---- */
+
+typedef enum holdout_iv_method {
+	HOLDOUT_IV_WELCH_LOG = 0, /* Student's t on the logs (Welch's for two groups) */
+	HOLDOUT_IV_BOOTSTRAP,     /* percentile bootstrap of the geometric mean (ratio) */
+} holdout_iv_method;
+
+#define HOLDOUT_IV_RESAMPLES_DEFAULT 2000u
+#define HOLDOUT_IV_REPEAT_SEED 20261203u /* the repeats' bootstrap: fixed, so reports reproduce */
+#define HOLDOUT_IV_REPLICATES_MAX 1000u  /* as run.json's replicates */
+
+typedef struct holdout_iv_opts {
+	holdout_iv_method method;
+	double level;       /* e.g. 0.95 */
+	uint64_t seed;      /* bootstrap: the registered seed */
+	unsigned resamples; /* bootstrap: 0 for HOLDOUT_IV_RESAMPLES_DEFAULT */
+} holdout_iv_opts;
+
+typedef struct holdout_interval {
+	double estimate; /* geometric mean of a, or GM(a) / GM(b) (of_mean: the mean) */
+	double lo, hi;   /* NAN when why is set; else 0 < lo <= hi for positive inputs */
+	double df;       /* the t methods' degrees of freedom (NAN for the bootstrap) */
+	size_t n_a, n_b; /* values each side (n_b 0: one group) */
+	char why[128];   /* empty, or why there is no interval */
+} holdout_interval;
+
+/*
+ * The interval of the geometric mean of a[0..na) (b NULL) or of the ratio
+ * GM(a) / GM(b), at o->level, by o->method. Needs 2 values a side, each
+ * positive and finite: else -1 with out->why. The interval never holds a
+ * value <= 0.
+ */
+int holdout_interval_compute(const holdout_iv_opts *o, const double *a, size_t na, const double *b,
+			     size_t nb, holdout_interval *out);
+
+/*
+ * The interval of a metric over a run's repeats: all positive, the
+ * geometric mean's t interval on the logs (estimate: the geometric mean);
+ * some 0, the percentile bootstrap of the mean (fixed seed; within the
+ * values' range). -1 with why for fewer than 2 values or one not finite.
+ */
+int holdout_interval_of_mean(const double *v, size_t n, double level, holdout_interval *out);
+
+/* "welch-log" or "bootstrap". */
+const char *holdout_interval_method_name(holdout_iv_method m);
+
+/*
+ * The power of an interval decision: the chance that the level interval
+ * from n runs a side (two_groups: a ratio of two groups of n; else one
+ * group against the threshold) lies wholly beyond threshold when the true
+ * effect is effect and a run's log metric has standard deviation sd_log
+ * (normal approximation on the logs). 0 for n < 2.
+ */
+double holdout_interval_power(double effect, double threshold, double sd_log, unsigned n,
+			      int two_groups, double level);
+
+/* The fewest runs a side (2..HOLDOUT_IV_REPLICATES_MAX) for power; 0 when none suffices. */
+unsigned holdout_interval_replicates_for(double effect, double threshold, double sd_log,
+					 int two_groups, double level, double power);
+
 #endif

@@ -75,6 +75,43 @@ static const jv_key prediction_keys[] = {
 	{ 0 },
 };
 
+static const char *const decisions[] = { "rules", "interval", NULL };
+static const char *const iv_methods[] = { "welch-log", "bootstrap", NULL };
+static const char *const iv_ops[] = { ">=", "<=", NULL };
+
+/* An interval decision (decision "interval"): the effect, its method and the threshold. */
+static const jv_key interval_keys[] = {
+	{ .name = "metric", .type = JK_ENUM, .flags = JK_REQUIRED, .vals = metrics,
+	  .expect = "unknown metric \"%s\" (expected a name from the vocabulary)",
+	  .desc = "the metric estimated over the runs, one value a run (a positive quantity)" },
+	{ .name = "select", .type = JK_ANY, .flags = JK_REQUIRED,
+	  .schema = "{\"$ref\": \"#/$defs/select\"}",
+	  .desc = "the runs of the effect's group (with over: the numerator's)" },
+	{ .name = "over", .type = JK_ANY, .schema = "{\"$ref\": \"#/$defs/select\"}",
+	  .desc = "the denominator's runs: the effect is GM(select) / GM(over); without it, "
+		  "GM(select) against the threshold" },
+	{ .name = "op", .type = JK_ENUM, .flags = JK_REQUIRED, .vals = iv_ops,
+	  .desc = "accepted when every value of the interval is op threshold, rejected when none is" },
+	{ .name = "threshold", .type = JK_NUMBER, .flags = JK_REQUIRED | JK_EXCL_LO, .lo = 0,
+	  .hi = 1.7976931348623157e308, .desc = "the accept line, on the effect's scale (> 0)" },
+	{ .name = "method", .type = JK_ENUM, .flags = JK_REQUIRED, .vals = iv_methods,
+	  .desc = "welch-log (Student's t on the logs, Welch's for a ratio) or bootstrap "
+		  "(percentile, of the geometric mean or the ratio of geometric means)" },
+	{ .name = "level", .type = JK_NUMBER, .lo = 0.5, .hi = 0.999,
+	  .desc = "the interval's confidence level (default 0.95)" },
+	{ .name = "seed", .type = JK_INT, .lo = 0, .hi = 9007199254740991.0,
+	  .desc = "bootstrap: the resampling's random stream (required with bootstrap)" },
+	{ .name = "resamples", .type = JK_INT, .lo = 200, .hi = 1000000,
+	  .desc = "bootstrap: resamples drawn (required with bootstrap)" },
+	{ .name = "sd_log", .type = JK_NUMBER, .lo = 0, .hi = 100,
+	  .desc = "the run-to-run standard deviation of the metric's log, from pilot runs or the "
+		  "device model's replay ('coldstudy plan power'): what validate's power check uses" },
+	/* between keys (check_interval): the bootstrap registers its seed and resample count */
+	{ .schema = "{\"if\": {\"required\": [\"method\"], \"properties\": {\"method\": "
+		    "{\"const\": \"bootstrap\"}}}, \"then\": {\"required\": [\"seed\", "
+		    "\"resamples\"]}}" },
+};
+
 static const jv_key hyp_keys[] = {
 	{ .name = "id", .type = JK_STRING, .flags = JK_REQUIRED, .max = 16, .pattern = ID_PATTERN,
 	  .expect = "\"H\" and a number (H1, H2, ...)",
@@ -101,7 +138,24 @@ static const jv_key hyp_keys[] = {
 	  .schema = "{\"$ref\": \"#/$defs/rule\"}", .desc = "the rule that rejects it" },
 	{ .name = "notes", .type = JK_STRING, .flags = JK_EMPTY_OK, .max = HYP_FILE_CAP,
 	  .desc = "free text" },
-	{ 0 },
+	{ .name = "decision", .type = JK_ENUM, .vals = decisions,
+	  .desc = "rules (the default: accept and reject decide) or interval (the effect's "
+		  "confidence interval over replicates decides, the rules must agree)" },
+	{ .name = "interval", .type = JK_OBJECT, .sub = interval_keys,
+	  .desc = "with decision interval: {metric, select, over, op, threshold, method, level, "
+		  "seed, resamples, sd_log}" },
+	{ .name = "underpowered", .type = JK_BOOL,
+	  .desc = "registered as underpowered: validate's power check lets it through, and the "
+		  "verdict says so (needs underpowered_rationale)" },
+	{ .name = "underpowered_rationale", .type = JK_STRING, .max = HYP_FILE_CAP,
+	  .desc = "why the hypothesis is run below power 0.8" },
+	/* between keys (check_interval): interval exactly with decision interval; a rationale */
+	{ .schema = "{\"allOf\": [{\"if\": {\"required\": [\"decision\"], \"properties\": "
+		    "{\"decision\": {\"const\": \"interval\"}}}, \"then\": {\"required\": "
+		    "[\"interval\"]}, \"else\": {\"not\": {\"required\": [\"interval\"]}}}, "
+		    "{\"if\": {\"required\": [\"underpowered\"], \"properties\": "
+		    "{\"underpowered\": {\"const\": true}}}, \"then\": {\"required\": "
+		    "[\"underpowered_rationale\"]}}]}" },
 };
 
 int hyp_metric_known(const char *name)
@@ -170,6 +224,39 @@ static int check_prediction(const json_t *doc, const char *name, cs_err *e)
 	return 0;
 }
 
+/* Phase 4: an interval decision's keys agree with each other. */
+static int check_interval(const json_t *doc, const char *name, cs_err *e)
+{
+	const json_t *iv = json_object_get(doc, "interval");
+	const char *dec = json_string_value(json_object_get(doc, "decision"));
+	int is_iv = dec && !strcmp(dec, "interval");
+
+	if (is_iv && !iv)
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "%s: $.interval: missing (decision \"interval\" needs the effect, "
+				  "method and threshold)", name);
+	if (!is_iv && iv)
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "%s: $.interval: given without \"decision\": \"interval\"", name);
+	if (json_is_true(json_object_get(doc, "underpowered")) &&
+	    !json_is_string(json_object_get(doc, "underpowered_rationale")))
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "%s: $.underpowered_rationale: missing (underpowered needs a rationale)",
+				  name);
+	if (!iv)
+		return 0;
+	if (rule_select_validate(json_object_get(iv, "select"), name, "$.interval.select", e) ||
+	    (json_object_get(iv, "over") &&
+	     rule_select_validate(json_object_get(iv, "over"), name, "$.interval.over", e)))
+		return CS_EXIT_BADINPUT;
+	if (!strcmp(json_string_value(json_object_get(iv, "method")), "bootstrap") &&
+	    (!json_object_get(iv, "seed") || !json_object_get(iv, "resamples")))
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "%s: $.interval.%s: missing (the bootstrap registers its seed and "
+				  "resample count)", name, json_object_get(iv, "seed") ? "resamples" : "seed");
+	return 0;
+}
+
 /* Phase 2..4 over a loaded document; fills h's id, kind, metric. */
 static int validate(const json_t *doc, const char *name, hyp *h, cs_err *e)
 {
@@ -182,7 +269,8 @@ static int validate(const json_t *doc, const char *name, hyp *h, cs_err *e)
 	if (check_prediction(doc, name, e))
 		return CS_EXIT_BADINPUT;
 	if (rule_validate(json_object_get(doc, "accept"), name, "$.accept", e) ||
-	    rule_validate(json_object_get(doc, "reject"), name, "$.reject", e))
+	    rule_validate(json_object_get(doc, "reject"), name, "$.reject", e) ||
+	    check_interval(doc, name, e))
 		return CS_EXIT_BADINPUT;
 	return 0;
 }

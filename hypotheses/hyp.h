@@ -7,7 +7,10 @@
  * a figure reported that the design could not fail, never confirmatory;
  * harness/canfail.c), metric (from
  * the vocabulary), unit, prediction {value, band95: [low, high]}, accept
- * and reject (rules), optional notes. Rules are JSON predicates over run
+ * and reject (rules), optional notes, and optionally decision "interval"
+ * with interval {metric, select, over, op, threshold, method, level, seed,
+ * resamples, sd_log} (the effect's confidence interval over replicates
+ * decides) and underpowered with its rationale. Rules are JSON predicates over run
  * measurements and are never evaluated as code (see rule_eval).
  *
  * Error convention: 0 or CS_EXIT_* with cs_err naming file, line:column or
@@ -79,6 +82,12 @@ json_t *rule_schema_defs(void);
  * Limits: depth 32, 1024 nodes, 64 tags a selection.
  */
 int rule_validate(const json_t *rule, const char *name, const char *where, cs_err *e);
+
+/* Validate a selection ({tags, not_tags, hypothesis}) at where, as rule_validate does. */
+int rule_select_validate(const json_t *sel, const char *name, const char *where, cs_err *e);
+
+/* 1 if run ({tags, hypotheses, ...}) matches the selection sel, else 0. */
+int rule_select_match(const json_t *run, const json_t *sel);
 
 /*
  * Evaluate a rule over runs: a JSON array of {"id": "...", "tags": [...],

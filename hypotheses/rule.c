@@ -269,6 +269,13 @@ static int v_rule(vctx *c, const json_t *r, const char *path, int depth)
 	return 0;
 }
 
+int rule_select_validate(const json_t *sel, const char *name, const char *where, cs_err *e)
+{
+	vctx c = { .name = name ? name : "select", .e = e, .nodes = 0 };
+
+	return v_select(&c, sel, where ? where : "$");
+}
+
 int rule_validate(const json_t *rule, const char *name, const char *where, cs_err *e)
 {
 	vctx c = { .name = name ? name : "rule", .e = e, .nodes = 0 };
@@ -333,6 +340,11 @@ static int selected(const json_t *run, const json_t *sel)
 	if (h && !cs_json_has_string(hyps, json_string_value(h)))
 		return 0;
 	return 1;
+}
+
+int rule_select_match(const json_t *run, const json_t *sel)
+{
+	return selected(run, sel);
 }
 
 static int dbl_cmp(const void *a, const void *b)

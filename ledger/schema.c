@@ -53,6 +53,8 @@ static const kind_schema schemas[] = {
 	 {{"because", 'S', 1}, {"access_state", 'T', 0}, {"hypothesis", 'S', 0},
 	  {"run_id", 'S', 0}, {"cause", 'S', 0}}},
 	{"note", {{"text", 'S', 0}}},
+	{"replication_of",
+	 {{"study", 'S', 1}, {"checkpoint", 'S', 1}, {"checkpoint_sha256", 'H', 1}, {"seed", 'I', 1}}},
 };
 
 /* Does v have type t (see member)? */

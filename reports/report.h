@@ -27,6 +27,15 @@ struct ledger;
  */
 int report_verdicts(struct ledger *l, int64_t as_of, int record, json_t **out, cs_err *e);
 
+/*
+ * Compare the verdicts of a study a and its replication b (neither
+ * recorded): one row a hypothesis of a {hypothesis, class, verdict_a,
+ * verdict_b (absent when b lacks it), agree, interval_a, interval_b} in
+ * *rows (new). *disagree = 1 when a confirmatory hypothesis's verdicts
+ * differ (or b lacks it). 0 or an exit code.
+ */
+int report_compare(struct ledger *a, struct ledger *b, json_t **rows, int *disagree, cs_err *e);
+
 /* A string of a rule result: "true", "false", "undetermined". */
 const char *report_tri(int result);
 

@@ -69,37 +69,37 @@ const char *report_metric_unit(const char *metric)
 
 /*
  * A metric across a run's repeats: the number of repeats where it is a
- * number, their mean, standard deviation (n - 1) and the 95% interval of
- * the mean (Student t, n - 1 degrees of freedom). 0 when fewer than two.
+ * number, their mean, standard deviation (n - 1) and the 95% interval
+ * (holdout_interval_of_mean: on the log scale when every repeat is
+ * positive, so a QPS or latency interval never reaches 0 or below). 0 when
+ * fewer than two.
  */
 static size_t rep_stats(const json_t *reps, const char *metric, double *mean, double *sd,
 			double *lo, double *hi)
 {
-	double sum = 0, ss = 0, t;
+	double sum = 0, ss = 0, v[1000];
 	size_t n = 0, i;
 	json_t *r;
+	holdout_interval iv;
 
 	json_array_foreach(reps, i, r) {
-		const json_t *v = json_object_get(r, metric);
+		const json_t *x = json_object_get(r, metric);
 
-		if (json_is_number(v)) {
-			sum += json_number_value(v);
-			n++;
+		if (json_is_number(x) && n < sizeof(v) / sizeof(v[0])) {
+			v[n] = json_number_value(x);
+			sum += v[n++];
 		}
 	}
 	if (n < 2)
 		return 0;
 	*mean = sum / (double) n;
-	json_array_foreach(reps, i, r) {
-		const json_t *v = json_object_get(r, metric);
-
-		if (json_is_number(v))
-			ss += (json_number_value(v) - *mean) * (json_number_value(v) - *mean);
-	}
+	for (i = 0; i < n; i++)
+		ss += (v[i] - *mean) * (v[i] - *mean);
 	*sd = sqrt(ss / (double) (n - 1));
-	t = holdout_t_quantile(0.975, (double) (n - 1));
-	*lo = *mean - t * *sd / sqrt((double) n);
-	*hi = *mean + t * *sd / sqrt((double) n);
+	if (holdout_interval_of_mean(v, n, 0.95, &iv))
+		return 0;
+	*lo = iv.lo;
+	*hi = iv.hi;
 	return n;
 }
 
@@ -196,6 +196,22 @@ static json_t *run_row(const char *id, const json_t *rec, const json_t *start)
 	json_object_set_new(row, "started", copy_or_null(json_object_get(rec, "started")));
 	json_object_set_new(row, "spec_file", copy_or_null(json_object_get(rec, "spec_file")));
 	json_object_set_new(row, "spec_sha256", copy_or_null(json_object_get(src, "spec_sha256")));
+	{
+		/* which replicate of its spec (records before replicates: the one of one) */
+		const json_t *rp = json_object_get(rec, "replicate");
+
+		json_object_set_new(row, "replicate",
+				    rec ? json_integer(json_is_object(rp) ? json_integer_value(json_object_get(rp, "index")) : 1)
+					: json_null());
+		json_object_set_new(row, "replicates",
+				    rec ? json_integer(json_is_object(rp) ? json_integer_value(json_object_get(rp, "of")) : 1)
+					: json_null());
+		json_object_set_new(row, "replicate_group",
+				    rec ? json_string(json_is_object(rp) && json_is_string(json_object_get(rp, "group"))
+							      ? json_string_value(json_object_get(rp, "group"))
+							      : id)
+					: json_null());
+	}
 	json_object_set_new(row, "index_kind",
 			    copy_or_null(json_object_get(json_object_get(rec, "index"), "kind")));
 	json_object_set_new(row, "index_dir",
@@ -475,18 +491,18 @@ static const char *cell(const json_t *v, char out[REPORT_NUM_MAX])
 
 /* The columns a person sees in `coldstudy runs S` (the CSV has all). */
 static const char *const table_cols[] = {
-	"run_id", "kind", "status", "clients", "mode", "device", "cold", "query_count",
+	"run_id", "kind", "status", "replicate", "replicate_group", "clients", "mode", "device", "cold", "query_count",
 	"wall_s", "qps", "lat_p50_ms", "lat_p99_ms", "recall_at_k", "reads_per_query",
 	NULL,
 };
 
 static const char *const table_heads[] = {
-	"run", "kind", "status", "clients", "mode", "device", "cold", "queries",
+	"run", "kind", "status", "rep", "group", "clients", "mode", "device", "cold", "queries",
 	"wall s", "qps", "p50 ms", "p99 ms", "recall", "reads/q",
 	NULL,
 };
 
-static const char table_left[] = {1, 1, 1, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+static const char table_left[] = {1, 1, 1, 0, 1, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
 
 static void write_table(const json_t *rows, FILE *out)
 {
@@ -689,6 +705,14 @@ static void write_run_text(const json_t *rec, FILE *out)
 	report_run_summary(rec, out);
 	fprintf(out, "\nspec      %s\n", str_or(rec, "spec_file", "(not recorded)"));
 	fprintf(out, "sha256    %s\n", str_or(rec, "spec_sha256", "?"));
+	if (json_is_object(json_object_get(rec, "replicate"))) {
+		const json_t *rp = json_object_get(rec, "replicate");
+
+		fprintf(out, "replicate %lld of %lld (group %s)\n",
+			(long long) json_integer_value(json_object_get(rp, "index")),
+			(long long) json_integer_value(json_object_get(rp, "of")),
+			str_or(rp, "group", "?"));
+	}
 	fprintf(out, "index     %s (%s)\n", str_or(json_object_get(rec, "index"), "dir", "?"),
 		str_or(json_object_get(rec, "index"), "kind", "?"));
 	fprintf(out, "started   %s\nended     %s\n", str_or(rec, "started", "?"),

@@ -123,7 +123,21 @@ int rpt_sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 
 			rpt_cell_s(r, rpt_time_words(rpt_time_basis(run), tw));
 		}
-		rpt_cell_s(r, spec ? spec : "n/a");
+		{
+			/* a replicate of a spec that registers several: which, and its group */
+			const json_t *rp = json_object_get(p, "replicate");
+			char sp[512];
+
+			if (json_integer_value(json_object_get(rp, "of")) > 1)
+				snprintf(sp, sizeof(sp), "%s (replicate %lld of %lld, group %s)",
+				         spec ? spec : "n/a",
+				         (long long) json_integer_value(json_object_get(rp, "index")),
+				         (long long) json_integer_value(json_object_get(rp, "of")),
+				         rpt_str(rp, "group") ?: "?");
+			else
+				snprintf(sp, sizeof(sp), "%s", spec ? spec : "n/a");
+			rpt_cell_s(r, sp);
+		}
 		rpt_cell_j(r, json_object_get(p, "hypotheses"));
 		rpt_cell_s(r, rpt_str(f, "kind") ?: rpt_str(json_object_get(p, "index"), "kind") ?: "n/a");
 		rpt_cell_s(r, rpt_str(f, "mode") ?: "n/a");

@@ -128,7 +128,15 @@ void rpt_sec_verdicts(doc *d, const model *m)
 		r = rpt_row(t);
 		rpt_cell_s(r, h);
 		rpt_cell_s(r, rpt_str(v, "kind"));
-		rpt_cell_s(r, rpt_str(v, "verdict"));
+		{
+			char vt[96];
+
+			snprintf(vt, sizeof(vt), "%s%s", rpt_str(v, "verdict") ?: "?",
+			         json_is_true(json_object_get(v, "underpowered"))
+			             ? " (registered underpowered)"
+			             : "");
+			rpt_cell_s(r, vt);
+		}
 		rpt_cell_s(r, !strcmp(rpt_str(v, "class") ?: "", "exploratory")
 		                  ? (json_is_true(json_object_get(v, "post_hoc"))
 		                         ? "exploratory (post hoc)"
@@ -173,6 +181,51 @@ void rpt_sec_verdicts(doc *d, const model *m)
 		} else {
 			rpt_cell_s(r, "none");
 		}
+	}
+	/* Hypotheses decided by an interval: the estimate, the interval and n on each side. */
+	t = NULL;
+	json_array_foreach(m->verdicts, i, v)
+	{
+		const json_t *iv = json_object_get(v, "interval"), *ci = json_object_get(iv, "interval");
+		char a[REPORT_NUM_MAX], lo[REPORT_NUM_MAX], hi[REPORT_NUM_MAX], txt[160];
+
+		if (!iv)
+			continue;
+		if (!t)
+			t = rpt_table(d,
+			              "Decisions from intervals: the effect over the replicates (a "
+			              "geometric mean, or a ratio of two), its interval, the runs on each "
+			              "side, the registered line and what the interval says.",
+			              "Hypothesis", "Effect", "Estimate", "Interval", "Method", "Runs (n)",
+			              "Accept when", "Interval says", NULL);
+		r = rpt_row(t);
+		rpt_cell_s(r, rpt_str(v, "hypothesis"));
+		rpt_cell_s(r, json_object_get(iv, "n_over") ? "ratio of geometric means"
+		                                            : "geometric mean");
+		rpt_cell_s(r, report_fmt_json(json_object_get(iv, "estimate"), a));
+		if (json_is_array(ci)) {
+			snprintf(txt, sizeof(txt), "[%s, %s]",
+			         report_fmt_json(json_array_get(ci, 0), lo),
+			         report_fmt_json(json_array_get(ci, 1), hi));
+			rpt_cell_s(r, txt);
+		} else {
+			rpt_cell_s(r, rpt_str(iv, "why") ?: "none");
+		}
+		snprintf(txt, sizeof(txt), "%s, %s%%", rpt_str(iv, "method") ?: "?",
+		         report_fmt_num(100 * json_number_value(json_object_get(iv, "level")), a));
+		rpt_cell_s(r, txt);
+		if (json_object_get(iv, "n_over"))
+			snprintf(txt, sizeof(txt), "%lld / %lld",
+			         (long long) json_integer_value(json_object_get(iv, "n_select")),
+			         (long long) json_integer_value(json_object_get(iv, "n_over")));
+		else
+			snprintf(txt, sizeof(txt), "%lld",
+			         (long long) json_integer_value(json_object_get(iv, "n_select")));
+		rpt_cell_s(r, txt);
+		snprintf(txt, sizeof(txt), "whole interval %s %s", rpt_str(iv, "op") ?: "?",
+		         report_fmt_json(json_object_get(iv, "threshold"), a));
+		rpt_cell_s(r, txt);
+		rpt_cell_s(r, rpt_str(iv, "result"));
 	}
 	rpt_fold_open(d, "The numbers each rule saw, hypothesis by hypothesis");
 	rpt_p(d, "The numbers each rule saw:");

@@ -32,8 +32,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "holdout.h"
 #include "hyp.h"
 #include "ledger.h"
+
+#include <math.h>
 
 typedef struct {
 	int64_t as_of;
@@ -190,12 +193,119 @@ static int eval_both(const json_t *doc, const json_t *runs, const char *id, int 
 	return rc;
 }
 
+/* The values of metric in the runs sel matches (new arrays: values, run ids). */
+static size_t group_values(const json_t *runs, const json_t *sel, const char *metric, double **v,
+			   json_t *ids)
+{
+	size_t n = 0, i;
+	json_t *r;
+
+	*v = calloc(json_array_size(runs) + 1, sizeof(**v));
+	if (!*v)
+		return 0;
+	json_array_foreach(runs, i, r) {
+		const json_t *x = json_object_get(json_object_get(r, "metrics"), metric);
+
+		if (!rule_select_match(r, sel) || !json_is_number(x))
+			continue;
+		(*v)[n++] = json_number_value(x);
+		json_array_append(ids, json_object_get(r, "id"));
+	}
+	return n;
+}
+
+/*
+ * An interval decision (decision "interval") over runs: 1 accept (the
+ * whole interval beyond the threshold), 0 reject (wholly on the other
+ * side), -1 unresolved (straddling, or no interval). *out: what was seen
+ * (new): the method, the estimate, the interval, n on each side, the runs.
+ * plan_seed: the plan's seed (or NULL), mixed into a bootstrap's.
+ */
+static int interval_decide(const json_t *doc, const json_t *runs, const json_t *plan_seed,
+			   json_t **out)
+{
+	const json_t *iv = json_object_get(doc, "interval");
+	const char *metric = json_string_value(json_object_get(iv, "metric"));
+	const char *op = json_string_value(json_object_get(iv, "op"));
+	const json_t *over = json_object_get(iv, "over");
+	double thr = json_number_value(json_object_get(iv, "threshold")), *a = NULL, *b = NULL;
+	json_t *ida = json_array(), *idb = json_array();
+	holdout_iv_opts o = {0};
+	holdout_interval res;
+	size_t na, nb = 0;
+	int ge = !strcmp(op, ">="), result = -1;
+
+	o.method = !strcmp(json_string_value(json_object_get(iv, "method")), "bootstrap")
+			   ? HOLDOUT_IV_BOOTSTRAP
+			   : HOLDOUT_IV_WELCH_LOG;
+	o.level = json_is_number(json_object_get(iv, "level"))
+			  ? json_number_value(json_object_get(iv, "level"))
+			  : 0.95;
+	o.seed = (uint64_t) json_integer_value(json_object_get(iv, "seed"));
+	/* a replication (plan.seed) resamples afresh from the same registered seed */
+	if (json_is_integer(plan_seed))
+		o.seed ^= (uint64_t) json_integer_value(plan_seed) * 0x9e3779b97f4a7c15ull;
+	o.resamples = (unsigned) json_integer_value(json_object_get(iv, "resamples"));
+	na = group_values(runs, json_object_get(iv, "select"), metric, &a, ida);
+	if (over)
+		nb = group_values(runs, over, metric, &b, idb);
+	if (!a || (over && !b)) {
+		memset(&res, 0, sizeof(res));
+		snprintf(res.why, sizeof(res.why), "out of memory");
+	} else if (!holdout_interval_compute(&o, a, na, over ? b : NULL, nb, &res)) {
+		if (ge ? res.lo >= thr : res.hi <= thr)
+			result = 1;
+		else if (ge ? res.hi < thr : res.lo > thr)
+			result = 0;
+	}
+	*out = json_pack("{s:s,s:s,s:f,s:s,s:f,s:s,s:I,s:I,s:o,s:o}", "method",
+			 holdout_interval_method_name(o.method), "metric", metric, "level", o.level,
+			 "op", op, "threshold", thr, "result",
+			 result == 1 ? "accept" : result == 0 ? "reject" : "unresolved", "n_select",
+			 (json_int_t) na, "n_over", (json_int_t) nb, "runs_select", ida, "runs_over",
+			 idb);
+	if (*out && res.why[0]) {
+		json_object_set_new(*out, "why", json_string(res.why));
+	} else if (*out) {
+		json_object_set_new(*out, "estimate", json_real(res.estimate));
+		json_object_set_new(*out, "interval", json_pack("[f,f]", res.lo, res.hi));
+		if (isfinite(res.df))
+			json_object_set_new(*out, "df", json_real(res.df));
+	}
+	if (*out && !over)
+		json_object_del(*out, "n_over");
+	free(a);
+	free(b);
+	return result;
+}
+
+/* Does the hypothesis decide by an interval? */
+static int by_interval(const json_t *doc)
+{
+	const char *d = json_string_value(json_object_get(doc, "decision"));
+
+	return d && !strcmp(d, "interval");
+}
+
+/*
+ * The rules and an interval decision together: rejected when either
+ * rejects; accepted only when the interval accepts and the accept rule
+ * holds. *acc and *rej come in as the rules' and leave as the verdict's.
+ */
+static void combine_interval(int ivd, int *acc, int *rej)
+{
+	if (ivd == 0)
+		*rej = 1;
+	if (*acc == 1 && ivd != 1)
+		*acc = -1;
+}
+
 /* The verdict payload for one hypothesis. */
 static int judge(gather *g, const char *id, json_t **out, cs_err *e)
 {
 	json_t *h = json_object_get(g->hyps, id), *doc = json_object_get(h, "doc");
 	json_t *runs = json_array(), *devs = json_array(), *decide = NULL, *sceptic = NULL;
-	json_t *sruns = json_array(), *sc = NULL;
+	json_t *sruns = json_array(), *sc = NULL, *ivj = NULL;
 	json_t *acc_trace = NULL, *rej_trace = NULL, *ref = json_object_get(g->refute, id);
 	const char *kind = json_string_value(json_object_get(doc, "kind")) ?: "";
 	int64_t hseq = json_integer_value(json_object_get(h, "seq"));
@@ -228,6 +338,8 @@ static int judge(gather *g, const char *id, json_t **out, cs_err *e)
 	rc = eval_both(doc, runs, id, &acc, &acc_trace, &rej, &rej_trace, e);
 	if (rc)
 		goto out;
+	if (by_interval(doc))
+		combine_interval(interval_decide(doc, runs, json_object_get(g->plan.plan, "seed"), &ivj), &acc, &rej);
 	if (rej == 1)
 		verdict = "rejected";
 	else if (acc == 1 && json_array_size(ref) > 0)
@@ -260,6 +372,12 @@ static int judge(gather *g, const char *id, json_t **out, cs_err *e)
 		} else {
 			view = sceptic_view(runs, sruns);
 			rc = eval_both(doc, view, id, &sacc, &t1, &srej, &t2, e);
+			if (!rc && by_interval(doc)) {
+				json_t *siv = NULL;
+
+				combine_interval(interval_decide(doc, view, json_object_get(g->plan.plan, "seed"), &siv), &sacc, &srej);
+				json_object_set_new(sc, "interval", siv ? siv : json_null());
+			}
 			json_decref(view);
 			if (rc) {
 				json_decref(t1);
@@ -293,9 +411,14 @@ static int judge(gather *g, const char *id, json_t **out, cs_err *e)
 	devs = NULL;
 	if (*out && sc)
 		json_object_set(*out, "sceptic", sc);
+	if (*out && ivj)
+		json_object_set(*out, "interval", ivj);
+	if (*out && json_is_true(json_object_get(doc, "underpowered")))
+		json_object_set_new(*out, "underpowered", json_true());
 	if (*out && !exploratory && !ledger_plan_maps(&g->plan, id))
 		json_object_set_new(*out, "unplanned", json_true());
 out:
+	json_decref(ivj);
 	json_decref(acc_trace);
 	json_decref(rej_trace);
 	json_decref(runs);
@@ -390,5 +513,55 @@ out:
 	json_decref(g.devs);
 	json_decref(g.last);
 	ledger_plan_free(&g.plan);
+	return rc;
+}
+
+/* The verdict of id in all (borrowed), or NULL. */
+static const json_t *verdict_of(const json_t *all, const char *id)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(all, i, v)
+		if (!strcmp(json_string_value(json_object_get(v, "hypothesis")) ?: "", id))
+			return v;
+	return NULL;
+}
+
+int report_compare(struct ledger *a, struct ledger *b, json_t **rows, int *disagree, cs_err *e)
+{
+	json_t *va = NULL, *vb = NULL, *out = json_array(), *v;
+	size_t i;
+	int rc;
+
+	*rows = NULL;
+	*disagree = 0;
+	rc = report_verdicts(a, 0, 0, &va, e);
+	if (!rc)
+		rc = report_verdicts(b, 0, 0, &vb, e);
+	if (rc)
+		goto out;
+	json_array_foreach(va, i, v) {
+		const char *id = json_string_value(json_object_get(v, "hypothesis"));
+		const json_t *w = verdict_of(vb, id);
+		const char *x = json_string_value(json_object_get(v, "verdict"));
+		const char *y = w ? json_string_value(json_object_get(w, "verdict")) : NULL;
+		int conf = !strcmp(json_string_value(json_object_get(v, "class")) ?: "", "confirmatory");
+		int agree = y && !strcmp(x, y);
+
+		if (conf && !agree)
+			*disagree = 1;
+		json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s?, s:b, s:O?, s:O?}", "hypothesis",
+						     id, "class", conf ? "confirmatory" : "exploratory",
+						     "verdict_a", x, "verdict_b", y, "agree", agree,
+						     "interval_a", json_object_get(v, "interval"),
+						     "interval_b", w ? json_object_get(w, "interval") : NULL));
+	}
+	*rows = out;
+	out = NULL;
+out:
+	json_decref(out);
+	json_decref(va);
+	json_decref(vb);
 	return rc;
 }

@@ -12,7 +12,8 @@
 #   ./scripts/demo.sh build disk-tier        (or: scripts/demo-disk-tier.sh build [WORK_DIR])
 #
 # Environment, for smaller runs (tests use them): DEMO_BASE and DEMO_QUERIES
-# (dataset specs; default fashion-mnist:train and :test).
+# (dataset specs; default fashion-mnist:train and :test); DEMO_SEED=N registers
+# plan.seed N, so every run draws other streams.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "${1:-build}" 2>/dev/null && pwd) || { echo "demo: build directory '${1:-build}' not found (meson setup build && ninja -C build)" >&2; exit 2; }
@@ -33,6 +34,7 @@ S=../S
 mkdir -p work
 sed -e "s|\"fashion-mnist:train\"|\"$BASE\"|" -e "s|\"fashion-mnist:test\"|\"$QUERIES\"|" \
 	study.json > study.demo.json
+seed_plan study.demo.json
 
 step "build the production stand-in: HFresh over $BASE with the default shape (the blog's at 784-d)"
 t0=$(date +%s)

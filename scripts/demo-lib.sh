@@ -13,9 +13,24 @@ run_specs() {
 	for f in "$@"; do
 		printf '%-40s ' "$f"
 		rid=$("$CS" run "$S" "$f" -q) || die "$what $f failed (exit $?)"
-		echo "$rid"
-		echo "$f $rid" >> "$W/run-ids.txt"
+		# a spec with "replicates": N prints N ids, one a line
+		# shellcheck disable=SC2086
+		echo $rid
+		for r in $rid; do echo "$f $r" >> "$W/run-ids.txt"; done
 	done
+}
+
+# seed_plan FILE: with DEMO_SEED set, the study spec's plan.seed (every run's random stream and
+# every bootstrap mix it in), so that a rerun with another seed draws afresh from the same specs.
+seed_plan() {
+	[ -n "${DEMO_SEED:-}" ] || return 0
+	python3 - "$1" "$DEMO_SEED" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d.setdefault("plan", {})["seed"] = int(sys.argv[2])
+json.dump(d, open(sys.argv[1], "w"), indent=2)
+PY
+	echo "plan.seed $DEMO_SEED (DEMO_SEED)"
 }
 
 # validate_study: validate; a refusal (exit 3: a hypothesis cannot fail, or a guard) ends

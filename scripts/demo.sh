@@ -18,7 +18,9 @@
 #
 # Environment, for smaller runs (tests/study uses them): DEMO_BASE and
 # DEMO_QUERIES (dataset specs), DEMO_PARTITIONS (default 64; holdout
-# partitions 37 and 51 become 37 % P and 51 % P), DEMO_EF_CONSTRUCTION (64).
+# partitions 37 and 51 become 37 % P and 51 % P), DEMO_EF_CONSTRUCTION (64);
+# DEMO_SEED=N registers plan.seed N: every run draws other streams (a rerun
+# "with a different seed"; compare the verdicts of two such runs).
 set -eu
 # Which study: `demo.sh BUILD disk-tier [WORK]` runs the blog seed's study
 # (scripts/demo-disk-tier.sh); `demo.sh BUILD cold-query [WORK]` or no name
@@ -50,6 +52,7 @@ mkdir -p work
 # The study's datasets and, for a smaller index, its holdout partitions.
 sed -e "s|\"fashion-mnist:train\"|\"$BASE\"|" -e "s|\"fashion-mnist:test\"|\"$QUERIES\"|" \
 	study.json > study.demo.json
+seed_plan study.demo.json
 if [ "$P" != 64 ]; then
 	for f in holdout/*.json; do
 		sed -i -e "s/\"partitions\": \[37\]/\"partitions\": [$((37 % P))]/" \

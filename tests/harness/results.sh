@@ -98,7 +98,8 @@ sys.exit(bad)
 PY
 
 # Repeats: each from a cold state again, after warm-up queries; metrics the means, the
-# spread and a 95% interval out in the tables; raw rows tagged by repeat.
+# spread and a 95% interval out in the tables (on the log scale: positive); raw rows tagged
+# by repeat.
 printf '{"index":"%s",%s,"cold":true,"repeat":3,"warmup_queries":2}' "$T/clone" "$q" > "$T/rep.json"
 idr=$("$cs" run "$S" "$T/rep.json" -q) || { echo "FAIL: repeat run"; exit 1; }
 "$cs" run show "$S" "$idr" >"$T/rep.txt" || fail=1
@@ -125,9 +126,15 @@ if row["repeat"] != 3 or row["warmup_queries"] != 2: fail("settings columns %s %
 w = [r["wall_s"] for r in reps]; mu = sum(w) / 3
 sd = math.sqrt(sum((x - mu) ** 2 for x in w) / 2)
 if abs(row["wall_s_sd"] - sd) > 1e-9 * max(1, sd): fail("wall_s_sd %s, expected %s" % (row["wall_s_sd"], sd))
-half = 4.302652729911275 * sd / math.sqrt(3)  # t(0.975, 2)
-if abs(row["wall_s_ci95_lo"] - (mu - half)) > 1e-6 * max(1, mu) or abs(row["wall_s_ci95_hi"] - (mu + half)) > 1e-6 * max(1, mu):
-    fail("wall_s 95%% interval [%s, %s], expected [%s, %s]" % (row["wall_s_ci95_lo"], row["wall_s_ci95_hi"], mu - half, mu + half))
+# the interval of a positive metric is the geometric mean's, t(0.975, 2) on the logs: never <= 0
+lw = [math.log(x) for x in w]; lmu = sum(lw) / 3
+lsd = math.sqrt(sum((x - lmu) ** 2 for x in lw) / 2)
+half = 4.302652729911275 * lsd / math.sqrt(3)  # t(0.975, 2)
+lo, hi = math.exp(lmu - half), math.exp(lmu + half)
+if abs(row["wall_s_ci95_lo"] - lo) > 1e-6 * max(1, lo) or abs(row["wall_s_ci95_hi"] - hi) > 1e-6 * max(1, hi):
+    fail("wall_s 95%% interval [%s, %s], expected [%s, %s]" % (row["wall_s_ci95_lo"], row["wall_s_ci95_hi"], lo, hi))
+for m in ("wall_s", "qps", "lat_p99_ms", "lat_mean_ms"):
+    if not row[m + "_ci95_lo"] > 0: fail("%s interval reaches %s (a positive quantity)" % (m, row[m + "_ci95_lo"]))
 if row["lat_samples"] != 12 or row["lat_p99_indicative"] is not True: fail("percentile samples %s / flag %s" % (row["lat_samples"], row["lat_p99_indicative"]))
 q = list(csv.DictReader(open(T + "/rep.csv", newline="")))
 if len(q) != 36 or sorted({r["repeat"] for r in q}) != ["0", "1", "2"]: fail("%d raw rows, repeats %s" % (len(q), sorted({r["repeat"] for r in q})))
