@@ -210,7 +210,19 @@ static int score(const char *dir, const holdout_score_opts *o, int as_json)
 		       (long long) json_integer_value(json_object_get(s, "inside")),
 		       (long long) json_integer_value(json_object_get(s, "min_inside")),
 		       json_is_true(json_object_get(s, "passed_inside")) ? "met" : "missed");
-	printf("the registered test: %s\n", json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL");
+	printf("the registered test: %s%s\n", json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL",
+	       json_is_true(json_object_get(s, "interim")) ? " (interim: UNFINISHED, exit 7)" : "");
+	if (json_is_object(json_object_get(s, "amended"))) {
+		const json_t *am = json_object_get(s, "amended");
+
+		printf("amended after the holdout was seen (study record seq %lld, holdout seen at "
+		       "seq %lld): against %.3f it would %s; the score of record keeps the "
+		       "registered rule\n",
+		       (long long) json_integer_value(json_object_get(am, "study_seq")),
+		       (long long) json_integer_value(json_object_get(am, "holdout_seen_seq")),
+		       json_number_value(json_object_get(am, "threshold")),
+		       json_is_true(json_object_get(am, "passed")) ? "PASS" : "FAIL");
+	}
 	printf("%lld of %lld inside their %g%% bands; two-sided binomial p = %.3f over the rows, "
 	       "%.3f over the %lld independent holdout runs behind them%s\n",
 	       (long long) json_integer_value(json_object_get(s, "inside")),
@@ -311,8 +323,11 @@ static const char holdout_usage[] =
 	"independent runs behind them), and pass/fail by the plan's rule (threshold, minimum\n"
 	"inside). --threshold other than the plan's is refused (exit 3); without a plan it sets\n"
 	"the threshold (default 0.35). A score before every target has its run is refused\n"
-	"(exit 3) unless --interim, which records it as interim. The first complete score is\n"
-	"the score; later ones are re-scores. Exit 6 when the registered test failed.\n";
+	"(exit 3) unless --interim, which records it as interim (exit 7: unfinished). The first\n"
+	"complete score is the score; later ones are re-scores. The rule is the one registered\n"
+	"before the holdout was seen (the first holdout run or score): a plan amended after that\n"
+	"is shown beside it, labelled, and never changes the result or the exit. The log is\n"
+	"verified first (exit 4). Exit 6 when the registered test failed.\n";
 
 int cmd_holdout(int argc, char **argv)
 {
@@ -436,7 +451,7 @@ static size_t print_group(const json_t *all, const char *cls, int provisional, c
 		const char *c = json_string_value(json_object_get(v, "class")) ?: "";
 		const char *x = json_string_value(json_object_get(v, "verdict")) ?: "";
 		const json_t *sc = json_object_get(v, "sceptic");
-		char sct[32] = "-";
+		char sct[32] = "-", id[64];
 
 		if (strcmp(c, cls) || (provisional >= 0 && provisional != !strcmp(x, "provisional")))
 			continue;
@@ -448,17 +463,54 @@ static size_t print_group(const json_t *all, const char *cls, int provisional, c
 			snprintf(sct, sizeof(sct), "%lld/%lld",
 				 (long long) json_integer_value(json_object_get(sc, "done")),
 				 (long long) json_integer_value(json_object_get(sc, "planned")));
-		printf("%-5s %-13s %-11s %-13s %-13s %5zu %-8s %zu/%zu%s\n",
-		       json_string_value(json_object_get(v, "hypothesis")),
+		snprintf(id, sizeof(id), "%s%s", json_string_value(json_object_get(v, "hypothesis")) ?: "?",
+			 json_object_get(v, "version") ? "'" : "");
+		printf("%-5s %-13s %-11s %-13s %-13s %5zu %-8s %zu/%zu%s%s\n", id,
 		       json_string_value(json_object_get(v, "kind")) ?: "", x,
 		       json_string_value(json_object_get(json_object_get(v, "accept"), "result")),
 		       json_string_value(json_object_get(json_object_get(v, "reject"), "result")),
 		       json_array_size(json_object_get(v, "runs")), sct,
 		       json_array_size(json_object_get(v, "refutations")),
 		       json_array_size(json_object_get(v, "deviations")),
-		       json_is_true(json_object_get(v, "post_hoc")) ? "  post hoc" : "");
+		       json_is_true(json_object_get(v, "post_hoc")) ? "  post hoc" : "",
+		       json_object_get(v, "version") ? " (the amended version; the registered one keeps "
+						       "its verdict above)"
+		       : json_object_get(v, "amended_later")
+			       ? "  amended later: the amended version is listed as exploratory"
+			       : "");
 	}
 	return n;
+}
+
+/* The holdout line of `verdicts`: the score of record, an amended rule beside it, or unfinished. */
+static void print_holdout_state(const json_t *test, const json_t *state)
+{
+	const json_t *am = json_object_get(test, "amended") ?: json_object_get(state, "amended");
+
+	if (test) {
+		printf("holdout: the score of record (seq %lld) %s: median relative error "
+		       "%.3f against %.3f (the rule registered before the holdout was seen)\n",
+		       (long long) json_integer_value(json_object_get(test, "seq")),
+		       json_is_true(json_object_get(test, "passed")) ? "PASSED" : "FAILED",
+		       json_number_value(json_object_get(test, "mdape")),
+		       json_number_value(json_object_get(test, "threshold")));
+		if (am)
+			printf("holdout: amended after the holdout was seen (study record seq %lld): "
+			       "against %.3f it would have %s; not the score of record\n",
+			       (long long) json_integer_value(json_object_get(am, "study_seq")),
+			       json_number_value(json_object_get(am, "threshold")),
+			       json_is_true(json_object_get(am, "passed")) ? "passed" : "failed");
+	} else if (json_is_true(json_object_get(state, "unfinished"))) {
+		printf("holdout: UNFINISHED: no score of record (%lld of %lld targets without a "
+		       "run, %lld predictions, %lld interim scores); the registered test is not "
+		       "decided (exit 7)\n",
+		       (long long) json_array_size(json_object_get(state, "targets_without_run")),
+		       (long long) json_integer_value(json_object_get(state, "targets")),
+		       (long long) json_integer_value(json_object_get(state, "predictions")),
+		       (long long) json_integer_value(json_object_get(state, "interim_scores")));
+	} else {
+		printf("holdout: none registered\n");
+	}
 }
 
 int cmd_verdicts(int argc, char **argv)
@@ -467,7 +519,7 @@ int cmd_verdicts(int argc, char **argv)
 	int as_json = 0, record = 1;
 	uint64_t as_of = 0;
 	ledger *l = NULL;
-	json_t *all = NULL, *test = NULL;
+	json_t *all = NULL, *test = NULL, *state = NULL;
 	cs_err e = {0};
 	int rc;
 
@@ -480,8 +532,13 @@ int cmd_verdicts(int argc, char **argv)
 		       "and not refuting, no refutation), provisional (accept holds, sceptic runs\n"
 		       "missing or none registered), refuted (a refutation record or the sceptic\n"
 		       "runs), unresolved otherwise. Each changed verdict is a ledger record naming\n"
-		       "its runs; --as-of SEQ recomputes from the records up to SEQ. Exit 6 when the\n"
-		       "registered holdout test (the score of record) failed.\n");
+		       "its runs; --as-of SEQ recomputes from the records up to SEQ. A hypothesis\n"
+		       "amended after the first run keeps its registered version's verdict in the\n"
+		       "confirmatory table; the amended version (H3') is an exploratory entry.\n"
+		       "The log is verified first (exit 4 on an edited log or a record appended\n"
+		       "without the study's key). Exit 6 when the registered holdout test (the\n"
+		       "score of record, by the rule registered before the holdout was seen)\n"
+		       "failed, 7 while the plan's holdout has no score of record.\n");
 		return 0;
 	}
 	for (int k = 1; k < argc; k++) {
@@ -506,7 +563,7 @@ int cmd_verdicts(int argc, char **argv)
 	if (rc == CS_EXIT_REFUSED) /* nothing to judge: a refusal, and so a record */
 		rc = guard_refuse(l, "registered", "verdicts", dir, &e, "%s", e.msg);
 	if (!rc)
-		rc = holdout_registered_test(l, &test, &e);
+		rc = holdout_registered_state(l, &test, &state, &e);
 	ledger_close(l);
 	if (rc)
 		return cli_fail("verdicts", &e);
@@ -524,16 +581,11 @@ int cmd_verdicts(int argc, char **argv)
 		print_group(all, "exploratory", -1,
 			    "exploratory (kind exploratory or descriptive, post hoc, or no plan; never "
 			    "confirmatory):");
-		if (test)
-			printf("holdout: the score of record (seq %lld) %s: median relative error "
-			       "%.3f against %.3f\n",
-			       (long long) json_integer_value(json_object_get(test, "seq")),
-			       json_is_true(json_object_get(test, "passed")) ? "PASSED" : "FAILED",
-			       json_number_value(json_object_get(test, "mdape")),
-			       json_number_value(json_object_get(test, "threshold")));
+		print_holdout_state(test, state);
 	}
-	rc = holdout_score_exit(test);
+	rc = holdout_state_exit(test, state);
 	json_decref(test);
+	json_decref(state);
 	json_decref(all);
 	return rc;
 }

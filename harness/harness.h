@@ -196,6 +196,21 @@ int harness_dir_sha256(const char *dir, char out[65], cs_err *e);
 /* BenchExec-style host capture; path selects the block device described. New reference. */
 json_t *harness_host_capture(const char *path);
 
+struct cv_device;
+/*
+ * What made a run's numbers (new): {"coldstudy": the project version,
+ * "binary_sha256": the running binary's SHA-256 (null when unreadable),
+ * "device_model": {"profile", "parameters_sha256": of the model's
+ * parameters as cv_device_describe prints them} or null without a model}.
+ */
+json_t *harness_versions(const struct cv_device *dev);
+
+/*
+ * The number of runs a planned spec registers: its "replicates" key when
+ * present, else 1. Every count of a planned spec's runs reads it here.
+ */
+unsigned harness_spec_replicates(const json_t *spec);
+
 /* ---- validate (validate.c) ---- */
 
 typedef struct harness_validate_opts {

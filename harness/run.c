@@ -1091,6 +1091,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	ledger_plan plan = {0};
 	json_t *tags = NULL;
 	const char *cls = "exploratory";
+	char class_why[512] = "";
+	int cli_seed = 0, beyond = 0;
 	int holdout = 0, repeat = 0;
 
 	memset(&L, 0, sizeof(L));
@@ -1134,6 +1136,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		rc = harness_pg_run(l, prod, study, eff, sha, spec_path, o, e);
 		goto out;
 	}
+	cli_seed = o->has_seed;
 	if (json_is_integer(json_object_get(eff, "seed"))) {
 		uint64_t reg = (uint64_t) json_integer_value(json_object_get(eff, "seed"));
 
@@ -1191,6 +1194,21 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	    (rc = guard_run_plan(l, &plan, sha, o->holdout, "run", &holdout, e)))
 		goto out;
 	cls = plan.plan || !holdout ? ledger_plan_class(&plan, sha) : "holdout";
+	/* evidence bound to the plan: its seed, its clone's content */
+	if (cli_seed && (rc = guard_plan_seed(l, cls, json_is_integer(json_object_get(eff, "seed")),
+					      spec_path, "run", e)))
+		goto out;
+	if (!strcmp(cls, "design") || !strcmp(cls, "sceptic")) {
+		rc = guard_plan_clone(l, cls, index_shown,
+				      json_string_value(json_object_get(marker, "source_sha256")),
+				      class_why, sizeof(class_why), e);
+		if (rc)
+			goto out;
+		if (class_why[0]) {
+			cls = "exploratory";
+			fprintf(stderr, "coldstudy run: %s\n", class_why);
+		}
+	}
 	if (holdout) {
 		if ((rc = guard_holdout_predictions(l, sha, "run", e)) ||
 		    (rc = guard_holdout_overlap(l, eff, o->declare_overlap, "run", e)))
@@ -1364,6 +1382,14 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	/* a holdout target run again: a deviation; its first run stays the observation */
 	if (holdout && (rc = guard_holdout_repeat(l, sha, run_id, "run", &repeat, e)))
 		goto out;
+	/* a planned spec run beyond its registered count: a deviation, excluded from decisions */
+	if ((rc = guard_plan_runs(l, sha, cls, harness_spec_replicates(eff), run_id, "run",
+				  &beyond, e)))
+		goto out;
+	if (beyond)
+		fprintf(stderr, "coldstudy run: %s is run beyond the plan's %u registered run(s) of "
+			"this spec: recorded as a deviation, excluded from verdicts and models\n",
+			run_id, harness_spec_replicates(eff));
 	/* held until the run record or a deviation is in: a later command knows a live run */
 	rc = harness_live_begin(ledger_dir(l), run_id, &live, e);
 	if (rc)
@@ -1804,6 +1830,11 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			json_object_set_new(rec, "plan_path", json_string(ledger_plan_path(&plan, sha)));
 		if (repeat)
 			json_object_set_new(rec, "holdout_repeat", json_true());
+		if (beyond)
+			json_object_set_new(rec, "beyond_plan", json_true());
+		if (class_why[0])
+			json_object_set_new(rec, "class_why", json_string(class_why));
+		json_object_set_new(rec, "versions", harness_versions(dev));
 		/* The file the run was asked with, as given (runs tables name it). */
 		json_object_set_new(rec, "spec_file", json_string(spec_path));
 		if (virt) {

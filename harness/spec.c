@@ -1304,3 +1304,10 @@ json_t *harness_study_schema(void)
 	return schema_doc("https://coldstudy.invalid/schema/study.json",
 			  "coldstudy study spec (study.json)", body);
 }
+
+unsigned harness_spec_replicates(const json_t *spec)
+{
+	const json_t *r = json_object_get(spec, "replicates");
+
+	return json_is_integer(r) && json_integer_value(r) > 0 ? (unsigned) json_integer_value(r) : 1;
+}

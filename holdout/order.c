@@ -44,6 +44,8 @@ static int log_cb(const ledger_record *r, void *ud)
 		const char *cls = json_string_value(json_object_get(p, "class"));
 		int hold = json_is_true(json_object_get(p, "holdout"));
 
+		if (hold && !v->seen_seq)
+			v->seen_seq = r->seq;
 		if (!st || !strcmp(st, "complete")) {
 			if (hold) {
 				const char *sha = json_string_value(json_object_get(p, "spec_sha256"));
@@ -56,6 +58,8 @@ static int log_cb(const ledger_record *r, void *ud)
 						    sha ?: ""))
 						first = 0;
 				json_array_append(first ? v->holdout : v->repeats, p);
+			} else if (json_is_true(json_object_get(p, "beyond_plan"))) {
+				/* beyond its spec's registered run count: never fitted on */
 			} else if (v->plan.plan ? (cls && !strcmp(cls, "design"))
 						: !(cls && !strcmp(cls, "sceptic"))) {
 				/* with a plan only its design runs feed the models */
@@ -77,6 +81,8 @@ static int log_cb(const ledger_record *r, void *ud)
 	} else if (!strcmp(r->kind, "deviation")) {
 		json_array_append_new(v->devs, json_integer((json_int_t) r->seq));
 	} else if (!strcmp(r->kind, "score")) {
+		if (!v->seen_seq)
+			v->seen_seq = r->seq;
 		json_object_set_new(p, "seq", json_integer((json_int_t) r->seq));
 		json_array_append(v->scores, p);
 	}
@@ -102,7 +108,15 @@ int holdout_log_load(ledger *l, holdout_log *v, cs_err *e)
 	rc = ledger_plan_load(l, 0, &v->plan, e);
 	if (!rc)
 		rc = ledger_foreach(l, NULL, log_cb, v, e);
+	/* the rule of record: the plan as it stood before the holdout was seen */
+	if (!rc)
+		rc = ledger_plan_load(l, v->seen_seq ? v->seen_seq - 1 : 0, &v->reg, e);
 	return rc;
+}
+
+int holdout_amended_after_seen(const holdout_log *v)
+{
+	return v->seen_seq && v->plan.study_seq > v->seen_seq;
 }
 
 void holdout_log_free(holdout_log *v)
@@ -117,13 +131,19 @@ void holdout_log_free(holdout_log *v)
 	json_decref(v->devs);
 	json_decref(v->scores);
 	ledger_plan_free(&v->plan);
+	ledger_plan_free(&v->reg);
 	memset(v, 0, sizeof(*v));
 }
 
-/* The plan's holdout section, or NULL. */
+/*
+ * The registered plan's holdout section, or NULL: the plan as it stood
+ * before the holdout was seen (until then the latest plan), so that an
+ * amendment made after the holdout runs or a score never moves the rule
+ * of record.
+ */
 static const json_t *plan_holdout(const holdout_log *v)
 {
-	return v->plan.plan ? json_object_get(v->plan.plan, "holdout") : NULL;
+	return v->reg.plan ? json_object_get(v->reg.plan, "holdout") : NULL;
 }
 
 double holdout_plan_level(const holdout_log *v)
@@ -315,6 +335,31 @@ static int64_t score_of_record(const json_t *scores, const json_t **rec)
 	return 0;
 }
 
+/*
+ * The latest plan's rule applied to a score's figures (mdape, inside;
+ * threshold0 when the latest plan names no threshold), when the plan was
+ * amended after the holdout was seen: shown beside the score of record,
+ * labelled, and never deciding "passed" or the exit code (new).
+ */
+static json_t *amended_rule(const holdout_log *v, double mdape, size_t inside, double threshold0)
+{
+	const json_t *ah = v->plan.plan ? json_object_get(v->plan.plan, "holdout") : NULL;
+	const json_t *tv = json_object_get(ah, "threshold"), *mi = json_object_get(ah, "min_inside");
+	double threshold = json_is_number(tv) ? json_number_value(tv) : threshold0;
+	int passed = mdape <= threshold;
+	json_t *a;
+
+	if (json_is_integer(mi))
+		passed = passed && inside >= (size_t) json_integer_value(mi);
+	a = json_pack("{s:s,s:I,s:I,s:f,s:b,s:b}", "label", "amended after the holdout was seen",
+		      "study_seq", (json_int_t) v->plan.study_seq, "holdout_seen_seq",
+		      (json_int_t) v->seen_seq, "threshold", threshold, "passed", passed,
+		      "rule_changed", !json_equal(ah, plan_holdout(v)));
+	if (a && json_is_integer(mi))
+		json_object_set(a, "min_inside", (json_t *) mi);
+	return a;
+}
+
 int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, cs_err *e)
 {
 	holdout_log v;
@@ -331,7 +376,12 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 	int rc;
 
 	*out = NULL;
-	rc = holdout_log_load(l, &v, e);
+	memset(&v, 0, sizeof(v));
+	/* 1. a score looks before it answers: an edited log or a record appended without
+	 * the study's key is exit 4, and nothing is scored */
+	rc = ledger_verify(l, NULL, e);
+	if (!rc)
+		rc = holdout_log_load(l, &v, e);
 	if (rc)
 		goto out;
 	if (!table || !pending || !missing || !per || !runs_seen || !differ) {
@@ -353,7 +403,7 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 		source = "--threshold (no plan registers one)";
 	}
 	/* 3. every target has its run, or the score is an interim one */
-	targets = ledger_plan_targets(&v.plan);
+	targets = ledger_plan_targets(&v.reg);
 	json_array_foreach(targets, i, key) {
 		size_t j;
 		json_t *r;
@@ -363,7 +413,7 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 			ran |= !strcmp(json_string_value(json_object_get(r, "spec_sha256")) ?: "",
 				       json_string_value(key));
 		if (!ran)
-			json_array_append_new(missing, json_string(ledger_plan_path(&v.plan, json_string_value(key)) ?: json_string_value(key)));
+			json_array_append_new(missing, json_string(ledger_plan_path(&v.reg, json_string_value(key)) ?: json_string_value(key)));
 	}
 	/* 4. rows: each prediction against its target's first run, if that run has the settings
 	 * the prediction was made for (a study spec amended since would change them) */
@@ -481,7 +531,9 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 		}
 		json_object_set_new(payload, "passed", json_boolean(passed));
 	}
-	json_object_set_new(payload, "registered", json_boolean(v.plan.plan != NULL && ph != NULL));
+	json_object_set_new(payload, "registered", json_boolean(v.reg.plan != NULL && ph != NULL));
+	if (holdout_amended_after_seen(&v))
+		json_object_set_new(payload, "amended", amended_rule(&v, s.mdape, s.inside, threshold));
 	if (json_array_size(missing))
 		json_object_set(payload, "targets_without_run", missing);
 	if (json_array_size(differ))
@@ -512,9 +564,73 @@ out:
 
 int holdout_score_exit(const json_t *score)
 {
-	if (!score || json_is_true(json_object_get(score, "interim")))
+	if (!score)
 		return CS_EXIT_OK;
+	if (json_is_true(json_object_get(score, "interim")))
+		return CS_EXIT_UNFINISHED;
 	return json_is_true(json_object_get(score, "passed")) ? CS_EXIT_OK : CS_EXIT_FAILED;
+}
+
+int holdout_registered_state(ledger *l, json_t **score, json_t **state, cs_err *e)
+{
+	holdout_log v;
+	const json_t *rec = NULL;
+	json_t *targets = NULL, *missing = json_array(), *key, *st = NULL;
+	size_t i, interim = 0;
+	int rc;
+
+	*score = *state = NULL;
+	rc = holdout_log_load(l, &v, e);
+	if (rc)
+		goto out;
+	score_of_record(v.scores, &rec);
+	targets = ledger_plan_targets(&v.reg);
+	json_array_foreach(targets, i, key) {
+		size_t j;
+		json_t *r;
+		int ran = 0;
+
+		json_array_foreach(v.holdout, j, r)
+			ran |= !strcmp(json_string_value(json_object_get(r, "spec_sha256")) ?: "",
+				       json_string_value(key));
+		if (!ran)
+			json_array_append_new(missing, json_string(ledger_plan_path(&v.reg, json_string_value(key))
+								   ?: json_string_value(key)));
+	}
+	json_array_foreach(v.scores, i, key)
+		interim += json_is_true(json_object_get(key, "interim"));
+	st = json_pack("{s:b,s:I,s:O,s:I,s:I,s:b,s:b}", "planned", json_array_size(targets) > 0,
+		       "targets", (json_int_t) json_array_size(targets), "targets_without_run", missing,
+		       "predictions", (json_int_t) v.npred, "interim_scores", (json_int_t) interim,
+		       "unfinished", json_array_size(targets) > 0 && !rec, "amended_after_seen",
+		       holdout_amended_after_seen(&v));
+	if (!st) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		goto out;
+	}
+	if (rec && holdout_amended_after_seen(&v))
+		json_object_set_new(
+			st, "amended",
+			amended_rule(&v, json_number_value(json_object_get(rec, "mdape")),
+				     (size_t) json_integer_value(json_object_get(rec, "inside")),
+				     json_number_value(json_object_get(rec, "threshold"))));
+	*state = st;
+	st = NULL;
+	if (rec)
+		*score = json_incref((json_t *) rec);
+out:
+	json_decref(st);
+	json_decref(targets);
+	json_decref(missing);
+	holdout_log_free(&v);
+	return rc;
+}
+
+int holdout_state_exit(const json_t *score, const json_t *state)
+{
+	if (score)
+		return holdout_score_exit(score);
+	return json_is_true(json_object_get(state, "unfinished")) ? CS_EXIT_UNFINISHED : CS_EXIT_OK;
 }
 
 int holdout_registered_test(ledger *l, json_t **score, cs_err *e)
