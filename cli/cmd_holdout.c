@@ -245,6 +245,11 @@ static int score(const char *dir, const holdout_score_opts *o, int as_json)
 		       json_number_value(json_object_get(m, "mdape")),
 		       json_number_value(json_object_get(m, "mean_interval_score")),
 		       json_number_value(json_object_get(m, "mean_relative_interval_score")));
+	json_array_foreach(json_object_get(s, "targets_seen_before_predictions"), i, row)
+		printf("target %s SEEN before the predictions: run %s read %s\n",
+		       json_string_value(json_object_get(row, "target")),
+		       json_string_value(json_object_get(row, "run_id")),
+		       json_string_value(json_object_get(row, "why")));
 	if (json_array_size(json_object_get(s, "pending")))
 		printf("%zu predictions have no holdout run yet\n",
 		       json_array_size(json_object_get(s, "pending")));

@@ -211,6 +211,20 @@ json_t *harness_versions(const struct cv_device *dev);
  */
 unsigned harness_spec_replicates(const json_t *spec);
 
+/* ---- what a run reads (reach.c) ---- */
+
+struct cv_dataset;
+/* The digest of each query row (16 hex digits of its SHA-256; new), NULL past 65,536 rows. */
+json_t *harness_query_digests(const struct cv_dataset *q);
+/*
+ * The plan's holdout targets a run (effective spec eff, query row digests)
+ * reaches: same device, intersecting partitions and a query row in common,
+ * or the target's device when no design run used it. *reached (new):
+ * [{"target": path, "spec_sha256", "why"}], empty without a plan.
+ */
+int harness_holdout_reached(struct ledger *l, const json_t *study, const json_t *eff,
+			    const json_t *digests, json_t **reached, cs_err *e);
+
 /* ---- validate (validate.c) ---- */
 
 typedef struct harness_validate_opts {

@@ -240,6 +240,27 @@ static uint64_t query_seed(uint64_t run_seed, uint64_t i)
 	return seed_mix(run_seed ^ seed_mix(i + 1));
 }
 
+/* A run record keeps its query rows' digests up to this many rows (reach.c). */
+#define QUERY_ROWS_RECORDED 4096
+
+static int first_pred_cb(const ledger_record *r, void *ud)
+{
+	(void) r;
+	*(int *) ud = 1;
+	return 1;
+}
+
+/* Has a prediction been recorded? (0 on error too: then reach is checked, the safe side.) */
+static int predictions_made(ledger *l)
+{
+	cs_err le = {0};
+	int made = 0;
+
+	if (ledger_foreach(l, "prediction", first_pred_cb, &made, &le))
+		return 0;
+	return made;
+}
+
 /*
  * A run's own seed when none is given: a hash of its run id and spec
  * hash (two runs of one spec draw different streams), below 2^53.
@@ -1092,6 +1113,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	json_t *tags = NULL;
 	const char *cls = "exploratory";
 	char class_why[512] = "";
+	json_t *qrows = NULL, *reached = NULL;
 	int cli_seed = 0, beyond = 0;
 	int holdout = 0, repeat = 0;
 
@@ -1209,11 +1231,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			fprintf(stderr, "coldstudy run: %s\n", class_why);
 		}
 	}
-	if (holdout) {
-		if ((rc = guard_holdout_predictions(l, sha, "run", e)) ||
-		    (rc = guard_holdout_overlap(l, eff, o->declare_overlap, "run", e)))
-			goto out;
-	}
+	if (holdout && (rc = guard_holdout_predictions(l, sha, "run", e)))
+		goto out;
 
 	/* Inputs: queries, base and exact ground truth (cached), the index, the device. */
 	{
@@ -1243,6 +1262,30 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			goto out;
 		}
 		L.first_id = first;
+	}
+	/* what the run reads, by the rows it resolves to, not by how its spec spells them */
+	qrows = harness_query_digests(queries);
+	if (holdout) {
+		json_t *ov = json_copy(eff);
+
+		if (ov && qrows)
+			json_object_set(ov, "query_rows", qrows);
+		rc = ov ? guard_holdout_overlap(l, ov, o->declare_overlap, "run", e)
+			: cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		json_decref(ov);
+		if (rc)
+			goto out;
+	} else if (qrows && !predictions_made(l)) {
+		/* a run that reads what a holdout target holds out, before the predictions */
+		rc = harness_holdout_reached(l, study, eff, qrows, &reached, e);
+		if (rc)
+			goto out;
+		if (json_array_size(reached))
+			fprintf(stderr, "coldstudy run: this run reads what %zu holdout target(s) hold "
+				"out (first: %s, %s): they are marked seen before the predictions\n",
+				json_array_size(reached),
+				json_string_value(json_object_get(json_array_get(reached, 0), "target")),
+				json_string_value(json_object_get(json_array_get(reached, 0), "why")));
 	}
 	{
 		cv_open_opts oo;
@@ -1835,6 +1878,10 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		if (class_why[0])
 			json_object_set_new(rec, "class_why", json_string(class_why));
 		json_object_set_new(rec, "versions", harness_versions(dev));
+		if (qrows && json_array_size(qrows) <= QUERY_ROWS_RECORDED)
+			json_object_set(rec, "query_rows", qrows);
+		if (json_array_size(reached))
+			json_object_set(rec, "holdout_reached", reached);
 		/* The file the run was asked with, as given (runs tables name it). */
 		json_object_set_new(rec, "spec_file", json_string(spec_path));
 		if (virt) {
@@ -1941,6 +1988,8 @@ out:
 	json_decref(host);
 	json_decref(features);
 	json_decref(marker);
+	json_decref(qrows);
+	json_decref(reached);
 	json_decref(eff);
 	json_decref(study);
 	json_decref(raw);

@@ -129,6 +129,7 @@ typedef struct holdout_log {
 	json_t *predictions; /* "sha|metric" -> payload (with "seq") */
 	json_t *pred_order;  /* keys in order */
 	json_t *devs, *scores;
+	json_t *reached;     /* [{target, spec_sha256, why, run_id}]: targets a run read before predictions */
 	int holdout_started;
 	int64_t npred;
 } holdout_log;

@@ -46,6 +46,18 @@ static int log_cb(const ledger_record *r, void *ud)
 
 		if (hold && !v->seen_seq)
 			v->seen_seq = r->seq;
+		if (!hold && json_array_size(json_object_get(p, "holdout_reached"))) {
+			size_t i;
+			json_t *t;
+
+			/* a non-holdout run read what a target holds out, before the predictions */
+			json_array_foreach(json_object_get(p, "holdout_reached"), i, t) {
+				json_t *c = json_copy(t);
+
+				json_object_set(c, "run_id", json_object_get(p, "run_id"));
+				json_array_append_new(v->reached, c);
+			}
+		}
 		if (!st || !strcmp(st, "complete")) {
 			if (hold) {
 				const char *sha = json_string_value(json_object_get(p, "spec_sha256"));
@@ -102,7 +114,8 @@ int holdout_log_load(ledger *l, holdout_log *v, cs_err *e)
 	v->pred_order = json_array();
 	v->devs = json_array();
 	v->scores = json_array();
-	if (!v->design || !v->holdout || !v->repeats || !v->predictions || !v->pred_order ||
+	v->reached = json_array();
+	if (!v->reached || !v->design || !v->holdout || !v->repeats || !v->predictions || !v->pred_order ||
 	    !v->devs || !v->scores)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 	rc = ledger_plan_load(l, 0, &v->plan, e);
@@ -130,6 +143,7 @@ void holdout_log_free(holdout_log *v)
 	json_decref(v->pred_order);
 	json_decref(v->devs);
 	json_decref(v->scores);
+	json_decref(v->reached);
 	ledger_plan_free(&v->plan);
 	ledger_plan_free(&v->reg);
 	memset(v, 0, sizeof(*v));
@@ -538,6 +552,8 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 		json_object_set(payload, "targets_without_run", missing);
 	if (json_array_size(differ))
 		json_object_set(payload, "features_differ", differ);
+	if (json_array_size(v.reached))
+		json_object_set(payload, "targets_seen_before_predictions", v.reached);
 	if (!json_is_true(json_object_get(payload, "interim")) && first_seq) {
 		json_object_set_new(payload, "rescore", json_true());
 		json_object_set_new(payload, "score_of_record", json_integer((json_int_t) first_seq));

@@ -14,7 +14,10 @@
 #    whose content differs from the plan's makes the run exploratory, with
 #    a line saying why; each run records the binary and device-model
 #    versions;
-#  4 a second `holdout predict` is refused (the first set is frozen);
+#  4 an exploratory run whose queries are spelled as the raw dataset range
+#    of a holdout target reads what it holds out: the target is marked seen
+#    (shown in the score) and its holdout run must declare the overlap; a
+#    second `holdout predict` is refused (the first set is frozen);
 #  5 `verdicts` and `holdout score` verify the log first (exit 4 on a
 #    record appended without the key), and an unfinished holdout is printed
 #    as such with its own exit code, 7.
@@ -126,6 +129,15 @@ print("\n".join("FAIL: " + b for b in bad) or "beyond-plan ok")
 sys.exit(1 if bad else 0)
 PY
 
+# 4: an exploratory near-copy of T1 whose queries are spelled as the raw dataset range: it reads
+# T1's rows on T1's partition and device, so T1 is marked seen (and its holdout run must declare it)
+printf '{"index":"%s","queries":{"spec":"%s[100:103]","first":0,"count":3},"cold":true,"mode":"serial","partitions":[2],%s"seed":21,"tags":["partition","cold","serial","hdd","virtual"]}\n' \
+	"$T/w/clone" "$QUER" "$hdd" > peek.json
+expect 0 "4: an exploratory near-copy of T1 before the predictions" "$cs" run "$S" peek.json --no-progress
+grep -q "marked seen" "$T/err" || die "4: the near-copy is not said to read a holdout target: $(cat "$T/err")"
+[ "$(q "$S" "select json_extract(payload,'\$.holdout_reached[0].target') from records where kind='run' order by seq desc limit 1")" = T1.json ] ||
+	die "4: the near-copy's record does not name T1"
+
 # 4: predictions, once
 expect 0 "holdout predict" "$cs" holdout predict "$S"
 np=$(q "$S" "select count(*) from records where kind='prediction'")
@@ -136,7 +148,9 @@ grep -q "predictions are frozen" "$T/err" || die "4: second predict message: $(c
 	die "4: no refusal record for the second predict"
 
 # 5: an unfinished holdout
-expect 0 "holdout T1" "$cs" run "$S" T1.json --no-progress
+expect 3 "4: T1 after a run read its rows (undeclared)" "$cs" run "$S" T1.json --no-progress
+grep -q "same partitions and queries" "$T/err" || die "4: T1's refusal: $(cat "$T/err")"
+expect 0 "holdout T1 (the overlap declared)" "$cs" run "$S" T1.json --no-progress --declare-overlap "peek.json read T1's rows"
 expect 7 "5: an interim score" "$cs" holdout score "$S" --interim
 grep -q "UNFINISHED" "$T/out" || die "5: the interim score does not say unfinished"
 expect 7 "5: verdicts with an interim score only" "$cs" verdicts "$S"
@@ -169,6 +183,8 @@ python3 - "$T/score.json" <<'PY' || fail=1
 import json, sys
 s = json.load(open(sys.argv[1]))
 bad = []
+if [t["target"] for t in s.get("targets_seen_before_predictions", [])] != ["T1.json"]:
+    bad.append("4: the score does not show T1 seen: %s" % s.get("targets_seen_before_predictions"))
 if s["passed"] or s["threshold"] != 0.0001: bad.append("1: score of record %s against %s" % (s["passed"], s["threshold"]))
 a = s.get("amended") or {}
 if a.get("label") != "amended after the holdout was seen" or a.get("threshold") != 0.99 or a.get("passed") is not True:
