@@ -236,8 +236,14 @@ static int score(const char *dir, const holdout_score_opts *o, int as_json)
 		       : "");
 	printf("mean relative interval score %.4g (interval score / observed, all rows)\n",
 	       json_number_value(json_object_get(s, "mean_relative_interval_score")));
+	if (json_integer_value(json_object_get(s, "rows_dependent")))
+		printf("%lld rows are functions of another row of the same run (a multiple or a "
+		       "reciprocal of it): shown, scored once\n",
+		       (long long) json_integer_value(json_object_get(s, "rows_dependent")));
 	per = json_object_get(s, "per_metric");
-	json_object_foreach(per, k, m)
+	json_object_foreach(per, k, m) {
+		const json_t *c = json_object_get(m, "calibration");
+
 		printf("  %-20s n %lld, inside %lld, MdAPE %.3f, mean interval score %.6g, relative "
 		       "%.4g\n",
 		       k, (long long) json_integer_value(json_object_get(m, "n")),
@@ -245,6 +251,17 @@ static int score(const char *dir, const holdout_score_opts *o, int as_json)
 		       json_number_value(json_object_get(m, "mdape")),
 		       json_number_value(json_object_get(m, "mean_interval_score")),
 		       json_number_value(json_object_get(m, "mean_relative_interval_score")));
+		if (json_is_number(json_object_get(c, "z_rms")))
+			printf("  %-20s calibration: standardised errors RMS %.3f (1 when calibrated), "
+			       "chi-square p %.3g too wide, %.3g too narrow: %s\n",
+			       "", json_number_value(json_object_get(c, "z_rms")),
+			       json_number_value(json_object_get(c, "p_too_wide")),
+			       json_number_value(json_object_get(c, "p_too_narrow")),
+			       json_string_value(json_object_get(c, "verdict")));
+		else if (c)
+			printf("  %-20s calibration: %s\n", "",
+			       json_string_value(json_object_get(c, "verdict")));
+	}
 	json_array_foreach(json_object_get(s, "targets_seen_before_predictions"), i, row)
 		printf("target %s SEEN before the predictions: run %s read %s\n",
 		       json_string_value(json_object_get(row, "target")),

@@ -199,5 +199,6 @@ double holdout_median(double *v, size_t n);             /* sorts v */
 double holdout_quantile(double *v, size_t n, double q); /* sorts v; type 7 */
 double holdout_binom_cdf(size_t k, size_t n, double p); /* P(X <= k) */
 double holdout_t_quantile(double p, double df);         /* Student t inverse CDF */
+double holdout_chi2_cdf(double x, double df);           /* P(X <= x), X ~ chi-square(df) */
 
 #endif

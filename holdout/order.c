@@ -275,18 +275,113 @@ out:
 
 /* ---- scores ---- */
 
+/* The standard normal's quantile p (bisection on erfc; 0 < p < 1). */
+static double normal_quantile(double p)
+{
+	double lo = -40, hi = 40;
+
+	for (int i = 0; i < 200; i++) {
+		double mid = 0.5 * (lo + hi);
+
+		if (0.5 * erfc(-mid / sqrt(2.0)) < p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return 0.5 * (lo + hi);
+}
+
+/*
+ * A row's standardised error on the log scale: ln(observed / predicted)
+ * over the band's own log half-width in standard deviations (the band is
+ * predicted x exp(+-q s), q the normal quantile of the level: the t
+ * quantile's excess is left in, so z reads a little small at few degrees
+ * of freedom). NAN where the band is not on a log scale (a bound <= 0).
+ */
+static double standardised_error(const holdout_row *r, double level)
+{
+	double q = normal_quantile(0.5 + level / 2), s;
+
+	if (!(r->lo > 0) || !(r->hi > r->lo) || !(r->value > 0) || !(r->observed > 0))
+		return NAN;
+	s = log(r->hi / r->lo) / (2 * q);
+	return s > 0 ? log(r->observed / r->value) / s : NAN;
+}
+
+/*
+ * Calibration from the standardised errors z of one metric's independent
+ * rows (new): calibrated bands give z with unit variance, so sum z^2 is
+ * chi-square with n degrees of freedom; a small lower tail says the bands
+ * are too wide, a small upper tail too narrow (each at 0.025). Fewer than
+ * two rows: too few to test, and said so.
+ */
+static json_t *calibration(const json_t *zs)
+{
+	size_t n = json_array_size(zs), i;
+	double ss = 0, lo, hi;
+	json_t *z;
+	const char *verdict;
+
+	if (n < 2)
+		return json_pack("{s:I,s:s}", "n", (json_int_t) n, "verdict",
+				 "too few independent rows to test");
+	json_array_foreach(zs, i, z)
+		ss += json_number_value(z) * json_number_value(z);
+	lo = holdout_chi2_cdf(ss, (double) n);
+	hi = 1 - lo;
+	verdict = lo <= 0.025 ? "bands too wide" : hi <= 0.025 ? "bands too narrow" : "consistent";
+	return json_pack("{s:I,s:f,s:f,s:f,s:f,s:s}", "n", (json_int_t) n, "z_rms",
+			 sqrt(ss / (double) n), "chi2", ss, "p_too_wide", lo, "p_too_narrow", hi,
+			 "verdict", verdict);
+}
+
+/*
+ * Is the row (value r, same run run_id) a function of a row already in
+ * table: both its predicted and its observed value the same multiple, or
+ * the same reciprocal multiple, of that row's (reads per query = reads /
+ * queries, IOPS = 1000 / per-read ms)? Then its error is that row's and it
+ * is not evidence of its own: trow gets "function_of" and "relation".
+ */
+static int function_of(const json_t *table, const json_t *run_id, const holdout_row *r, json_t *trow)
+{
+	size_t i;
+	json_t *o;
+
+	json_array_foreach(table, i, o) {
+		double p = json_number_value(json_object_get(o, "predicted"));
+		double y = json_number_value(json_object_get(o, "observed"));
+		const char *rel = NULL;
+
+		if (json_object_get(o, "function_of") ||
+		    !json_equal(json_array_get(json_object_get(o, "runs"), 0), run_id) || p == 0 || y == 0)
+			continue;
+		if (fabs(r->value / p - r->observed / y) <= 1e-9 * fabs(r->observed / y))
+			rel = "multiple";
+		else if (fabs(r->value * p - r->observed * y) <= 1e-9 * fabs(r->observed * y))
+			rel = "reciprocal";
+		if (rel) {
+			json_object_set(trow, "function_of", json_object_get(o, "prediction"));
+			json_object_set_new(trow, "relation", json_string(rel));
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Append to per[metric] the row's figures. */
 static void per_metric_add(json_t *per, const char *metric, double rel, int inside, double is,
-			   double obs)
+			   double obs, double z)
 {
 	json_t *m = json_object_get(per, metric), *rels;
 
 	if (!m) {
-		m = json_pack("{s:I,s:I,s:f,s:f,s:[]}", "n", (json_int_t) 0, "inside", (json_int_t) 0,
-			      "interval_score_sum", 0.0, "relative_interval_score_sum", 0.0,
-			      "relative_errors");
+		m = json_pack("{s:I,s:I,s:f,s:f,s:[],s:[]}", "n", (json_int_t) 0, "inside",
+			      (json_int_t) 0, "interval_score_sum", 0.0, "relative_interval_score_sum",
+			      0.0, "relative_errors", "z");
 		json_object_set_new(per, metric, m);
 	}
+	if (isfinite(z))
+		json_array_append_new(json_object_get(m, "z"), json_real(z));
 	json_object_set_new(m, "n", json_integer(json_integer_value(json_object_get(m, "n")) + 1));
 	json_object_set_new(m, "inside",
 			    json_integer(json_integer_value(json_object_get(m, "inside")) + inside));
@@ -329,6 +424,8 @@ static void per_metric_finish(json_t *per, double level)
 		json_object_del(m, "interval_score_sum");
 		json_object_del(m, "relative_interval_score_sum");
 		json_object_del(m, "relative_errors");
+		json_object_set_new(m, "calibration", calibration(json_object_get(m, "z")));
+		json_object_del(m, "z");
 		free(v);
 	}
 }
@@ -385,7 +482,7 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 	const json_t *ph, *tv;
 	const char *source = "default";
 	double threshold = 0.35, level;
-	size_t i, n = 0, inside_runs;
+	size_t i, n = 0, inside_runs, dependent = 0;
 	int64_t first_seq;
 	int rc;
 
@@ -443,7 +540,7 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 		const char *metric = json_string_value(json_object_get(t, "metric"));
 		const json_t *run = NULL, *mv;
 		size_t j, k;
-		json_t *r, *seen;
+		json_t *r, *seen, *trow;
 		double rel, is;
 		int in, dup = 0;
 
@@ -484,20 +581,26 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 		rel = holdout_rel_error(rows[n].value, rows[n].observed);
 		in = rows[n].observed >= rows[n].lo && rows[n].observed <= rows[n].hi;
 		is = holdout_interval_score(rows[n].lo, rows[n].hi, rows[n].observed, 1 - level);
+		trow = json_pack("{s:O,s:s,s:O,s:f,s:f,s:f,s:f,s:f,s:b,s:f,s:f,s:[O]}", "prediction",
+				 json_object_get(p, "id"), "metric", metric, "run_spec",
+				 json_object_get(t, "run_spec"), "predicted", rows[n].value, "lo",
+				 rows[n].lo, "hi", rows[n].hi, "observed", rows[n].observed,
+				 "relative_error", rel, "inside", in, "interval_score", is,
+				 "relative_interval_score", is / fabs(rows[n].observed), "runs",
+				 json_object_get(run, "run_id"));
+		/* a row that is a function of another row of the same run is scored once */
+		if (function_of(table, json_object_get(run, "run_id"), &rows[n], trow)) {
+			dependent++;
+			json_array_append_new(table, trow);
+			continue;
+		}
+		json_array_append_new(table, trow);
 		json_array_foreach(runs_seen, k, seen)
 			dup |= json_equal(seen, json_object_get(run, "run_id"));
 		if (!dup)
 			json_array_append(runs_seen, json_object_get(run, "run_id"));
-		per_metric_add(per, metric, rel, in, is, rows[n].observed);
-		json_array_append_new(
-			table,
-			json_pack("{s:O,s:s,s:O,s:f,s:f,s:f,s:f,s:f,s:b,s:f,s:f,s:[O]}", "prediction",
-				  json_object_get(p, "id"), "metric", metric, "run_spec",
-				  json_object_get(t, "run_spec"), "predicted", rows[n].value, "lo",
-				  rows[n].lo, "hi", rows[n].hi, "observed", rows[n].observed,
-				  "relative_error", rel, "inside", in, "interval_score", is,
-				  "relative_interval_score", is / fabs(rows[n].observed), "runs",
-				  json_object_get(run, "run_id")));
+		per_metric_add(per, metric, rel, in, is, rows[n].observed,
+			       standardised_error(&rows[n], level));
 		n++;
 	}
 	rc = guard_score_complete(l, json_array_size(missing), json_array_size(targets), o->interim,
@@ -546,6 +649,7 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 		json_object_set_new(payload, "passed", json_boolean(passed));
 	}
 	json_object_set_new(payload, "registered", json_boolean(v.reg.plan != NULL && ph != NULL));
+	json_object_set_new(payload, "rows_dependent", json_integer((json_int_t) dependent));
 	if (holdout_amended_after_seen(&v))
 		json_object_set_new(payload, "amended", amended_rule(&v, s.mdape, s.inside, threshold));
 	if (json_array_size(missing))

@@ -18,6 +18,9 @@
 #    of a holdout target reads what it holds out: the target is marked seen
 #    (shown in the score) and its holdout run must declare the overlap; a
 #    second `holdout predict` is refused (the first set is frozen);
+#  6 a holdout row that is a function of another row of the same run
+#    (reads per query = reads / queries) is shown and scored once; each
+#    metric's calibration is judged from its standardised errors;
 #  5 `verdicts` and `holdout score` verify the log first (exit 4 on a
 #    record appended without the key), and an unfinished holdout is printed
 #    as such with its own exit code, 7.
@@ -77,7 +80,7 @@ study() { # file threshold
  "scratch_dir":"$T/w/scratch","defaults":{"k":10,"strategy":"pread","ef_search":40},
  "plan":{"design":["D1.json","D2.json","D3.json","D4.json"],
    "hypotheses":{"H1":{"runs":["D1.json"],"sceptic":["S1.json"]},"H2":{"runs":["D1.json"]}},
-   "holdout":{"targets":["T1.json","T2.json"],"metrics":["wall_s","engine_reads","engine_read_ms_mean"],
+   "holdout":{"targets":["T1.json","T2.json"],"metrics":["wall_s","engine_reads","engine_read_ms_mean","reads_per_query"],
               "threshold":$2,"band_level":0.95}}}
 J
 }
@@ -185,6 +188,16 @@ s = json.load(open(sys.argv[1]))
 bad = []
 if [t["target"] for t in s.get("targets_seen_before_predictions", [])] != ["T1.json"]:
     bad.append("4: the score does not show T1 seen: %s" % s.get("targets_seen_before_predictions"))
+# 6: reads per query is engine_reads / 3 on each target: scored once; calibration per metric
+dep = [r for r in s["rows"] if r.get("function_of")]
+if s["rows_dependent"] != 2 or len(dep) != 2 or any(r["metric"] != "reads_per_query" for r in dep) or s["n"] != 6:
+    bad.append("6: rows that are functions of others: %s of %d scored rows" % ([(r["metric"], r.get("relation")) for r in dep], s["n"]))
+if "reads_per_query" in s["per_metric"]:
+    bad.append("6: a copied metric is scored")
+for m, v in s["per_metric"].items():
+    c = v.get("calibration") or {}
+    if c.get("n") != 2 or c.get("verdict") not in ("bands too wide", "bands too narrow", "consistent") or not c.get("z_rms", 0) > 0:
+        bad.append("6: calibration of %s: %s" % (m, c))
 if s["passed"] or s["threshold"] != 0.0001: bad.append("1: score of record %s against %s" % (s["passed"], s["threshold"]))
 a = s.get("amended") or {}
 if a.get("label") != "amended after the holdout was seen" or a.get("threshold") != 0.99 or a.get("passed") is not True:
