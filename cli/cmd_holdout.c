@@ -463,8 +463,12 @@ int cmd_deviate(int argc, char **argv)
 
 /* ---- verdicts ---- */
 
-/* Print one group of verdicts (class cls; provisional: 1 only those, 0 all but those). */
-static size_t print_group(const json_t *all, const char *cls, int provisional, const char *title)
+/*
+ * Print one group of verdicts (class cls; provisional: 1 only those, 0 all
+ * but those, -1 any; model: 1 only model checks, 0 only findings, -1 any).
+ */
+static size_t print_group(const json_t *all, const char *cls, int provisional, int model,
+			  const char *title)
 {
 	size_t i, n = 0;
 	json_t *v;
@@ -475,7 +479,10 @@ static size_t print_group(const json_t *all, const char *cls, int provisional, c
 		const json_t *sc = json_object_get(v, "sceptic");
 		char sct[32] = "-", id[64];
 
-		if (strcmp(c, cls) || (provisional >= 0 && provisional != !strcmp(x, "provisional")))
+		int mc = !strcmp(json_string_value(json_object_get(v, "evidence")) ?: "", "model check");
+
+		if (strcmp(c, cls) || (provisional >= 0 && provisional != !strcmp(x, "provisional")) ||
+		    (model >= 0 && model != mc))
 			continue;
 		if (!n++)
 			printf("%s\n%-5s %-13s %-11s %-13s %-13s %5s %-8s %s\n", title, "id", "kind",
@@ -595,14 +602,33 @@ int cmd_verdicts(int argc, char **argv)
 		printf("%s\n", txt);
 		free(txt);
 	} else {
-		if (!print_group(all, "confirmatory", 0, "confirmatory (decided by the plan's runs):"))
-			printf("no confirmatory hypothesis%s\n",
-			       json_array_size(all) ? " (no plan maps one, or none registered before the first run)" : "");
-		print_group(all, "confirmatory", 1,
+		if (!print_group(all, "confirmatory", 0, 0,
+				 "confirmatory findings (decided by the plan's runs):"))
+			printf("no confirmatory finding%s\n",
+			       json_array_size(all) ? " (no plan maps one, none registered before the first run, or all are model checks)" : "");
+		print_group(all, "confirmatory", 1, 0,
 			    "provisional (accept holds; the sceptic runs are missing or none are planned):");
-		print_group(all, "exploratory", -1,
+		print_group(all, "confirmatory", -1, 1,
+			    "model checks (every metric the rules compare rests on the device model's "
+			    "parameters alone; never counted as confirmatory evidence):");
+		print_group(all, "exploratory", -1, -1,
 			    "exploratory (kind exploratory or descriptive, post hoc, or no plan; never "
 			    "confirmatory):");
+		{
+			size_t i, nf = 0, nm = 0;
+			json_t *v;
+
+			json_array_foreach(all, i, v) {
+				if (strcmp(json_string_value(json_object_get(v, "class")) ?: "", "confirmatory"))
+					continue;
+				if (!strcmp(json_string_value(json_object_get(v, "evidence")) ?: "",
+					    "model check"))
+					nm++;
+				else
+					nf++;
+			}
+			printf("confirmatory: %zu findings, %zu model checks\n", nf, nm);
+		}
 		print_holdout_state(test, state);
 	}
 	rc = holdout_state_exit(test, state);

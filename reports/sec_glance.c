@@ -103,7 +103,7 @@ void rpt_sec_glance(doc *d, const model *m)
 	json_t *hs = rpt_latest_hyps(m), *t, *r, *v;
 	const json_t *sdoc = m->study ? json_object_get(rpt_pl(m->study), "doc") : NULL;
 	const json_t *sr = rpt_score_of_record(m);
-	rbuf keep, fall, open, expl;
+	rbuf keep, fall, open, expl, mchk;
 	size_t i;
 
 	rpt_h_plain(d, "At a glance", "glance");
@@ -115,6 +115,7 @@ void rpt_sec_glance(doc *d, const model *m)
 	rb_init(&fall, 0);
 	rb_init(&open, 0);
 	rb_init(&expl, 0);
+	rb_init(&mchk, 0);
 	if (!json_array_size(m->verdicts)) {
 		rpt_p(d, "No verdict: no hypothesis is registered.");
 	} else {
@@ -134,6 +135,7 @@ void rpt_sec_glance(doc *d, const model *m)
 			const json_t *hdoc = verdict_doc(m, v) ?: hyp_doc(hs, id),
 			             *pred = json_object_get(hdoc, "prediction");
 			int amended = json_object_get(v, "version") != NULL;
+			int mchk_ = !strcmp(rpt_str(v, "evidence") ?: "", "model check");
 			const json_t *band = json_object_get(pred, "band95");
 			double obs = rpt_verdict_observed(v, band);
 			double lo = rpt_num_at(band, 0), hi = rpt_num_at(band, 1);
@@ -147,7 +149,8 @@ void rpt_sec_glance(doc *d, const model *m)
 			rb_free(&b);
 			rpt_cell_s(r, rpt_str(hdoc, "title"));
 			rb_init(&b, 0);
-			rb_printf(&b, "%s%s%s", vd, expl_ ? " (exploratory)" : "",
+			rb_printf(&b, "%s%s%s%s", vd, expl_ ? " (exploratory)" : "",
+				  !expl_ && mchk_ ? " (model check)" : "",
 				  json_object_get(v, "amended_later") ? " (registered version; amended later)"
 								      : "");
 			rpt_cell_s(r, b.p);
@@ -169,6 +172,8 @@ void rpt_sec_glance(doc *d, const model *m)
 			}
 			if (expl_)
 				list_hyp(&expl, id, hdoc, 0);
+			else if (mchk_)
+				list_hyp(&mchk, id, hdoc, 0);
 			else if (!strcmp(vd, "accepted"))
 				list_hyp(&keep, id, hdoc, 1);
 			else if (!strcmp(vd, "rejected") || !strcmp(vd, "refuted"))
@@ -203,8 +208,13 @@ void rpt_sec_glance(doc *d, const model *m)
 		      json_array_size(m->predictions));
 	}
 	amended_after_holdout(d, m, sr);
-	rpt_p(d, "What survives (confirmatory, accepted): %s.", keep.len ? keep.p : "nothing");
+	rpt_p(d, "What survives (confirmatory findings, accepted): %s.", keep.len ? keep.p : "nothing");
 	rpt_p(d, "What does not (rejected or refuted): %s.", fall.len ? fall.p : "nothing");
+	if (mchk.len)
+		rpt_p(d,
+		      "Model checks (every metric their rules compare rests on the device model's "
+		      "parameters alone, so the model decides them; never counted as evidence): %s.",
+		      mchk.p);
 	if (open.len)
 		rpt_p(d, "Not settled (provisional or unresolved): %s.", open.p);
 	if (expl.len)
@@ -213,6 +223,7 @@ void rpt_sec_glance(doc *d, const model *m)
 	rb_free(&fall);
 	rb_free(&open);
 	rb_free(&expl);
+	rb_free(&mchk);
 	json_decref(hs);
 	rpt_fold_open(d, "The study in counts");
 	rpt_sec_summary(d, m);

@@ -85,7 +85,7 @@ static int collect(const ledger_record *r, void *ud)
 		if (!status || !strcmp(status, "complete"))
 			json_array_append_new(
 				g->runs,
-				json_pack("{s:O?,s:O?,s:O?,s:O?,s:I,s:s,s:s,s:s,s:b,s:b}", "id",
+				json_pack("{s:O?,s:O?,s:O?,s:O?,s:I,s:s,s:s,s:s,s:b,s:b,s:b}", "id",
 					  json_object_get(p, "run_id"), "tags", json_object_get(p, "tags"),
 					  "hypotheses", json_object_get(p, "hypotheses"), "metrics",
 					  json_object_get(p, "metrics"), "seq", (json_int_t) r->seq,
@@ -94,7 +94,11 @@ static int collect(const ledger_record *r, void *ud)
 					  "spec_sha256",
 					  json_string_value(json_object_get(p, "spec_sha256")) ?: "",
 					  "holdout", json_is_true(json_object_get(p, "holdout")),
-					  "beyond_plan", json_is_true(json_object_get(p, "beyond_plan"))));
+					  "beyond_plan", json_is_true(json_object_get(p, "beyond_plan")),
+					  "modelled",
+					  json_is_string(json_object_get(p, "device_time")) &&
+						  json_is_string(json_object_get(
+							  json_object_get(p, "spec"), "device"))));
 	} else if (!strcmp(r->kind, "refutation")) {
 		const char *h = json_string_value(json_object_get(p, "hypothesis"));
 
@@ -207,6 +211,104 @@ static int eval_both(const json_t *doc, const json_t *runs, const char *id, int 
 	return rc;
 }
 
+/* ---- findings and model checks ---- */
+
+/* Metrics the engine counts: no device model can move them. */
+static const char *const engine_metrics[] = {
+	"queries", "recall_at_k", "results_digest", "engine_reads", "reads_per_query",
+	"bytes_per_read", "resident_fraction_before", "mem_peak_bytes", NULL,
+};
+/* Metrics that are the device's per-read figures alone: under a model, the model's. */
+static const char *const per_read_metrics[] = {
+	"engine_read_ms_mean", "device_read_ms_mean", "io_over_wall", "device_busy",
+	"inflight_median", NULL,
+};
+
+static int in_list(const char *const *l, const char *s)
+{
+	for (; *l; l++)
+		if (!strcmp(*l, s))
+			return 1;
+	return 0;
+}
+
+/* Every "metric" a rule names, once each, into out. */
+static void rule_metrics(const json_t *x, json_t *out)
+{
+	const char *k;
+	size_t i;
+	json_t *v;
+
+	if (json_is_array(x)) {
+		json_array_foreach(x, i, v)
+			rule_metrics(v, out);
+	} else if (json_is_object(x)) {
+		json_object_foreach((json_t *) x, k, v) {
+			if (!strcmp(k, "metric") && json_is_string(v)) {
+				if (!cs_json_has_string(out, json_string_value(v)))
+					json_array_append(out, v);
+			} else {
+				rule_metrics(v, out);
+			}
+		}
+	}
+}
+
+/*
+ * What decides a hypothesis's rules on its runs (new): each metric's
+ * basis, and "finding" or "model check". A metric the engine counts is
+ * the engine's; on the real disk, the device's; on a device model, a
+ * per-read figure is the model's own, and a time (wall, latency, QPS) is
+ * the model's when the runs read the same number of pages a query (within
+ * 1%), so that nothing measured differs between them, else the engine's
+ * reads times the model's latency. A hypothesis all of whose metrics rest
+ * on the model alone is a model check: its outcome is fixed by the
+ * model's parameters, and it is never counted as confirmatory evidence.
+ * What this cannot see: a rule whose threshold the model's parameters
+ * would cross under other reads (docs/device-model.md).
+ */
+static json_t *evidence(const json_t *doc, const json_t *runs)
+{
+	json_t *metrics = json_array(), *basis = json_object(), *m, *r;
+	double lo = 0, hi = 0;
+	size_t i, j;
+	int modelled = json_array_size(runs) > 0, model_only = 1, rpq = 0;
+
+	rule_metrics(json_object_get(doc, "accept"), metrics);
+	rule_metrics(json_object_get(doc, "reject"), metrics);
+	json_array_foreach(runs, i, r) {
+		double x = json_number_value(
+			json_object_get(json_object_get(r, "metrics"), "reads_per_query"));
+
+		modelled &= json_is_true(json_object_get(r, "modelled"));
+		if (x > 0) {
+			lo = rpq ? (x < lo ? x : lo) : x;
+			hi = rpq ? (x > hi ? x : hi) : x;
+			rpq = 1;
+		}
+	}
+	json_array_foreach(metrics, j, m) {
+		const char *name = json_string_value(m), *b;
+
+		if (in_list(engine_metrics, name))
+			b = "engine";
+		else if (!json_array_size(runs))
+			b = "no runs";
+		else if (!modelled)
+			b = "device";
+		else if (in_list(per_read_metrics, name) || (rpq && hi <= lo * 1.01))
+			b = "device model";
+		else
+			b = "engine reads and device model";
+		model_only &= !strcmp(b, "device model");
+		json_object_set_new(basis, name, json_string(b));
+	}
+	json_decref(metrics);
+	return json_pack("{s:s,s:o}", "evidence",
+			 json_object_size(basis) && model_only ? "model check" : "finding", "basis",
+			 basis);
+}
+
 /*
  * The verdict payload for one version h ({"doc", "seq"}) of hypothesis id;
  * amended: h is the version amended after the first run, judged as an
@@ -317,6 +419,12 @@ static int judge(gather *g, const char *id, const json_t *h, int amended, json_t
 	devs = NULL;
 	if (*out && sc)
 		json_object_set(*out, "sceptic", sc);
+	if (*out) {
+		json_t *ev = evidence(doc, runs);
+
+		json_object_update(*out, ev);
+		json_decref(ev);
+	}
 	if (*out && json_array_size(beyond)) {
 		json_t *mine = json_array(), *b;
 		size_t k;
