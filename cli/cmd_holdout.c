@@ -206,9 +206,14 @@ static int score(const char *dir, const holdout_score_opts *o, int as_json)
 	       json_string_value(json_object_get(s, "threshold_source")),
 	       json_is_true(json_object_get(s, "passed_mdape")) ? "met" : "missed");
 	if (json_is_integer(json_object_get(s, "min_inside")))
-		printf("inside their bands: %lld, the plan asks for at least %lld: %s\n",
+		printf("inside their bands: %lld of %lld rows scored once; the plan asks for at least "
+		       "%lld of %lld rows, %lld of these: %s\n",
 		       (long long) json_integer_value(json_object_get(s, "inside")),
+		       (long long) json_integer_value(json_object_get(s, "n")),
 		       (long long) json_integer_value(json_object_get(s, "min_inside")),
+		       (long long) (json_integer_value(json_object_get(s, "n")) +
+				    json_integer_value(json_object_get(s, "rows_dependent"))),
+		       (long long) json_integer_value(json_object_get(s, "min_inside_scored")),
 		       json_is_true(json_object_get(s, "passed_inside")) ? "met" : "missed");
 	printf("the registered test: %s%s\n", json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL",
 	       json_is_true(json_object_get(s, "interim")) ? " (interim: UNFINISHED, exit 7)" : "");

@@ -452,7 +452,23 @@ static int64_t score_of_record(const json_t *scores, const json_t **rec)
  * amended after the holdout was seen: shown beside the score of record,
  * labelled, and never deciding "passed" or the exit code (new).
  */
-static json_t *amended_rule(const holdout_log *v, double mdape, size_t inside, double threshold0)
+/*
+ * The minimum in-band count a rule of min_inside (registered over every
+ * row the predictions cover, n_all) asks of the n rows scored once: the
+ * same share, rounded up. Rows that are functions of others would count
+ * the same evidence twice.
+ */
+static size_t min_inside_scored(json_int_t min_inside, size_t n, size_t n_all)
+{
+	if (min_inside <= 0)
+		return 0;
+	if (!n_all || n >= n_all)
+		return (size_t) min_inside;
+	return (size_t) ceil((double) min_inside * (double) n / (double) n_all - 1e-9);
+}
+
+static json_t *amended_rule(const holdout_log *v, double mdape, size_t inside, size_t n,
+			    size_t n_all, double threshold0)
 {
 	const json_t *ah = v->plan.plan ? json_object_get(v->plan.plan, "holdout") : NULL;
 	const json_t *tv = json_object_get(ah, "threshold"), *mi = json_object_get(ah, "min_inside");
@@ -461,7 +477,7 @@ static json_t *amended_rule(const holdout_log *v, double mdape, size_t inside, d
 	json_t *a;
 
 	if (json_is_integer(mi))
-		passed = passed && inside >= (size_t) json_integer_value(mi);
+		passed = passed && inside >= min_inside_scored(json_integer_value(mi), n, n_all);
 	a = json_pack("{s:s,s:I,s:I,s:f,s:b,s:b}", "label", "amended after the holdout was seen",
 		      "study_seq", (json_int_t) v->plan.study_seq, "holdout_seen_seq",
 		      (json_int_t) v->seen_seq, "threshold", threshold, "passed", passed,
@@ -640,9 +656,11 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 
 		json_object_set_new(payload, "passed_mdape", json_boolean(s.passed));
 		if (json_is_integer(mi)) {
-			int enough = s.inside >= (size_t) json_integer_value(mi);
+			size_t need = min_inside_scored(json_integer_value(mi), n, n + dependent);
+			int enough = s.inside >= need;
 
 			json_object_set_new(payload, "min_inside", json_integer(json_integer_value(mi)));
+			json_object_set_new(payload, "min_inside_scored", json_integer((json_int_t) need));
 			json_object_set_new(payload, "passed_inside", json_boolean(enough));
 			passed = passed && enough;
 		}
@@ -651,7 +669,8 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 	json_object_set_new(payload, "registered", json_boolean(v.reg.plan != NULL && ph != NULL));
 	json_object_set_new(payload, "rows_dependent", json_integer((json_int_t) dependent));
 	if (holdout_amended_after_seen(&v))
-		json_object_set_new(payload, "amended", amended_rule(&v, s.mdape, s.inside, threshold));
+		json_object_set_new(payload, "amended", amended_rule(&v, s.mdape, s.inside, n,
+								     n + dependent, threshold));
 	if (json_array_size(missing))
 		json_object_set(payload, "targets_without_run", missing);
 	if (json_array_size(differ))
@@ -733,6 +752,9 @@ int holdout_registered_state(ledger *l, json_t **score, json_t **state, cs_err *
 			st, "amended",
 			amended_rule(&v, json_number_value(json_object_get(rec, "mdape")),
 				     (size_t) json_integer_value(json_object_get(rec, "inside")),
+				     (size_t) json_integer_value(json_object_get(rec, "n")),
+				     (size_t) (json_integer_value(json_object_get(rec, "n")) +
+					       json_integer_value(json_object_get(rec, "rows_dependent"))),
 				     json_number_value(json_object_get(rec, "threshold"))));
 	*state = st;
 	st = NULL;

@@ -85,7 +85,7 @@ static int collect(const ledger_record *r, void *ud)
 		if (!status || !strcmp(status, "complete"))
 			json_array_append_new(
 				g->runs,
-				json_pack("{s:O?,s:O?,s:O?,s:O?,s:I,s:s,s:s,s:s,s:b,s:b,s:b}", "id",
+				json_pack("{s:O?,s:O?,s:O?,s:O?,s:I,s:s,s:s,s:s,s:b,s:b,s:b,s:b}", "id",
 					  json_object_get(p, "run_id"), "tags", json_object_get(p, "tags"),
 					  "hypotheses", json_object_get(p, "hypotheses"), "metrics",
 					  json_object_get(p, "metrics"), "seq", (json_int_t) r->seq,
@@ -98,7 +98,8 @@ static int collect(const ledger_record *r, void *ud)
 					  "modelled",
 					  json_is_string(json_object_get(p, "device_time")) &&
 						  json_is_string(json_object_get(
-							  json_object_get(p, "spec"), "device"))));
+							  json_object_get(p, "spec"), "device")),
+					  "cold", json_is_true(json_object_get(json_object_get(p, "spec"), "cold"))));
 	} else if (!strcmp(r->kind, "refutation")) {
 		const char *h = json_string_value(json_object_get(p, "hypothesis"));
 
@@ -257,11 +258,12 @@ static void rule_metrics(const json_t *x, json_t *out)
 /*
  * What decides a hypothesis's rules on its runs (new): each metric's
  * basis, and "finding" or "model check". A metric the engine counts is
- * the engine's; on the real disk, the device's; on a device model, a
- * per-read figure is the model's own, and a time (wall, latency, QPS) is
- * the model's when the runs read the same number of pages a query (within
- * 1%), so that nothing measured differs between them, else the engine's
- * reads times the model's latency. A hypothesis all of whose metrics rest
+ * the engine's; with a cold run on the real disk, the device's; with
+ * modelled runs (and warm ones, whose times are CPU alone), a per-read
+ * figure is the model's own, and a time (wall, latency, QPS) is the
+ * model's when the modelled runs read the same number of pages a query
+ * (within 1%), so that nothing measured differs between them, else the
+ * engine's reads times the model's latency. A hypothesis all of whose metrics rest
  * on the model alone is a model check: its outcome is fixed by the
  * model's parameters, and it is never counted as confirmatory evidence.
  * What this cannot see: a rule whose threshold the model's parameters
@@ -272,7 +274,7 @@ static json_t *evidence(const json_t *doc, const json_t *runs)
 	json_t *metrics = json_array(), *basis = json_object(), *m, *r;
 	double lo = 0, hi = 0;
 	size_t i, j;
-	int modelled = json_array_size(runs) > 0, model_only = 1, rpq = 0;
+	int real = 0, model_only = 1, rpq = 0, nmod = 0;
 
 	rule_metrics(json_object_get(doc, "accept"), metrics);
 	rule_metrics(json_object_get(doc, "reject"), metrics);
@@ -280,7 +282,12 @@ static json_t *evidence(const json_t *doc, const json_t *runs)
 		double x = json_number_value(
 			json_object_get(json_object_get(r, "metrics"), "reads_per_query"));
 
-		modelled &= json_is_true(json_object_get(r, "modelled"));
+		/* a warm run without a model reads nothing from a device: its times are CPU */
+		if (!json_is_true(json_object_get(r, "modelled"))) {
+			real |= json_is_true(json_object_get(r, "cold"));
+			continue;
+		}
+		nmod++;
 		if (x > 0) {
 			lo = rpq ? (x < lo ? x : lo) : x;
 			hi = rpq ? (x > hi ? x : hi) : x;
@@ -294,8 +301,8 @@ static json_t *evidence(const json_t *doc, const json_t *runs)
 			b = "engine";
 		else if (!json_array_size(runs))
 			b = "no runs";
-		else if (!modelled)
-			b = "device";
+		else if (real || !nmod)
+			b = real ? "device" : "engine";
 		else if (in_list(per_read_metrics, name) || (rpq && hi <= lo * 1.01))
 			b = "device model";
 		else

@@ -228,16 +228,16 @@ static void test_plan_verdicts(void **state)
 	}
 }
 
-/* A design run with its device: modelled (virtual time under hdd-pool) or the real disk. */
+/* A cold design run with its device: modelled (virtual time under hdd-pool) or the real disk. */
 static void add_device_run(ledger *l, const char *id, const char *sha, int modelled, double rpq,
 			   double wall, double read_ms)
 {
-	json_t *p = json_pack("{s:s,s:[s,s],s:{s:f,s:f,s:f},s:s,s:b,s:s,s:s,s:o,s:{s:o}}", "run_id",
-			      id, "tags", "serial", "design", "metrics", "wall_s", wall,
+	json_t *p = json_pack("{s:s,s:[s,s],s:{s:f,s:f,s:f},s:s,s:b,s:s,s:s,s:o,s:{s:o,s:b}}",
+			      "run_id", id, "tags", "serial", "design", "metrics", "wall_s", wall,
 			      "reads_per_query", rpq, "engine_read_ms_mean", read_ms, "status",
 			      "complete", "holdout", 0, "class", "design", "spec_sha256", sha,
 			      "device_time", modelled ? json_string("virtual") : json_null(), "spec",
-			      "device", modelled ? json_string("hdd-pool") : json_null());
+			      "device", modelled ? json_string("hdd-pool") : json_null(), "cold", 1);
 	json_t *st = json_pack("{s:s,s:s,s:b,s:s}", "run_id", id, "spec_sha256", sha, "holdout", 0,
 			       "class", "design");
 	cs_err e;
