@@ -134,7 +134,7 @@ need = [
     "cold-query-fixture", "frozen before any holdout result existed",
     "widen H7's band: the seed's pooled interval was 1.04 to 1.61 | 1.3 \\[1, 2\\] |",
     "| none | widen H7",
-    "11 hypotheses registered (amendments: 1). Confirmatory, decided by the runs the plan maps to each: 0 accepted",
+    "11 hypotheses registered (amendments: 1). Confirmatory findings, decided by the runs the plan maps to each: 0 accepted",
     "Exploratory hypotheses, never counted as confirmatory: 11 (0 post hoc",
     "6 runs: 0 design, 0 sceptic, 1 holdout, 5 exploratory",
     "median relative error 0.05276 against the threshold 0.35 (default): PASS, 1 of 2 predictions",
