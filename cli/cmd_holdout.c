@@ -206,11 +206,28 @@ static int score(const char *dir, const holdout_score_opts *o, int as_json)
 	       json_string_value(json_object_get(s, "threshold_source")),
 	       json_is_true(json_object_get(s, "passed_mdape")) ? "met" : "missed");
 	if (json_is_integer(json_object_get(s, "min_inside")))
-		printf("inside their bands: %lld, the plan asks for at least %lld: %s\n",
+		printf("inside their bands: %lld of %lld rows scored once; the plan asks for at least "
+		       "%lld of %lld rows, %lld of these: %s\n",
 		       (long long) json_integer_value(json_object_get(s, "inside")),
+		       (long long) json_integer_value(json_object_get(s, "n")),
 		       (long long) json_integer_value(json_object_get(s, "min_inside")),
+		       (long long) (json_integer_value(json_object_get(s, "n")) +
+				    json_integer_value(json_object_get(s, "rows_dependent"))),
+		       (long long) json_integer_value(json_object_get(s, "min_inside_scored")),
 		       json_is_true(json_object_get(s, "passed_inside")) ? "met" : "missed");
-	printf("the registered test: %s\n", json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL");
+	printf("the registered test: %s%s\n", json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL",
+	       json_is_true(json_object_get(s, "interim")) ? " (interim: UNFINISHED, exit 7)" : "");
+	if (json_is_object(json_object_get(s, "amended"))) {
+		const json_t *am = json_object_get(s, "amended");
+
+		printf("amended after the holdout was seen (study record seq %lld, holdout seen at "
+		       "seq %lld): against %.3f it would %s; the score of record keeps the "
+		       "registered rule\n",
+		       (long long) json_integer_value(json_object_get(am, "study_seq")),
+		       (long long) json_integer_value(json_object_get(am, "holdout_seen_seq")),
+		       json_number_value(json_object_get(am, "threshold")),
+		       json_is_true(json_object_get(am, "passed")) ? "PASS" : "FAIL");
+	}
 	printf("%lld of %lld inside their %g%% bands; two-sided binomial p = %.3f over the rows, "
 	       "%.3f over the %lld independent holdout runs behind them%s\n",
 	       (long long) json_integer_value(json_object_get(s, "inside")),
@@ -224,8 +241,14 @@ static int score(const char *dir, const holdout_score_opts *o, int as_json)
 		       : "");
 	printf("mean relative interval score %.4g (interval score / observed, all rows)\n",
 	       json_number_value(json_object_get(s, "mean_relative_interval_score")));
+	if (json_integer_value(json_object_get(s, "rows_dependent")))
+		printf("%lld rows are functions of another row of the same run (a multiple or a "
+		       "reciprocal of it): shown, scored once\n",
+		       (long long) json_integer_value(json_object_get(s, "rows_dependent")));
 	per = json_object_get(s, "per_metric");
-	json_object_foreach(per, k, m)
+	json_object_foreach(per, k, m) {
+		const json_t *c = json_object_get(m, "calibration");
+
 		printf("  %-20s n %lld, inside %lld, MdAPE %.3f, mean interval score %.6g, relative "
 		       "%.4g\n",
 		       k, (long long) json_integer_value(json_object_get(m, "n")),
@@ -233,6 +256,22 @@ static int score(const char *dir, const holdout_score_opts *o, int as_json)
 		       json_number_value(json_object_get(m, "mdape")),
 		       json_number_value(json_object_get(m, "mean_interval_score")),
 		       json_number_value(json_object_get(m, "mean_relative_interval_score")));
+		if (json_is_number(json_object_get(c, "z_rms")))
+			printf("  %-20s calibration: standardised errors RMS %.3f (1 when calibrated), "
+			       "chi-square p %.3g too wide, %.3g too narrow: %s\n",
+			       "", json_number_value(json_object_get(c, "z_rms")),
+			       json_number_value(json_object_get(c, "p_too_wide")),
+			       json_number_value(json_object_get(c, "p_too_narrow")),
+			       json_string_value(json_object_get(c, "verdict")));
+		else if (c)
+			printf("  %-20s calibration: %s\n", "",
+			       json_string_value(json_object_get(c, "verdict")));
+	}
+	json_array_foreach(json_object_get(s, "targets_seen_before_predictions"), i, row)
+		printf("target %s SEEN before the predictions: run %s read %s\n",
+		       json_string_value(json_object_get(row, "target")),
+		       json_string_value(json_object_get(row, "run_id")),
+		       json_string_value(json_object_get(row, "why")));
 	if (json_array_size(json_object_get(s, "pending")))
 		printf("%zu predictions have no holdout run yet\n",
 		       json_array_size(json_object_get(s, "pending")));
@@ -304,15 +343,22 @@ static const char holdout_usage[] =
 	"targets and metrics, or those of a targets file (each must be a target of the plan):\n"
 	"  {\"targets\": [{\"run\": \"runs/h1.json\", \"metrics\": [\"wall_s\", \"engine_reads\"],\n"
 	"                \"model\": \"auto\"}]}\n"
-	"Predictions are refused (exit 3) once the first holdout run has started.\n"
+	"Predictions are refused (exit 3) once the first holdout run has started, and once a\n"
+	"first set is on record: the first set is frozen.\n"
 	"score compares each prediction with its target's first holdout run: relative error\n"
 	"|p - o| / o (MdAPE/100), inside the band, interval score per metric and relative to the\n"
 	"observed value, a two-sided binomial coverage check (over the rows and over the\n"
-	"independent runs behind them), and pass/fail by the plan's rule (threshold, minimum\n"
-	"inside). --threshold other than the plan's is refused (exit 3); without a plan it sets\n"
+	"independent runs behind them), each metric's calibration (chi-square of standardised\n"
+	"log errors), and pass/fail by the plan's rule (threshold, minimum inside). A row that\n"
+	"is a multiple or reciprocal of another row of the same run is shown and scored once\n"
+	"(the minimum inside asks the same share of the rows scored once).\n"
+	"--threshold other than the plan's is refused (exit 3); without a plan it sets\n"
 	"the threshold (default 0.35). A score before every target has its run is refused\n"
-	"(exit 3) unless --interim, which records it as interim. The first complete score is\n"
-	"the score; later ones are re-scores. Exit 6 when the registered test failed.\n";
+	"(exit 3) unless --interim, which records it as interim (exit 7: unfinished). The first\n"
+	"complete score is the score; later ones are re-scores. The rule is the one registered\n"
+	"before the holdout was seen (the first holdout run or score): a plan amended after that\n"
+	"is shown beside it, labelled, and never changes the result or the exit. The log is\n"
+	"verified first (exit 4). Exit 6 when the registered test failed.\n";
 
 int cmd_holdout(int argc, char **argv)
 {
@@ -460,8 +506,12 @@ static void print_interval(const json_t *iv, int underpowered)
 		       json_string_value(json_object_get(iv, "why")) ?: "?", n);
 }
 
-/* Print one group of verdicts (class cls; provisional: 1 only those, 0 all but those). */
-static size_t print_group(const json_t *all, const char *cls, int provisional, const char *title)
+/*
+ * Print one group of verdicts (class cls; provisional: 1 only those, 0 all
+ * but those, -1 any; model: 1 only model checks, 0 only findings, -1 any).
+ */
+static size_t print_group(const json_t *all, const char *cls, int provisional, int model,
+			  const char *title)
 {
 	size_t i, n = 0;
 	json_t *v;
@@ -470,9 +520,12 @@ static size_t print_group(const json_t *all, const char *cls, int provisional, c
 		const char *c = json_string_value(json_object_get(v, "class")) ?: "";
 		const char *x = json_string_value(json_object_get(v, "verdict")) ?: "";
 		const json_t *sc = json_object_get(v, "sceptic");
-		char sct[32] = "-";
+		char sct[32] = "-", id[64];
 
-		if (strcmp(c, cls) || (provisional >= 0 && provisional != !strcmp(x, "provisional")))
+		int mc = !strcmp(json_string_value(json_object_get(v, "evidence")) ?: "", "model check");
+
+		if (strcmp(c, cls) || (provisional >= 0 && provisional != !strcmp(x, "provisional")) ||
+		    (model >= 0 && model != mc))
 			continue;
 		if (!n++)
 			printf("%s\n%-5s %-13s %-11s %-13s %-13s %5s %-8s %s\n", title, "id", "kind",
@@ -482,19 +535,56 @@ static size_t print_group(const json_t *all, const char *cls, int provisional, c
 			snprintf(sct, sizeof(sct), "%lld/%lld",
 				 (long long) json_integer_value(json_object_get(sc, "done")),
 				 (long long) json_integer_value(json_object_get(sc, "planned")));
-		printf("%-5s %-13s %-11s %-13s %-13s %5zu %-8s %zu/%zu%s\n",
-		       json_string_value(json_object_get(v, "hypothesis")),
+		snprintf(id, sizeof(id), "%s%s", json_string_value(json_object_get(v, "hypothesis")) ?: "?",
+			 json_object_get(v, "version") ? "'" : "");
+		printf("%-5s %-13s %-11s %-13s %-13s %5zu %-8s %zu/%zu%s%s\n", id,
 		       json_string_value(json_object_get(v, "kind")) ?: "", x,
 		       json_string_value(json_object_get(json_object_get(v, "accept"), "result")),
 		       json_string_value(json_object_get(json_object_get(v, "reject"), "result")),
 		       json_array_size(json_object_get(v, "runs")), sct,
 		       json_array_size(json_object_get(v, "refutations")),
 		       json_array_size(json_object_get(v, "deviations")),
-		       json_is_true(json_object_get(v, "post_hoc")) ? "  post hoc" : "");
+		       json_is_true(json_object_get(v, "post_hoc")) ? "  post hoc" : "",
+		       json_object_get(v, "version") ? " (the amended version; the registered one keeps "
+						       "its verdict above)"
+		       : json_object_get(v, "amended_later")
+			       ? "  amended later: the amended version is listed as exploratory"
+			       : "");
 		print_interval(json_object_get(v, "interval"),
 			       json_is_true(json_object_get(v, "underpowered")));
 	}
 	return n;
+}
+
+/* The holdout line of `verdicts`: the score of record, an amended rule beside it, or unfinished. */
+static void print_holdout_state(const json_t *test, const json_t *state)
+{
+	const json_t *am = json_object_get(test, "amended") ?: json_object_get(state, "amended");
+
+	if (test) {
+		printf("holdout: the score of record (seq %lld) %s: median relative error "
+		       "%.3f against %.3f (the rule registered before the holdout was seen)\n",
+		       (long long) json_integer_value(json_object_get(test, "seq")),
+		       json_is_true(json_object_get(test, "passed")) ? "PASSED" : "FAILED",
+		       json_number_value(json_object_get(test, "mdape")),
+		       json_number_value(json_object_get(test, "threshold")));
+		if (am)
+			printf("holdout: amended after the holdout was seen (study record seq %lld): "
+			       "against %.3f it would have %s; not the score of record\n",
+			       (long long) json_integer_value(json_object_get(am, "study_seq")),
+			       json_number_value(json_object_get(am, "threshold")),
+			       json_is_true(json_object_get(am, "passed")) ? "passed" : "failed");
+	} else if (json_is_true(json_object_get(state, "unfinished"))) {
+		printf("holdout: UNFINISHED: no score of record (%lld of %lld targets without a "
+		       "run, %lld predictions, %lld interim scores); the registered test is not "
+		       "decided (exit 7)\n",
+		       (long long) json_array_size(json_object_get(state, "targets_without_run")),
+		       (long long) json_integer_value(json_object_get(state, "targets")),
+		       (long long) json_integer_value(json_object_get(state, "predictions")),
+		       (long long) json_integer_value(json_object_get(state, "interim_scores")));
+	} else {
+		printf("holdout: none registered\n");
+	}
 }
 
 int cmd_verdicts(int argc, char **argv)
@@ -503,7 +593,7 @@ int cmd_verdicts(int argc, char **argv)
 	int as_json = 0, record = 1;
 	uint64_t as_of = 0;
 	ledger *l = NULL;
-	json_t *all = NULL, *test = NULL;
+	json_t *all = NULL, *test = NULL, *state = NULL;
 	cs_err e = {0};
 	int rc;
 
@@ -516,8 +606,16 @@ int cmd_verdicts(int argc, char **argv)
 		       "and not refuting, no refutation), provisional (accept holds, sceptic runs\n"
 		       "missing or none registered), refuted (a refutation record or the sceptic\n"
 		       "runs), unresolved otherwise. Each changed verdict is a ledger record naming\n"
-		       "its runs; --as-of SEQ recomputes from the records up to SEQ. Exit 6 when the\n"
-		       "registered holdout test (the score of record) failed.\n\n"
+		       "its runs; --as-of SEQ recomputes from the records up to SEQ. A hypothesis\n"
+		       "amended after the first run keeps its registered version's verdict in the\n"
+		       "confirmatory table; the amended version (H3') is an exploratory entry.\n"
+		       "Confirmatory hypotheses whose every compared metric rests on the device\n"
+		       "model alone (its per-read figures, or its times on runs that read alike)\n"
+		       "are model checks, listed apart and never counted as evidence.\n"
+		       "The log is verified first (exit 4 on an edited log or a record appended\n"
+		       "without the study's key). Exit 6 when the registered holdout test (the\n"
+		       "score of record, by the rule registered before the holdout was seen)\n"
+		       "failed, 7 while the plan's holdout has no score of record.\n\n"
 		       "A hypothesis registered with decision \"interval\" is decided by the confidence\n"
 		       "interval of its effect over its runs (geometric mean or ratio of two; Welch t\n"
 		       "on the logs or a percentile bootstrap): accepted when the whole interval lies\n"
@@ -548,7 +646,7 @@ int cmd_verdicts(int argc, char **argv)
 	if (rc == CS_EXIT_REFUSED) /* nothing to judge: a refusal, and so a record */
 		rc = guard_refuse(l, "registered", "verdicts", dir, &e, "%s", e.msg);
 	if (!rc)
-		rc = holdout_registered_test(l, &test, &e);
+		rc = holdout_registered_state(l, &test, &state, &e);
 	ledger_close(l);
 	if (rc)
 		return cli_fail("verdicts", &e);
@@ -558,24 +656,38 @@ int cmd_verdicts(int argc, char **argv)
 		printf("%s\n", txt);
 		free(txt);
 	} else {
-		if (!print_group(all, "confirmatory", 0, "confirmatory (decided by the plan's runs):"))
-			printf("no confirmatory hypothesis%s\n",
-			       json_array_size(all) ? " (no plan maps one, or none registered before the first run)" : "");
-		print_group(all, "confirmatory", 1,
+		if (!print_group(all, "confirmatory", 0, 0,
+				 "confirmatory findings (decided by the plan's runs):"))
+			printf("no confirmatory finding%s\n",
+			       json_array_size(all) ? " (no plan maps one, none registered before the first run, or all are model checks)" : "");
+		print_group(all, "confirmatory", 1, 0,
 			    "provisional (accept holds; the sceptic runs are missing or none are planned):");
-		print_group(all, "exploratory", -1,
+		print_group(all, "confirmatory", -1, 1,
+			    "model checks (every metric the rules compare rests on the device model's "
+			    "parameters alone; never counted as confirmatory evidence):");
+		print_group(all, "exploratory", -1, -1,
 			    "exploratory (kind exploratory or descriptive, post hoc, or no plan; never "
 			    "confirmatory):");
-		if (test)
-			printf("holdout: the score of record (seq %lld) %s: median relative error "
-			       "%.3f against %.3f\n",
-			       (long long) json_integer_value(json_object_get(test, "seq")),
-			       json_is_true(json_object_get(test, "passed")) ? "PASSED" : "FAILED",
-			       json_number_value(json_object_get(test, "mdape")),
-			       json_number_value(json_object_get(test, "threshold")));
+		{
+			size_t i, nf = 0, nm = 0;
+			json_t *v;
+
+			json_array_foreach(all, i, v) {
+				if (strcmp(json_string_value(json_object_get(v, "class")) ?: "", "confirmatory"))
+					continue;
+				if (!strcmp(json_string_value(json_object_get(v, "evidence")) ?: "",
+					    "model check"))
+					nm++;
+				else
+					nf++;
+			}
+			printf("confirmatory: %zu findings, %zu model checks\n", nf, nm);
+		}
+		print_holdout_state(test, state);
 	}
-	rc = holdout_score_exit(test);
+	rc = holdout_state_exit(test, state);
 	json_decref(test);
+	json_decref(state);
 	json_decref(all);
 	return rc;
 }

@@ -51,7 +51,8 @@ static void help(FILE *f)
 	for (size_t i = 0; i < NVERBS; i++)
 		fprintf(f, "  %-11s %s\n", verbs[i].name, verbs[i].summary);
 	fprintf(f, "\nexit codes: 0 ok, 1 internal error, 2 usage, 3 refused, "
-		   "4 verification failed, 5 bad input\n");
+		   "4 verification failed, 5 bad input,\n"
+		   "6 the registered test failed, 7 the registered holdout test is unfinished\n");
 }
 
 int main(int argc, char **argv)

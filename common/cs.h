@@ -26,6 +26,8 @@ enum {
 	CS_EXIT_VERIFY = 4,
 	CS_EXIT_BADINPUT = 5,
 	CS_EXIT_FAILED = 6, /* the registered test failed (a holdout score against its plan) */
+	CS_EXIT_UNFINISHED = 7, /* the registered test is not finished: the plan's holdout has no
+				 * score of record (targets without a run, or interim scores only) */
 };
 
 #define CS_ERR_MAX 1024

@@ -785,6 +785,18 @@ static int queries_overlap(const json_t *a, const json_t *b)
 	return fa < eb && fb < ea;
 }
 
+/* Do two arrays of query row digests share a row? */
+static int rows_overlap(const json_t *a, const json_t *b)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(a, i, v)
+		if (cs_json_has_string(b, json_string_value(v)))
+			return 1;
+	return 0;
+}
+
 typedef struct overlap_ctx {
 	const json_t *spec;
 	char why[512];
@@ -803,7 +815,12 @@ static int overlap_cb(const ledger_record *r, void *ud)
 	}
 	ds = json_object_get(p, "spec");
 	po = parts_overlap(json_object_get(c->spec, "partitions"), json_object_get(ds, "partitions"));
-	qo = queries_overlap(json_object_get(c->spec, "queries"), json_object_get(ds, "queries"));
+	/* by the rows both resolved to where both are known, else by their spelling */
+	if (json_is_array(json_object_get(c->spec, "query_rows")) &&
+	    json_is_array(json_object_get(p, "query_rows")))
+		qo = rows_overlap(json_object_get(c->spec, "query_rows"), json_object_get(p, "query_rows"));
+	else
+		qo = queries_overlap(json_object_get(c->spec, "queries"), json_object_get(ds, "queries"));
 	/*
 	 * A holdout run is new evidence when no design run measured the same
 	 * queries on the same partitions: the seed's holdout gate (all

@@ -277,12 +277,38 @@ int guard_run_plan(struct ledger *l, const struct ledger_plan *p, const char *sh
 int guard_holdout_repeat(struct ledger *l, const char *sha, const char *run_id, const char *verb,
 			 int *repeat, cs_err *e);
 
-/* Refuse predictions once the first holdout run has started. */
+/* Refuse predictions once the first holdout run has started, or once a first set is on record. */
 int guard_predictions_open(struct ledger *l, const char *verb, const char *target, cs_err *e);
 
 /* Refuse a prediction target (spec hash sha, metric) the plan does not register. */
 int guard_prediction_target(struct ledger *l, const struct ledger_plan *p, const char *sha,
 			    const char *path, const char *metric, const char *verb, cs_err *e);
+
+/*
+ * --seed on a planned spec (cls not "exploratory") that registers no seed
+ * (registered 0): refused. A spec's own seed against --seed is the run
+ * spec validator's (exit 2).
+ */
+int guard_plan_seed(struct ledger *l, const char *cls, int registered, const char *spec_path,
+		    const char *verb, cs_err *e);
+
+/*
+ * A design or sceptic spec that already has its registered number of
+ * complete runs (harness_spec_replicates): this run is beyond the plan,
+ * *beyond set and a deviation recorded; the run is shown and excluded
+ * from every decision (verdicts, the holdout's models).
+ */
+int guard_plan_runs(struct ledger *l, const char *sha, const char *cls, unsigned registered,
+		    const char *run_id, const char *verb, int *beyond, cs_err *e);
+
+/*
+ * A planned run's clone bound to the content the plan's runs were made on:
+ * the first planned run on index (the spec's path) fixes its clone's
+ * source SHA-256; a later planned run whose clone holds other content gets
+ * a why line (cap bytes; empty when bound) and runs as exploratory.
+ */
+int guard_plan_clone(struct ledger *l, const char *cls, const char *index,
+		     const char *source_sha256, char *why, size_t cap, cs_err *e);
 
 /* Refuse a --threshold that differs from the registered one. */
 int guard_score_threshold(struct ledger *l, double registered, double given, const char *verb,

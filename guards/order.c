@@ -96,16 +96,42 @@ static int hold_cb(const ledger_record *r, void *ud)
 	return c->started;
 }
 
+static int first_cb(const ledger_record *r, void *ud)
+{
+	*(int64_t *) ud = r->seq;
+	return 1;
+}
+
+/* 1 and *seq the first record of kind, 0 when none, -1 with e on error. */
+static int first_of_kind(struct ledger *l, const char *kind, int64_t *seq, cs_err *e)
+{
+	*seq = 0;
+	if (ledger_foreach(l, kind, first_cb, seq, e))
+		return -1;
+	return *seq > 0;
+}
+
 int guard_predictions_open(struct ledger *l, const char *verb, const char *target, cs_err *e)
 {
 	hold_ctx c = {0};
 	cs_err le = {0};
+	int64_t first = 0;
+	int f;
 
 	if (ledger_foreach(l, "run_start", hold_cb, &c, &le))
 		return cs_err_set(e, CS_EXIT_INTERNAL, "%s", le.msg);
 	if (c.started)
 		return guard_refuse(l, "holdout-order", verb, target, e,
 				    "predictions are frozen: the first holdout run has started");
+	/* the first prediction set freezes them: a second set would let the latest win */
+	f = first_of_kind(l, "prediction", &first, &le);
+	if (f < 0)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s", le.msg);
+	if (f)
+		return guard_refuse(l, "predictions-frozen", verb, target, e,
+				    "predictions are frozen: the first set is on record from seq %lld "
+				    "(one set a study; a later one would replace it)",
+				    (long long) first);
 	return 0;
 }
 
@@ -152,4 +178,105 @@ int guard_score_complete(struct ledger *l, size_t n_missing, size_t n_targets, i
 			    "differ from those predicted): the score waits for all (--interim records "
 			    "an interim score, never the result)",
 			    n_missing, n_targets);
+}
+
+/* ---- evidence bound to the plan ---- */
+
+int guard_plan_seed(struct ledger *l, const char *cls, int registered, const char *spec_path,
+		    const char *verb, cs_err *e)
+{
+	if (registered || !strcmp(cls, "exploratory"))
+		return 0;
+	return guard_refuse(l, "plan-seed", verb, spec_path, e,
+			    "%s: --seed on a %s spec of the plan, which registers no seed: its runs "
+			    "draw from their own streams (give the seed in the spec before the "
+			    "first run, or run an exploratory copy)",
+			    spec_path, cls);
+}
+
+typedef struct count_ctx {
+	const char *sha;
+	unsigned n;
+} count_ctx;
+
+static int count_cb(const ledger_record *r, void *ud)
+{
+	count_ctx *c = ud;
+	json_t *p = json_loads(r->payload, 0, NULL);
+	const char *st = json_string_value(json_object_get(p, "status"));
+
+	/* only the runs that counted: complete, within the plan's count */
+	if (!strcmp(json_string_value(json_object_get(p, "spec_sha256")) ?: "", c->sha) &&
+	    (!st || !strcmp(st, "complete")) && !json_is_true(json_object_get(p, "beyond_plan")) &&
+	    strcmp(json_string_value(json_object_get(p, "class")) ?: "", "exploratory"))
+		c->n++;
+	json_decref(p);
+	return 0;
+}
+
+int guard_plan_runs(struct ledger *l, const char *sha, const char *cls, unsigned registered,
+		    const char *run_id, const char *verb, int *beyond, cs_err *e)
+{
+	count_ctx c = {sha, 0};
+	cs_err le = {0};
+	char why[320];
+
+	(void) verb;
+	*beyond = 0;
+	if (strcmp(cls, "design") && strcmp(cls, "sceptic"))
+		return 0;
+	if (ledger_foreach(l, "run", count_cb, &c, &le))
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s", le.msg);
+	if (c.n < registered)
+		return 0;
+	*beyond = 1;
+	snprintf(why, sizeof(why),
+		 "%s spec %.12s run again as %s beyond its registered %u run%s: shown, and "
+		 "excluded from every decision",
+		 cls, sha, run_id, registered, registered == 1 ? "" : "s");
+	return ledger_deviate(l, why, NULL, NULL, NULL, e);
+}
+
+typedef struct clone_ctx {
+	const char *index;
+	char source[65];
+	char run_id[32];
+} clone_ctx;
+
+static int clone_cb(const ledger_record *r, void *ud)
+{
+	clone_ctx *c = ud;
+	json_t *p = json_loads(r->payload, 0, NULL);
+	const json_t *ix = json_object_get(p, "index");
+	const char *src = json_string_value(json_object_get(json_object_get(ix, "clone"), "source_sha256"));
+	const char *cls = json_string_value(json_object_get(p, "class")) ?: "exploratory";
+
+	if (strcmp(cls, "exploratory") && src &&
+	    !strcmp(json_string_value(json_object_get(ix, "dir")) ?: "", c->index)) {
+		snprintf(c->source, sizeof(c->source), "%s", src);
+		snprintf(c->run_id, sizeof(c->run_id), "%s",
+			 json_string_value(json_object_get(p, "run_id")) ?: "?");
+	}
+	json_decref(p);
+	return c->source[0] != '\0';
+}
+
+int guard_plan_clone(struct ledger *l, const char *cls, const char *index,
+		     const char *source_sha256, char *why, size_t cap, cs_err *e)
+{
+	clone_ctx c = {index, "", ""};
+	cs_err le = {0};
+
+	why[0] = '\0';
+	if (!strcmp(cls, "exploratory") || !index)
+		return 0;
+	if (ledger_foreach(l, "run", clone_cb, &c, &le))
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s", le.msg);
+	if (!c.source[0] || !strcmp(c.source, source_sha256 ? source_sha256 : ""))
+		return 0;
+	snprintf(why, cap,
+		 "the clone %s holds source content %.12s, not %.12s, the content the plan's "
+		 "runs were bound to by %s: this run is exploratory",
+		 index, source_sha256 ? source_sha256 : "(none)", c.source, c.run_id);
+	return 0;
 }

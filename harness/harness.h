@@ -48,7 +48,8 @@ int harness_run_validate(const json_t *doc, const char *name, const char *where,
 
 /*
  * The runs a planned spec registers: its "replicates" key (1..1000),
- * default 1. spec: the raw or effective run document (borrowed).
+ * default 1. spec: the raw or effective run document (borrowed). Every
+ * count of a planned spec's runs reads it here.
  */
 unsigned harness_spec_replicates(const json_t *spec);
 
@@ -225,6 +226,30 @@ int harness_dir_sha256(const char *dir, char out[65], cs_err *e);
 
 /* BenchExec-style host capture; path selects the block device described. New reference. */
 json_t *harness_host_capture(const char *path);
+
+struct cv_device;
+/*
+ * What made a run's numbers (new): {"coldstudy": the project version,
+ * "binary_sha256": the running binary's SHA-256 (null when unreadable),
+ * "device_model": {"profile", "parameters_sha256": of the model's
+ * parameters as cv_device_describe prints them} or null without a model}.
+ */
+json_t *harness_versions(const struct cv_device *dev);
+
+
+/* ---- what a run reads (reach.c) ---- */
+
+struct cv_dataset;
+/* The digest of each query row (16 hex digits of its SHA-256; new), NULL past 65,536 rows. */
+json_t *harness_query_digests(const struct cv_dataset *q);
+/*
+ * The plan's holdout targets a run (effective spec eff, query row digests)
+ * reaches: same device, intersecting partitions and a query row in common,
+ * or the target's device when no design run used it. *reached (new):
+ * [{"target": path, "spec_sha256", "why"}], empty without a plan.
+ */
+int harness_holdout_reached(struct ledger *l, const json_t *study, const json_t *eff,
+			    const json_t *digests, json_t **reached, cs_err *e);
 
 /* ---- validate (validate.c) ---- */
 

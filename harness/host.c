@@ -11,6 +11,7 @@
 
 #include "cv_io.h"
 
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,4 +174,51 @@ json_t *harness_host_capture(const char *path)
 	json_object_set_new(h, "warnings", warn);
 	json_object_set_new(h, "simd", json_string(cv_simd_level()));
 	return h;
+}
+
+/* SHA-256 of the running binary (/proc/self/exe), read through one descriptor; 0 or -1. */
+static int exe_sha256(char out[65])
+{
+	FILE *f = fopen("/proc/self/exe", "re");
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned char buf[1 << 16], md[32];
+	unsigned int mdlen = 0;
+	size_t n;
+	int rc = -1;
+
+	if (!f || !ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
+		goto out;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		if (EVP_DigestUpdate(ctx, buf, n) != 1)
+			goto out;
+	if (ferror(f) || EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != 32)
+		goto out;
+	cs_hex(md, 32, out);
+	rc = 0;
+out:
+	EVP_MD_CTX_free(ctx);
+	if (f)
+		fclose(f);
+	return rc;
+}
+
+json_t *harness_versions(const cv_device *dev)
+{
+	char sha[65], desc[4096], dsha[65];
+	json_t *v = json_pack("{s:s}", "coldstudy", CS_PROJECT_VERSION);
+
+	if (!v)
+		return NULL;
+	json_object_set_new(v, "binary_sha256", exe_sha256(sha) ? json_null() : json_string(sha));
+	if (dev) {
+		/* the model's version is its parameters: the scheduler's code is the binary's */
+		cv_device_describe(dev, desc, sizeof(desc));
+		cs_sha256_hex(desc, strlen(desc), dsha);
+		json_object_set_new(v, "device_model",
+				    json_pack("{s:s,s:s}", "profile", cv_device_name(dev) ?: "?",
+					      "parameters_sha256", dsha));
+	} else {
+		json_object_set_new(v, "device_model", json_null());
+	}
+	return v;
 }

@@ -240,6 +240,27 @@ static uint64_t query_seed(uint64_t run_seed, uint64_t i)
 	return seed_mix(run_seed ^ seed_mix(i + 1));
 }
 
+/* A run record keeps its query rows' digests up to this many rows (reach.c). */
+#define QUERY_ROWS_RECORDED 4096
+
+static int first_pred_cb(const ledger_record *r, void *ud)
+{
+	(void) r;
+	*(int *) ud = 1;
+	return 1;
+}
+
+/* Has a prediction been recorded? (0 on error too: then reach is checked, the safe side.) */
+static int predictions_made(ledger *l)
+{
+	cs_err le = {0};
+	int made = 0;
+
+	if (ledger_foreach(l, "prediction", first_pred_cb, &made, &le))
+		return 0;
+	return made;
+}
+
 /*
  * A run's own seed when none is given: a hash of its run id and spec
  * hash (two runs of one spec draw different streams), below 2^53.
@@ -1113,6 +1134,9 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	ledger_plan plan = {0};
 	json_t *tags = NULL;
 	const char *cls = "exploratory";
+	char class_why[512] = "";
+	json_t *qrows = NULL, *reached = NULL;
+	int cli_seed = 0, beyond = 0;
 	int holdout = 0, repeat = 0;
 
 	memset(&L, 0, sizeof(L));
@@ -1157,6 +1181,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		rc = harness_pg_run(l, prod, study, eff, sha, spec_path, o, e);
 		goto out;
 	}
+	cli_seed = o->has_seed;
 	if (json_is_integer(json_object_get(eff, "seed"))) {
 		uint64_t reg = derived_seed((uint64_t) json_integer_value(json_object_get(eff, "seed")),
 					    study, o->replicate);
@@ -1219,11 +1244,23 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	    (rc = guard_run_plan(l, &plan, sha, o->holdout, "run", &holdout, e)))
 		goto out;
 	cls = plan.plan || !holdout ? ledger_plan_class(&plan, sha) : "holdout";
-	if (holdout) {
-		if ((rc = guard_holdout_predictions(l, sha, "run", e)) ||
-		    (rc = guard_holdout_overlap(l, eff, o->declare_overlap, "run", e)))
+	/* evidence bound to the plan: its seed, its clone's content */
+	if (cli_seed && (rc = guard_plan_seed(l, cls, json_is_integer(json_object_get(eff, "seed")),
+					      spec_path, "run", e)))
+		goto out;
+	if (!strcmp(cls, "design") || !strcmp(cls, "sceptic")) {
+		rc = guard_plan_clone(l, cls, index_shown,
+				      json_string_value(json_object_get(marker, "source_sha256")),
+				      class_why, sizeof(class_why), e);
+		if (rc)
 			goto out;
+		if (class_why[0]) {
+			cls = "exploratory";
+			fprintf(stderr, "coldstudy run: %s\n", class_why);
+		}
 	}
+	if (holdout && (rc = guard_holdout_predictions(l, sha, "run", e)))
+		goto out;
 
 	/* Inputs: queries, base and exact ground truth (cached), the index, the device. */
 	{
@@ -1253,6 +1290,30 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			goto out;
 		}
 		L.first_id = first;
+	}
+	/* what the run reads, by the rows it resolves to, not by how its spec spells them */
+	qrows = harness_query_digests(queries);
+	if (holdout) {
+		json_t *ov = json_copy(eff);
+
+		if (ov && qrows)
+			json_object_set(ov, "query_rows", qrows);
+		rc = ov ? guard_holdout_overlap(l, ov, o->declare_overlap, "run", e)
+			: cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		json_decref(ov);
+		if (rc)
+			goto out;
+	} else if (qrows && !predictions_made(l)) {
+		/* a run that reads what a holdout target holds out, before the predictions */
+		rc = harness_holdout_reached(l, study, eff, qrows, &reached, e);
+		if (rc)
+			goto out;
+		if (json_array_size(reached))
+			fprintf(stderr, "coldstudy run: this run reads what %zu holdout target(s) hold "
+				"out (first: %s, %s): they are marked seen before the predictions\n",
+				json_array_size(reached),
+				json_string_value(json_object_get(json_array_get(reached, 0), "target")),
+				json_string_value(json_object_get(json_array_get(reached, 0), "why")));
 	}
 	{
 		cv_open_opts oo;
@@ -1413,6 +1474,14 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	/* a holdout target run again: a deviation; its first run stays the observation */
 	if (holdout && (rc = guard_holdout_repeat(l, sha, run_id, "run", &repeat, e)))
 		goto out;
+	/* a planned spec run beyond its registered count: a deviation, excluded from decisions */
+	if ((rc = guard_plan_runs(l, sha, cls, harness_spec_replicates(eff), run_id, "run",
+				  &beyond, e)))
+		goto out;
+	if (beyond)
+		fprintf(stderr, "coldstudy run: %s is run beyond the plan's %u registered run(s) of "
+			"this spec: recorded as a deviation, excluded from verdicts and models\n",
+			run_id, harness_spec_replicates(eff));
 	/* held until the run record or a deviation is in: a later command knows a live run */
 	rc = harness_live_begin(ledger_dir(l), run_id, &live, e);
 	if (rc)
@@ -1896,6 +1965,15 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 					      (json_int_t) (o->replicate ? o->replicate : 1), "of",
 					      (json_int_t) harness_spec_replicates(raw), "group",
 					      o->group ? o->group : run_id));
+		if (beyond)
+			json_object_set_new(rec, "beyond_plan", json_true());
+		if (class_why[0])
+			json_object_set_new(rec, "class_why", json_string(class_why));
+		json_object_set_new(rec, "versions", harness_versions(dev));
+		if (qrows && json_array_size(qrows) <= QUERY_ROWS_RECORDED)
+			json_object_set(rec, "query_rows", qrows);
+		if (json_array_size(reached))
+			json_object_set(rec, "holdout_reached", reached);
 		/* The file the run was asked with, as given (runs tables name it). */
 		json_object_set_new(rec, "spec_file", json_string(spec_path));
 		if (virt) {
@@ -2003,6 +2081,8 @@ out:
 	json_decref(host);
 	json_decref(features);
 	json_decref(marker);
+	json_decref(qrows);
+	json_decref(reached);
 	json_decref(eff);
 	json_decref(study);
 	json_decref(raw);

@@ -122,16 +122,21 @@ double holdout_rel_error(double pred, double obs);
  * (spec, metric), deviation seqs and score payloads (each with "seq").
  */
 typedef struct holdout_log {
-	ledger_plan plan;
+	ledger_plan plan;    /* the latest plan, amendments included */
+	ledger_plan reg;     /* the plan as registered before the holdout was seen (= plan until then) */
+	int64_t seen_seq;    /* the first holdout run record or score: the holdout seen (0: not yet) */
 	json_t *design, *holdout, *repeats;
 	json_t *predictions; /* "sha|metric" -> payload (with "seq") */
 	json_t *pred_order;  /* keys in order */
 	json_t *devs, *scores;
+	json_t *reached;     /* [{target, spec_sha256, why, run_id}]: targets a run read before predictions */
 	int holdout_started;
 	int64_t npred;
 } holdout_log;
 
 int holdout_log_load(ledger *l, holdout_log *v, cs_err *e);
+/* 1 when the plan was amended after the holdout was seen (the score of record keeps reg's rule). */
+int holdout_amended_after_seen(const holdout_log *v);
 void holdout_log_free(holdout_log *v);
 /* The plan's band level (0.95 without one). */
 double holdout_plan_level(const holdout_log *v);
@@ -175,12 +180,26 @@ int holdout_score_exit(const json_t *score);
 /* The score of record (the first complete, non-interim score; *score NULL when none; new). */
 int holdout_registered_test(ledger *l, json_t **score, cs_err *e);
 
+/*
+ * The registered test's state: *score the score of record (new, NULL when
+ * none), *state (new) {"planned": the registered plan names holdout
+ * targets, "targets", "targets_without_run": [paths], "predictions",
+ * "interim_scores", "unfinished": planned and no score of record,
+ * "amended_after_seen", "amended": the latest plan's rule on the score of
+ * record's figures, labelled "amended after the holdout was seen" (only
+ * when the plan was amended after the holdout was seen)}.
+ */
+int holdout_registered_state(ledger *l, json_t **score, json_t **state, cs_err *e);
+/* The exit the state stands for: the score of record's, else CS_EXIT_UNFINISHED when unfinished. */
+int holdout_state_exit(const json_t *score, const json_t *state);
+
 /* ---- statistics (exposed for tests) ---- */
 
 double holdout_median(double *v, size_t n);             /* sorts v */
 double holdout_quantile(double *v, size_t n, double q); /* sorts v; type 7 */
 double holdout_binom_cdf(size_t k, size_t n, double p); /* P(X <= k) */
 double holdout_t_quantile(double p, double df);         /* Student t inverse CDF */
+double holdout_chi2_cdf(double x, double df);           /* P(X <= x), X ~ chi-square(df) */
 
 /* ---- intervals of positive quantities (interval.c) ---- */
 

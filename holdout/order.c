@@ -44,6 +44,20 @@ static int log_cb(const ledger_record *r, void *ud)
 		const char *cls = json_string_value(json_object_get(p, "class"));
 		int hold = json_is_true(json_object_get(p, "holdout"));
 
+		if (hold && !v->seen_seq)
+			v->seen_seq = r->seq;
+		if (!hold && json_array_size(json_object_get(p, "holdout_reached"))) {
+			size_t i;
+			json_t *t;
+
+			/* a non-holdout run read what a target holds out, before the predictions */
+			json_array_foreach(json_object_get(p, "holdout_reached"), i, t) {
+				json_t *c = json_copy(t);
+
+				json_object_set(c, "run_id", json_object_get(p, "run_id"));
+				json_array_append_new(v->reached, c);
+			}
+		}
 		if (!st || !strcmp(st, "complete")) {
 			if (hold) {
 				const char *sha = json_string_value(json_object_get(p, "spec_sha256"));
@@ -56,6 +70,8 @@ static int log_cb(const ledger_record *r, void *ud)
 						    sha ?: ""))
 						first = 0;
 				json_array_append(first ? v->holdout : v->repeats, p);
+			} else if (json_is_true(json_object_get(p, "beyond_plan"))) {
+				/* beyond its spec's registered run count: never fitted on */
 			} else if (v->plan.plan ? (cls && !strcmp(cls, "design"))
 						: !(cls && !strcmp(cls, "sceptic"))) {
 				/* with a plan only its design runs feed the models */
@@ -77,6 +93,8 @@ static int log_cb(const ledger_record *r, void *ud)
 	} else if (!strcmp(r->kind, "deviation")) {
 		json_array_append_new(v->devs, json_integer((json_int_t) r->seq));
 	} else if (!strcmp(r->kind, "score")) {
+		if (!v->seen_seq)
+			v->seen_seq = r->seq;
 		json_object_set_new(p, "seq", json_integer((json_int_t) r->seq));
 		json_array_append(v->scores, p);
 	}
@@ -96,13 +114,22 @@ int holdout_log_load(ledger *l, holdout_log *v, cs_err *e)
 	v->pred_order = json_array();
 	v->devs = json_array();
 	v->scores = json_array();
-	if (!v->design || !v->holdout || !v->repeats || !v->predictions || !v->pred_order ||
+	v->reached = json_array();
+	if (!v->reached || !v->design || !v->holdout || !v->repeats || !v->predictions || !v->pred_order ||
 	    !v->devs || !v->scores)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 	rc = ledger_plan_load(l, 0, &v->plan, e);
 	if (!rc)
 		rc = ledger_foreach(l, NULL, log_cb, v, e);
+	/* the rule of record: the plan as it stood before the holdout was seen */
+	if (!rc)
+		rc = ledger_plan_load(l, v->seen_seq ? v->seen_seq - 1 : 0, &v->reg, e);
 	return rc;
+}
+
+int holdout_amended_after_seen(const holdout_log *v)
+{
+	return v->seen_seq && v->plan.study_seq > v->seen_seq;
 }
 
 void holdout_log_free(holdout_log *v)
@@ -116,14 +143,21 @@ void holdout_log_free(holdout_log *v)
 	json_decref(v->pred_order);
 	json_decref(v->devs);
 	json_decref(v->scores);
+	json_decref(v->reached);
 	ledger_plan_free(&v->plan);
+	ledger_plan_free(&v->reg);
 	memset(v, 0, sizeof(*v));
 }
 
-/* The plan's holdout section, or NULL. */
+/*
+ * The registered plan's holdout section, or NULL: the plan as it stood
+ * before the holdout was seen (until then the latest plan), so that an
+ * amendment made after the holdout runs or a score never moves the rule
+ * of record.
+ */
 static const json_t *plan_holdout(const holdout_log *v)
 {
-	return v->plan.plan ? json_object_get(v->plan.plan, "holdout") : NULL;
+	return v->reg.plan ? json_object_get(v->reg.plan, "holdout") : NULL;
 }
 
 double holdout_plan_level(const holdout_log *v)
@@ -241,18 +275,113 @@ out:
 
 /* ---- scores ---- */
 
+/* The standard normal's quantile p (bisection on erfc; 0 < p < 1). */
+static double normal_quantile(double p)
+{
+	double lo = -40, hi = 40;
+
+	for (int i = 0; i < 200; i++) {
+		double mid = 0.5 * (lo + hi);
+
+		if (0.5 * erfc(-mid / sqrt(2.0)) < p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return 0.5 * (lo + hi);
+}
+
+/*
+ * A row's standardised error on the log scale: ln(observed / predicted)
+ * over the band's own log half-width in standard deviations (the band is
+ * predicted x exp(+-q s), q the normal quantile of the level: the t
+ * quantile's excess is left in, so z reads a little small at few degrees
+ * of freedom). NAN where the band is not on a log scale (a bound <= 0).
+ */
+static double standardised_error(const holdout_row *r, double level)
+{
+	double q = normal_quantile(0.5 + level / 2), s;
+
+	if (!(r->lo > 0) || !(r->hi > r->lo) || !(r->value > 0) || !(r->observed > 0))
+		return NAN;
+	s = log(r->hi / r->lo) / (2 * q);
+	return s > 0 ? log(r->observed / r->value) / s : NAN;
+}
+
+/*
+ * Calibration from the standardised errors z of one metric's independent
+ * rows (new): calibrated bands give z with unit variance, so sum z^2 is
+ * chi-square with n degrees of freedom; a small lower tail says the bands
+ * are too wide, a small upper tail too narrow (each at 0.025). Fewer than
+ * two rows: too few to test, and said so.
+ */
+static json_t *calibration(const json_t *zs)
+{
+	size_t n = json_array_size(zs), i;
+	double ss = 0, lo, hi;
+	json_t *z;
+	const char *verdict;
+
+	if (n < 2)
+		return json_pack("{s:I,s:s}", "n", (json_int_t) n, "verdict",
+				 "too few independent rows to test");
+	json_array_foreach(zs, i, z)
+		ss += json_number_value(z) * json_number_value(z);
+	lo = holdout_chi2_cdf(ss, (double) n);
+	hi = 1 - lo;
+	verdict = lo <= 0.025 ? "bands too wide" : hi <= 0.025 ? "bands too narrow" : "consistent";
+	return json_pack("{s:I,s:f,s:f,s:f,s:f,s:s}", "n", (json_int_t) n, "z_rms",
+			 sqrt(ss / (double) n), "chi2", ss, "p_too_wide", lo, "p_too_narrow", hi,
+			 "verdict", verdict);
+}
+
+/*
+ * Is the row (value r, same run run_id) a function of a row already in
+ * table: both its predicted and its observed value the same multiple, or
+ * the same reciprocal multiple, of that row's (reads per query = reads /
+ * queries, IOPS = 1000 / per-read ms)? Then its error is that row's and it
+ * is not evidence of its own: trow gets "function_of" and "relation".
+ */
+static int function_of(const json_t *table, const json_t *run_id, const holdout_row *r, json_t *trow)
+{
+	size_t i;
+	json_t *o;
+
+	json_array_foreach(table, i, o) {
+		double p = json_number_value(json_object_get(o, "predicted"));
+		double y = json_number_value(json_object_get(o, "observed"));
+		const char *rel = NULL;
+
+		if (json_object_get(o, "function_of") ||
+		    !json_equal(json_array_get(json_object_get(o, "runs"), 0), run_id) || p == 0 || y == 0)
+			continue;
+		if (fabs(r->value / p - r->observed / y) <= 1e-9 * fabs(r->observed / y))
+			rel = "multiple";
+		else if (fabs(r->value * p - r->observed * y) <= 1e-9 * fabs(r->observed * y))
+			rel = "reciprocal";
+		if (rel) {
+			json_object_set(trow, "function_of", json_object_get(o, "prediction"));
+			json_object_set_new(trow, "relation", json_string(rel));
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Append to per[metric] the row's figures. */
 static void per_metric_add(json_t *per, const char *metric, double rel, int inside, double is,
-			   double obs)
+			   double obs, double z)
 {
 	json_t *m = json_object_get(per, metric), *rels;
 
 	if (!m) {
-		m = json_pack("{s:I,s:I,s:f,s:f,s:[]}", "n", (json_int_t) 0, "inside", (json_int_t) 0,
-			      "interval_score_sum", 0.0, "relative_interval_score_sum", 0.0,
-			      "relative_errors");
+		m = json_pack("{s:I,s:I,s:f,s:f,s:[],s:[]}", "n", (json_int_t) 0, "inside",
+			      (json_int_t) 0, "interval_score_sum", 0.0, "relative_interval_score_sum",
+			      0.0, "relative_errors", "z");
 		json_object_set_new(per, metric, m);
 	}
+	if (isfinite(z))
+		json_array_append_new(json_object_get(m, "z"), json_real(z));
 	json_object_set_new(m, "n", json_integer(json_integer_value(json_object_get(m, "n")) + 1));
 	json_object_set_new(m, "inside",
 			    json_integer(json_integer_value(json_object_get(m, "inside")) + inside));
@@ -295,6 +424,8 @@ static void per_metric_finish(json_t *per, double level)
 		json_object_del(m, "interval_score_sum");
 		json_object_del(m, "relative_interval_score_sum");
 		json_object_del(m, "relative_errors");
+		json_object_set_new(m, "calibration", calibration(json_object_get(m, "z")));
+		json_object_del(m, "z");
 		free(v);
 	}
 }
@@ -315,6 +446,47 @@ static int64_t score_of_record(const json_t *scores, const json_t **rec)
 	return 0;
 }
 
+/*
+ * The latest plan's rule applied to a score's figures (mdape, inside;
+ * threshold0 when the latest plan names no threshold), when the plan was
+ * amended after the holdout was seen: shown beside the score of record,
+ * labelled, and never deciding "passed" or the exit code (new).
+ */
+/*
+ * The minimum in-band count a rule of min_inside (registered over every
+ * row the predictions cover, n_all) asks of the n rows scored once: the
+ * same share, rounded up. Rows that are functions of others would count
+ * the same evidence twice.
+ */
+static size_t min_inside_scored(json_int_t min_inside, size_t n, size_t n_all)
+{
+	if (min_inside <= 0)
+		return 0;
+	if (!n_all || n >= n_all)
+		return (size_t) min_inside;
+	return (size_t) ceil((double) min_inside * (double) n / (double) n_all - 1e-9);
+}
+
+static json_t *amended_rule(const holdout_log *v, double mdape, size_t inside, size_t n,
+			    size_t n_all, double threshold0)
+{
+	const json_t *ah = v->plan.plan ? json_object_get(v->plan.plan, "holdout") : NULL;
+	const json_t *tv = json_object_get(ah, "threshold"), *mi = json_object_get(ah, "min_inside");
+	double threshold = json_is_number(tv) ? json_number_value(tv) : threshold0;
+	int passed = mdape <= threshold;
+	json_t *a;
+
+	if (json_is_integer(mi))
+		passed = passed && inside >= min_inside_scored(json_integer_value(mi), n, n_all);
+	a = json_pack("{s:s,s:I,s:I,s:f,s:b,s:b}", "label", "amended after the holdout was seen",
+		      "study_seq", (json_int_t) v->plan.study_seq, "holdout_seen_seq",
+		      (json_int_t) v->seen_seq, "threshold", threshold, "passed", passed,
+		      "rule_changed", !json_equal(ah, plan_holdout(v)));
+	if (a && json_is_integer(mi))
+		json_object_set(a, "min_inside", (json_t *) mi);
+	return a;
+}
+
 int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, cs_err *e)
 {
 	holdout_log v;
@@ -326,12 +498,17 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 	const json_t *ph, *tv;
 	const char *source = "default";
 	double threshold = 0.35, level;
-	size_t i, n = 0, inside_runs;
+	size_t i, n = 0, inside_runs, dependent = 0;
 	int64_t first_seq;
 	int rc;
 
 	*out = NULL;
-	rc = holdout_log_load(l, &v, e);
+	memset(&v, 0, sizeof(v));
+	/* 1. a score looks before it answers: an edited log or a record appended without
+	 * the study's key is exit 4, and nothing is scored */
+	rc = ledger_verify(l, NULL, e);
+	if (!rc)
+		rc = holdout_log_load(l, &v, e);
 	if (rc)
 		goto out;
 	if (!table || !pending || !missing || !per || !runs_seen || !differ) {
@@ -353,7 +530,7 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 		source = "--threshold (no plan registers one)";
 	}
 	/* 3. every target has its run, or the score is an interim one */
-	targets = ledger_plan_targets(&v.plan);
+	targets = ledger_plan_targets(&v.reg);
 	json_array_foreach(targets, i, key) {
 		size_t j;
 		json_t *r;
@@ -363,7 +540,7 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 			ran |= !strcmp(json_string_value(json_object_get(r, "spec_sha256")) ?: "",
 				       json_string_value(key));
 		if (!ran)
-			json_array_append_new(missing, json_string(ledger_plan_path(&v.plan, json_string_value(key)) ?: json_string_value(key)));
+			json_array_append_new(missing, json_string(ledger_plan_path(&v.reg, json_string_value(key)) ?: json_string_value(key)));
 	}
 	/* 4. rows: each prediction against its target's first run, if that run has the settings
 	 * the prediction was made for (a study spec amended since would change them) */
@@ -379,7 +556,7 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 		const char *metric = json_string_value(json_object_get(t, "metric"));
 		const json_t *run = NULL, *mv;
 		size_t j, k;
-		json_t *r, *seen;
+		json_t *r, *seen, *trow;
 		double rel, is;
 		int in, dup = 0;
 
@@ -420,20 +597,26 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 		rel = holdout_rel_error(rows[n].value, rows[n].observed);
 		in = rows[n].observed >= rows[n].lo && rows[n].observed <= rows[n].hi;
 		is = holdout_interval_score(rows[n].lo, rows[n].hi, rows[n].observed, 1 - level);
+		trow = json_pack("{s:O,s:s,s:O,s:f,s:f,s:f,s:f,s:f,s:b,s:f,s:f,s:[O]}", "prediction",
+				 json_object_get(p, "id"), "metric", metric, "run_spec",
+				 json_object_get(t, "run_spec"), "predicted", rows[n].value, "lo",
+				 rows[n].lo, "hi", rows[n].hi, "observed", rows[n].observed,
+				 "relative_error", rel, "inside", in, "interval_score", is,
+				 "relative_interval_score", is / fabs(rows[n].observed), "runs",
+				 json_object_get(run, "run_id"));
+		/* a row that is a function of another row of the same run is scored once */
+		if (function_of(table, json_object_get(run, "run_id"), &rows[n], trow)) {
+			dependent++;
+			json_array_append_new(table, trow);
+			continue;
+		}
+		json_array_append_new(table, trow);
 		json_array_foreach(runs_seen, k, seen)
 			dup |= json_equal(seen, json_object_get(run, "run_id"));
 		if (!dup)
 			json_array_append(runs_seen, json_object_get(run, "run_id"));
-		per_metric_add(per, metric, rel, in, is, rows[n].observed);
-		json_array_append_new(
-			table,
-			json_pack("{s:O,s:s,s:O,s:f,s:f,s:f,s:f,s:f,s:b,s:f,s:f,s:[O]}", "prediction",
-				  json_object_get(p, "id"), "metric", metric, "run_spec",
-				  json_object_get(t, "run_spec"), "predicted", rows[n].value, "lo",
-				  rows[n].lo, "hi", rows[n].hi, "observed", rows[n].observed,
-				  "relative_error", rel, "inside", in, "interval_score", is,
-				  "relative_interval_score", is / fabs(rows[n].observed), "runs",
-				  json_object_get(run, "run_id")));
+		per_metric_add(per, metric, rel, in, is, rows[n].observed,
+			       standardised_error(&rows[n], level));
 		n++;
 	}
 	rc = guard_score_complete(l, json_array_size(missing), json_array_size(targets), o->interim,
@@ -473,19 +656,27 @@ int holdout_score_record(ledger *l, const holdout_score_opts *o, json_t **out, c
 
 		json_object_set_new(payload, "passed_mdape", json_boolean(s.passed));
 		if (json_is_integer(mi)) {
-			int enough = s.inside >= (size_t) json_integer_value(mi);
+			size_t need = min_inside_scored(json_integer_value(mi), n, n + dependent);
+			int enough = s.inside >= need;
 
 			json_object_set_new(payload, "min_inside", json_integer(json_integer_value(mi)));
+			json_object_set_new(payload, "min_inside_scored", json_integer((json_int_t) need));
 			json_object_set_new(payload, "passed_inside", json_boolean(enough));
 			passed = passed && enough;
 		}
 		json_object_set_new(payload, "passed", json_boolean(passed));
 	}
-	json_object_set_new(payload, "registered", json_boolean(v.plan.plan != NULL && ph != NULL));
+	json_object_set_new(payload, "registered", json_boolean(v.reg.plan != NULL && ph != NULL));
+	json_object_set_new(payload, "rows_dependent", json_integer((json_int_t) dependent));
+	if (holdout_amended_after_seen(&v))
+		json_object_set_new(payload, "amended", amended_rule(&v, s.mdape, s.inside, n,
+								     n + dependent, threshold));
 	if (json_array_size(missing))
 		json_object_set(payload, "targets_without_run", missing);
 	if (json_array_size(differ))
 		json_object_set(payload, "features_differ", differ);
+	if (json_array_size(v.reached))
+		json_object_set(payload, "targets_seen_before_predictions", v.reached);
 	if (!json_is_true(json_object_get(payload, "interim")) && first_seq) {
 		json_object_set_new(payload, "rescore", json_true());
 		json_object_set_new(payload, "score_of_record", json_integer((json_int_t) first_seq));
@@ -512,9 +703,76 @@ out:
 
 int holdout_score_exit(const json_t *score)
 {
-	if (!score || json_is_true(json_object_get(score, "interim")))
+	if (!score)
 		return CS_EXIT_OK;
+	if (json_is_true(json_object_get(score, "interim")))
+		return CS_EXIT_UNFINISHED;
 	return json_is_true(json_object_get(score, "passed")) ? CS_EXIT_OK : CS_EXIT_FAILED;
+}
+
+int holdout_registered_state(ledger *l, json_t **score, json_t **state, cs_err *e)
+{
+	holdout_log v;
+	const json_t *rec = NULL;
+	json_t *targets = NULL, *missing = json_array(), *key, *st = NULL;
+	size_t i, interim = 0;
+	int rc;
+
+	*score = *state = NULL;
+	rc = holdout_log_load(l, &v, e);
+	if (rc)
+		goto out;
+	score_of_record(v.scores, &rec);
+	targets = ledger_plan_targets(&v.reg);
+	json_array_foreach(targets, i, key) {
+		size_t j;
+		json_t *r;
+		int ran = 0;
+
+		json_array_foreach(v.holdout, j, r)
+			ran |= !strcmp(json_string_value(json_object_get(r, "spec_sha256")) ?: "",
+				       json_string_value(key));
+		if (!ran)
+			json_array_append_new(missing, json_string(ledger_plan_path(&v.reg, json_string_value(key))
+								   ?: json_string_value(key)));
+	}
+	json_array_foreach(v.scores, i, key)
+		interim += json_is_true(json_object_get(key, "interim"));
+	st = json_pack("{s:b,s:I,s:O,s:I,s:I,s:b,s:b}", "planned", json_array_size(targets) > 0,
+		       "targets", (json_int_t) json_array_size(targets), "targets_without_run", missing,
+		       "predictions", (json_int_t) v.npred, "interim_scores", (json_int_t) interim,
+		       "unfinished", json_array_size(targets) > 0 && !rec, "amended_after_seen",
+		       holdout_amended_after_seen(&v));
+	if (!st) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		goto out;
+	}
+	if (rec && holdout_amended_after_seen(&v))
+		json_object_set_new(
+			st, "amended",
+			amended_rule(&v, json_number_value(json_object_get(rec, "mdape")),
+				     (size_t) json_integer_value(json_object_get(rec, "inside")),
+				     (size_t) json_integer_value(json_object_get(rec, "n")),
+				     (size_t) (json_integer_value(json_object_get(rec, "n")) +
+					       json_integer_value(json_object_get(rec, "rows_dependent"))),
+				     json_number_value(json_object_get(rec, "threshold"))));
+	*state = st;
+	st = NULL;
+	if (rec)
+		*score = json_incref((json_t *) rec);
+out:
+	json_decref(st);
+	json_decref(targets);
+	json_decref(missing);
+	holdout_log_free(&v);
+	return rc;
+}
+
+int holdout_state_exit(const json_t *score, const json_t *state)
+{
+	if (score)
+		return holdout_score_exit(score);
+	return json_is_true(json_object_get(state, "unfinished")) ? CS_EXIT_UNFINISHED : CS_EXIT_OK;
 }
 
 int holdout_registered_test(ledger *l, json_t **score, cs_err *e)

@@ -218,3 +218,52 @@ int holdout_score_at(const holdout_row *rows, size_t n, double threshold, double
 	free(rel);
 	return 0;
 }
+
+/*
+ * Regularised lower incomplete gamma P(a, x): the series for x < a + 1,
+ * else 1 - the continued fraction (Numerical Recipes 6.2, Lentz's method).
+ */
+static double gamma_p(double a, double x)
+{
+	double gln = lgamma(a);
+
+	if (x <= 0)
+		return 0;
+	if (x < a + 1) {
+		double ap = a, sum = 1.0 / a, del = sum;
+
+		for (int i = 0; i < 500; i++) {
+			ap += 1;
+			del *= x / ap;
+			sum += del;
+			if (fabs(del) < fabs(sum) * 1e-15)
+				break;
+		}
+		return sum * exp(-x + a * log(x) - gln);
+	} else {
+		double b = x + 1 - a, c = 1 / 1e-300, d = 1 / b, h = d;
+
+		for (int i = 1; i < 500; i++) {
+			double an = -i * (i - a), del;
+
+			b += 2;
+			d = an * d + b;
+			if (fabs(d) < 1e-300)
+				d = 1e-300;
+			c = b + an / c;
+			if (fabs(c) < 1e-300)
+				c = 1e-300;
+			d = 1 / d;
+			del = d * c;
+			h *= del;
+			if (fabs(del - 1) < 1e-15)
+				break;
+		}
+		return 1 - exp(-x + a * log(x) - gln) * h;
+	}
+}
+
+double holdout_chi2_cdf(double x, double df)
+{
+	return df > 0 ? gamma_p(df / 2, x / 2) : NAN;
+}

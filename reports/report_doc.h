@@ -41,6 +41,7 @@ typedef struct model {
 	json_t *validations, *refusals, *runs, *run_starts, *predictions, *scores;
 	json_t *refutations, *deviations, *notes, *verdict_recs;
 	json_t *verdicts; /* evaluated now */
+	json_t *holdout_state; /* holdout_registered_state's state (NULL when it could not load) */
 	const char *access_state;
 } model;
 

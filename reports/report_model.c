@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "holdout.h"
 #include "ledger.h"
 
 /* Each kept record: {"seq", "ts", "kind", "p": payload}. */
@@ -79,6 +80,7 @@ void rpt_model_free(model *m)
 	json_decref(m->notes);
 	json_decref(m->verdict_recs);
 	json_decref(m->verdicts);
+	json_decref(m->holdout_state);
 }
 
 /* Verify the log, then read everything a report shows. */
@@ -118,6 +120,12 @@ int rpt_model_load(ledger *l, model *m, cs_err *e)
 	if (rc == CS_EXIT_REFUSED) { /* no hypothesis registered: no verdicts */
 		m->verdicts = json_array();
 		rc = 0;
+	}
+	if (!rc) {
+		json_t *score = NULL;
+
+		rc = holdout_registered_state(l, &score, &m->holdout_state, e);
+		json_decref(score);
 	}
 	return rc;
 }

@@ -28,6 +28,21 @@ static const json_t *hyp_doc(const json_t *hs, const char *id)
 	return NULL;
 }
 
+/* The document a verdict judged (its doc_seq's record in m->hyps; borrowed), NULL when unknown. */
+static const json_t *verdict_doc(const model *m, const json_t *v)
+{
+	const json_t *ds = json_object_get(v, "doc_seq");
+	size_t i;
+	json_t *h;
+
+	if (!json_is_integer(ds))
+		return NULL;
+	json_array_foreach(m->hyps, i, h)
+		if (json_integer_value(json_object_get(h, "seq")) == json_integer_value(ds))
+			return json_object_get(rpt_pl(h), "doc");
+	return NULL;
+}
+
 /* "H1 (title)" (titled) or "H1" into b, after a separator when b is not empty. */
 static void list_hyp(rbuf *b, const char *id, const json_t *hdoc, int titled)
 {
@@ -38,12 +53,57 @@ static void list_hyp(rbuf *b, const char *id, const json_t *hdoc, int titled)
 		rb_printf(b, " (%s)", rpt_str(hdoc, "title"));
 }
 
+/*
+ * What was amended after the holdout was seen (hypotheses and the study
+ * plan), and the amended holdout rule's result beside the score of record:
+ * on the first screen, since none of it may change a result.
+ */
+static void amended_after_holdout(doc *d, const model *m, const json_t *sr)
+{
+	const json_t *am = json_object_get(rpt_pl(sr), "amended")
+				   ?: json_object_get(m->holdout_state, "amended");
+	const json_t *sa = json_object_get(rpt_pl(m->study), "amendment");
+	rbuf b;
+	size_t i;
+	json_t *h;
+
+	rb_init(&b, 0);
+	json_array_foreach(m->hyps, i, h)
+	{
+		const json_t *p = rpt_pl(h);
+
+		if (!strcmp(rpt_str(h, "kind") ?: "", "amendment") &&
+		    !strcmp(rpt_str(p, "access_state") ?: "", "holdout seen"))
+			rb_printf(&b, "%s%s (seq %lld)", b.len ? ", " : "", rpt_str(p, "id") ?: "?",
+				  (long long) json_integer_value(json_object_get(h, "seq")));
+	}
+	if (!strcmp(rpt_str(sa, "access_state") ?: "", "holdout seen"))
+		rb_printf(&b, "%sthe study plan (seq %lld)", b.len ? ", " : "",
+			  (long long) json_integer_value(json_object_get(m->study, "seq")));
+	if (b.len)
+		rpt_p(d,
+		      "Amended after the holdout was seen: %s. None of it changes a result: "
+		      "an amended hypothesis keeps its registered verdict (the amended version is "
+		      "listed as exploratory) and the holdout keeps the rule registered before.",
+		      b.p);
+	if (am) {
+		char f[REPORT_NUM_MAX];
+
+		rpt_p(d,
+		      "Holdout rule amended after the holdout was seen: against the amended "
+		      "threshold %s the score would %s; not the score of record.",
+		      report_fmt_json(json_object_get(am, "threshold"), f),
+		      json_is_true(json_object_get(am, "passed")) ? "PASS" : "FAIL");
+	}
+	rb_free(&b);
+}
+
 void rpt_sec_glance(doc *d, const model *m)
 {
 	json_t *hs = rpt_latest_hyps(m), *t, *r, *v;
 	const json_t *sdoc = m->study ? json_object_get(rpt_pl(m->study), "doc") : NULL;
 	const json_t *sr = rpt_score_of_record(m);
-	rbuf keep, fall, open, expl;
+	rbuf keep, fall, open, expl, mchk;
 	size_t i;
 
 	rpt_h_plain(d, "At a glance", "glance");
@@ -55,6 +115,7 @@ void rpt_sec_glance(doc *d, const model *m)
 	rb_init(&fall, 0);
 	rb_init(&open, 0);
 	rb_init(&expl, 0);
+	rb_init(&mchk, 0);
 	if (!json_array_size(m->verdicts)) {
 		rpt_p(d, "No verdict: no hypothesis is registered.");
 	} else {
@@ -71,8 +132,10 @@ void rpt_sec_glance(doc *d, const model *m)
 		{
 			const char *id = rpt_str(v, "hypothesis"),
 			           *vd = rpt_str(v, "verdict") ?: "?";
-			const json_t *hdoc = hyp_doc(hs, id),
+			const json_t *hdoc = verdict_doc(m, v) ?: hyp_doc(hs, id),
 			             *pred = json_object_get(hdoc, "prediction");
+			int amended = json_object_get(v, "version") != NULL;
+			int mchk_ = !strcmp(rpt_str(v, "evidence") ?: "", "model check");
 			const json_t *band = json_object_get(pred, "band95");
 			double obs = rpt_verdict_observed(v, band);
 			double lo = rpt_num_at(band, 0), hi = rpt_num_at(band, 1);
@@ -80,10 +143,16 @@ void rpt_sec_glance(doc *d, const model *m)
 			rbuf b;
 
 			r = rpt_row(t);
-			rpt_cell_s(r, id);
+			rb_init(&b, 0);
+			rb_printf(&b, "%s%s", id ? id : "?", amended ? "' (amended)" : "");
+			rpt_cell_s(r, b.p);
+			rb_free(&b);
 			rpt_cell_s(r, rpt_str(hdoc, "title"));
 			rb_init(&b, 0);
-			rb_printf(&b, "%s%s", vd, expl_ ? " (exploratory)" : "");
+			rb_printf(&b, "%s%s%s%s", vd, expl_ ? " (exploratory)" : "",
+				  !expl_ && mchk_ ? " (model check)" : "",
+				  json_object_get(v, "amended_later") ? " (registered version; amended later)"
+								      : "");
 			rpt_cell_s(r, b.p);
 			rb_free(&b);
 			rpt_cell_n(r, obs);
@@ -103,6 +172,8 @@ void rpt_sec_glance(doc *d, const model *m)
 			}
 			if (expl_)
 				list_hyp(&expl, id, hdoc, 0);
+			else if (mchk_)
+				list_hyp(&mchk, id, hdoc, 0);
 			else if (!strcmp(vd, "accepted"))
 				list_hyp(&keep, id, hdoc, 1);
 			else if (!strcmp(vd, "rejected") || !strcmp(vd, "refuted"))
@@ -118,18 +189,32 @@ void rpt_sec_glance(doc *d, const model *m)
 		rpt_p(d,
 		      "Holdout: %s. The median relative error of the frozen predictions is %s "
 		      "against "
-		      "the threshold %s; %s of %s predictions fell inside their 95%% bands.",
+		      "the threshold %s (registered before the holdout was seen); %s of %s "
+		      "predictions fell inside their 95%% bands.",
 		      json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL",
 		      report_fmt_json(json_object_get(s, "mdape"), f[0]),
 		      report_fmt_json(json_object_get(s, "threshold"), f[1]),
 		      report_fmt_json(json_object_get(s, "inside"), f[2]),
 		      report_fmt_json(json_object_get(s, "n"), f[3]));
+	} else if (json_is_true(json_object_get(m->holdout_state, "unfinished"))) {
+		rpt_p(d,
+		      "Holdout: UNFINISHED, not scored (%zu predictions on record; %zu of %lld "
+		      "targets without a run; interim scores are never the result).",
+		      json_array_size(m->predictions),
+		      json_array_size(json_object_get(m->holdout_state, "targets_without_run")),
+		      (long long) json_integer_value(json_object_get(m->holdout_state, "targets")));
 	} else {
 		rpt_p(d, "Holdout: not scored (%zu predictions on record).",
 		      json_array_size(m->predictions));
 	}
-	rpt_p(d, "What survives (confirmatory, accepted): %s.", keep.len ? keep.p : "nothing");
+	amended_after_holdout(d, m, sr);
+	rpt_p(d, "What survives (confirmatory findings, accepted): %s.", keep.len ? keep.p : "nothing");
 	rpt_p(d, "What does not (rejected or refuted): %s.", fall.len ? fall.p : "nothing");
+	if (mchk.len)
+		rpt_p(d,
+		      "Model checks (every metric their rules compare rests on the device model's "
+		      "parameters alone, so the model decides them; never counted as evidence): %s.",
+		      mchk.p);
 	if (open.len)
 		rpt_p(d, "Not settled (provisional or unresolved): %s.", open.p);
 	if (expl.len)
@@ -138,6 +223,7 @@ void rpt_sec_glance(doc *d, const model *m)
 	rb_free(&fall);
 	rb_free(&open);
 	rb_free(&expl);
+	rb_free(&mchk);
 	json_decref(hs);
 	rpt_fold_open(d, "The study in counts");
 	rpt_sec_summary(d, m);

@@ -11,18 +11,21 @@
 /* The few lines a reader wants first: verdicts by class, the holdout, what went off plan. */
 void rpt_sec_summary(doc *d, const model *m)
 {
-	size_t acc = 0, rej = 0, ref = 0, unres = 0, prov = 0, expl = 0, post = 0, i;
+	size_t acc = 0, rej = 0, ref = 0, unres = 0, prov = 0, expl = 0, post = 0, nmc = 0, i;
+	size_t nreg = 0;
 	size_t interim = 0, rescores = 0;
 	json_t *v, *rec;
 	const json_t *sr = rpt_score_of_record(m);
 	char f[4][REPORT_NUM_MAX];
-	rbuf eb;
+	rbuf eb, mb;
 
 	rb_init(&eb, 0);
+	rb_init(&mb, 0);
 	json_array_foreach(m->verdicts, i, v)
 	{
 		const char *x = rpt_str(v, "verdict");
 
+		nreg += !json_object_get(v, "version"); /* an amended version is not another hypothesis */
 		if (!x)
 			continue;
 		if (!strcmp(rpt_str(v, "class") ?: "", "exploratory")) {
@@ -33,6 +36,11 @@ void rpt_sec_summary(doc *d, const model *m)
 			post += json_is_true(json_object_get(v, "post_hoc"));
 			continue;
 		}
+		if (!strcmp(rpt_str(v, "evidence") ?: "", "model check")) {
+			rb_printf(&mb, "%s%s %s", nmc ? ", " : "", rpt_str(v, "hypothesis") ?: "?", x);
+			nmc++;
+			continue;
+		}
 		acc += !strcmp(x, "accepted");
 		rej += !strcmp(x, "rejected");
 		ref += !strcmp(x, "refuted");
@@ -40,15 +48,18 @@ void rpt_sec_summary(doc *d, const model *m)
 		prov += !strcmp(x, "provisional");
 	}
 	rpt_p(d,
-	      "%zu hypotheses registered (amendments: %zu). Confirmatory, decided by the runs the "
-	      "plan maps to each: %zu accepted (the plan's sceptic runs done and not refuting), "
-	      "%zu rejected, %zu refuted, %zu unresolved. Provisional (the accept rule holds, the "
-	      "sceptic runs are missing or none are planned): %zu.",
-	      json_array_size(m->verdicts),
-	      json_array_size(m->hyps) >= json_array_size(m->verdicts)
-	          ? json_array_size(m->hyps) - json_array_size(m->verdicts)
-	          : 0,
-	      acc, rej, ref, unres, prov);
+	      "%zu hypotheses registered (amendments: %zu). Confirmatory findings, decided by the "
+	      "runs the plan maps to each: %zu accepted (the plan's sceptic runs done and not "
+	      "refuting), %zu rejected, %zu refuted, %zu unresolved. Provisional (the accept rule "
+	      "holds, the sceptic runs are missing or none are planned): %zu.",
+	      nreg, json_array_size(m->hyps) >= nreg ? json_array_size(m->hyps) - nreg : 0, acc, rej,
+	      ref, unres, prov);
+	if (nmc)
+		rpt_p(d,
+		      "Model checks (confirmatory hypotheses whose every compared metric rests on "
+		      "the device model's parameters alone; never counted as evidence): %zu: %s.",
+		      nmc, mb.p);
+	rb_free(&mb);
 	rpt_p(d,
 	      "Exploratory hypotheses, never counted as confirmatory: %zu (%zu post hoc: "
 	      "registered or amended after the first run)%s%s%s.",

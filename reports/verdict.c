@@ -29,6 +29,7 @@
  */
 #include "report.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,13 +42,20 @@
 typedef struct {
 	int64_t as_of;
 	ledger_plan plan;
-	json_t *hyps;   /* id -> {"doc", "seq"} */
+	json_t *hyps;   /* id -> {"doc", "seq", "access_state"}: the latest version */
+	json_t *reg;    /* id -> {"doc", "seq"}: the latest version before the first run_start */
 	json_t *order;  /* ids in first-registration order */
 	json_t *runs;   /* array of {id, tags, hypotheses, metrics, seq, hash} */
 	json_t *refute; /* id -> [seq...] */
 	json_t *devs;   /* array of {seq, hypothesis|null} */
 	json_t *last;   /* id -> latest verdict payload */
 } gather;
+
+/* The key of an entry's latest verdict: its id, "|amended" for an amended version's entry. */
+static void last_key(const char *id, int amended, char *key, size_t cap)
+{
+	snprintf(key, cap, "%s%s", id, amended ? "|amended" : "");
+}
 
 static int collect(const ledger_record *r, void *ud)
 {
@@ -67,7 +75,12 @@ static int collect(const ledger_record *r, void *ud)
 			if (!json_object_get(g->hyps, id))
 				json_array_append_new(g->order, json_string(id));
 			json_object_set_new(g->hyps, id,
-					    json_pack("{s:O,s:I}", "doc", doc, "seq", (json_int_t) r->seq));
+					    json_pack("{s:O,s:I,s:O?}", "doc", doc, "seq", (json_int_t) r->seq,
+						      "access_state", json_object_get(p, "access_state")));
+			/* the version the plan froze: registered (or amended) before the first run */
+			if (!g->plan.first_run_start || r->seq < g->plan.first_run_start)
+				json_object_set_new(g->reg, id, json_pack("{s:O,s:I}", "doc", doc, "seq",
+									  (json_int_t) r->seq));
 		}
 	} else if (!strcmp(r->kind, "run")) {
 		const char *status = json_string_value(json_object_get(p, "status"));
@@ -75,7 +88,7 @@ static int collect(const ledger_record *r, void *ud)
 		if (!status || !strcmp(status, "complete"))
 			json_array_append_new(
 				g->runs,
-				json_pack("{s:O?,s:O?,s:O?,s:O?,s:I,s:s,s:s,s:s,s:b}", "id",
+				json_pack("{s:O?,s:O?,s:O?,s:O?,s:I,s:s,s:s,s:s,s:b,s:b,s:b,s:b}", "id",
 					  json_object_get(p, "run_id"), "tags", json_object_get(p, "tags"),
 					  "hypotheses", json_object_get(p, "hypotheses"), "metrics",
 					  json_object_get(p, "metrics"), "seq", (json_int_t) r->seq,
@@ -83,7 +96,13 @@ static int collect(const ledger_record *r, void *ud)
 					  json_string_value(json_object_get(p, "class")) ?: "exploratory",
 					  "spec_sha256",
 					  json_string_value(json_object_get(p, "spec_sha256")) ?: "",
-					  "holdout", json_is_true(json_object_get(p, "holdout"))));
+					  "holdout", json_is_true(json_object_get(p, "holdout")),
+					  "beyond_plan", json_is_true(json_object_get(p, "beyond_plan")),
+					  "modelled",
+					  json_is_string(json_object_get(p, "device_time")) &&
+						  json_is_string(json_object_get(
+							  json_object_get(p, "spec"), "device")),
+					  "cold", json_is_true(json_object_get(json_object_get(p, "spec"), "cold"))));
 	} else if (!strcmp(r->kind, "refutation")) {
 		const char *h = json_string_value(json_object_get(p, "hypothesis"));
 
@@ -102,9 +121,12 @@ static int collect(const ledger_record *r, void *ud)
 						json_object_get(p, "hypothesis")));
 	} else if (!strcmp(r->kind, "verdict")) {
 		const char *h = json_string_value(json_object_get(p, "hypothesis"));
+		char key[128];
 
-		if (h)
-			json_object_set(g->last, h, p);
+		if (h) {
+			last_key(h, json_is_string(json_object_get(p, "version")), key, sizeof(key));
+			json_object_set(g->last, key, p);
+		}
 	}
 	json_decref(p);
 	return 0;
@@ -191,6 +213,110 @@ static int eval_both(const json_t *doc, const json_t *runs, const char *id, int 
 		cs_err_set(e, rc, "%s: %.960s", id, msg);
 	}
 	return rc;
+}
+
+/* ---- findings and model checks ---- */
+
+/* Metrics the engine counts: no device model can move them. */
+static const char *const engine_metrics[] = {
+	"queries", "recall_at_k", "results_digest", "engine_reads", "reads_per_query",
+	"bytes_per_read", "resident_fraction_before", "mem_peak_bytes", NULL,
+};
+/* Metrics that are the device's per-read figures alone: under a model, the model's. */
+static const char *const per_read_metrics[] = {
+	"engine_read_ms_mean", "device_read_ms_mean", "io_over_wall", "device_busy",
+	"inflight_median", NULL,
+};
+
+static int in_list(const char *const *l, const char *s)
+{
+	for (; *l; l++)
+		if (!strcmp(*l, s))
+			return 1;
+	return 0;
+}
+
+/* Every "metric" a rule names, once each, into out. */
+static void rule_metrics(const json_t *x, json_t *out)
+{
+	const char *k;
+	size_t i;
+	json_t *v;
+
+	if (json_is_array(x)) {
+		json_array_foreach(x, i, v)
+			rule_metrics(v, out);
+	} else if (json_is_object(x)) {
+		json_object_foreach((json_t *) x, k, v) {
+			if (!strcmp(k, "metric") && json_is_string(v)) {
+				if (!cs_json_has_string(out, json_string_value(v)))
+					json_array_append(out, v);
+			} else {
+				rule_metrics(v, out);
+			}
+		}
+	}
+}
+
+/*
+ * What decides a hypothesis's rules on its runs (new): each metric's
+ * basis, and "finding" or "model check". A metric the engine counts is
+ * the engine's; with a cold run on the real disk, the device's; with
+ * modelled runs (and warm ones, whose times are CPU alone), a per-read
+ * figure is the model's own, and a time (wall, latency, QPS) is the
+ * model's when the modelled runs read the same number of pages a query
+ * (within 1%), so that nothing measured differs between them, else the
+ * engine's reads times the model's latency. A hypothesis all of whose metrics rest
+ * on the model alone is a model check: its outcome is fixed by the
+ * model's parameters, and it is never counted as confirmatory evidence.
+ * What this cannot see: a rule whose threshold the model's parameters
+ * would cross under other reads (docs/device-model.md).
+ */
+static json_t *evidence(const json_t *doc, const json_t *runs)
+{
+	json_t *metrics = json_array(), *basis = json_object(), *m, *r;
+	double lo = 0, hi = 0;
+	size_t i, j;
+	int real = 0, model_only = 1, rpq = 0, nmod = 0;
+
+	rule_metrics(json_object_get(doc, "accept"), metrics);
+	rule_metrics(json_object_get(doc, "reject"), metrics);
+	json_array_foreach(runs, i, r) {
+		double x = json_number_value(
+			json_object_get(json_object_get(r, "metrics"), "reads_per_query"));
+
+		/* a warm run without a model reads nothing from a device: its times are CPU */
+		if (!json_is_true(json_object_get(r, "modelled"))) {
+			real |= json_is_true(json_object_get(r, "cold"));
+			continue;
+		}
+		nmod++;
+		if (x > 0) {
+			lo = rpq ? (x < lo ? x : lo) : x;
+			hi = rpq ? (x > hi ? x : hi) : x;
+			rpq = 1;
+		}
+	}
+	json_array_foreach(metrics, j, m) {
+		const char *name = json_string_value(m), *b;
+
+		if (in_list(engine_metrics, name))
+			b = "engine";
+		else if (!json_array_size(runs))
+			b = "no runs";
+		else if (real || !nmod)
+			b = real ? "device" : "engine";
+		else if (in_list(per_read_metrics, name) || (rpq && hi <= lo * 1.01))
+			b = "device model";
+		else
+			b = "engine reads and device model";
+		model_only &= !strcmp(b, "device model");
+		json_object_set_new(basis, name, json_string(b));
+	}
+	json_decref(metrics);
+	return json_pack("{s:s,s:o}", "evidence",
+			 json_object_size(basis) && model_only ? "model check" : "finding", "basis",
+			 basis);
 }
 
 /* The values of metric in the runs sel matches (new arrays: values, run ids). */
@@ -300,16 +426,20 @@ static void combine_interval(int ivd, int *acc, int *rej)
 		*acc = -1;
 }
 
-/* The verdict payload for one hypothesis. */
-static int judge(gather *g, const char *id, json_t **out, cs_err *e)
+/*
+ * The verdict payload for one version h ({"doc", "seq"}) of hypothesis id;
+ * amended: h is the version amended after the first run, judged as an
+ * exploratory entry apart from the registered one.
+ */
+static int judge(gather *g, const char *id, const json_t *h, int amended, json_t **out, cs_err *e)
 {
-	json_t *h = json_object_get(g->hyps, id), *doc = json_object_get(h, "doc");
+	json_t *doc = json_object_get(h, "doc");
 	json_t *runs = json_array(), *devs = json_array(), *decide = NULL, *sceptic = NULL;
-	json_t *sruns = json_array(), *sc = NULL, *ivj = NULL;
+	json_t *sruns = json_array(), *sc = NULL, *beyond = json_array(), *ivj = NULL;
 	json_t *acc_trace = NULL, *rej_trace = NULL, *ref = json_object_get(g->refute, id);
 	const char *kind = json_string_value(json_object_get(doc, "kind")) ?: "";
 	int64_t hseq = json_integer_value(json_object_get(h, "seq"));
-	int post_hoc = g->plan.first_run_start && hseq > g->plan.first_run_start;
+	int post_hoc = amended || (g->plan.first_run_start && hseq > g->plan.first_run_start);
 	int exploratory = post_hoc || !strcmp(kind, "exploratory") || !strcmp(kind, "descriptive") ||
 			  !g->plan.plan; /* descriptive: could not fail by design (harness/canfail.c) */
 	int acc = -1, rej = -1, rc;
@@ -329,6 +459,9 @@ static int judge(gather *g, const char *id, json_t **out, cs_err *e)
 		if (exploratory) {
 			if (!json_is_true(json_object_get(r, "holdout")) && serves(r, id))
 				json_array_append(runs, r);
+		} else if (json_is_true(json_object_get(r, "beyond_plan"))) {
+			/* beyond the spec's registered run count: a deviation, never deciding */
+			json_array_append(beyond, r);
 		} else if (!strcmp(cls, "design") && cs_json_has_string(decide, sha)) {
 			json_array_append(runs, r);
 		} else if (!strcmp(cls, "sceptic") && cs_json_has_string(sceptic, sha)) {
@@ -415,6 +548,25 @@ static int judge(gather *g, const char *id, json_t **out, cs_err *e)
 		json_object_set(*out, "interval", ivj);
 	if (*out && json_is_true(json_object_get(doc, "underpowered")))
 		json_object_set_new(*out, "underpowered", json_true());
+	if (*out) {
+		json_t *ev = evidence(doc, runs);
+
+		json_object_update(*out, ev);
+		json_decref(ev);
+	}
+	if (*out && json_array_size(beyond)) {
+		json_t *mine = json_array(), *b;
+		size_t k;
+
+		/* shown: the planned specs' runs beyond their registered count, left out */
+		json_array_foreach(beyond, k, b)
+			if (cs_json_has_string(decide, json_string_value(json_object_get(b, "spec_sha256"))) ||
+			    cs_json_has_string(sceptic, json_string_value(json_object_get(b, "spec_sha256"))))
+				json_array_append(mine, b);
+		if (json_array_size(mine))
+			json_object_set_new(*out, "beyond_plan", run_names(mine));
+		json_decref(mine);
+	}
 	if (*out && !exploratory && !ledger_plan_maps(&g->plan, id))
 		json_object_set_new(*out, "unplanned", json_true());
 out:
@@ -423,6 +575,7 @@ out:
 	json_decref(rej_trace);
 	json_decref(runs);
 	json_decref(sruns);
+	json_decref(beyond);
 	json_decref(devs);
 	json_decref(decide);
 	json_decref(sceptic);
@@ -466,12 +619,17 @@ int report_verdicts(struct ledger *l, int64_t as_of, int record, json_t **out, c
 	*out = NULL;
 	g.as_of = as_of ? as_of : ledger_size(l);
 	g.hyps = json_object();
+	g.reg = json_object();
 	g.order = json_array();
 	g.runs = json_array();
 	g.refute = json_object();
 	g.devs = json_array();
 	g.last = json_object();
-	rc = ledger_plan_load(l, g.as_of, &g.plan, e);
+	/* verdicts look before they answer: an edited log, or a record appended without
+	 * the study's key, is exit 4 and judges nothing */
+	rc = ledger_verify(l, NULL, e);
+	if (!rc)
+		rc = ledger_plan_load(l, g.as_of, &g.plan, e);
 	if (!rc)
 		rc = ledger_foreach(l, NULL, collect, &g, e);
 	if (rc)
@@ -483,14 +641,37 @@ int report_verdicts(struct ledger *l, int64_t as_of, int record, json_t **out, c
 	if (record && (rc = ledger_begin(l, e)))
 		goto out;
 	json_array_foreach(g.order, i, id) {
-		json_t *v = NULL;
+		const char *hid = json_string_value(id);
+		const json_t *latest = json_object_get(g.hyps, hid), *reg = json_object_get(g.reg, hid);
+		/* amended after the first run: the registered version keeps its verdict */
+		int amended = reg && json_integer_value(json_object_get(reg, "seq")) !=
+					     json_integer_value(json_object_get(latest, "seq"));
 
-		rc = judge(&g, json_string_value(id), &v, e);
-		if (rc)
-			break;
-		if (record && !same_as_last(json_object_get(g.last, json_string_value(id)), v))
-			rc = ledger_append(l, "verdict", v, NULL, e);
-		json_array_append_new(all, v);
+		for (int k = 0; k <= amended && !rc; k++) {
+			json_t *v = NULL;
+			char key[128];
+
+			rc = judge(&g, hid, k ? latest : (amended ? reg : latest), k, &v, e);
+			if (rc)
+				break;
+			json_object_set(v, "doc_seq", json_object_get(k || !amended ? latest : reg, "seq"));
+			if (amended && !k)
+				json_object_set_new(v, "amended_later",
+						    json_pack("{s:O,s:O?}", "seq", json_object_get(latest, "seq"),
+							      "access_state",
+							      json_object_get(latest, "access_state")));
+			if (k) {
+				json_object_set_new(v, "version", json_string("amended"));
+				json_object_set_new(v, "amends",
+						    json_pack("{s:O}", "seq", json_object_get(reg, "seq")));
+				json_object_set(v, "amended_access_state",
+						json_object_get(latest, "access_state"));
+			}
+			last_key(hid, k, key, sizeof(key));
+			if (record && !same_as_last(json_object_get(g.last, key), v))
+				rc = ledger_append(l, "verdict", v, NULL, e);
+			json_array_append_new(all, v);
+		}
 		if (rc)
 			break;
 	}
@@ -507,6 +688,7 @@ int report_verdicts(struct ledger *l, int64_t as_of, int record, json_t **out, c
 out:
 	json_decref(all);
 	json_decref(g.hyps);
+	json_decref(g.reg);
 	json_decref(g.order);
 	json_decref(g.runs);
 	json_decref(g.refute);

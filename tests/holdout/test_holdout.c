@@ -39,6 +39,12 @@ static void test_t_quantiles(void **state)
 	assert_true(fabs(holdout_t_quantile(0.975, 30) - 2.0423) < 1e-3);
 	assert_true(fabs(holdout_t_quantile(0.5, 7)) < 1e-6);
 	assert_true(fabs(holdout_t_quantile(0.025, 10) + 2.2281) < 1e-3);
+	/* chi-square CDF against the table (both of the incomplete gamma's branches) */
+	assert_true(fabs(holdout_chi2_cdf(3.841459, 1) - 0.95) < 1e-5);
+	assert_true(fabs(holdout_chi2_cdf(18.307038, 10) - 0.95) < 1e-5);
+	assert_true(fabs(holdout_chi2_cdf(3.940299, 10) - 0.05) < 1e-5);
+	assert_true(fabs(holdout_chi2_cdf(0.0506356, 2) - 0.025) < 1e-5);
+	assert_true(holdout_chi2_cdf(0, 4) == 0);
 }
 
 static void test_interval_score_by_hand(void **state)

@@ -103,7 +103,7 @@ for s in ["## At a glance",
           "| H1 | Hard-disk latency is the multiplier of a cold serial query | accepted (exploratory) | 367.7 | 37,000 \\[5,000, 100,000\\] | x (cold on hdd-pool / warm, the same three queries) | no | virtual time |",
           # H8's identity is over every query's ids (results_digest), which the fixture's runs do not carry
           "| H8 | Fan-out over partitions cuts the cold gate 5x or more with an identical top-k | unresolved (exploratory) | 15.3 | 10 \\[5, 16\\] |",
-          "Holdout: PASS.", "What survives (confirmatory, accepted): nothing."]:
+          "Holdout: PASS.", "What survives (confirmatory findings, accepted): nothing."]:
     no(s not in first, "the first screen lacks: " + s)
 no(html.find('<nav id="contents">') < 0 or html.find('<nav id="contents">') > html.find('id="1-verdicts"'),
    "the contents do not come before the first section")
@@ -134,7 +134,7 @@ need = [
     "cold-query-fixture", "frozen before any holdout result existed",
     "widen H7's band: the seed's pooled interval was 1.04 to 1.61 | 1.3 \\[1, 2\\] |",
     "| none | widen H7",
-    "11 hypotheses registered (amendments: 1). Confirmatory, decided by the runs the plan maps to each: 0 accepted",
+    "11 hypotheses registered (amendments: 1). Confirmatory findings, decided by the runs the plan maps to each: 0 accepted",
     "Exploratory hypotheses, never counted as confirmatory: 11 (0 post hoc",
     "6 runs: 0 design, 0 sceptic, 1 holdout, 5 exploratory",
     "median relative error 0.05276 against the threshold 0.35 (default): PASS, 1 of 2 predictions",
