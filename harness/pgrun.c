@@ -793,6 +793,13 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 	if ((rc = guard_validated(R->l, "run", e)) ||
 	    (rc = guard_hypotheses(R->l, json_object_get(eff, "hypotheses"), "run", e)))
 		return rc;
+	/* Names go to libpq as values, never as text: still, none that could read as keywords. */
+	if ((R->db && !harness_pg_name_ok(R->db)) || (R->user && !harness_pg_name_ok(R->user)))
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "%s: $.postgres.%s: \"%s\" holds a quote, '=', whitespace or a control "
+				  "character (a database or role name is expected)",
+				  R->spec_path, R->db && !harness_pg_name_ok(R->db) ? "database" : "user",
+				  R->db && !harness_pg_name_ok(R->db) ? R->db : R->user);
 	/* The clone's data directory: held once, not production by identity, this study's clone. */
 	if ((rc = guard_existing(R->l, prod, pgdata, AT_FDCWD, "run", "index", &R->hold,
 				 e)) ||
@@ -821,6 +828,16 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 			     json_string_value(json_object_get(pg, "shared_buffers")), e);
 	if (rc)
 		return rc;
+	{
+		/* The clone's own configuration names only the clone (else the server starts elsewhere). */
+		char why[PATH_MAX + 256];
+
+		rc = harness_pg_conf(&R->srv, why, sizeof(why), e);
+		if (rc == 1)
+			return guard_refuse(R->l, "production", "run", pgdata, e, "%s", why);
+		if (rc)
+			return rc;
+	}
 	{
 		/* The private socket directory goes through the guards like every other target. */
 		guard_held sh;
