@@ -847,7 +847,18 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 			return rc;
 		guard_held_close(&sh);
 	}
-	/* Inputs: queries, base and exact ground truth (cached). */
+	/* Inputs: queries, base and exact ground truth (cached), each checked as run.c's are. */
+	{
+		const char *qs = harness_dataset_spec(
+			study, json_string_value(json_object_get(json_object_get(eff, "queries"), "spec")));
+		const char *bs = json_string_value(json_object_get(eff, "base")), *cache;
+
+		if ((rc = guard_dataset(R->l, prod, qs, "run", "$.queries.spec", e)) ||
+		    (bs && (rc = guard_dataset(R->l, prod, harness_dataset_spec(study, bs), "run",
+					      "$.base", e))) ||
+		    (rc = guard_cache_dir(R->l, prod, NULL, "run", &cache, e)))
+			return rc;
+	}
 	{
 		const json_t *q = json_object_get(eff, "queries");
 		const char *qspec = harness_dataset_spec(study, json_string_value(json_object_get(q, "spec")));

@@ -510,23 +510,16 @@ static int run_guard_inputs(struct ledger *l, guard_prodset *prod, const json_t 
 {
 	const char *q = harness_dataset_spec(study, json_string_value(json_object_get(json_object_get(eff, "queries"), "spec")));
 	const char *b = json_string_value(json_object_get(eff, "base"));
-	const char *cache = getenv("COLDSTUDY_CACHE");
+	const char *cache;
 	const json_t *bw = json_object_get(eff, "bulkwrite");
 	int rc;
 
 	if ((rc = guard_dataset(l, prod, q, "run", "$.queries.spec", e)) ||
 	    (b && (rc = guard_dataset(l, prod, harness_dataset_spec(study, b), "run", "$.base", e))))
 		return rc;
-	if (cache && *cache && strncmp(cache, "/proc/", 6)) {
-		static guard_held ch; /* the engine reads COLDSTUDY_CACHE for the whole run */
-
-		rc = guard_target(l, prod, cache, AT_FDCWD, "run", "COLDSTUDY_CACHE", &ch, e);
-		if (!rc)
-			rc = guard_held_mkdirs(&ch, e);
-		if (rc)
-			return rc;
-		setenv("COLDSTUDY_CACHE", guard_held_via(&ch), 1);
-	}
+	/* COLDSTUDY_CACHE, else the $HOME fallback: checked and held, whatever its spelling */
+	if ((rc = guard_cache_dir(l, prod, NULL, "run", &cache, e)))
+		return rc;
 	if (json_is_object(bw)) {
 		const char *wd = json_string_value(json_object_get(bw, "dir"));
 		guard_held sh;
