@@ -182,10 +182,17 @@ int guard_existing(struct ledger *l, guard_prodset *ps, const char *path, int ba
 /*
  * A dataset spec's file (fvecs:PATH, npy:PATH, ...) checked like a target:
  * a study run reads clones and generated data, never production's files.
- * Specs without a path (synth:, fashion-mnist) pass.
+ * Specs without a path (synth:, fashion-mnist) pass. The file is held for
+ * the process and read through guard_dataset_via.
  */
 int guard_dataset(struct ledger *l, guard_prodset *ps, const char *spec, const char *verb,
 		  const char *role, cs_err *e);
+/*
+ * The spec a loader reads for spec: once guard_dataset passed it, the same
+ * spec through the held file ("fvecs:/proc/PID/fd/N[A:B]", held for the
+ * process); any other spec as it is (borrowed).
+ */
+const char *guard_dataset_via(const char *spec);
 
 /* Append a refusal record (when l is set) and fill e; returns CS_EXIT_REFUSED. */
 /*

@@ -782,12 +782,34 @@ int guard_port(struct ledger *l, guard_prodset *ps, int port, const char *verb, 
 	return rc;
 }
 
+/*
+ * The dataset files checked in this process, held open: a loader reads the
+ * file the check saw, through its descriptor, whatever its name points at
+ * later (a query file swapped for a symlink to production mid-run is never
+ * read). A verb checks a handful; past the table's size a file is refused.
+ */
+#define HELD_DATASETS 16
+static struct {
+	char *spec;     /* as the run named it */
+	char *via;      /* the same spec through the held descriptor */
+	guard_held h;
+} held_ds[HELD_DATASETS];
+static size_t n_held_ds;
+
+const char *guard_dataset_via(const char *spec)
+{
+	for (size_t i = 0; spec && i < n_held_ds; i++)
+		if (!strcmp(held_ds[i].spec, spec))
+			return held_ds[i].via;
+	return spec;
+}
+
 int guard_dataset(struct ledger *l, guard_prodset *ps, const char *spec, const char *verb,
 		  const char *role, cs_err *e)
 {
 	static const char *const pre[] = {"fvecs:", "ivecs:", "bvecs:", "idx:", "npy:", "hdf5:",
 					  NULL};
-	char path[PATH_MAX];
+	char path[PATH_MAX], via[PATH_MAX + 64];
 	guard_held h;
 	size_t len;
 	int rc;
@@ -797,14 +819,46 @@ int guard_dataset(struct ledger *l, guard_prodset *ps, const char *spec, const c
 	for (size_t i = 0; pre[i]; i++) {
 		if (strncmp(spec, pre[i], strlen(pre[i])))
 			continue;
+		if (guard_dataset_via(spec) != spec)
+			return 0; /* held already in this process */
 		say(path, sizeof(path), "%s", spec + strlen(pre[i]));
 		len = strlen(path);
 		/* A trailing [A:B] row range is not part of the path. */
 		if (len && path[len - 1] == ']' && strrchr(path, '['))
 			*strrchr(path, '[') = '\0';
+		/* hdf5:PATH:train - the part after the file's name is not the path either */
+		if (!strcmp(pre[i], "hdf5:")) {
+			char *c = strrchr(path, ':');
+
+			if (c && (!strcmp(c, ":train") || !strcmp(c, ":test") ||
+				  !strcmp(c, ":neighbors") || !strcmp(c, ":distances")))
+				*c = '\0';
+		}
 		rc = guard_target(l, ps, path, AT_FDCWD, verb, role, &h, e);
-		guard_held_close(&h);
-		return rc;
+		if (rc)
+			return rc;
+		if (!h.exists) {
+			guard_held_close(&h);
+			return 0; /* the loader says it is missing */
+		}
+		if (n_held_ds == HELD_DATASETS) {
+			guard_held_close(&h);
+			return cs_err_set(e, CS_EXIT_INTERNAL, "%s: more than %d dataset files in one verb",
+					  spec, HELD_DATASETS);
+		}
+		/* the held file, then what followed its name (":train", "[A:B]") */
+		say(via, sizeof(via), "%s%s%s", pre[i], guard_held_via(&h),
+		    spec + strlen(pre[i]) + strlen(path));
+		held_ds[n_held_ds].spec = strdup(spec);
+		held_ds[n_held_ds].via = strdup(via);
+		if (!held_ds[n_held_ds].spec || !held_ds[n_held_ds].via) {
+			free(held_ds[n_held_ds].spec);
+			free(held_ds[n_held_ds].via);
+			guard_held_close(&h);
+			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		}
+		held_ds[n_held_ds++].h = h;
+		return 0;
 	}
 	return 0;
 }

@@ -867,7 +867,7 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 		uint64_t count;
 		cv_dataset *qall = NULL;
 
-		if (cv_dataset_load(qspec, &qall, &ce))
+		if (cv_dataset_load(guard_dataset_via(qspec), &qall, &ce))
 			return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.queries.spec: %s", R->spec_path,
 					  ce.msg);
 		count = json_is_integer(json_object_get(q, "count"))
@@ -888,7 +888,8 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 		if (rc)
 			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory slicing queries");
 		if (b) {
-			if (cv_dataset_load(harness_dataset_spec(study, b), &R->base, &ce))
+			if (cv_dataset_load(guard_dataset_via(harness_dataset_spec(study, b)), &R->base,
+					    &ce))
 				return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.base: %s", R->spec_path,
 						  ce.msg);
 			if (R->base->d != R->queries->d)

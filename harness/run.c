@@ -1198,7 +1198,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		uint64_t count;
 		int r;
 
-		r = cv_dataset_load(qspec, &qall, &ce);
+		r = cv_dataset_load(guard_dataset_via(qspec), &qall, &ce);
 		if (r) {
 			rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.queries.spec: %s", spec_path, ce.msg);
 			goto out;
@@ -1260,8 +1260,11 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	if (json_is_string(json_object_get(eff, "metric")))
 		cv_metric_parse(json_string_value(json_object_get(eff, "metric")), &L.metric);
 	bspec = base_spec(l, study, eff, index);
+	/* a base found through the study (no $.base) is checked as $.base is */
+	if (bspec && (rc = guard_dataset(l, prod, bspec, "run", "the study's base dataset", e)))
+		goto out;
 	if (bspec) {
-		int r = cv_dataset_load(bspec, &base, &ce);
+		int r = cv_dataset_load(guard_dataset_via(bspec), &base, &ce);
 
 		if (r) {
 			rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.base: %s", spec_path, ce.msg);

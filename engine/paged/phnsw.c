@@ -443,7 +443,9 @@ static int phnsw_open_kind(const char *kind, const char *dir, const cv_open_opts
 			snprintf(path, sizeof(path), "%s/heap", dir);
 		rc = cv_file_open(path, o->flags | CV_FILE_NOFOLLOW, &s->files[i]);
 		if (rc) {
-			cv_err_set(e, rc, "%s: cannot open", path);
+			cv_err_set(e, rc, "%s: cannot open: %s", path,
+				   rc == -ELOOP ? "a symlink inside the index (not followed)"
+						: strerror(-rc));
 			goto fail;
 		}
 		s->listidx[i] = UINT32_MAX;
