@@ -1727,6 +1727,29 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		}
 	}
 
+	/*
+	 * 4b. the held identities again: a clone whose files were swapped, linked
+	 * or replaced while the run read them (a race the hold cannot stop: a name
+	 * inside the index exchanged with production's inode) may have read
+	 * production. Such a run is a deviation and a refusal, never a run record.
+	 */
+	{
+		cs_err ge = {0};
+		char why[1400];
+
+		if (guard_clone(NULL, ledger_dir(l), index, "run", 0, NULL, &ge) ||
+		    guard_check_held(NULL, prod, &ihold, "run", "index", &ge)) {
+			snprintf(why, sizeof(why),
+				 "run %s: after the run the index no longer held what was checked (%s); "
+				 "it may have read production; no run record",
+				 run_id, ge.msg);
+			record_abort(l, run_id, why);
+			recorded = 1;
+			rc = guard_refuse(l, "production", "run", index_shown, e, "%s", why);
+			goto out;
+		}
+	}
+
 	/* 5. metrics: one repeat's as they are; several repeats' means (the spread in reports) */
 	{
 		mempeak = mem_peak_of(memcap, cgdir, &mp, &mem_peak);

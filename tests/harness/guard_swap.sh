@@ -150,5 +150,31 @@ sys.exit(0 if res == 0 else 1)
 PY
 sum_p > "$T/after.sha"
 cmp -s "$T/before.sha" "$T/after.sha" || FAILED "production's bytes changed"
+# A swap the hold cannot stop, made mid-run: the clone's part-000 replaced by a
+# hard link to production's (the same name, production's inode) while a long run
+# reads. The re-check after the run finds it: a deviation and exit 3, no run record.
+printf '{"index":"%s","queries":{"spec":"synth:n=1000,d=16,clusters=8,seed=9"},"base":"base","cold":false}' \
+	"$T/w/C" > "$T/long.json"
+runs_before=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"select count(*) from records where kind='run'\").fetchone()[0])" "$T/S/ledger.db")
+starts() { python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"select count(*) from records where kind='run_start'\").fetchone()[0])" "$T/S/ledger.db"; }
+s0=$(starts)
+t0=$(date +%s)
+"$cs" run "$T/S" "$T/long.json" -q >"$T/long.out" 2>"$T/long.err" &
+lr=$!
+while [ "$(starts)" = "$s0" ] && kill -0 $lr 2>/dev/null; do sleep 0.05; done
+ln "$T/w/P/part-000" "$T/w/hl" && mv -f "$T/w/hl" "$T/w/C/part-000"
+wait $lr; got=$?
+echo "a hard link swapped in mid-run: exit $got after $(($(date +%s) - t0)) s: $(head -c 300 "$T/long.err")"
+[ $got = 3 ] || FAILED "a run whose clone was swapped mid-run: exit $got, expected 3"
+python3 - "$T/S/ledger.db" "$runs_before" <<'PY' || fail=1
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+runs = db.execute("select count(*) from records where kind='run'").fetchone()[0]
+dev = [json.loads(p) for (p,) in db.execute("select payload from records where kind='deviation'")]
+ok = runs == int(sys.argv[2]) and dev and "after the run" in dev[-1].get("because", "")
+print(f"run records {runs} (before {sys.argv[2]}), last deviation: {dev[-1].get('because', '')[:120] if dev else None}")
+sys.exit(0 if ok else 1)
+PY
+
 [ $fail = 0 ] && echo "ok: no production file opened, read or changed across $((2 * N)) swapped runs"
 exit $fail
