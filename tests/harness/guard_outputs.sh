@@ -82,7 +82,7 @@ for p in $(spellings trace); do try "index query --trace $p" query --nq 1 --trac
 for p in $(spellings blocks); do try "index query --record-blocks $p" query --record-blocks "$p"; done
 for p in $(spellings report); do try "report --out $p" "$cs" report "$T/S" --out "$p"; done
 for p in $(spellings tiles); do try "log tiles --out $p" "$cs" log tiles "$T/S" --out "$p"; done
-echo "$n outputs inside production refused, production's bytes and names unchanged"
+echo "$n outputs inside production tried (each must be refused, production unchanged)"
 
 # the same verbs with their outputs elsewhere still write
 export COLDSTUDY_CACHE="$T/ok/cache"

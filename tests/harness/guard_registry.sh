@@ -68,5 +68,16 @@ mv "$T/moved" "$T/P"
 "$cs" production remove "$T/P" >/dev/null || FAILED "production remove"
 "$cs" cache evict "$T/P/sub/heap" >"$T/out" 2>"$T/err" ||
 	FAILED "after production remove: exit $?: $(cat "$T/err")"
+# a study's own dataset (datasets.*) inside production: validate refuses it (item 7)
+"$cs" init "$T/S" >/dev/null || FAILED "init"
+cat > "$T/study.json" <<J
+{"id":"ds","production":{"paths":["$T/P"]},"datasets":{"base":"fvecs:$T/P/sub/heap"},
+ "scratch_dir":"$T/scratch"}
+J
+"$cs" study register "$T/S" "$T/study.json" >/dev/null 2>"$T/err" || FAILED "study register: $(cat "$T/err")"
+"$cs" validate "$T/S" --quiet --allow-no-device-stats >"$T/out" 2>"$T/err"; got=$?
+echo "validate, the study's base dataset a production file: exit $got: $(head -c 200 "$T/err")"
+[ $got = 3 ] || FAILED "validate with a production dataset: exit $got, expected 3"
+grep -q 'datasets.base' "$T/err" || FAILED "the refusal does not name \$.datasets.base"
 [ $fail = 0 ] && echo "ok: a deleted, emptied or malformed registry fails closed; renamed and hard-linked production refused"
 exit $fail
