@@ -4,8 +4,10 @@
  */
 #include "cmds.h"
 #include "coldvec.h"
+#include "guard.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +22,8 @@ static const char usage[] =
 	"      optional row range [A:B] (e.g. fashion-mnist:test[0:100]).\n"
 	"gt writes the exact K nearest base ids of every query (ties to the lower id)\n"
 	"as ivecs; results are cached in DIR, $COLDSTUDY_CACHE or ~/.cache/coldstudy.\n"
-	"exit codes: 0 ok, 1 internal, 2 usage, 5 bad input file or spec\n";
+	"--out and the cache folder are checked first: inside production they are refused.\n"
+	"exit codes: 0 ok, 1 internal, 2 usage, 3 refused (production), 5 bad input file or spec\n";
 
 /* Print the loader's message and map rc to an exit code. */
 static int data_fail(int rc, const cv_err *e)
@@ -103,7 +106,10 @@ static int data_gt(int argc, char **argv)
 	int32_t *ids = NULL;
 	int rc, hit = 0, ex;
 	uint64_t t0;
+	guard_held outh;
+	char outvia[PATH_MAX + 300];
 
+	guard_held_init(&outh);
 	for (int i = 1; i < argc; i += 2) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -132,6 +138,19 @@ static int data_gt(int argc, char **argv)
 		return cli_usage("data", "gt needs --base, --queries, --k, --metric and --out");
 	if (cv_metric_parse(metric, &m))
 		return cli_usage("data", "--metric must be l2, cosine or ip, not '%s'", metric);
+	{
+		/* --out and the cache (--cache-dir, COLDSTUDY_CACHE, ~/.cache): never inside production */
+		cs_err ge = {0};
+		const char *cvia;
+
+		if ((ex = guard_output(NULL, NULL, out, 0, "data gt", "--out", &outh, outvia,
+				       sizeof(outvia), &ge)) ||
+		    (ex = guard_cache_dir(NULL, NULL, cdir, "data gt", &cvia, &ge))) {
+			guard_held_close(&outh);
+			return cli_fail("data", &ge);
+		}
+		cdir = cvia;
+	}
 	rc = cv_dataset_load(bspec, &base, &e);
 	if (!rc)
 		rc = cv_dataset_load(qspec, &q, &e);
@@ -148,7 +167,7 @@ static int data_gt(int argc, char **argv)
 	t0 = cs_mono_ns();
 	rc = cv_groundtruth_cached2(base, q, (size_t) k, m, (int) threads, cdir, &ids, NULL, &hit, &e);
 	if (!rc)
-		rc = cv_ivecs_write(out, ids, q->n, (size_t) k, &e);
+		rc = cv_ivecs_write(outvia, ids, q->n, (size_t) k, &e);
 	if (rc) {
 		ex = data_fail(rc, &e);
 		goto out;
@@ -158,6 +177,7 @@ static int data_gt(int argc, char **argv)
 		hit ? "from cache" : "computed", (double) (cs_mono_ns() - t0) / 1e9, out);
 	ex = CS_EXIT_OK;
 out:
+	guard_held_close(&outh);
 	free(ids);
 	cv_dataset_free(base);
 	cv_dataset_free(q);

@@ -27,6 +27,7 @@
 #include "coldvec.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
@@ -399,10 +400,18 @@ static int write_blocks(const char *prefix, const cv_block_list *bl, char **file
 			if (bl->file[i] != f)
 				continue;
 			if (!o) {
+				int fd;
+
 				snprintf(path, sizeof(path), "%s.%s", prefix, base);
-				o = fopen(path, "w");
-				if (!o)
-					return -errno;
+				/* a new file beneath the held folder: a link at its name is replaced */
+				fd = cv_open_new(path, O_WRONLY, 0644);
+				if (fd < 0 || !(o = fdopen(fd, "w"))) {
+					int err = errno;
+
+					if (fd >= 0)
+						close(fd);
+					return -err;
+				}
 			}
 			fprintf(o, "%llu\n", (unsigned long long) bl->block[i]);
 		}
@@ -723,12 +732,15 @@ static int index_query(int argc, char **argv)
 	double sim_read_sum = 0, sim_infl_sum = 0;
 	long rss0, rss1, rss2, rss3;
 	int rc, exitc = CS_EXIT_OK;
-	guard_held held;
-	const char *idir;
+	guard_held held, traceh, recordh;
+	const char *idir, *cvia;
+	char tracevia[PATH_MAX + 300], recordvia[PATH_MAX + 300];
 	harness_cap cap;
 	harness_throttle thr;
 
 	harness_throttle_init(&thr);
+	guard_held_init(&traceh);
+	guard_held_init(&recordh);
 	rc = parse_query_args(argc, argv, &a);
 	if (rc)
 		return rc;
@@ -760,6 +772,24 @@ static int index_query(int argc, char **argv)
 			return cli_fail("index", &ge);
 		}
 		idir = guard_held_via(&held);
+		/* what the query writes: --trace, --record-blocks, the ground-truth cache */
+		if ((a.tracefile &&
+		     (rc = guard_output(NULL, NULL, a.tracefile, 0, "index query", "--trace", &traceh,
+					tracevia, sizeof(tracevia), &ge))) ||
+		    (a.record &&
+		     (rc = guard_output(NULL, NULL, a.record, 0, "index query", "--record-blocks",
+					&recordh, recordvia, sizeof(recordvia), &ge))) ||
+		    (!a.gt && (rc = guard_cache_dir(NULL, NULL, NULL, "index query", &cvia, &ge)))) {
+			guard_held_close(&held);
+			guard_held_close(&traceh);
+			guard_held_close(&recordh);
+			free(a.parts);
+			return cli_fail("index", &ge);
+		}
+		if (a.tracefile)
+			a.tracefile = tracevia;
+		if (a.record)
+			a.record = recordvia;
 	}
 	cv_open_opts_default(&oo);
 	oo.buffers_bytes = a.buffers;
@@ -1040,6 +1070,8 @@ out:
 	harness_throttle_end(&thr);
 	json_decref(s.throttle);
 	guard_held_close(&held);
+	guard_held_close(&traceh);
+	guard_held_close(&recordh);
 	return exitc;
 }
 

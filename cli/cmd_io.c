@@ -87,7 +87,18 @@ static int cache_residency(int argc, char **argv)
 
 		if (!strcmp(argv[i], "--json"))
 			continue;
-		e = cv_cache_residency(argv[i], &r);
+		{
+			/* the file a user names, symlinks followed once; measured through the hold */
+			guard_held h;
+			cs_err ge = {0};
+
+			if ((e = guard_hold(argv[i], AT_FDCWD, &h, &ge))) {
+				rc = cli_fail("cache", &ge);
+				goto out;
+			}
+			e = h.exists ? cv_cache_residency(guard_held_via(&h), &r) : -ENOENT;
+			guard_held_close(&h);
+		}
 		if (e) {
 			if (e == -EACCES)
 				fprintf(stderr,

@@ -15,6 +15,7 @@
 #include "hyp.h"
 #include "ledger.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,19 @@ int cmd_init(int argc, char **argv)
 	}
 	if (!dir)
 		return cli_usage("init", "missing DIR");
-	if (ledger_init(dir, &e))
-		return cli_fail("init", &e);
+	{
+		/* the study folder: held, checked (never inside production), made */
+		guard_held h;
+		char via[PATH_MAX + 300];
+		int rc;
+
+		rc = guard_output(NULL, NULL, dir, 1, "init", "DIR", &h, via, sizeof(via), &e);
+		if (!rc)
+			rc = ledger_init(via, &e);
+		guard_held_close(&h);
+		if (rc)
+			return cli_fail("init", &e);
+	}
 	printf("created %s/ledger.db, %s/frozen/, %s/signing.key (keep it private) and "
 	       "%s/checkpoint\n",
 	       dir, dir, dir, dir);
@@ -832,10 +844,12 @@ static int log_tiles(int argc, char **argv)
 	const char *dir = NULL, *out = NULL, *v;
 	int64_t written = 0, same = 0;
 	int missing = 0, rc;
-	char *note = NULL;
+	char *note = NULL, outvia[PATH_MAX + 300];
 	ledger *l = NULL;
 	cs_err e = {0};
+	guard_held outh;
 
+	guard_held_init(&outh);
 	for (int i = 1; i < argc; i++) {
 		if ((v = opt_value(argc, argv, &i, "--out", &missing)))
 			out = v;
@@ -846,14 +860,17 @@ static int log_tiles(int argc, char **argv)
 	}
 	if (!dir || !out)
 		return cli_usage("log tiles", "expected DIR --out OUTDIR");
-	if ((rc = ledger_open(dir, &l, &e)) ||
-	    (rc = ledger_tiles_write(l, out, &written, &same, &note, &e)))
+	if ((rc = guard_output(NULL, NULL, out, 1, "log tiles", "--out", &outh, outvia,
+			       sizeof(outvia), &e)) ||
+	    (rc = ledger_open(dir, &l, &e)) ||
+	    (rc = ledger_tiles_write(l, outvia, &written, &same, &note, &e)))
 		rc = cli_fail("log tiles", &e);
 	else
 		printf("%s: %lld tiles written, %lld already there; checkpoint:\n%s", out,
 		       (long long) written, (long long) same, note);
 	free(note);
 	ledger_close(l);
+	guard_held_close(&outh);
 	return rc;
 }
 

@@ -7,9 +7,11 @@
  */
 #include "cmds.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "guard.h"
 #include "ledger.h"
 #include "report.h"
 
@@ -22,6 +24,8 @@ int cmd_report(int argc, char **argv)
 	ledger *l = NULL;
 	cs_err e = {0};
 	int rc, i;
+	guard_held outh;
+	char outvia[PATH_MAX + 300];
 
 	if (cli_wants_help(argc, argv)) {
 		printf("usage: coldstudy report DIR --out R [--title TEXT]\n\n"
@@ -49,10 +53,14 @@ int cmd_report(int argc, char **argv)
 		return cli_usage("report", "expected DIR --out R");
 	if (!out[0])
 		return cli_usage("report", "--out needs a directory");
-	rc = ledger_open(dir, &l, &e);
+	/* R is made beside its name and moved in: its folder is held and checked first */
+	rc = guard_output(NULL, NULL, out, 0, "report", "--out", &outh, outvia, sizeof(outvia), &e);
 	if (!rc)
-		rc = report_write(l, out, title, &e);
+		rc = ledger_open(dir, &l, &e);
+	if (!rc)
+		rc = report_write(l, outvia, title, &e);
 	ledger_close(l);
+	guard_held_close(&outh);
 	if (rc)
 		return cli_fail("report", &e);
 	fprintf(stderr, "report written to %s/report.md and %s/report.html\n", out, out);

@@ -200,7 +200,10 @@ int cs_write_file_atomic(const char *path, const void *buf, size_t len, unsigned
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int) getpid()) >= (int) sizeof(tmp))
 		return cs_err_set(e, CS_EXIT_USAGE, "%s: path too long", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* a new file: a link planted at the temporary name is removed, never written through */
+	if (unlink(tmp) < 0 && errno != ENOENT)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot replace: %s", tmp, strerror(errno));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create: %s", tmp, strerror(errno));
 	while (off < len) {

@@ -45,10 +45,19 @@ CV_API void *cv_alloc_aligned(size_t size);
 /* ---- files ---- */
 
 #define CV_FILE_READAHEAD 1u /* keep the kernel's read-ahead (sequential use) */
+#define CV_FILE_NOFOLLOW 2u  /* a file inside an index: a symlink at its name is refused (-ELOOP) */
 
 typedef struct cv_file cv_file;
 
 CV_API int cv_file_open(const char *path, unsigned flags, cv_file **out);
+/*
+ * Create path as a new file, as open(2) with O_CREAT | O_EXCL | O_NOFOLLOW
+ * (flags: O_WRONLY or O_RDWR, more allowed): whatever had its name (a
+ * file, a hard link to another's bytes, a symlink) is unlinked first, never
+ * written through, and a name planted in between makes it fail (EEXIST).
+ * Returns the descriptor, or -1 with errno set.
+ */
+CV_API int cv_open_new(const char *path, int flags, unsigned mode);
 CV_API void cv_file_close(cv_file *f);
 CV_API uint64_t cv_file_size(const cv_file *f);
 CV_API const char *cv_file_path(const cv_file *f);

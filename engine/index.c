@@ -38,7 +38,7 @@ static int read_kind(const char *dir, const cv_index_ops **out, cv_err *e)
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/KIND", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return cv_err_set(e, -ENOENT, "%s: not an index directory (no KIND file)", dir);
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -141,7 +141,7 @@ CV_API int cv_index_build(const char *kind, const cv_dataset *data, const cv_bui
 		return rc;
 	/* KIND is written last: a directory without it is not an index. */
 	snprintf(path, sizeof(path), "%s/KIND", dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = cv_open_new(path, O_WRONLY, 0644);
 	if (fd < 0)
 		return cv_err_set(e, -errno, "%s: cannot create: %s", path, strerror(errno));
 	if (write(fd, kind, strlen(kind)) < 0 || write(fd, "\n", 1) < 0 || fsync(fd) < 0) {
@@ -302,7 +302,8 @@ CV_API int cv_index_files(const char *dir, char ***paths, size_t *n)
 		cv_index_files_free(v, cnt);
 		return rc;
 	}
-	qsort(v, cnt, sizeof(*v), name_cmp);
+	if (cnt > 1)
+		qsort(v, cnt, sizeof(*v), name_cmp);
 	*paths = v;
 	*n = cnt;
 	return 0;

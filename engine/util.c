@@ -2,8 +2,10 @@
  * util.c: the read/write loops and the thread team (util.h).
  */
 #include "util.h"
+#include "cv_io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -151,4 +153,12 @@ void cvu_parallel_for(size_t n, size_t chunk, unsigned threads, void (*fn)(void 
 		return;
 	}
 	cvu_team(t, pfor_worker, &f);
+}
+
+/* Declared in cv_io.h: a new file at path, never written through what had its name. */
+CV_API int cv_open_new(const char *path, int flags, unsigned mode)
+{
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -1;
+	return open(path, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t) mode);
 }

@@ -248,7 +248,7 @@ int guard_dir_sha256(const char *dir, char out[65], cs_err *e)
 		int fd;
 
 		fmt(path, sizeof(path), "%s/%s", dir, names[i]);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0 || fstat(fd, &st) < 0) {
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", path, strerror(errno));
 			if (fd >= 0)

@@ -150,6 +150,31 @@ int guard_registry_list(json_t **items, cs_err *e);
 int guard_port(struct ledger *l, guard_prodset *ps, int port, const char *verb, const char *role,
 	       cs_err *e);
 
+/* ---- where a verb writes (output.c) ---- */
+
+/*
+ * An output path checked before anything is written: path (is_dir: a
+ * folder the writer fills; else a file) is held and checked like any
+ * target (following a symlink at its name, refusing magic links), and so
+ * is the folder it is created in; missing folders are made beneath the
+ * held ancestor. out (cap bytes) gets the path to write through: the held
+ * folder (is_dir), or "<held folder>/NAME", which the writer creates with
+ * O_EXCL or a temporary file and a rename. h stays held until the writer is
+ * done; caller closes it with guard_held_close (also on refusal: closed).
+ */
+int guard_output(struct ledger *l, guard_prodset *ps, const char *path, int is_dir,
+		 const char *verb, const char *role, guard_held *h, char *out, size_t cap,
+		 cs_err *e);
+
+/*
+ * The ground-truth cache a verb may write: dir (--cache-dir) when given,
+ * else COLDSTUDY_CACHE, else $HOME/.cache/coldstudy (none: *via NULL, no
+ * cache), checked and made as guard_output's folders, held for the life of
+ * the process; COLDSTUDY_CACHE is set to *via (borrowed), the held folder.
+ */
+int guard_cache_dir(struct ledger *l, guard_prodset *ps, const char *dir, const char *verb,
+		    const char **via, cs_err *e);
+
 /* guard_target for a target that must exist (exit 5 otherwise): what evicts, reads or loads. */
 int guard_existing(struct ledger *l, guard_prodset *ps, const char *path, int base_fd,
 		   const char *verb, const char *role, guard_held *h, cs_err *e);
@@ -157,10 +182,17 @@ int guard_existing(struct ledger *l, guard_prodset *ps, const char *path, int ba
 /*
  * A dataset spec's file (fvecs:PATH, npy:PATH, ...) checked like a target:
  * a study run reads clones and generated data, never production's files.
- * Specs without a path (synth:, fashion-mnist) pass.
+ * Specs without a path (synth:, fashion-mnist) pass. The file is held for
+ * the process and read through guard_dataset_via.
  */
 int guard_dataset(struct ledger *l, guard_prodset *ps, const char *spec, const char *verb,
 		  const char *role, cs_err *e);
+/*
+ * The spec a loader reads for spec: once guard_dataset passed it, the same
+ * spec through the held file ("fvecs:/proc/PID/fd/N[A:B]", held for the
+ * process); any other spec as it is (borrowed).
+ */
+const char *guard_dataset_via(const char *spec);
 
 /* Append a refusal record (when l is set) and fill e; returns CS_EXIT_REFUSED. */
 /*

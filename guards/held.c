@@ -392,6 +392,40 @@ static int loop_backing(dev_t dev, guard_fskey *k)
 	k->a = li.lo_device;
 	k->b = li.lo_inode;
 	k->c = li.lo_offset;
+	{
+		/*
+		 * Loop over loop: a backing "file" that is itself a loop device is
+		 * followed down to the bottom (the file the lowest one reads), so a
+		 * loop device stacked on production's is production's storage. The
+		 * node named in sysfs must be the very inode the kernel reports.
+		 */
+		static int depth;
+		char bf[PATH_MAX];
+
+		say(p, sizeof(p), "/sys/dev/block/%u:%u/loop/backing_file", major(dev), minor(dev));
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t n = read(fd, bf, sizeof(bf) - 1);
+
+			close(fd);
+			bf[n > 0 ? n : 0] = '\0';
+			bf[strcspn(bf, "\n")] = '\0';
+			if (bf[0] == '/' && stat(bf, &st) == 0 && S_ISBLK(st.st_mode) &&
+			    (uint64_t) st.st_dev == li.lo_device && (uint64_t) st.st_ino == li.lo_inode &&
+			    major(st.st_rdev) == 7 && depth < 8) {
+				guard_fskey low;
+				int rc;
+
+				depth++;
+				rc = loop_backing(st.st_rdev, &low);
+				depth--;
+				if (rc == 0) {
+					*k = low;
+					k->c += li.lo_offset;
+				}
+			}
+		}
+	}
 	return 0;
 }
 

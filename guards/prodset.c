@@ -68,6 +68,8 @@ typedef struct prod_item {
 	guard_ident id;
 	guard_devset devs; /* block_device items */
 	int present;       /* still at its path with its identity */
+	uint64_t *tree;    /* ino, btime_ns pairs: the folder's files when registered */
+	size_t ntree;
 } prod_item;
 
 typedef struct inner_ref {
@@ -204,9 +206,21 @@ static int set_push(guard_prodset *ps, const json_t *item, const char *owner)
 	say(it->path, sizeof(it->path), "%s", path ? path : name ? name : "");
 	say(it->owner, sizeof(it->owner), "%s", owner ? owner : "");
 	if (!strcmp(kind, "path") || !strcmp(kind, "block_device")) {
+		const json_t *tree = json_object_get(item, "tree");
+
 		if (guard_ident_from_json(json_object_get(item, "ident"), &it->id))
 			return 0; /* malformed entry: nothing to compare with */
 		guard_devset_from_json(json_object_get(item, "devices"), &it->devs);
+		if (json_array_size(tree) >= 2) {
+			it->tree = malloc(json_array_size(tree) * sizeof(*it->tree));
+			if (!it->tree)
+				return -ENOMEM;
+			for (size_t k = 0; k + 1 < json_array_size(tree); k += 2) {
+				it->tree[k] = (uint64_t) json_integer_value(json_array_get(tree, k));
+				it->tree[k + 1] = (uint64_t) json_integer_value(json_array_get(tree, k + 1));
+			}
+			it->ntree = json_array_size(tree) / 2;
+		}
 	}
 	ps->n++;
 	return 0;
@@ -228,9 +242,12 @@ static int study_cb(const ledger_record *r, void *ud)
 		/* Drop what earlier study records of this study protected. */
 		size_t keep = 0;
 
-		for (size_t k = 0; k < ps->n; k++)
+		for (size_t k = 0; k < ps->n; k++) {
 			if (strncmp(ps->v[k].owner, "study:", 6))
 				ps->v[keep++] = ps->v[k];
+			else
+				free(ps->v[k].tree);
+		}
 		ps->n = keep;
 	}
 	json_array_foreach(items, i, v) {
@@ -246,15 +263,106 @@ static int study_cb(const ledger_record *r, void *ud)
 	return 0;
 }
 
-/* Load the registry's JSON ({"format":1,"items":[...]}); an absent file is empty. */
+/*
+ * The registry's sentinel, beside it ("<registry>.seen"): how many items the
+ * registry held when coldstudy last wrote it. A registry deleted, emptied or
+ * shrunk by anything but `coldstudy production remove` then fails closed
+ * instead of protecting nothing.
+ */
+static void sentinel_path(char *out, size_t cap)
+{
+	say(out, cap, "%s.seen", guard_registry_path());
+}
+
+/* The sentinel's count (-1: no sentinel); exit 5 when it cannot be read as one. */
+static int sentinel_read(long long *n, cs_err *e)
+{
+	char sp[PATH_MAX];
+	json_t *d = NULL;
+	int rc;
+
+	*n = -1;
+	sentinel_path(sp, sizeof(sp));
+	if (access(sp, F_OK) < 0 && errno == ENOENT)
+		return 0;
+	rc = cs_json_load_file(sp, 4096, &d, e);
+	if (rc)
+		return rc;
+	if (!json_is_integer(json_object_get(d, "items")) || json_integer_value(json_object_get(d, "items")) < 0) {
+		json_decref(d);
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.items: a count of registry items is expected",
+				  sp);
+	}
+	*n = (long long) json_integer_value(json_object_get(d, "items"));
+	json_decref(d);
+	return 0;
+}
+
+static int sentinel_write(size_t n, cs_err *e)
+{
+	char sp[PATH_MAX], text[160], ts[32];
+
+	sentinel_path(sp, sizeof(sp));
+	cs_format_rfc3339(cs_now_us(), ts);
+	say(text, sizeof(text), "{\"items\": %zu, \"written\": \"%s\"}\n", n, ts);
+	return cs_write_file_atomic(sp, text, strlen(text), 0644, e);
+}
+
+/* Every item must be one the guards can compare: refuse (exit 5, its JSON path) one they cannot. */
+static int registry_items_check(const char *path, const json_t *items, cs_err *e)
+{
+	static const char *const kinds[] = {"path", "block_device", "database", "host", "port", NULL};
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(items, i, v) {
+		const char *kind = json_string_value(json_object_get(v, "kind"));
+		guard_ident id;
+		size_t k;
+
+		for (k = 0; kind && kinds[k] && strcmp(kinds[k], kind); k++)
+			;
+		if (!kind || !kinds[k])
+			return cs_err_set(e, CS_EXIT_BADINPUT,
+					  "%s: $.items[%zu].kind: path, block_device, database, host or "
+					  "port expected; an item the guards cannot read protects nothing",
+					  path, i);
+		if (k >= 2) {
+			if (!json_is_string(json_object_get(v, "name")))
+				return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.items[%zu].name: a string is expected",
+						  path, i);
+		} else if (guard_ident_from_json(json_object_get(v, "ident"), &id)) {
+			return cs_err_set(e, CS_EXIT_BADINPUT,
+					  "%s: $.items[%zu].ident: an identity {dev_major, dev_minor, ino (an "
+					  "integer), fs, ...} is expected",
+					  path, i);
+		}
+	}
+	return 0;
+}
+
+/*
+ * Load the registry's JSON ({"format":1,"items":[...]}). An absent file is
+ * empty only where no sentinel says it held items; fewer items than the
+ * sentinel counts, or an item that cannot be read, is exit 5 naming it.
+ */
 static int registry_load(json_t **doc, cs_err *e)
 {
 	const char *path = guard_registry_path();
 	json_t *d = NULL;
+	long long seen;
 	int rc;
 
 	*doc = NULL;
+	if ((rc = sentinel_read(&seen, e)))
+		return rc;
 	if (access(path, F_OK) < 0 && errno == ENOENT) {
+		if (seen > 0)
+			return cs_err_set(e, CS_EXIT_BADINPUT,
+					  "%s: the production registry is missing, yet it held %lld "
+					  "item%s (%s.seen): restore it (production is never assumed "
+					  "away), or remove the sentinel to start an empty registry",
+					  path, seen, seen == 1 ? "" : "s", path);
 		*doc = json_pack("{s:i, s:[]}", "format", 1, "items");
 		return *doc ? 0 : cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 	}
@@ -265,6 +373,19 @@ static int registry_load(json_t **doc, cs_err *e)
 		json_decref(d);
 		return cs_err_set(e, CS_EXIT_BADINPUT,
 				  "%s: $.items: the production registry has no item array", path);
+	}
+	if ((rc = registry_items_check(path, json_object_get(d, "items"), e))) {
+		json_decref(d);
+		return rc;
+	}
+	if (seen >= 0 && (long long) json_array_size(json_object_get(d, "items")) < seen) {
+		rc = cs_err_set(e, CS_EXIT_BADINPUT,
+				"%s: $.items: %zu item%s, fewer than the %lld it held (%s.seen): items "
+				"leave only through `coldstudy production remove`; restore it",
+				path, json_array_size(json_object_get(d, "items")),
+				json_array_size(json_object_get(d, "items")) == 1 ? "" : "s", seen, path);
+		json_decref(d);
+		return rc;
 	}
 	*doc = d;
 	return 0;
@@ -352,6 +473,8 @@ void guard_prodset_free(guard_prodset *ps)
 {
 	if (!ps)
 		return;
+	for (size_t i = 0; i < ps->n; i++)
+		free(ps->v[i].tree);
 	free(ps->v);
 	free(ps->in);
 	free(ps);
@@ -447,6 +570,21 @@ static int inner_build(guard_prodset *ps)
 		cs_err e = {0};
 		int fd, rc;
 
+		if (!it->present && it->ntree) {
+			/*
+			 * Moved or renamed: its files are still production by identity (the
+			 * tree recorded when it was registered), wherever they are reached.
+			 */
+			for (size_t k = 0; k < it->ntree; k++) {
+				guard_ident fid = it->id;
+
+				fid.ino = it->tree[2 * k];
+				fid.btime_ns = (int64_t) it->tree[2 * k + 1];
+				if (inner_add(ps, &fid, it))
+					return -ENOMEM;
+			}
+			continue;
+		}
 		if (!it->present || !S_ISDIR(it->id.mode))
 			continue;
 		if (guard_hold(it->path, AT_FDCWD, &h, &e))
@@ -558,6 +696,39 @@ static int target_walk(const guard_prodset *ps, int dfd, const char *rel, int de
 	return rc;
 }
 
+/*
+ * A file has no "..": its folder is found through the name the kernel has
+ * for the descriptor now (/proc/self/fd), and accepted only when the entry
+ * there is still this file (a renamed production folder's files are then
+ * seen inside it). -1 when it cannot be found.
+ */
+static int file_parent(int fd, const guard_ident *id)
+{
+	char link[64], path[PATH_MAX], *slash;
+	guard_ident there;
+	ssize_t n;
+	int dfd;
+
+	say(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0 || path[0] != '/')
+		return -1;
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	if (!slash || !slash[1])
+		return -1;
+	*slash = '\0';
+	dfd = open(path[0] ? path : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	if (guard_ident_at(dfd, slash + 1, &there) || there.ino != id->ino ||
+	    !guard_fskey_eq(&there.fs, &id->fs)) {
+		close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
 /* Walk from fd up through ".." to the root; 1 with why when an ancestor (or fd itself) is production. */
 static int ancestors(const guard_prodset *ps, int fd, int self, hit *h)
 {
@@ -586,6 +757,8 @@ static int ancestors(const guard_prodset *ps, int fd, int self, hit *h)
 		}
 		prev = id;
 		up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0 && errno == ENOTDIR)
+			up = file_parent(cur, &id);
 		close(cur);
 		if (up < 0 || ++hops > 4096)
 			return 0;
@@ -782,12 +955,34 @@ int guard_port(struct ledger *l, guard_prodset *ps, int port, const char *verb, 
 	return rc;
 }
 
+/*
+ * The dataset files checked in this process, held open: a loader reads the
+ * file the check saw, through its descriptor, whatever its name points at
+ * later (a query file swapped for a symlink to production mid-run is never
+ * read). A verb checks a handful; past the table's size a file is refused.
+ */
+#define HELD_DATASETS 16
+static struct {
+	char *spec;     /* as the run named it */
+	char *via;      /* the same spec through the held descriptor */
+	guard_held h;
+} held_ds[HELD_DATASETS];
+static size_t n_held_ds;
+
+const char *guard_dataset_via(const char *spec)
+{
+	for (size_t i = 0; spec && i < n_held_ds; i++)
+		if (!strcmp(held_ds[i].spec, spec))
+			return held_ds[i].via;
+	return spec;
+}
+
 int guard_dataset(struct ledger *l, guard_prodset *ps, const char *spec, const char *verb,
 		  const char *role, cs_err *e)
 {
 	static const char *const pre[] = {"fvecs:", "ivecs:", "bvecs:", "idx:", "npy:", "hdf5:",
 					  NULL};
-	char path[PATH_MAX];
+	char path[PATH_MAX], via[PATH_MAX + 64];
 	guard_held h;
 	size_t len;
 	int rc;
@@ -797,19 +992,85 @@ int guard_dataset(struct ledger *l, guard_prodset *ps, const char *spec, const c
 	for (size_t i = 0; pre[i]; i++) {
 		if (strncmp(spec, pre[i], strlen(pre[i])))
 			continue;
+		if (guard_dataset_via(spec) != spec)
+			return 0; /* held already in this process */
 		say(path, sizeof(path), "%s", spec + strlen(pre[i]));
 		len = strlen(path);
 		/* A trailing [A:B] row range is not part of the path. */
 		if (len && path[len - 1] == ']' && strrchr(path, '['))
 			*strrchr(path, '[') = '\0';
+		/* hdf5:PATH:train - the part after the file's name is not the path either */
+		if (!strcmp(pre[i], "hdf5:")) {
+			char *c = strrchr(path, ':');
+
+			if (c && (!strcmp(c, ":train") || !strcmp(c, ":test") ||
+				  !strcmp(c, ":neighbors") || !strcmp(c, ":distances")))
+				*c = '\0';
+		}
 		rc = guard_target(l, ps, path, AT_FDCWD, verb, role, &h, e);
-		guard_held_close(&h);
-		return rc;
+		if (rc)
+			return rc;
+		if (!h.exists) {
+			guard_held_close(&h);
+			return 0; /* the loader says it is missing */
+		}
+		if (n_held_ds == HELD_DATASETS) {
+			guard_held_close(&h);
+			return cs_err_set(e, CS_EXIT_INTERNAL, "%s: more than %d dataset files in one verb",
+					  spec, HELD_DATASETS);
+		}
+		/* the held file, then what followed its name (":train", "[A:B]") */
+		say(via, sizeof(via), "%s%s%s", pre[i], guard_held_via(&h),
+		    spec + strlen(pre[i]) + strlen(path));
+		held_ds[n_held_ds].spec = strdup(spec);
+		held_ds[n_held_ds].via = strdup(via);
+		if (!held_ds[n_held_ds].spec || !held_ds[n_held_ds].via) {
+			free(held_ds[n_held_ds].spec);
+			free(held_ds[n_held_ds].via);
+			guard_held_close(&h);
+			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		}
+		held_ds[n_held_ds++].h = h;
+		return 0;
 	}
 	return 0;
 }
 
 /* ---- registration ---- */
+
+/*
+ * The identities (ino, btime_ns pairs) of everything under dfd on the
+ * item's file system, bounded by the walk limits (what lies past them is
+ * still walked live while the item is in place).
+ */
+static void tree_walk(int dfd, const guard_ident *item, json_t *tree, int depth, size_t *count)
+{
+	DIR *d;
+	struct dirent *de;
+
+	if (depth > guard_walk_depth() || !(d = fdopendir(dup(dfd))))
+		return;
+	while ((de = readdir(d)) && *count < guard_walk_max()) {
+		guard_ident id;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    guard_ident_at(dirfd(d), de->d_name, &id) || !guard_fskey_eq(&id.fs, &item->fs))
+			continue;
+		(*count)++;
+		json_array_append_new(tree, json_integer((json_int_t) id.ino));
+		json_array_append_new(tree, json_integer((json_int_t) id.btime_ns));
+		if (S_ISDIR(id.mode)) {
+			int sub = openat(dirfd(d), de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (sub >= 0) {
+				tree_walk(sub, item, tree, depth + 1, count);
+				close(sub);
+			}
+		}
+	}
+	closedir(d);
+}
 
 /* One path or device item, resolved against dirfd; must exist. */
 static int resolve_item(const char *spelling, int dirfd, const char *kind, const char *where,
@@ -819,6 +1080,7 @@ static int resolve_item(const char *spelling, int dirfd, const char *kind, const
 	guard_ident id;
 	guard_devset ds;
 	char real[PATH_MAX], link[64];
+	json_t *tree = NULL;
 	ssize_t n;
 	int rc;
 
@@ -841,10 +1103,23 @@ static int resolve_item(const char *spelling, int dirfd, const char *kind, const
 	say(link, sizeof(link), "/proc/self/fd/%d", h.fd);
 	n = readlink(link, real, sizeof(real) - 1);
 	real[n > 0 ? n : 0] = '\0';
+	if (S_ISDIR(id.mode)) {
+		/* the folder's files by identity: still production after a rename or move */
+		size_t count = 0;
+		int dfd = openat(h.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		tree = json_array();
+		if (dfd >= 0 && tree)
+			tree_walk(dfd, &id, tree, 0, &count);
+		if (dfd >= 0)
+			close(dfd);
+	}
 	guard_held_close(&h);
-	if (!strcmp(kind, "block_device") && !S_ISBLK(id.mode))
+	if (!strcmp(kind, "block_device") && !S_ISBLK(id.mode)) {
+		json_decref(tree);
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: '%s' is not a block device", where,
 				  spelling);
+	}
 	if (S_ISBLK(id.mode)) {
 		kind = "block_device";
 		guard_devset_of(id.rdev, 1, &ds);
@@ -854,6 +1129,10 @@ static int resolve_item(const char *spelling, int dirfd, const char *kind, const
 	*out = json_pack("{s:s, s:s, s:s, s:o, s:o}", "kind", kind, "spelled", spelling, "path",
 			 real[0] ? real : spelling, "ident", guard_ident_json(&id), "devices",
 			 guard_devset_json(&ds));
+	if (*out && tree)
+		json_object_set_new(*out, "tree", tree);
+	else
+		json_decref(tree);
 	return *out ? 0 : cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 }
 
@@ -968,6 +1247,8 @@ static int registry_update(int (*fn)(json_t *doc, void *ud, cs_err *e), void *ud
 		goto out;
 	}
 	rc = cs_write_file_atomic(path, text, strlen(text), 0644, e);
+	if (!rc)
+		rc = sentinel_write(json_array_size(json_object_get(doc, "items")), e);
 out:
 	free(text);
 	json_decref(doc);

@@ -216,6 +216,16 @@ int harness_pg_bindir(char *out, size_t cap, cs_err *e);
 /* Make the private socket directory and its files; nothing is started. */
 int harness_pg_init(harness_pg *s, const struct guard_held *pgdata, int port,
 		    const char *shared_buffers, cs_err *e);
+/*
+ * The clone's configuration (postgresql.conf with its includes,
+ * postgresql.auto.conf, pg_tblspc) checked to name only the clone: 0 and
+ * the checked copy written to the private directory (the server's
+ * config_file), 1 with why filled when it points outside the clone (the
+ * caller refuses), or CS_EXIT_* when it cannot be read.
+ */
+int harness_pg_conf(harness_pg *s, char *why, size_t cap, cs_err *e);
+/* A database or role name that may be sent: no quote, '=', whitespace or control character. */
+int harness_pg_name_ok(const char *name);
 /* Start the postmaster on the held clone (no-op when running); returns once it accepts. */
 int harness_pg_start(harness_pg *s, cs_err *e);
 /* Fast shutdown and wait (e may be NULL). */

@@ -38,7 +38,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <linux/openat2.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -155,8 +161,6 @@ int harness_pg_init(harness_pg *s, const guard_held *pgdata, int port, const cha
 				hba, sizeof(hba), e)) ||
 	    (rc = write_private(s->sockdir, "pg_ident.conf", "", s->uid, s->gid, hba, sizeof(hba),
 				e)) ||
-	    (rc = write_private(s->sockdir, "postgresql.conf", "# coldstudy: settings are on the command line\n",
-				s->uid, s->gid, hba, sizeof(hba), e)) ||
 	    (rc = write_private(s->sockdir, "server.log", "", s->uid, s->gid, s->log,
 				sizeof(s->log), e)))
 		goto fail;
@@ -190,20 +194,417 @@ static void log_tail(const harness_pg *s, char *out, size_t cap)
 	pathf(out, cap, "%s", buf + (strlen(buf) > 300 ? strlen(buf) - 300 : 0));
 }
 
-/* conninfo for the private server (socket directory and port only). */
-static void conninfo(const harness_pg *s, const char *db, const char *user, char *out, size_t cap)
+/*
+ * The keywords and values of a connection to a unix socket directory: built
+ * as arrays for PQconnectdbParams (never pasted into a conninfo string, where
+ * a quote in a name would add keywords of its own, and with expand_dbname 0
+ * a dbname is a name, never a connection string).
+ */
+typedef struct pgparams {
+	const char *kw[8];
+	const char *val[8];
+	char port[16];
+} pgparams;
+
+static void params_of(pgparams *p, const char *sockdir, int port, const char *db, const char *user)
 {
-	pathf(out, cap, "host='%s' port=%d dbname='%s' user='%s' connect_timeout=10", s->sockdir,
-		 s->port, db ? db : "postgres", user ? user : s->user);
+	size_t i = 0;
+
+	pathf(p->port, sizeof(p->port), "%d", port);
+	p->kw[i] = "host", p->val[i++] = sockdir;
+	p->kw[i] = "port", p->val[i++] = p->port;
+	p->kw[i] = "dbname", p->val[i++] = db;
+	p->kw[i] = "user", p->val[i++] = user;
+	p->kw[i] = "connect_timeout", p->val[i++] = "10";
+	/* no password file, no service file, no environment defaults beyond these */
+	p->kw[i] = "passfile", p->val[i++] = "/dev/null";
+	p->kw[i] = NULL, p->val[i] = NULL;
+}
+
+/* The private server's parameters (socket directory and port only). */
+static void conn_params(const harness_pg *s, const char *db, const char *user, pgparams *p)
+{
+	params_of(p, s->sockdir, s->port, db ? db : "postgres", user ? user : s->user);
+}
+
+int harness_pg_name_ok(const char *name)
+{
+	if (!name || !*name)
+		return 0;
+	for (const unsigned char *c = (const unsigned char *) name; *c; c++)
+		if (*c == '\'' || *c == '"' || *c == '=' || *c <= ' ' || *c == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* ---- the clone's own configuration: checked, then handed to the server as a private copy ---- */
+
+#define CONF_DEPTH 8         /* include nesting followed at most */
+#define CONF_MAX (1 << 20)   /* the bytes of configuration copied at most */
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+/*
+ * Open name beneath dirfd only (RESOLVE_BENEATH: no absolute path, no ".."
+ * above dirfd, no symlink or magic link leaving it): -errno, -EXDEV when
+ * it would leave the clone. Where openat2 is missing every spelling but a
+ * plain relative one without ".." is refused.
+ */
+static int open_beneath(int dirfd, const char *name, int flags)
+{
+	struct open_how how = {.flags = (uint64_t) (flags | O_CLOEXEC),
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
+					  RESOLVE_NO_SYMLINKS};
+	int fd = (int) syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+
+	if (fd >= 0)
+		return fd;
+	if (errno != ENOSYS)
+		return errno == ELOOP ? -EXDEV : -errno;
+	if (name[0] == '/' || strstr(name, ".."))
+		return -EXDEV;
+	fd = openat(dirfd, name, flags | O_CLOEXEC | O_NOFOLLOW);
+	return fd >= 0 ? fd : -errno;
+}
+
+typedef struct confcheck {
+	const harness_pg *s;
+	char *out;      /* the checked copy */
+	size_t len, cap;
+	char *why;      /* the refusal, when the configuration points outside the clone */
+	size_t whycap;
+	int refused;
+} confcheck;
+
+static int conf_put(confcheck *c, const char *p, size_t n)
+{
+	if (c->len + n + 1 > CONF_MAX)
+		return -EFBIG;
+	if (c->len + n + 1 > c->cap) {
+		size_t cap = c->cap ? c->cap : 4096;
+		char *o;
+
+		while (cap < c->len + n + 1)
+			cap *= 2;
+		if (!(o = realloc(c->out, cap)))
+			return -ENOMEM;
+		c->out = o;
+		c->cap = cap;
+	}
+	memcpy(c->out + c->len, p, n);
+	c->len += n;
+	c->out[c->len] = '\0';
+	return 0;
+}
+
+/* A value of a configuration line: quoted ('' and \' inside) or one bare token. */
+static const char *conf_value(const char *p, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	if (*p == '\'') {
+		for (p++; *p && *p != '\n'; p++) {
+			if ((*p == '\'' && p[1] == '\'') || (*p == '\\' && p[1])) {
+				p++;
+			} else if (*p == '\'') {
+				p++;
+				break;
+			}
+			if (n + 1 < cap)
+				out[n++] = *p;
+		}
+	} else {
+		for (; *p && *p != '\n' && *p != '#' && *p != ' ' && *p != '\t'; p++)
+			if (n + 1 < cap)
+				out[n++] = *p;
+	}
+	out[n] = '\0';
+	return p;
+}
+
+static int conf_file(confcheck *c, int dirfd, const char *name, const char *shown, int depth,
+		     int copy, int if_exists);
+
+/*
+ * One path a setting names, relative to dirfd (the directory of the file
+ * naming it): allowed only beneath the clone. what: "data_directory", ...
+ */
+static int conf_path_inside(confcheck *c, int dirfd, const char *shown, const char *what,
+			    const char *val, int want_self)
+{
+	int fd = open_beneath(dirfd, val, O_PATH);
+	struct stat st;
+
+	if (fd >= 0 && want_self) {
+		int same = fstat(fd, &st) == 0 && st.st_dev == c->s->pgdata->st.st_dev &&
+			   st.st_ino == c->s->pgdata->st.st_ino;
+
+		close(fd);
+		fd = same ? 0 : -EXDEV;
+	} else if (fd >= 0) {
+		close(fd);
+		fd = 0;
+	}
+	if (fd == -ENOENT && !want_self)
+		return 0; /* nothing there inside the clone: nothing outside read */
+	if (fd < 0 && !c->refused) {
+		c->refused = 1;
+		pathf(c->why, c->whycap,
+		      "%s: %s '%s' points outside the clone (%s); a clone's configuration must name "
+		      "only the clone itself",
+		      shown, what, val, fd == -EXDEV ? "not beneath its data directory" : strerror(-fd));
+	}
+	return 0;
+}
+
+/* An include_dir: its *.conf files in name order, each as an include. */
+static int conf_dir(confcheck *c, int at, const char *name, const char *shown, int depth,
+		    int copy)
+{
+	int fd = open_beneath(at, name, O_RDONLY | O_DIRECTORY), rc = 0;
+	struct dirent **ents = NULL;
+	char sub[PATH_MAX];
+	DIR *d;
+	int n = 0;
+
+	if (fd < 0) {
+		if (fd == -ENOENT)
+			return 0;
+		return conf_path_inside(c, at, shown, "include_dir", name, 0);
+	}
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return -errno;
+	}
+	/* scandir needs a path: the entries are read here and sorted by name */
+	{
+		struct dirent *de;
+		size_t cap = 0;
+
+		while ((de = readdir(d))) {
+			size_t l = strlen(de->d_name);
+
+			if (de->d_name[0] == '.' || l < 6 || strcmp(de->d_name + l - 5, ".conf"))
+				continue;
+			if ((size_t) n == cap) {
+				struct dirent **m = realloc(ents, (cap = cap ? cap * 2 : 16) * sizeof(*m));
+
+				if (!m) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				ents = m;
+			}
+			if (!(ents[n] = malloc(sizeof(**ents)))) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			memcpy(ents[n++], de, sizeof(*de));
+		}
+	}
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if (strcmp(ents[i]->d_name, ents[j]->d_name) > 0) {
+				struct dirent *t = ents[i];
+
+				ents[i] = ents[j];
+				ents[j] = t;
+			}
+	for (int i = 0; i < n && !rc && !c->refused; i++) {
+		pathf(sub, sizeof(sub), "%s/%s", shown, ents[i]->d_name);
+		rc = conf_file(c, dirfd(d), ents[i]->d_name, sub, depth + 1, copy, 0);
+	}
+out:
+	for (int i = 0; i < n; i++)
+		free(ents[i]);
+	free(ents);
+	closedir(d);
+	return rc;
+}
+
+/*
+ * Read one configuration file beneath dirfd and check every setting that
+ * names a place: data_directory must be the clone itself; hba_file,
+ * ident_file, include files and socket directories must lie beneath it.
+ * copy: append its lines (includes inlined, so the copy stands alone) to c.
+ */
+static int conf_file(confcheck *c, int dirfd, const char *name, const char *shown, int depth,
+		     int copy, int if_exists)
+{
+	char *text = NULL, key[64], val[PATH_MAX], sub[PATH_MAX + 64];
+	size_t len = 0, cap = 0;
+	int fd, dfd = -1, rc = 0;
+	const char *p, *slash;
+
+	if (depth > CONF_DEPTH) {
+		c->refused = 1;
+		pathf(c->why, c->whycap, "%s: includes nested deeper than %d", shown, CONF_DEPTH);
+		return 0;
+	}
+	fd = open_beneath(dirfd, name, O_RDONLY);
+	if (fd < 0) {
+		if (fd == -ENOENT && (if_exists || depth == 0))
+			return 0;
+		return conf_path_inside(c, dirfd, shown, "include", name, 0);
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (len + 4096 + 1 > cap) {
+			char *t;
+
+			if (cap >= CONF_MAX) {
+				rc = -EFBIG;
+				goto out;
+			}
+			if (!(t = realloc(text, cap = cap ? cap * 2 : 8192))) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			text = t;
+		}
+		r = read(fd, text + len, cap - len - 1);
+		if (r < 0) {
+			rc = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		len += (size_t) r;
+	}
+	if (!text)
+		goto out;
+	text[len] = '\0';
+	/* includes resolve from the including file's own directory */
+	slash = strrchr(name, '/');
+	if (slash) {
+		char d[PATH_MAX];
+
+		pathf(d, sizeof(d), "%.*s", (int) (slash - name), name);
+		dfd = open_beneath(dirfd, d[0] ? d : ".", O_PATH | O_DIRECTORY);
+		if (dfd < 0) {
+			rc = dfd;
+			goto out;
+		}
+	}
+	for (p = text; *p && !c->refused && !rc;) {
+		const char *line = p, *eol = strchr(p, '\n'), *q;
+		size_t kl = 0;
+		int inc = 0;
+
+		if (!eol)
+			eol = p + strlen(p);
+		for (q = p; *q == ' ' || *q == '\t'; q++)
+			;
+		while ((isalnum((unsigned char) *q) || *q == '_' || *q == '.' || *q == '-') &&
+		       kl + 1 < sizeof(key))
+			key[kl++] = (char) tolower((unsigned char) *q++);
+		key[kl] = '\0';
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if (*q == '=')
+			q++;
+		while (*q == ' ' || *q == '\t')
+			q++;
+		p = *eol ? eol + 1 : eol;
+		if (!kl || q > eol)
+			goto keep;
+		conf_value(q, val, sizeof(val));
+		if (!strcmp(key, "include") || !strcmp(key, "include_if_exists")) {
+			inc = 1;
+			pathf(sub, sizeof(sub), "%s -> %s", shown, val);
+			rc = conf_file(c, dfd >= 0 ? dfd : dirfd, val, sub, depth + 1, copy,
+				       key[7] == '_');
+		} else if (!strcmp(key, "include_dir")) {
+			inc = 1;
+			pathf(sub, sizeof(sub), "%s -> %s", shown, val);
+			rc = conf_dir(c, dfd >= 0 ? dfd : dirfd, val, sub, depth, copy);
+		} else if (!strcmp(key, "data_directory") && val[0]) {
+			/* relative to where the server starts: the clone */
+			rc = conf_path_inside(c, c->s->pgdata->fd, shown, key, val, 1);
+		} else if ((!strcmp(key, "hba_file") || !strcmp(key, "ident_file") ||
+			    !strcmp(key, "config_file") || !strcmp(key, "external_pid_file")) &&
+			   val[0]) {
+			rc = conf_path_inside(c, c->s->pgdata->fd, shown, key, val, 0);
+		} else if (!strcmp(key, "unix_socket_directories")) {
+			/* a comma-separated list; each must lie in the clone */
+			char *save = NULL, *tok;
+
+			for (tok = strtok_r(val, ", ", &save); tok && !rc && !c->refused;
+			     tok = strtok_r(NULL, ", ", &save))
+				rc = conf_path_inside(c, c->s->pgdata->fd, shown, key, tok, 0);
+		}
+	keep:
+		if (copy && !inc && !rc)
+			rc = conf_put(c, line, (size_t) (p - line));
+		if (copy && !rc && p == eol && *line)
+			rc = conf_put(c, "\n", 1);
+	}
+out:
+	if (dfd >= 0)
+		close(dfd);
+	close(fd);
+	free(text);
+	return rc;
+}
+
+int harness_pg_conf(harness_pg *s, char *why, size_t cap, cs_err *e)
+{
+	confcheck c = {.s = s, .why = why, .whycap = cap};
+	char path[PATH_MAX + 32];
+	int rc, fd;
+	DIR *d;
+	struct dirent *de;
+
+	why[0] = '\0';
+	/* tablespaces: pg_tblspc's links lead out of the clone by construction */
+	fd = open_beneath(s->pgdata->fd, "pg_tblspc", O_RDONLY | O_DIRECTORY);
+	if (fd >= 0 && (d = fdopendir(fd))) {
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+				pathf(why, cap,
+				      "%s/pg_tblspc/%s: a tablespace lies outside the clone; a clone "
+				      "with tablespaces is not run",
+				      s->pgdata->shown, de->d_name);
+				closedir(d);
+				return 1;
+			}
+		closedir(d);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	pathf(path, sizeof(path), "%s/postgresql.auto.conf", s->pgdata->shown);
+	rc = conf_file(&c, s->pgdata->fd, "postgresql.auto.conf", path, 0, 0, 1);
+	if (!rc && !c.refused) {
+		pathf(path, sizeof(path), "%s/postgresql.conf", s->pgdata->shown);
+		static const char head[] = "# coldstudy: the clone's postgresql.conf, checked; "
+					   "the command line overrides its places\n";
+
+		rc = conf_put(&c, head, sizeof(head) - 1);
+		if (!rc)
+			rc = conf_file(&c, s->pgdata->fd, "postgresql.conf", path, 0, 1, 1);
+	}
+	if (!rc && !c.refused)
+		rc = write_private(s->sockdir, "postgresql.conf", c.out, s->uid, s->gid, path,
+				   sizeof(path), e) ? -EIO : 0;
+	free(c.out);
+	if (rc == -EIO)
+		return e->code ? e->code : CS_EXIT_INTERNAL;
+	if (rc)
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: cannot read its configuration: %s",
+				  s->pgdata->shown, strerror(-rc));
+	return c.refused;
 }
 
 int harness_pg_start(harness_pg *s, cs_err *e)
 {
 	char port[16], sb[64], hba[PATH_MAX + 16], ident[PATH_MAX + 16], conf[PATH_MAX + 32];
-	char exe[PATH_MAX + 16], ci[PATH_MAX + 256], tail[400], own_conf[PATH_MAX + 32];
+	char exe[PATH_MAX + 16], tail[400];
 	char *argv[64];
-	struct stat cst;
 	size_t a = 0;
+	pgparams pp;
 	pid_t parent = getpid(), pid;
 	int logfd, status;
 
@@ -214,8 +615,11 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 	pathf(sb, sizeof(sb), "shared_buffers=%s", s->shared_buffers);
 	pathf(hba, sizeof(hba), "hba_file=%s/pg_hba.conf", s->sockdir);
 	pathf(ident, sizeof(ident), "ident_file=%s/pg_ident.conf", s->sockdir);
-	pathf(own_conf, sizeof(own_conf), "%s/postgresql.conf", guard_held_via(s->pgdata));
-	/* A cluster whose configuration lives elsewhere (Debian's /etc) gets an empty one. */
+	/*
+	 * The configuration is the private, checked copy (harness_pg_conf), and the
+	 * data directory is named on the command line: a data_directory line of
+	 * the clone's own never moves the server elsewhere.
+	 */
 	pathf(conf, sizeof(conf), "config_file=%s/postgresql.conf", s->sockdir);
 	argv[a++] = "postgres";
 	argv[a++] = "-D";
@@ -224,10 +628,10 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 	argv[a++] = s->sockdir;
 	argv[a++] = "-p";
 	argv[a++] = port;
-	if (stat(own_conf, &cst) < 0) {
-		argv[a++] = "-c";
-		argv[a++] = conf;
-	}
+	argv[a++] = "-c";
+	argv[a++] = conf;
+	argv[a++] = "-c";
+	argv[a++] = "data_directory=.";
 	{
 		static char *fixed[] = {"listen_addresses=", "unix_socket_permissions=0700",
 					"archive_mode=off", "autovacuum=off", "ssl=off",
@@ -275,7 +679,7 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 	}
 	close(logfd);
 	s->pid = pid;
-	conninfo(s, "postgres", NULL, ci, sizeof(ci));
+	conn_params(s, "postgres", NULL, &pp);
 	for (int i = 0; i < PG_START_S * 20; i++) {
 		if (waitpid(pid, &status, WNOHANG) == pid) {
 			s->pid = 0;
@@ -286,7 +690,7 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 					  tail);
 		}
 		/* The server answers (even "starting up" means it is ours and alive); wait for OK. */
-		if (PQping(ci) == PQPING_OK)
+		if (PQpingParams(pp.kw, pp.val, 0) == PQPING_OK)
 			return 0;
 		sleep_ms(50);
 	}
@@ -354,18 +758,57 @@ static int one_value(PGconn *c, const char *sql, char *out, size_t cap)
 	return ok ? 0 : -1;
 }
 
+/*
+ * Who answered on c, before any statement: the process that listens on the
+ * socket (SO_PEERCRED on a unix socket gives the listener's pid: the
+ * postmaster) and the socket file's name. 0 when it is s's server, else
+ * -1 with what answered in out.
+ */
+static int peer_is_ours(const harness_pg *s, PGconn *c, char *out, size_t cap)
+{
+	struct sockaddr_un sa;
+	socklen_t sl = sizeof(sa);
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	char want[sizeof(sa.sun_path) + 1];
+	int fd = PQsocket(c);
+
+	memset(&sa, 0, sizeof(sa));
+	memset(&cr, 0, sizeof(cr));
+	pathf(want, sizeof(want), "%s/.s.PGSQL.%d", s->sockdir, s->port);
+	if (fd < 0 || getpeername(fd, (struct sockaddr *) &sa, &sl) < 0 || sa.sun_family != AF_UNIX ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
+		pathf(out, cap, "a server on %s:%s that does not say who it is",
+		      PQhost(c) ? PQhost(c) : "?", PQport(c) ? PQport(c) : "?");
+		return -1;
+	}
+	sa.sun_path[sizeof(sa.sun_path) - 1] = '\0';
+	if (cr.pid != s->pid || strcmp(sa.sun_path, want)) {
+		pathf(out, cap, "the server listening on %s (pid %ld)",
+		      sa.sun_path[0] ? sa.sun_path : "an unnamed socket", (long) cr.pid);
+		return -1;
+	}
+	return 0;
+}
+
 int harness_pg_connect(const harness_pg *s, const char *db, const char *user, PGconn **out,
 		       cs_err *e)
 {
-	char ci[PATH_MAX + 256], dd[PATH_MAX], sd[PATH_MAX];
+	char dd[PATH_MAX] = "", sd[PATH_MAX] = "", who[PATH_MAX + 64];
 	struct stat st;
+	pgparams pp;
 	PGconn *c;
 
 	*out = NULL;
 	if (!s->pid)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "no server of this run is running");
-	conninfo(s, db, user, ci, sizeof(ci));
-	c = PQconnectdb(ci);
+	if ((db && !harness_pg_name_ok(db)) || (user && !harness_pg_name_ok(user)))
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "$.postgres.%s: a name without quotes, '=', whitespace or control "
+				  "characters is expected",
+				  db && !harness_pg_name_ok(db) ? "database" : "user");
+	conn_params(s, db, user, &pp);
+	c = PQconnectdbParams(pp.kw, pp.val, 0);
 	if (PQstatus(c) != CONNECTION_OK) {
 		int rc = cs_err_set(e, CS_EXIT_BADINPUT, "cannot connect to the run's server: %s",
 				    PQerrorMessage(c));
@@ -373,15 +816,24 @@ int harness_pg_connect(const harness_pg *s, const char *db, const char *user, PG
 		PQfinish(c);
 		return rc;
 	}
-	/* The server answering is the one started on the held clone, on the private socket. */
+	/* Before any statement: the listener is the postmaster this run started, on its socket. */
+	if (peer_is_ours(s, c, who, sizeof(who))) {
+		PQfinish(c);
+		return cs_err_set(e, CS_EXIT_REFUSED,
+				  "%s answered, not the server this run started on %s (pid %ld, "
+				  "socket %s); nothing was sent to it",
+				  who, s->pgdata->shown, (long) s->pid, s->sockdir);
+	}
+	/* ... and it runs on the held clone, with the private socket directory. */
 	if (one_value(c, "SELECT current_setting('data_directory')", dd, sizeof(dd)) ||
 	    one_value(c, "SELECT current_setting('unix_socket_directories')", sd, sizeof(sd)) ||
 	    stat(dd, &st) < 0 || st.st_dev != s->pgdata->st.st_dev ||
 	    st.st_ino != s->pgdata->st.st_ino || strcmp(sd, s->sockdir)) {
 		PQfinish(c);
 		return cs_err_set(e, CS_EXIT_REFUSED,
-				  "the server on %s is not the one this run started on %s", s->sockdir,
-				  s->pgdata->shown);
+				  "the server on %s (data directory %s, sockets %s) is not the one this "
+				  "run started on %s",
+				  s->sockdir, dd, sd, s->pgdata->shown);
 	}
 	*out = c;
 	return 0;
@@ -390,17 +842,17 @@ int harness_pg_connect(const harness_pg *s, const char *db, const char *user, PG
 int harness_pg_backup_start(const char *pgdata, const struct stat *st, const char *sockdir,
 			    int port, PGconn **out, cs_err *e)
 {
-	char ci[PATH_MAX + 256], dd[PATH_MAX];
+	char dd[PATH_MAX];
 	struct passwd *pw = getpwuid(st->st_uid);
+	pgparams pp;
 	struct stat dst;
 	PGresult *r;
 	PGconn *c;
 	int rc;
 
 	*out = NULL;
-	pathf(ci, sizeof(ci), "host='%s' port=%d dbname=postgres user='%s' connect_timeout=10",
-		 sockdir, port, pw ? pw->pw_name : "postgres");
-	c = PQconnectdb(ci);
+	params_of(&pp, sockdir, port, "postgres", pw ? pw->pw_name : "postgres");
+	c = PQconnectdbParams(pp.kw, pp.val, 0);
 	if (PQstatus(c) != CONNECTION_OK) {
 		rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: cannot connect to the running cluster at %s: %s",
 				pgdata, sockdir, PQerrorMessage(c));

@@ -793,6 +793,13 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 	if ((rc = guard_validated(R->l, "run", e)) ||
 	    (rc = guard_hypotheses(R->l, json_object_get(eff, "hypotheses"), "run", e)))
 		return rc;
+	/* Names go to libpq as values, never as text: still, none that could read as keywords. */
+	if ((R->db && !harness_pg_name_ok(R->db)) || (R->user && !harness_pg_name_ok(R->user)))
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "%s: $.postgres.%s: \"%s\" holds a quote, '=', whitespace or a control "
+				  "character (a database or role name is expected)",
+				  R->spec_path, R->db && !harness_pg_name_ok(R->db) ? "database" : "user",
+				  R->db && !harness_pg_name_ok(R->db) ? R->db : R->user);
 	/* The clone's data directory: held once, not production by identity, this study's clone. */
 	if ((rc = guard_existing(R->l, prod, pgdata, AT_FDCWD, "run", "index", &R->hold,
 				 e)) ||
@@ -822,6 +829,16 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 	if (rc)
 		return rc;
 	{
+		/* The clone's own configuration names only the clone (else the server starts elsewhere). */
+		char why[PATH_MAX + 256];
+
+		rc = harness_pg_conf(&R->srv, why, sizeof(why), e);
+		if (rc == 1)
+			return guard_refuse(R->l, "production", "run", pgdata, e, "%s", why);
+		if (rc)
+			return rc;
+	}
+	{
 		/* The private socket directory goes through the guards like every other target. */
 		guard_held sh;
 
@@ -830,7 +847,18 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 			return rc;
 		guard_held_close(&sh);
 	}
-	/* Inputs: queries, base and exact ground truth (cached). */
+	/* Inputs: queries, base and exact ground truth (cached), each checked as run.c's are. */
+	{
+		const char *qs = harness_dataset_spec(
+			study, json_string_value(json_object_get(json_object_get(eff, "queries"), "spec")));
+		const char *bs = json_string_value(json_object_get(eff, "base")), *cache;
+
+		if ((rc = guard_dataset(R->l, prod, qs, "run", "$.queries.spec", e)) ||
+		    (bs && (rc = guard_dataset(R->l, prod, harness_dataset_spec(study, bs), "run",
+					      "$.base", e))) ||
+		    (rc = guard_cache_dir(R->l, prod, NULL, "run", &cache, e)))
+			return rc;
+	}
 	{
 		const json_t *q = json_object_get(eff, "queries");
 		const char *qspec = harness_dataset_spec(study, json_string_value(json_object_get(q, "spec")));
@@ -839,7 +867,7 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 		uint64_t count;
 		cv_dataset *qall = NULL;
 
-		if (cv_dataset_load(qspec, &qall, &ce))
+		if (cv_dataset_load(guard_dataset_via(qspec), &qall, &ce))
 			return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.queries.spec: %s", R->spec_path,
 					  ce.msg);
 		count = json_is_integer(json_object_get(q, "count"))
@@ -860,7 +888,8 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 		if (rc)
 			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory slicing queries");
 		if (b) {
-			if (cv_dataset_load(harness_dataset_spec(study, b), &R->base, &ce))
+			if (cv_dataset_load(guard_dataset_via(harness_dataset_spec(study, b)), &R->base,
+					    &ce))
 				return cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.base: %s", R->spec_path,
 						  ce.msg);
 			if (R->base->d != R->queries->d)

@@ -551,23 +551,16 @@ static int run_guard_inputs(struct ledger *l, guard_prodset *prod, const json_t 
 {
 	const char *q = harness_dataset_spec(study, json_string_value(json_object_get(json_object_get(eff, "queries"), "spec")));
 	const char *b = json_string_value(json_object_get(eff, "base"));
-	const char *cache = getenv("COLDSTUDY_CACHE");
+	const char *cache;
 	const json_t *bw = json_object_get(eff, "bulkwrite");
 	int rc;
 
 	if ((rc = guard_dataset(l, prod, q, "run", "$.queries.spec", e)) ||
 	    (b && (rc = guard_dataset(l, prod, harness_dataset_spec(study, b), "run", "$.base", e))))
 		return rc;
-	if (cache && *cache && strncmp(cache, "/proc/", 6)) {
-		static guard_held ch; /* the engine reads COLDSTUDY_CACHE for the whole run */
-
-		rc = guard_target(l, prod, cache, AT_FDCWD, "run", "COLDSTUDY_CACHE", &ch, e);
-		if (!rc)
-			rc = guard_held_mkdirs(&ch, e);
-		if (rc)
-			return rc;
-		setenv("COLDSTUDY_CACHE", guard_held_via(&ch), 1);
-	}
+	/* COLDSTUDY_CACHE, else the $HOME fallback: checked and held, whatever its spelling */
+	if ((rc = guard_cache_dir(l, prod, NULL, "run", &cache, e)))
+		return rc;
 	if (json_is_object(bw)) {
 		const char *wd = json_string_value(json_object_get(bw, "dir"));
 		guard_held sh;
@@ -1270,7 +1263,7 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 		uint64_t count;
 		int r;
 
-		r = cv_dataset_load(qspec, &qall, &ce);
+		r = cv_dataset_load(guard_dataset_via(qspec), &qall, &ce);
 		if (r) {
 			rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.queries.spec: %s", spec_path, ce.msg);
 			goto out;
@@ -1356,8 +1349,11 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	if (json_is_string(json_object_get(eff, "metric")))
 		cv_metric_parse(json_string_value(json_object_get(eff, "metric")), &L.metric);
 	bspec = base_spec(l, study, eff, index);
+	/* a base found through the study (no $.base) is checked as $.base is */
+	if (bspec && (rc = guard_dataset(l, prod, bspec, "run", "the study's base dataset", e)))
+		goto out;
 	if (bspec) {
-		int r = cv_dataset_load(bspec, &base, &ce);
+		int r = cv_dataset_load(guard_dataset_via(bspec), &base, &ce);
 
 		if (r) {
 			rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: $.base: %s", spec_path, ce.msg);
@@ -1867,6 +1863,29 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 			record_abort(l, run_id, why);
 			recorded = 1;
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s", why);
+			goto out;
+		}
+	}
+
+	/*
+	 * 4b. the held identities again: a clone whose files were swapped, linked
+	 * or replaced while the run read them (a race the hold cannot stop: a name
+	 * inside the index exchanged with production's inode) may have read
+	 * production. Such a run is a deviation and a refusal, never a run record.
+	 */
+	{
+		cs_err ge = {0};
+		char why[1400];
+
+		if (guard_clone(NULL, ledger_dir(l), index, "run", 0, NULL, &ge) ||
+		    guard_check_held(NULL, prod, &ihold, "run", "index", &ge)) {
+			snprintf(why, sizeof(why),
+				 "run %s: after the run the index no longer held what was checked (%s); "
+				 "it may have read production; no run record",
+				 run_id, ge.msg);
+			record_abort(l, run_id, why);
+			recorded = 1;
+			rc = guard_refuse(l, "production", "run", index_shown, e, "%s", why);
 			goto out;
 		}
 	}

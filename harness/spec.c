@@ -73,6 +73,9 @@ static const char *const vector_texts[] = {"array", "pgvector", NULL};
  * how the private server runs. The SQL patterns want $1 (and {p}) anywhere,
  * across lines too.
  */
+/* A database or role name: never a quote, '=', whitespace or control character (issue 31). */
+#define PG_NAME_PATTERN "^[^\"'= \x01-\x1f\x7f]+$"
+#define PG_NAME_EXPECT "a name without quotes, '=', whitespace or control characters"
 static const jv_key postgres_keys[] = {
 	{.name = "sql", .type = JK_STRING, .flags = JK_REQUIRED, .max = 65536, .pattern = "[$]1",
 	 .expect = "SQL with $1 for the query vector",
@@ -92,9 +95,10 @@ static const jv_key postgres_keys[] = {
 	{.name = "port", .type = JK_INT, .lo = 1024, .hi = 65535,
 	 .desc = "the port that names the private server's socket file (default 5432; never "
 		 "production's)"},
-	{.name = "database", .type = JK_STRING, .max = 63, .desc = "the database (default postgres)"},
-	{.name = "user", .type = JK_STRING, .max = 63,
-	 .desc = "the role (default: the data directory's owner's name)"},
+	{.name = "database", .type = JK_STRING, .max = 63, .pattern = PG_NAME_PATTERN,
+	 .expect = PG_NAME_EXPECT, .desc = "the database (default postgres)"},
+	{.name = "user", .type = JK_STRING, .max = 63, .pattern = PG_NAME_PATTERN,
+	 .expect = PG_NAME_EXPECT, .desc = "the role (default: the data directory's owner's name)"},
 	{.name = "vector_text", .type = JK_ENUM, .vals = vector_texts,
 	 .desc = "how $1 is written: array ({a,b,...}, cast it, e.g. cube($1::float8[])) or "
 		 "pgvector ([a,b,...])"},

@@ -906,6 +906,20 @@ int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 	rc = guard_prodset_load(v.l, &ps, e);
 	if (rc)
 		goto out;
+	{
+		/* the study's own datasets are read by its runs: checked as a run spec's are */
+		const char *k;
+		json_t *ds;
+
+		json_object_foreach(json_object_get(study, "datasets"), k, ds) {
+			char role[160];
+
+			snprintf(role, sizeof(role), "$.datasets.%s", k);
+			if (json_is_string(ds) && (rc = guard_dataset(v.l, ps, json_string_value(ds),
+								     "validate", role, e)))
+				goto out;
+		}
+	}
 	rc = guard_target(v.l, ps,
 			  json_is_string(json_object_get(study, "scratch_dir"))
 				  ? json_string_value(json_object_get(study, "scratch_dir"))

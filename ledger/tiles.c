@@ -176,19 +176,27 @@ typedef struct dir_out {
 	cs_err *e;
 } dir_out;
 
-/* mkdir -p of the directories in path (relative to root). */
-static int make_parents(const char *full, cs_err *e)
+/* mkdir -p of the directories in full below root (root's own length: skip). */
+static int make_parents(const char *full, size_t skip, cs_err *e)
 {
 	char tmp[4096];
 
 	snprintf(tmp, sizeof(tmp), "%s", full);
 	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
+		if (*p != '/' || (size_t) (p - tmp) <= skip)
 			continue;
 		*p = '\0';
 		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
 			return cs_err_set(e, CS_EXIT_BADINPUT, "%s: cannot create directory: %s", tmp,
 					  strerror(errno));
+		{
+			/* a folder already there must be one: a symlink would lead the tiles elsewhere */
+			struct stat ls;
+
+			if (lstat(tmp, &ls) < 0 || !S_ISDIR(ls.st_mode))
+				return cs_err_set(e, CS_EXIT_REFUSED,
+						  "%s: not a directory (a symlink is not followed)", tmp);
+		}
 		*p = '/';
 	}
 	return 0;
@@ -217,7 +225,7 @@ static int write_tile(const char *path, const void *data, size_t len, void *ud)
 				  "one; nothing there is replaced",
 				  full);
 	}
-	if ((rc = make_parents(full, o->e)) ||
+	if ((rc = make_parents(full, strlen(o->root), o->e)) ||
 	    (rc = cs_write_file_atomic(full, data, len, 0644, o->e)))
 		return rc;
 	o->written++;

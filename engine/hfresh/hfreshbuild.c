@@ -489,7 +489,7 @@ static int write_vectors(const char *dir, const hfr_meta *m, const cv_dataset *d
 	snprintf(path, sizeof(path), "%s/%s", dir, HFR_VEC_NAME);
 	if (!buf)
 		return -ENOMEM;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = cv_open_new(path, O_WRONLY, 0644);
 	if (fd < 0) {
 		free(buf);
 		return cv_err_set(e, -errno, "%s: cannot create: %s", path, strerror(errno));
@@ -862,7 +862,7 @@ int hfr_build(const cv_dataset *data, const cv_build_opts *o, const char *dir, c
 	for (size_t p = 0; p < nleaves; p++)
 		hfr_rot_apply(&rot, m.cent + p * m.di, crot + p * m.dp);
 	hfr_postings_path(dir, m.postings_gen, path, sizeof(path));
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = cv_open_new(path, O_WRONLY, 0644);
 	if (fd < 0) {
 		rc = cv_err_set(e, -errno, "%s: cannot create: %s", path, strerror(errno));
 		goto out;

@@ -538,7 +538,7 @@ int hfr_meta_write(const char *dir, const hfr_meta *m, cv_err *e)
 
 	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, HFR_META_NAME);
 	snprintf(path, sizeof(path), "%s/%s", dir, HFR_META_NAME);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = cv_open_new(tmp, O_WRONLY, 0644);
 	if (fd < 0) {
 		rc = cv_err_set(e, -errno, "%s: cannot create: %s", tmp, strerror(errno));
 		goto out;
@@ -579,7 +579,7 @@ int hfr_meta_read(const char *dir, hfr_meta *m, cv_err *e)
 
 	memset(m, 0, sizeof(*m));
 	snprintf(path, sizeof(path), "%s/%s", dir, HFR_META_NAME);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return cv_err_set(e, errno == ENOENT ? -EBADMSG : -errno, "%s: cannot open: %s",
 				  path, strerror(errno));

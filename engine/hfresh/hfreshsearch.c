@@ -290,12 +290,12 @@ int hfr_open(const char *dir, const cv_open_opts *o, void **state, cv_err *e)
 		}
 	}
 	hfr_postings_path(dir, ix->m.postings_gen, path, sizeof(path));
-	rc = cv_file_open(path, o ? o->flags : 0, &ix->fpost);
+	rc = cv_file_open(path, (o ? o->flags : 0) | CV_FILE_NOFOLLOW, &ix->fpost);
 	if (rc) {
 		cv_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc));
 		goto fail;
 	}
-	ix->fdpost = open(path, O_RDONLY | O_CLOEXEC);
+	ix->fdpost = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (cv_file_size(ix->fpost) < ix->m.postings_end) {
 		rc = cv_err_set(e, -EBADMSG, "%s: %llu bytes, the manifest needs %llu (truncated)",
 				path, (unsigned long long) cv_file_size(ix->fpost),
@@ -303,12 +303,12 @@ int hfr_open(const char *dir, const cv_open_opts *o, void **state, cv_err *e)
 		goto fail;
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, HFR_VEC_NAME);
-	rc = cv_file_open(path, o ? o->flags : 0, &ix->fvec);
+	rc = cv_file_open(path, (o ? o->flags : 0) | CV_FILE_NOFOLLOW, &ix->fvec);
 	if (rc) {
 		cv_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc));
 		goto fail;
 	}
-	ix->fdvec = open(path, O_RDONLY | O_CLOEXEC);
+	ix->fdvec = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (ix->m.nids && cv_file_size(ix->fvec) < hfr_vec_off(&ix->m, ix->m.nids - 1) +
 							 ix->m.vec_slot) {
 		rc = cv_err_set(e, -EBADMSG, "%s: shorter than %u vectors (truncated)", path,

@@ -602,14 +602,14 @@ static int w_open(hfr_writer *w, const char *dir, cv_err *e)
 	snprintf(path, sizeof(path), "%s/%s.tmp", dir, HFR_META_NAME);
 	unlink(path);
 	hfr_postings_path(dir, m->postings_gen, path, sizeof(path));
-	w->fdpost = open(path, O_RDWR | O_CLOEXEC);
+	w->fdpost = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (w->fdpost < 0)
 		return cv_err_set(e, -EBADMSG, "%s: cannot open: %s", path, strerror(errno));
 	/* bytes past postings_end are a crashed writer's; the manifest never saw them */
 	if (ftruncate(w->fdpost, (off_t) m->postings_end) < 0)
 		return cv_err_set(e, -errno, "%s: truncate failed", path);
 	snprintf(path, sizeof(path), "%s/%s", dir, HFR_VEC_NAME);
-	w->fdvec = open(path, O_RDWR | O_CLOEXEC);
+	w->fdvec = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (w->fdvec < 0)
 		return cv_err_set(e, -EBADMSG, "%s: cannot open: %s", path, strerror(errno));
 	{
@@ -731,7 +731,7 @@ static int w_commit(hfr_writer *w, cv_err *e)
 		int fd;
 
 		hfr_postings_path(w->dir, gen, path, sizeof(path));
-		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		fd = cv_open_new(path, O_RDWR, 0644);
 		if (fd < 0) {
 			rc = cv_err_set(e, -errno, "%s: cannot create: %s", path, strerror(errno));
 			goto out;

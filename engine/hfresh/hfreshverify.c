@@ -39,7 +39,7 @@ int hfr_verify(const char *dir, cv_err *e)
 		return rc;
 	hfr_postings_path(dir, m.postings_gen, ppath, sizeof(ppath));
 	snprintf(vpath, sizeof(vpath), "%s/%s", dir, HFR_VEC_NAME);
-	fdp = open(ppath, O_RDONLY | O_CLOEXEC);
+	fdp = open(ppath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fdp < 0 || fstat(fdp, &st) < 0) {
 		rc = cv_err_set(e, -EBADMSG, "%s: cannot open: %s", ppath, strerror(errno));
 		goto out;
@@ -107,7 +107,7 @@ int hfr_verify(const char *dir, cv_err *e)
 				dir, HFR_META_NAME, live, m.live);
 		goto out;
 	}
-	fdv = open(vpath, O_RDONLY | O_CLOEXEC);
+	fdv = open(vpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fdv < 0 || fstat(fdv, &st) < 0) {
 		rc = cv_err_set(e, -EBADMSG, "%s: cannot open: %s", vpath, strerror(errno));
 		goto out;

@@ -176,7 +176,7 @@ int hnsw_save(const hnsw *h, const char *path)
 		rc = -ENOMEM;
 		goto out;
 	}
-	w->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	w->fd = cv_open_new(tmp, O_WRONLY, 0644);
 	if (w->fd < 0) {
 		rc = -errno;
 		goto out;
@@ -478,7 +478,7 @@ int hnsw_load(const char *path, hnsw **out, cv_err *e)
 	int fd, rc;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return cv_err_set(e, -errno, "%s: cannot open: %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0) {

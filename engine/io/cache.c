@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -45,10 +46,40 @@ static uint64_t page_size(void)
 	return p > 0 ? (uint64_t) p : 4096;
 }
 
+/*
+ * Open a file to evict, measure or prewarm. A path through a held
+ * descriptor ("/proc/PID/fd/N", "/proc/self/fd/N": the guards resolved and
+ * checked it) is opened as it is; any other is a name inside a held folder
+ * (an index's files) and a symlink there is not followed (-ELOOP): a file
+ * swapped for a link to production is never evicted, warmed or measured.
+ */
+static int open_entry(const char *path, int flags)
+{
+	const char *p = path;
+
+	if (!strncmp(p, "/proc/", 6)) {
+		p += 6;
+		if (!strncmp(p, "self", 4))
+			p += 4;
+		else
+			while (*p >= '0' && *p <= '9')
+				p++;
+		if (!strncmp(p, "/fd/", 4)) {
+			p += 4;
+			if (*p)
+				while (*p >= '0' && *p <= '9')
+					p++;
+			if (!*p)
+				return open(path, flags | O_CLOEXEC);
+		}
+	}
+	return open(path, flags | O_CLOEXEC | O_NOFOLLOW);
+}
+
 /* fdatasync + POSIX_FADV_DONTNEED over the whole file. 0 or -errno. */
 CV_API int cv_cache_evict(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_entry(path, O_RDONLY);
 	int rc = 0;
 
 	if (fd < 0)
@@ -135,7 +166,7 @@ out:
  */
 CV_API int cv_cache_residency(const char *path, cv_residency *out)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_entry(path, O_RDONLY);
 	int rc;
 
 	if (fd < 0)
@@ -145,7 +176,7 @@ CV_API int cv_cache_residency(const char *path, cv_residency *out)
 	if (rc != -ENOSYS && rc != -EPERM)
 		return rc;
 	/* no cachestat (or it wants write permission): mincore needs a writable descriptor */
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = open_entry(path, O_RDWR);
 	if (fd < 0)
 		return (errno == EACCES || errno == EROFS || errno == EPERM || errno == ETXTBSY) ?
 			       -EACCES :
@@ -169,7 +200,7 @@ CV_API int cv_cache_prewarm(const char *path, const uint64_t *blocks, size_t n,
 
 	if (!block_size)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_entry(path, O_RDONLY);
 	if (fd < 0)
 		return -errno;
 	buf = malloc(block_size);

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -63,7 +64,11 @@ CV_API void *cv_alloc_aligned(size_t size)
 	return p;
 }
 
-/* Open path for every strategy; 0 or -errno. *out is new, free with cv_file_close. */
+/*
+ * Open path for every strategy; 0 or -errno. *out is new, free with cv_file_close.
+ * The O_DIRECT descriptor reopens the file the first one holds (through
+ * /proc/self/fd), so both read the same file whatever its name meanwhile.
+ */
 CV_API int cv_file_open(const char *path, unsigned flags, cv_file **out)
 {
 	cv_file *f;
@@ -80,7 +85,7 @@ CV_API int cv_file_open(const char *path, unsigned flags, cv_file **out)
 	f->path = strdup(path);
 	if (!f->path)
 		goto out;
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	f->fd = open(path, O_RDONLY | O_CLOEXEC | ((flags & CV_FILE_NOFOLLOW) ? O_NOFOLLOW : 0));
 	if (f->fd < 0) {
 		rc = -errno;
 		goto out;
@@ -99,7 +104,18 @@ CV_API int cv_file_open(const char *path, unsigned flags, cv_file **out)
 
 		f->size = end > 0 ? (uint64_t) end : 0;
 	}
-	f->fd_direct = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+	{
+		char self[64];
+		struct stat db;
+
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", f->fd);
+		f->fd_direct = open(self, O_RDONLY | O_CLOEXEC | O_DIRECT);
+		if (f->fd_direct >= 0 && (fstat(f->fd_direct, &db) < 0 || db.st_dev != sb.st_dev ||
+					  db.st_ino != sb.st_ino)) {
+			close(f->fd_direct);
+			f->fd_direct = -1;
+		}
+	}
 	if (!(flags & CV_FILE_READAHEAD)) {
 		posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM);
 		if (f->fd_direct >= 0)

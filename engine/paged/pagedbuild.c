@@ -615,7 +615,7 @@ int pb_write_pages(pb_graph *g, const char *path, uint64_t *npages, cv_err *e)
 				g->dim);
 		goto out;
 	}
-	w.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	w.fd = cv_open_new(path, O_WRONLY, 0644);
 	if (w.fd < 0) {
 		rc = cv_err_set(e, -errno, "%s: cannot create", path);
 		goto out;

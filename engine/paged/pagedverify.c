@@ -71,7 +71,7 @@ int paged_verify_file(const char *path, size_t dim, uint32_t m, uint64_t *elemen
 	*elements = *heaptids = *unreachable = 0;
 	if (!page)
 		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		rc = cv_err_set(e, -ENOENT, "%s: cannot open", path);
 		goto out;
@@ -236,7 +236,7 @@ static int verify_heap(const char *dir, const phnsw_catalog *c, cv_err *e)
 	snprintf(path, sizeof(path), "%s/heap", dir);
 	if (!page || !row)
 		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 || fstat(fd, &sb) < 0) {
 		rc = cv_err_set(e, -ENOENT, "%s: cannot open", path);
 		goto out;

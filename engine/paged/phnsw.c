@@ -71,7 +71,7 @@ int phnsw_catalog_write(const char *dir, const phnsw_catalog *c, cv_err *e)
 	n += snprintf(buf + n, sizeof(buf) - (size_t) n, "crc32 %08lx\n", (unsigned long) crc);
 	snprintf(path, sizeof(path), "%s/catalog", dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = cv_open_new(tmp, O_WRONLY, 0644);
 	if (fd < 0)
 		return cv_err_set(e, -errno, "%s: cannot create", tmp);
 	if (write(fd, buf, (size_t) n) != n || fsync(fd) < 0)
@@ -93,7 +93,7 @@ int phnsw_catalog_read(const char *dir, phnsw_catalog *c, cv_err *e)
 
 	memset(c, 0, sizeof(*c));
 	snprintf(path, sizeof(path), "%s/catalog", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return cv_err_set(e, -ENOENT, "%s: cannot open catalog", path);
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -149,7 +149,7 @@ static int write_heap(const cv_dataset *data, const char *dir, uint32_t rpp, uin
 	tup = calloc(1, tsz);
 	if (!page || !tup)
 		goto out_free;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = cv_open_new(path, O_WRONLY, 0644);
 	if (fd < 0) {
 		rc = cv_err_set(e, -errno, "%s: cannot create", path);
 		goto out_free;
@@ -441,9 +441,11 @@ static int phnsw_open_kind(const char *kind, const char *dir, const cv_open_opts
 			snprintf(path, sizeof(path), "%s/part-%03u", dir, i);
 		else
 			snprintf(path, sizeof(path), "%s/heap", dir);
-		rc = cv_file_open(path, o->flags, &s->files[i]);
+		rc = cv_file_open(path, o->flags | CV_FILE_NOFOLLOW, &s->files[i]);
 		if (rc) {
-			cv_err_set(e, rc, "%s: cannot open", path);
+			cv_err_set(e, rc, "%s: cannot open: %s", path,
+				   rc == -ELOOP ? "a symlink inside the index (not followed)"
+						: strerror(-rc));
 			goto fail;
 		}
 		s->listidx[i] = UINT32_MAX;

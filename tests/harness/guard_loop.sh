@@ -10,8 +10,10 @@ command -v losetup >/dev/null 2>&1 || exit 77
 command -v mkfs.ext4 >/dev/null 2>&1 || exit 77
 T=$(mktemp -d /var/tmp/cs-gloop-XXXXXX)
 export COLDSTUDY_PRODUCTION_REGISTRY="$T/registry.json"
-A=""; B=""
+A=""; B=""; C=""
 cleanup() {
+	mountpoint -q "$T/m3" 2>/dev/null && umount "$T/m3"
+	[ -n "$C" ] && losetup -d "$C" 2>/dev/null
 	mountpoint -q "$T/m2" 2>/dev/null && umount "$T/m2"
 	mountpoint -q "$T/m1" 2>/dev/null && umount "$T/m1"
 	[ -n "$B" ] && losetup -d "$B" 2>/dev/null
@@ -45,11 +47,21 @@ expect 3 "P through loop B" "$cs" cache evict "$T/m2/P/data"
 expect 3 "probe P through loop B" "$cs" probe "$T/m2/P/data" --qd 1 --bs 4k --reads 4 --strategy pread
 expect 0 "another file of the image (control)" "$cs" cache evict "$T/m2/other/data"
 
+# A loop device stacked on loop A (its backing "file" is /dev/loopA): followed down to the image.
+mkdir "$T/m3"
+if C=$(losetup -f --show -r "$A" 2>/dev/null) && mount -o ro,noload "$C" "$T/m3" 2>/dev/null; then
+	expect 3 "P through a loop device stacked on loop A" "$cs" cache evict "$T/m3/P/data"
+	expect 0 "another file through the stacked loop (control)" "$cs" cache evict "$T/m3/other/data"
+else
+	echo "no third loop device: the stacked case is not run"
+fi
+
 # The device itself: loop B is the same storage as production's loop A.
 expect 0 "production add (loop A, the device)" "$cs" production add "$A"
 expect 3 "probe loop B" "$cs" probe "$B" --qd 1 --bs 4k --reads 4 --strategy pread
 grep -q "production block device" "$T/err" || { echo "FAIL: message: $(cat "$T/err")"; fail=1; }
 expect 3 "a file on loop B" "$cs" cache evict "$T/m2/other/data"
 expect 3 "loop A itself" "$cs" probe "$A" --qd 1 --bs 4k --reads 4 --strategy pread
+[ -n "$C" ] && expect 3 "the loop device stacked on loop A" "$cs" probe "$C" --qd 1 --bs 4k --reads 4 --strategy pread
 [ $fail = 0 ] && echo "the second loop device was recognised as production"
 exit $fail
