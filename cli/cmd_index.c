@@ -37,7 +37,7 @@
 
 static const char usage[] =
 	"usage: coldstudy index build --kind hnsw|paged|phnsw|hfresh --data SPEC\n"
-	"                             --metric l2|cosine|ip --out DIR [--m N]\n"
+	"                             [--metric l2|cosine|ip] --out DIR [--m N]\n"
 	"                             [--ef-construction N] [--partitions N] [--threads N]\n"
 	"                             [--seed N] [--max-posting-kb N] [--replicas N]\n"
 	"                             [--rng-factor X] [--code-bits 1..4] [-q] [--json]\n"
@@ -54,8 +54,13 @@ static const char usage[] =
 	"       coldstudy index delete DIR --ids FILE | --data SPEC [--first-id N]\n\n"
 	"build writes DIR (a progress bar with elapsed time and an estimate of the time\n"
 	"left on a terminal; -q: none); --json prints what was built as one object.\n"
+	"DIR/DATA keeps --data with its path made absolute, so a query from any directory\n"
+	"finds the same file. An hdf5: file's 'distance' attribute (euclidean: l2,\n"
+	"angular: cosine, dot: ip) is the metric when --metric is left out; a --metric,\n"
+	"--queries or --gt file that disagrees with it is refused (exit 5).\n"
 	"query prints recall@k\n"
-	"(ann-benchmarks' definition), QPS, latency mean/p50/p99, reads per query,\n"
+	"(ann-benchmarks' definition; only against a truth of the same base: --gt ids past\n"
+	"the base, or an hdf5: truth whose 'train' has other rows, are exit 5), QPS, latency mean/p50/p99, reads per query,\n"
 	"bytes per read, mean read latency, buffer hits, heap/posting/rescore reads.\n"
 	"--cold evicts the index's files and empties the buffer pool before each query.\n"
 	"--warmup W runs the queries W times untimed, then --repeat N times timed (the\n"
@@ -166,6 +171,44 @@ bad:
 
 /* ---- build ---- */
 
+/*
+ * An ann-benchmarks file's `distance` attribute against the metric *m
+ * (metric says whose it is: "--metric", "the index's metric"; NULL: none given,
+ * and the file's becomes *m). One that disagrees is refused (exit 5,
+ * naming both). spec not hdf5:: 0; a file without the attribute: 0 if a
+ * metric was given.
+ */
+static int hdf5_metric(const char *spec, const char *what, const char *metric, cv_metric *m)
+{
+	cv_hdf5_info hi;
+	cv_err e = {{0}};
+	int rc;
+
+	if (strncmp(spec, "hdf5:", 5))
+		return 0;
+	rc = cv_hdf5_describe(spec, &hi, &e);
+	if (rc)
+		return fail(rc, &e);
+	if (!hi.has_metric) {
+		if (metric)
+			return 0;
+		if (hi.distance[0])
+			fprintf(stderr, "coldstudy index: %s %s: distance '%s' is none of euclidean, angular, "
+				"dot: give --metric\n", what, spec, hi.distance);
+		else
+			fprintf(stderr, "coldstudy index: %s %s: no 'distance' attribute: give --metric\n",
+				what, spec);
+		return CS_EXIT_BADINPUT;
+	}
+	if (metric && hi.metric != *m) {
+		fprintf(stderr, "coldstudy index: %s %s: the file's distance is '%s' (%s), %s is %s\n",
+			what, spec, hi.distance, cv_metric_name(hi.metric), metric, cv_metric_name(*m));
+		return CS_EXIT_BADINPUT;
+	}
+	*m = hi.metric;
+	return 0;
+}
+
 static int write_data_spec(const char *dir, const char *spec)
 {
 	char path[4096];
@@ -182,6 +225,7 @@ static int write_data_spec(const char *dir, const char *spec)
 static int index_build(int argc, char **argv)
 {
 	const char *kind = NULL, *data = NULL, *out = NULL, *metric = NULL;
+	char data_abs[sizeof(((cv_dataset *) 0)->spec)];
 	guard_held held;
 	cv_build_opts o;
 	cv_dataset *ds = NULL;
@@ -254,13 +298,18 @@ static int index_build(int argc, char **argv)
 			return cli_usage("index", "build: unknown argument '%s'", a);
 		}
 	}
-	if (!kind || !data || !out || !metric)
+	if (!kind || !data || !out || (!metric && strncmp(data, "hdf5:", 5)))
 		return cli_usage("index", "build needs --kind, --data, --metric and --out");
 	if (strcmp(kind, "hnsw") && strcmp(kind, "paged") && strcmp(kind, "phnsw") &&
 	    strcmp(kind, "hfresh"))
 		return cli_usage("index", "--kind wants hnsw, paged, phnsw or hfresh, got '%s'", kind);
-	if (cv_metric_parse(metric, &o.metric))
+	if (metric && cv_metric_parse(metric, &o.metric))
 		return cli_usage("index", "--metric wants l2, cosine or ip, got '%s'", metric);
+	if ((rc = hdf5_metric(data, "--data", metric ? "--metric" : NULL, &o.metric)))
+		return rc;
+	/* DATA keeps the spec resolved, so a query from any directory finds the same file */
+	if ((rc = cv_dataset_spec_resolve(data, data_abs, sizeof(data_abs), &e)))
+		return fail(rc, &e);
 	{
 		cs_err ge = {0};
 		char **files = NULL;
@@ -295,7 +344,7 @@ static int index_build(int argc, char **argv)
 	t0 = cs_mono_ns();
 	rc = cv_index_build(kind, ds, &o, guard_held_via(&held), &e);
 	if (!rc)
-		rc = write_data_spec(guard_held_via(&held), data);
+		rc = write_data_spec(guard_held_via(&held), data_abs);
 	guard_held_close(&held);
 	if (rc) {
 		cv_dataset_free(ds);
@@ -535,6 +584,41 @@ static int parse_query_args(int argc, char **argv, qargs *a)
 	return 0;
 }
 
+/*
+ * Recall is computed only against the base the ground truth was made of:
+ * an hdf5: truth's `train` must have the base's rows, and no id of the
+ * nq rows used may reach past the base. Otherwise exit 5 naming both sizes.
+ */
+static int gt_matches_base(const qargs *a, const cv_dataset *base, const int32_t *gt, size_t nq)
+{
+	int32_t top = -1;
+
+	if (!strncmp(a->gt, "hdf5:", 5)) {
+		cv_hdf5_info hi;
+		cv_err e = {{0}};
+		int rc = cv_hdf5_describe(a->gt, &hi, &e);
+
+		if (rc)
+			return fail(rc, &e);
+		if (hi.train_rows && hi.train_rows != base->n) {
+			fprintf(stderr, "coldstudy index: --gt %s: its neighbours are of a base of %zu rows "
+				"('train'), the base %s has %zu: recall needs the truth of the same base\n",
+				a->gt, hi.train_rows, base->spec, base->n);
+			return CS_EXIT_BADINPUT;
+		}
+	}
+	for (size_t i = 0; i < nq * a->qo.k; i++)
+		if (gt[i] > top)
+			top = gt[i];
+	if (top >= 0 && (size_t) top >= base->n) {
+		fprintf(stderr, "coldstudy index: --gt %s: ids reach %d, so its base has at least %lld rows; "
+			"the base %s has %zu: recall needs the truth of the same base\n",
+			a->gt, top, (long long) top + 1, base->spec, base->n);
+		return CS_EXIT_BADINPUT;
+	}
+	return 0;
+}
+
 typedef struct qsum {
 	size_t nq;           /* queries per pass */
 	size_t passes;       /* timed passes done */
@@ -696,7 +780,7 @@ static int index_query(int argc, char **argv)
 	long rss0, rss1, rss2, rss3;
 	int rc, exitc = CS_EXIT_OK;
 	guard_held held;
-	const char *idir;
+	const char *idir, *data_from_index = NULL;
 
 	rc = parse_query_args(argc, argv, &a);
 	if (rc)
@@ -753,13 +837,23 @@ static int index_query(int argc, char **argv)
 		}
 	/* ground truth: --gt, or computed (and cached) against the data spec */
 	if (!a.data && read_data_spec(idir, spec, sizeof(spec)) == 0)
-		a.data = spec;
+		data_from_index = a.data = spec;
 	if (a.data) {
 		rc = cv_dataset_load(a.data, &base, &e);
 		if (rc) {
-			exitc = fail(rc, &e);
+			if (data_from_index)
+				fprintf(stderr, "coldstudy index: %s/DATA names the index's data as %s: %s "
+					"(give --data SPEC)\n", a.dir, a.data, e.msg[0] ? e.msg : strerror(-rc));
+			exitc = data_from_index ? CS_EXIT_BADINPUT : fail(rc, &e);
 			goto out;
 		}
+	}
+	{
+		cv_metric im = cv_index_metric(ix);
+
+		if ((exitc = hdf5_metric(a.queries, "--queries", "the index's metric", &im)) ||
+		    (a.gt && (exitc = hdf5_metric(a.gt, "--gt", "the index's metric", &im))))
+			goto out;
 	}
 	if (a.gt && base) {
 		size_t gnq, gk;
@@ -780,6 +874,8 @@ static int index_query(int argc, char **argv)
 			for (size_t i = 0; i < s.nq; i++)
 				memmove(gt + i * a.qo.k, gt + i * gk, a.qo.k * sizeof(*gt));
 		}
+		if ((exitc = gt_matches_base(&a, base, gt, s.nq)))
+			goto out;
 	} else if (base) {
 		cv_dataset *sub = NULL;
 
@@ -903,8 +999,17 @@ static int index_query(int argc, char **argv)
 			s.user_s += (double) (u1 - u0) / 1e9;
 			s.sys_s += (double) (k1 - k0) / 1e9;
 			if (first && gt && base) {
-				s.recall += cv_recall_at_k(base, cv_row(qs, i), cv_index_metric(ix),
-							   gt + i * a.qo.k, a.qo.k, ids, nout);
+				double r = cv_recall_at_k(base, cv_row(qs, i), cv_index_metric(ix),
+							  gt + i * a.qo.k, a.qo.k, ids, nout);
+
+				/* NaN: the truth left the base (checked above; never averaged in) */
+				if (isnan(r)) {
+					fprintf(stderr, "coldstudy index: query %zu: the ground truth names a row "
+						"outside the base (%zu rows)\n", i, base->n);
+					exitc = CS_EXIT_BADINPUT;
+					goto out;
+				}
+				s.recall += r;
 				s.have_recall = 1;
 			}
 			if (a.tracefile) {

@@ -658,6 +658,12 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 		r->recall = R->gt ? cv_recall_at_k(R->base, cv_row(R->queries, q), CV_METRIC_L2,
 						   R->gt + q * R->k, R->k, ids, nout)
 				  : NAN;
+		if (R->gt && isnan(r->recall)) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT,
+					"query %zu: the ground truth names a row outside the recall base "
+					"(%zu rows)", q, R->base->n);
+			goto out;
+		}
 	}
 out:
 	free(ids);

@@ -417,9 +417,16 @@ static void *client(void *p)
 			r->vdev_reads = vq.device_reads;
 			r->vhits = vq.hit_reads;
 		}
-		if (L->gt)
+		if (L->gt) {
 			r->recall = cv_recall_at_k(L->base, cv_row(L->queries, q), L->metric,
 						   L->gt + q * L->k, L->k, ids, nout);
+			/* NaN: the truth names a row outside the base; no average may skip it */
+			if (isnan(r->recall)) {
+				fail(L, "the ground truth names a row outside the recall base", -EINVAL);
+				L->nrows[c]--;
+				break;
+			}
+		}
 		{
 			uint64_t first = atomic_load(&L->start_ns);
 
