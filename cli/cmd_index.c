@@ -77,7 +77,7 @@ static const char usage[] =
 
 static int fail(int rc, const cv_err *e)
 {
-	fprintf(stderr, "coldstudy index: %s\n", e && e->msg[0] ? e->msg : strerror(-rc));
+	fprintf(stderr, "coldstudy index: %s\n", e && e->msg[0] ? cli_spell(e->msg) : strerror(-rc));
 	return cli_exit_from_errno(rc);
 }
 
@@ -969,8 +969,8 @@ static int index_query(int argc, char **argv)
 			if (a.cold) {
 				for (size_t f = 0; f < nfiles; f++)
 					if ((rc = cv_cache_evict(files[f]))) {
-						fprintf(stderr, "coldstudy index: %s: cannot evict: %s\n", files[f],
-							strerror(-rc));
+						fprintf(stderr, "coldstudy index: %s: cannot evict: %s\n",
+							cli_spell(files[f]), strerror(-rc));
 						exitc = CS_EXIT_INTERNAL;
 						goto out;
 					}
