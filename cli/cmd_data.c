@@ -16,11 +16,11 @@ static const char usage[] =
 	"       coldstudy data gt --base SPEC --queries SPEC --k K --metric l2|cosine|ip\n"
 	"                         --out FILE.ivecs [--threads N] [--cache-dir DIR]\n\n"
 	"SPEC: fashion-mnist[:train|:test], fvecs:PATH, ivecs:PATH, bvecs:PATH, idx:PATH,\n"
-	"      npy:PATH, synth:n=N,d=D[,clusters=C][,seed=S][,sigma=X], each with an\n"
+	"      npy:PATH, hdf5:PATH[:train|:test|:neighbors|:distances] (an ann-benchmarks\n"
+	"      file), synth:n=N,d=D[,clusters=C][,seed=S][,sigma=X], each with an\n"
 	"      optional row range [A:B] (e.g. fashion-mnist:test[0:100]).\n"
 	"gt writes the exact K nearest base ids of every query (ties to the lower id)\n"
-	"as ivecs; results are cached in DIR, $COLDSTUDY_CACHE or ~/.cache/coldstudy.\n"
-	"exit codes: 0 ok, 1 internal, 2 usage, 5 bad input file or spec\n";
+	"as ivecs; results are cached in DIR, $COLDSTUDY_CACHE or ~/.cache/coldstudy.\n";
 
 /* Print the loader's message and map rc to an exit code. */
 static int data_fail(int rc, const cv_err *e)

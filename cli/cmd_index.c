@@ -72,8 +72,7 @@ static const char usage[] =
 	"queries) for `coldstudy device replay FILE --device PROFILE`.\n"
 	"--record-blocks writes PREFIX.NAME per index file: the blocks read, for\n"
 	"`coldstudy cache prewarm DIR/NAME --blocks @PREFIX.NAME`.\n"
-	"SIZE: bytes with an optional K, M or G suffix. LIST: 0,3,8-15.\n"
-	"exit codes: 0 ok, 1 internal, 2 usage, 4 verification failed, 5 bad input\n";
+	"SIZE: bytes with an optional K, M or G suffix. LIST: 0,3,8-15.\n";
 
 static int fail(int rc, const cv_err *e)
 {
