@@ -60,7 +60,8 @@ static const char usage[] =
 	"--queries or --gt file that disagrees with it is refused (exit 5).\n"
 	"query prints recall@k\n"
 	"(ann-benchmarks' definition; only against a truth of the same base: --gt ids past\n"
-	"the base, or an hdf5: truth whose 'train' has other rows, are exit 5), QPS, latency mean/p50/p99, reads per query,\n"
+	"the base, or an hdf5: truth whose 'train' has other rows, are exit 5), QPS, latency\n"
+	"mean/p50/p90/p95/p99/p99.9 (cs_quantile), reads per query,\n"
 	"bytes per read, mean read latency, buffer hits, heap/posting/rescore reads.\n"
 	"--cold evicts the index's files and empties the buffer pool before each query.\n"
 	"--warmup W runs the queries W times untimed, then --repeat N times timed (the\n"
@@ -636,7 +637,7 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 {
 	size_t ntot = s->nq * s->passes;
 	double nq = (double) (ntot ? ntot : 1);
-	double lat_mean = 0, p50, p99, qps, qps_best, qps_min;
+	double lat_mean = 0, p50, p90, p95, p99, p999, qps, qps_best, qps_min;
 	double *sorted = malloc((ntot ? ntot : 1) * sizeof(double));
 	double *qsorted = malloc((s->passes ? s->passes : 1) * sizeof(double));
 	double read_ms = cv_hist_mean(&s->io.lat_ns) / 1e6;
@@ -654,7 +655,10 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 	lat_mean /= nq;
 	qsort(sorted, ntot, sizeof(double), cmp_double);
 	p50 = ntot ? cs_quantile(sorted, ntot, 0.5) : 0;
+	p90 = ntot ? cs_quantile(sorted, ntot, 0.90) : 0;
+	p95 = ntot ? cs_quantile(sorted, ntot, 0.95) : 0;
 	p99 = ntot ? cs_quantile(sorted, ntot, 0.99) : 0;
+	p999 = ntot ? cs_quantile(sorted, ntot, 0.999) : 0;
 	free(sorted);
 	/* QPS: the median pass's, the best pass's and the spread (min to max = best) */
 	memcpy(qsorted, s->pass_qps, s->passes * sizeof(double));
@@ -685,6 +689,7 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 		for (size_t i = 0; i < s->passes; i++)
 			printf("%s%.3f", i ? "," : "", s->pass_qps[i]);
 		printf("],\"lat_samples\":%zu,", ntot);
+		printf("\"lat_p90_ms\":%.4f,\"lat_p95_ms\":%.4f,\"lat_p999_ms\":%.4f,", p90, p95, p999);
 		printf("\"wall_s\":%.6f,\"qps\":%.3f,\"lat_mean_ms\":%.4f,\"lat_p50_ms\":%.4f,"
 		       "\"lat_p99_ms\":%.4f,\"engine_reads\":%llu,\"reads_per_query\":%.2f,"
 		       "\"bytes_per_read\":%.1f,\"engine_read_ms_mean\":%.5f,\"buffer_hits_per_query\":%.2f,"
@@ -739,8 +744,9 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 		       qps, s->passes, qps_best, qps_min, (unsigned long long) a->warmup);
 	else
 		printf("QPS              %.2f\n", qps);
-	printf("latency ms       mean %.3f  p50 %.3f  p99 %.3f (%zu queries)\n", lat_mean, p50, p99,
-	       ntot);
+	printf("latency ms       mean %.3f  p50 %.3f  p90 %.3f  p95 %.3f  p99 %.3f  p99.9 %.3f "
+	       "(%zu queries)\n",
+	       lat_mean, p50, p90, p95, p99, p999, ntot);
 	printf("reads/query      %.1f (%.0f bytes per read, mean read %.4f ms, max in flight %llu)\n",
 	       (double) s->st.reads / nq, bpr, read_ms, (unsigned long long) s->io.inflight_max);
 	printf("cpu/query        %.3f ms (%.2f us per read: user %.2f, system %.2f)\n",

@@ -55,6 +55,7 @@ static const char *const setting_cols[][2] = {
 static const char *const metric_units[][2] = {
 	{"wall_s", "s"},          {"qps", "queries/s"},         {"lat_mean_ms", "ms"},
 	{"lat_p50_ms", "ms"},     {"lat_p99_ms", "ms"},         {"engine_read_ms_mean", "ms"},
+	{"lat_p90_ms", "ms"},     {"lat_p95_ms", "ms"},         {"lat_p999_ms", "ms"},
 	{"bytes_per_read", "B"},  {"device_read_ms_mean", "ms"}, {"mem_peak_bytes", "B"},
 	{"device_bytes_per_read", "B"},
 };

@@ -85,6 +85,12 @@ r2=$("$cs" index query "$T/ix" --queries "hdf5:$T/ab.hdf5:test" --k 10 --json | 
 mkdir -p "$T/prod"
 printf '{"id":"h","production":{"paths":["'"$T/prod"'"]},"datasets":{"base":"hdf5:%s/ab.hdf5:train","q":"hdf5:%s/ab.hdf5:test"}}' "$T" "$T" > "$T/study.json"
 "$cs" study register "$T/S" "$T/study.json" >/dev/null 2>"$T/err" || no "study register with hdf5 datasets: $(cat "$T/err")"
+# the percentiles, one definition: p50 <= p90 <= p95 <= p99 <= p99.9 in index query's output
+"$cs" index query "$T/ix" --queries "hdf5:$T/ab.hdf5:test" --k 10 --repeat 3 --json | "$py" -c '
+import json, sys
+d = json.load(sys.stdin)
+p = [d[k] for k in ("lat_p50_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_p999_ms")]
+sys.exit(0 if p == sorted(p) and p[0] > 0 and d["lat_samples"] == 36 else 1)' || no "index query percentiles p50..p99.9"
 # the truth of another base: exit 5 naming both sizes, nothing on stdout, in every metric
 for m in l2:ab cosine:ang ip:dot; do
 	metric=${m%%:*} f=$T/${m#*:}.hdf5
