@@ -93,6 +93,12 @@ const char *report_run_kind(const json_t *run);
  */
 int report_runs(struct ledger *l, json_t **rows, cs_err *e);
 
+/*
+ * The JSON Schema (draft 2020-12) of one row of an export: kind "runs",
+ * "queries" or "series" (exports.c); NULL for another kind. New reference.
+ */
+json_t *report_export_schema(const char *kind);
+
 /* Write rows (an array of flat objects) in format (REPORT_FMT_*) to out. */
 int report_rows_write(const json_t *rows, int format, FILE *out, cs_err *e);
 

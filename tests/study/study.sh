@@ -30,6 +30,11 @@ if command -v chromium >/dev/null 2>&1; then
 	python3 "$src/tests/report/chromium_check.py" "$T/demo/report/report.html" --max-height 16000 \
 		--shot "${REPORT_ARTEFACTS:-$T}/study-demo-report.png" || fail=1
 fi
+# every export of the demo study against its JSON Schema, and every column documented (issue 27)
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+"$py" "$src/tests/report/exports_check.py" "$cs" "$S" "$src/docs/records.md"
+case $? in 0|77) ;; *) fail=1 ;; esac
 cd "$T/demo/runs" || exit 1
 python3 - "$S/ledger.db" <<'PY' || fail=1
 import json, sqlite3, sys
