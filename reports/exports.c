@@ -14,13 +14,18 @@
  * docs/records.md ("Exports"), which tests/report/exports.sh holds to
  * this table. In CSV a null is an empty cell, a list its items joined by
  * spaces, a boolean true or false.
+ *
+ * report_front_svg draws `index sweep`'s recall/QPS front with the
+ * report's own scatter plot.
  */
 #include "report.h"
 #include "report_int.h"
 
 #include "hyp.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Types: s string, i integer, n number, b boolean, a array, o object, z null. */
@@ -224,4 +229,26 @@ json_t *report_export_schema(const char *kind)
 	if (s && cols == series_cols)
 		json_object_set_new(s, "required", json_pack("[s, s]", "series", "t_s"));
 	return s;
+}
+
+int report_front_svg(const char *title, const double *recall, const double *qps,
+		     const char *const *labels, size_t n, FILE *out, cs_err *e)
+{
+	static const char *const names[] = {"one setting each"};
+	svg_point *pts = calloc(n ? n : 1, sizeof(*pts));
+	rbuf b;
+	int rc = 0;
+
+	if (!pts)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		pts[i] = (svg_point){recall[i], qps[i], NAN, NAN, 0, labels ? labels[i] : NULL, 0};
+	rb_init(&b, 0);
+	/* x recall (linear), y QPS (log), the settings joined in order: ann-benchmarks' front */
+	svg_scatter(&b, title, "recall@k", "queries / s, log scale", pts, n, 0, 1, 0, 1, names, 1);
+	if (!rb_ok(&b) || fwrite(b.p, 1, b.len, out) != b.len)
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "cannot write the SVG");
+	rb_free(&b);
+	free(pts);
+	return rc;
 }
