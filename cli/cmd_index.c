@@ -50,7 +50,7 @@ static const char usage[] =
 	"                             [--buffers SIZE] [--search-probe N] [--rescore-limit N]\n"
 	"                             [--io serial|concurrent:Q] [--partitions LIST]\n"
 	"                             [--record-blocks PREFIX] [--trace FILE] [--json]\n"
-	"                             [--repeat N] [--warmup W] [--per-query FILE]\n"
+	"                             [--repeat N] [--warmup W] [--per-query FILE] [-q]\n"
 	"       coldstudy index sweep DIR --queries SPEC [--gt FILE] --ef-search LIST\n"
 	"                             | --search-probe LIST [--repeat 5] [--warmup 1]\n"
 	"                             [--out PREFIX] [--json] [query's --k --nq --strategy ...]\n"
@@ -73,6 +73,8 @@ static const char usage[] =
 	"query loop only: loading, ground truth and parsing are outside); QPS is the\n"
 	"median pass's, with the best and the min..max spread; percentiles over every\n"
 	"timed query (linear interpolation).\n"
+	"On a terminal, query draws a progress line fitted to its width for the ground\n"
+	"truth it computes and for the query passes (-q: none).\n"
 	"--per-query FILE writes one row a timed query (pass, q, lat_real_ms, reads,\n"
 	"recall): CSV when FILE ends in .csv, else JSON lines.\n"
 	"sweep runs the queries at each setting of LIST (HNSW kinds: --ef-search;\n"
@@ -487,7 +489,7 @@ typedef struct qargs {
 	const char *per_query; /* --per-query FILE: one row a timed query (.csv, else JSON lines) */
 	uint64_t nq, buffers;
 	uint64_t repeat, warmup; /* timed passes over the queries, untimed ones first */
-	int cold, json;
+	int cold, json, quiet;
 	cv_io_strategy strategy;
 	cv_query_opts qo;
 	uint32_t *parts;
@@ -513,6 +515,10 @@ static int parse_query_args(int argc, char **argv, qargs *a)
 		}
 		if (!strcmp(o, "--json")) {
 			a->json = 1;
+			continue;
+		}
+		if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) {
+			a->quiet = 1;
 			continue;
 		}
 		if (o[0] != '-') {
@@ -857,6 +863,7 @@ static int index_query(int argc, char **argv)
 	double *q_recall = NULL; /* --per-query: each query's recall (the first timed pass) */
 	uint64_t *q_reads = NULL; /* --per-query: each timed query's engine reads */
 	long rss0, rss1, rss2, rss3;
+	uint64_t prog_t0 = 0, prog_last = 0;
 	int rc, exitc = CS_EXIT_OK;
 	guard_held held;
 	const char *idir, *data_from_index = NULL;
@@ -959,8 +966,10 @@ static int index_query(int argc, char **argv)
 		cv_dataset *sub = NULL;
 
 		rc = cv_dataset_slice(qs, 0, s.nq, &sub);
+		cv_groundtruth_progress(!a.quiet && isatty(2));
 		if (!rc)
 			rc = cv_groundtruth_cached(base, sub, a.qo.k, cv_index_metric(ix), 0, NULL, &gt, &e);
+		cv_groundtruth_progress(0);
 		cv_dataset_free(sub);
 		if (rc) {
 			exitc = fail(rc, &e);
@@ -1033,6 +1042,7 @@ static int index_query(int argc, char **argv)
 	 */
 	malloc_trim(0);
 	rss2 = rss_anon_kb();
+	prog_t0 = prog_last = cv_progress_start();
 	/*
 	 * warmup untimed passes, then repeat timed ones, over the same queries.
 	 * Only the timed passes count: latencies, QPS per pass, read counters
@@ -1075,6 +1085,12 @@ static int index_query(int argc, char **argv)
 				fprintf(stderr, "coldstudy index: query %zu: %s\n", i, strerror(-rc));
 				exitc = cli_exit_from_errno(rc);
 				goto out;
+			}
+			/* a progress line on a terminal, five times a second at most (-q: none) */
+			if (!a.quiet && isatty(2) && t1 - prog_last > 200000000u) {
+				prog_last = t1;
+				cv_progress("querying", a.dir, pass * s.nq + i + 1,
+					    (a.warmup + a.repeat) * s.nq, prog_t0);
 			}
 			if (!timed)
 				continue;
@@ -1135,6 +1151,9 @@ static int index_query(int argc, char **argv)
 			s.pass_qps[s.passes++] = pass_s > 0 ? (double) s.nq / pass_s : 0;
 		}
 	}
+	if (!a.quiet && isatty(2) && prog_last != prog_t0)
+		cv_progress("querying", a.dir, (a.warmup + a.repeat) * s.nq, (a.warmup + a.repeat) * s.nq,
+			    prog_t0);
 	rss3 = rss_anon_kb();
 	s.index_rss_kb = rss0 < 0 || rss1 < 0 || rss2 < 0 || rss3 < 0
 				 ? -1
@@ -1542,8 +1561,10 @@ static int index_sweep(int argc, char **argv)
 		cv_dataset *sub = NULL;
 
 		rc = cv_dataset_slice(qs, 0, nq, &sub);
+		cv_groundtruth_progress(!a.quiet && isatty(2));
 		if (!rc)
 			rc = cv_groundtruth_cached(base, sub, a.qo.k, cv_index_metric(ix), 0, NULL, &gt, &e);
+		cv_groundtruth_progress(0);
 		cv_dataset_free(sub);
 		if (rc) {
 			exitc = fail(rc, &e);

@@ -82,6 +82,9 @@ CV_API int cv_ivecs_read(const char *path, int32_t **ids, size_t *nq, size_t *k,
 CV_API int cv_groundtruth(const cv_dataset *base, const cv_dataset *queries, size_t k,
 			  cv_metric m, int threads, int32_t *ids, float *dists);
 
+/* on: cv_groundtruth draws a progress line on stderr (cv_progress) while it computes; off by default. */
+CV_API void cv_groundtruth_progress(int on);
+
 /*
  * As cv_groundtruth, cached under cache_dir by the inputs' content hashes,
  * k and metric. cache_dir NULL: $COLDSTUDY_CACHE or ~/.cache/coldstudy.

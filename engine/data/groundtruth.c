@@ -50,8 +50,17 @@ typedef struct gt_job {
 	int32_t *ids;
 	float *dists;
 	size_t next;    /* next query block, claimed atomically */
+	size_t done;    /* queries finished (progress) */
+	uint64_t t0, last; /* progress: start, last line drawn (ns) */
 	int rc;
 } gt_job;
+
+static int gt_progress; /* cv_groundtruth_progress */
+
+CV_API void cv_groundtruth_progress(int on)
+{
+	__atomic_store_n(&gt_progress, on, __ATOMIC_RELAXED);
+}
 
 /* True if a is worse (farther, or as far with a higher id) than b. */
 static inline int worse(gt_pair a, gt_pair b)
@@ -110,6 +119,19 @@ static void gt_worker(void *arg, unsigned w)
 				}
 			}
 		}
+		{
+			size_t dn = __atomic_add_fetch(&j->done, q1 - q0, __ATOMIC_RELAXED);
+
+			/* worker 0 draws, at most five times a second */
+			if (w == 0 && __atomic_load_n(&gt_progress, __ATOMIC_RELAXED)) {
+				uint64_t now = cv_progress_start();
+
+				if (now - j->last > 200000000u && dn < nq) {
+					j->last = now;
+					cv_progress("computing", "ground truth", dn, nq, j->t0);
+				}
+			}
+		}
 		for (size_t q = q0; q < q1; q++) {
 			gt_pair *h = heaps + (q - q0) * k;
 
@@ -122,7 +144,6 @@ static void gt_worker(void *arg, unsigned w)
 		}
 	}
 out:
-	(void) w;
 	free(heaps);
 	free(dist);
 }
@@ -148,7 +169,10 @@ CV_API int cv_groundtruth(const cv_dataset *base, const cv_dataset *queries, siz
 		t = (unsigned) nblocks;
 	if (t > 256)
 		t = 256;
+	j.t0 = j.last = cv_progress_start();
 	cvu_team(t, gt_worker, &j);
+	if (__atomic_load_n(&gt_progress, __ATOMIC_RELAXED) && !j.rc)
+		cv_progress("computing", "ground truth", queries->n, queries->n, j.t0);
 	return j.rc;
 }
 
