@@ -29,12 +29,12 @@
 #include <string.h>
 
 /* Types: s string, i integer, n number, b boolean, a array, o object, z null. */
-typedef struct col {
+typedef struct export_col {
 	const char *name;
 	const char *types;
 	const char *const *vals; /* a closed set of strings, or NULL */
 	const char *desc;
-} col;
+} export_col;
 
 static const char *const kinds[] = {"design", "holdout", "sceptic", "exploratory", NULL};
 static const char *const statuses[] = {"complete", "not recorded", NULL};
@@ -45,7 +45,7 @@ static const char *const device_times[] = {"virtual", "real", NULL};
 static const char *const vias[] = {"uring", "threads", NULL};
 static const char *const series_names[] = {"iostat", "memory", "prometheus", NULL};
 
-static const col run_cols[] = {
+static const export_col run_cols[] = {
 	{"run_id", "s", NULL, "the run's id (R0001, ...)"},
 	{"kind", "s", kinds, "what the run serves: the plan's class, else design (it names hypotheses) or exploratory"},
 	{"status", "s", statuses, "complete, or not recorded (started, then stopped or killed)"},
@@ -86,7 +86,7 @@ static const col run_cols[] = {
 	{NULL, NULL, NULL, NULL},
 };
 
-static const col query_cols[] = {
+static const export_col query_cols[] = {
 	{"q", "i", NULL, "the query's row in the query set"},
 	{"client", "i", NULL, "the client that ran it"},
 	{"t_real_ms", "n", NULL, "when it started, from the load's start, real clock"},
@@ -108,7 +108,7 @@ static const col query_cols[] = {
 	{NULL, NULL, NULL, NULL},
 };
 
-static const col series_cols[] = {
+static const export_col series_cols[] = {
 	{"series", "s", series_names, "which sampler"},
 	{"t_s", "n", NULL, "seconds since the run's start, real clock (every series is sampled on the real clock)"},
 	{"r_s", "nz", NULL, "iostat: reads a second"},
@@ -200,7 +200,7 @@ static void add_metrics(json_t *props)
 
 json_t *report_export_schema(const char *kind)
 {
-	const col *cols = !strcmp(kind, "runs")	     ? run_cols
+	const export_col *cols = !strcmp(kind, "runs")	     ? run_cols
 			  : !strcmp(kind, "queries") ? query_cols
 			  : !strcmp(kind, "series")  ? series_cols
 						     : NULL;
