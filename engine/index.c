@@ -367,12 +367,11 @@ static int term_cols(void)
 {
 	struct winsize ws;
 	const char *c = getenv("COLUMNS");
+	long v = c ? strtol(c, NULL, 10) : 0;
 
 	if (ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20)
 		return ws.ws_col;
-	if (c && atoi(c) >= 20)
-		return atoi(c);
-	return 80;
+	return v >= 20 && v <= 1000 ? (int) v : 80;
 }
 
 CV_API void cv_progress(const char *verb, const char *what, size_t done, size_t total,
