@@ -12,18 +12,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
 	"usage: coldstudy data info SPEC [--json]\n"
 	"       coldstudy data gt --base SPEC --queries SPEC --k K --metric l2|cosine|ip\n"
-	"                         --out FILE.ivecs [--threads N] [--cache-dir DIR]\n\n"
+	"                         --out FILE.ivecs [--threads N] [--cache-dir DIR] [-q]\n\n"
 	"SPEC: fashion-mnist[:train|:test], fvecs:PATH, ivecs:PATH, bvecs:PATH, idx:PATH,\n"
-	"      npy:PATH, synth:n=N,d=D[,clusters=C][,seed=S][,sigma=X], each with an\n"
+	"      npy:PATH, hdf5:PATH[:train|:test|:neighbors|:distances] (an ann-benchmarks\n"
+	"      file), synth:n=N,d=D[,clusters=C][,seed=S][,sigma=X], each with an\n"
 	"      optional row range [A:B] (e.g. fashion-mnist:test[0:100]).\n"
 	"gt writes the exact K nearest base ids of every query (ties to the lower id)\n"
 	"as ivecs; results are cached in DIR, $COLDSTUDY_CACHE or ~/.cache/coldstudy.\n"
-	"--out and the cache folder are checked first: inside production they are refused.\n"
-	"exit codes: 0 ok, 1 internal, 2 usage, 3 refused (production), 5 bad input file or spec\n";
+	"On a terminal a progress line fitted to its width shows the queries done and an\n"
+	"estimate of the time left (-q: none).\n"
+	"--out and the cache folder are checked first: inside production they are refused.\n";
 
 /* Print the loader's message and map rc to an exit code. */
 static int data_fail(int rc, const cv_err *e)
@@ -104,7 +107,7 @@ static int data_gt(int argc, char **argv)
 	cv_metric m;
 	cv_err e = {{0}};
 	int32_t *ids = NULL;
-	int rc, hit = 0, ex;
+	int rc, hit = 0, ex, quiet = 0;
 	uint64_t t0;
 	guard_held outh;
 	char outvia[PATH_MAX + 300];
@@ -113,6 +116,11 @@ static int data_gt(int argc, char **argv)
 	for (int i = 1; i < argc; i += 2) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) {
+			quiet = 1;
+			i--;
+			continue;
+		}
 		if (!v)
 			return cli_usage("data", "option '%s' needs a value or is unknown", o);
 		if (!strcmp(o, "--base"))
@@ -165,7 +173,10 @@ static int data_gt(int argc, char **argv)
 		goto out;
 	}
 	t0 = cs_mono_ns();
+	/* a progress line on a terminal while it computes (-q: none) */
+	cv_groundtruth_progress(!quiet && isatty(2));
 	rc = cv_groundtruth_cached2(base, q, (size_t) k, m, (int) threads, cdir, &ids, NULL, &hit, &e);
+	cv_groundtruth_progress(0);
 	if (!rc)
 		rc = cv_ivecs_write(outvia, ids, q->n, (size_t) k, &e);
 	if (rc) {

@@ -22,6 +22,7 @@
 
 #include "guard.h"
 #include "harness.h"
+#include "report.h"
 
 #include <fcntl.h>
 #include "coldvec.h"
@@ -34,12 +35,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 static const char usage[] =
 	"usage: coldstudy index build --kind hnsw|paged|phnsw|hfresh --data SPEC\n"
-	"                             --metric l2|cosine|ip --out DIR [--m N]\n"
+	"                             [--metric l2|cosine|ip] --out DIR [--m N]\n"
 	"                             [--ef-construction N] [--partitions N] [--threads N]\n"
 	"                             [--seed N] [--max-posting-kb N] [--replicas N]\n"
 	"                             [--rng-factor X] [--code-bits 1..4] [-q] [--json]\n"
@@ -51,20 +53,39 @@ static const char usage[] =
 	"                             [--buffers SIZE] [--search-probe N] [--rescore-limit N]\n"
 	"                             [--io serial|concurrent:Q] [--partitions LIST]\n"
 	"                             [--record-blocks PREFIX] [--trace FILE] [--json]\n"
-	"                             [--repeat N] [--warmup W]\n"
+	"                             [--repeat N] [--warmup W] [--per-query FILE] [-q]\n"
+	"       coldstudy index sweep DIR --queries SPEC [--gt FILE] --ef-search LIST\n"
+	"                             | --search-probe LIST [--repeat 5] [--warmup 1]\n"
+	"                             [--out PREFIX] [--json] [query's --k --nq --strategy ...]\n"
 	"       coldstudy index verify DIR\n"
 	"       coldstudy index insert DIR --data SPEC [--first-id N]\n"
 	"       coldstudy index delete DIR --ids FILE | --data SPEC [--first-id N]\n\n"
 	"build writes DIR (a progress bar with elapsed time and an estimate of the time\n"
 	"left on a terminal; -q: none); --json prints what was built as one object.\n"
+	"DIR/DATA keeps --data with its path made absolute, so a query from any directory\n"
+	"finds the same file. An hdf5: file's 'distance' attribute (euclidean: l2,\n"
+	"angular: cosine, dot: ip) is the metric when --metric is left out; a --metric,\n"
+	"--queries or --gt file that disagrees with it is refused (exit 5).\n"
 	"query prints recall@k\n"
-	"(ann-benchmarks' definition), QPS, latency mean/p50/p99, reads per query,\n"
+	"(ann-benchmarks' definition; only against a truth of the same base: --gt ids past\n"
+	"the base, or an hdf5: truth whose 'train' has other rows, are exit 5), QPS, latency\n"
+	"mean/p50/p90/p95/p99/p99.9 (cs_quantile), reads per query,\n"
 	"bytes per read, mean read latency, buffer hits, heap/posting/rescore reads.\n"
 	"--cold evicts the index's files and empties the buffer pool before each query.\n"
 	"--warmup W runs the queries W times untimed, then --repeat N times timed (the\n"
 	"query loop only: loading, ground truth and parsing are outside); QPS is the\n"
 	"median pass's, with the best and the min..max spread; percentiles over every\n"
 	"timed query (linear interpolation).\n"
+	"On a terminal, query draws a progress line fitted to its width for the ground\n"
+	"truth it computes and for the query passes (-q: none).\n"
+	"--per-query FILE writes one row a timed query (pass, q, lat_real_ms, reads,\n"
+	"recall): CSV when FILE ends in .csv, else JSON lines.\n"
+	"sweep runs the queries at each setting of LIST (HNSW kinds: --ef-search;\n"
+	"hfresh: --search-probe), warm, --warmup untimed and --repeat timed passes each,\n"
+	"and prints a row a setting: recall@k, QPS (median pass, min..max), latency\n"
+	"p50/p90/p95/p99/p99.9, reads a query, the build's seconds (DIR/BUILD, written by\n"
+	"build) and the index's bytes; --out writes PREFIX.csv, PREFIX.jsonl and\n"
+	"PREFIX.svg (the recall/QPS front).\n"
 	"--simulate replays each query's reads against PROFILE in virtual time.\n"
 	"--throttle CAP (with --cold) caps the index's whole disk with the kernel's block\n"
 	"throttle, the query loop's readers in a cgroup of their own: gp3-3000, gp3-16000,\n"
@@ -75,12 +96,11 @@ static const char usage[] =
 	"queries) for `coldstudy device replay FILE --device PROFILE`.\n"
 	"--record-blocks writes PREFIX.NAME per index file: the blocks read, for\n"
 	"`coldstudy cache prewarm DIR/NAME --blocks @PREFIX.NAME`.\n"
-	"SIZE: bytes with an optional K, M or G suffix. LIST: 0,3,8-15.\n"
-	"exit codes: 0 ok, 1 internal, 2 usage, 4 verification failed, 5 bad input\n";
+	"SIZE: bytes with an optional K, M or G suffix. LIST: 0,3,8-15.\n";
 
 static int fail(int rc, const cv_err *e)
 {
-	fprintf(stderr, "coldstudy index: %s\n", e && e->msg[0] ? e->msg : strerror(-rc));
+	fprintf(stderr, "coldstudy index: %s\n", e && e->msg[0] ? cli_spell(e->msg) : strerror(-rc));
 	return cli_exit_from_errno(rc);
 }
 
@@ -174,6 +194,44 @@ bad:
 
 /* ---- build ---- */
 
+/*
+ * An ann-benchmarks file's `distance` attribute against the metric *m
+ * (metric says whose it is: "--metric", "the index's metric"; NULL: none given,
+ * and the file's becomes *m). One that disagrees is refused (exit 5,
+ * naming both). spec not hdf5:: 0; a file without the attribute: 0 if a
+ * metric was given.
+ */
+static int hdf5_metric(const char *spec, const char *what, const char *metric, cv_metric *m)
+{
+	cv_hdf5_info hi;
+	cv_err e = {{0}};
+	int rc;
+
+	if (strncmp(spec, "hdf5:", 5))
+		return 0;
+	rc = cv_hdf5_describe(spec, &hi, &e);
+	if (rc)
+		return fail(rc, &e);
+	if (!hi.has_metric) {
+		if (metric)
+			return 0;
+		if (hi.distance[0])
+			fprintf(stderr, "coldstudy index: %s %s: distance '%s' is none of euclidean, angular, "
+				"dot: give --metric\n", what, spec, hi.distance);
+		else
+			fprintf(stderr, "coldstudy index: %s %s: no 'distance' attribute: give --metric\n",
+				what, spec);
+		return CS_EXIT_BADINPUT;
+	}
+	if (metric && hi.metric != *m) {
+		fprintf(stderr, "coldstudy index: %s %s: the file's distance is '%s' (%s), %s is %s\n",
+			what, spec, hi.distance, cv_metric_name(hi.metric), metric, cv_metric_name(*m));
+		return CS_EXIT_BADINPUT;
+	}
+	*m = hi.metric;
+	return 0;
+}
+
 static int write_data_spec(const char *dir, const char *spec)
 {
 	char path[4096];
@@ -190,6 +248,7 @@ static int write_data_spec(const char *dir, const char *spec)
 static int index_build(int argc, char **argv)
 {
 	const char *kind = NULL, *data = NULL, *out = NULL, *metric = NULL;
+	char data_abs[sizeof(((cv_dataset *) 0)->spec)];
 	guard_held held;
 	cv_build_opts o;
 	cv_dataset *ds = NULL;
@@ -262,13 +321,18 @@ static int index_build(int argc, char **argv)
 			return cli_usage("index", "build: unknown argument '%s'", a);
 		}
 	}
-	if (!kind || !data || !out || !metric)
+	if (!kind || !data || !out || (!metric && strncmp(data, "hdf5:", 5)))
 		return cli_usage("index", "build needs --kind, --data, --metric and --out");
 	if (strcmp(kind, "hnsw") && strcmp(kind, "paged") && strcmp(kind, "phnsw") &&
 	    strcmp(kind, "hfresh"))
 		return cli_usage("index", "--kind wants hnsw, paged, phnsw or hfresh, got '%s'", kind);
-	if (cv_metric_parse(metric, &o.metric))
+	if (metric && cv_metric_parse(metric, &o.metric))
 		return cli_usage("index", "--metric wants l2, cosine or ip, got '%s'", metric);
+	if ((rc = hdf5_metric(data, "--data", metric ? "--metric" : NULL, &o.metric)))
+		return rc;
+	/* DATA keeps the spec resolved, so a query from any directory finds the same file */
+	if ((rc = cv_dataset_spec_resolve(data, data_abs, sizeof(data_abs), &e)))
+		return fail(rc, &e);
 	{
 		cs_err ge = {0};
 		char **files = NULL;
@@ -303,13 +367,28 @@ static int index_build(int argc, char **argv)
 	t0 = cs_mono_ns();
 	rc = cv_index_build(kind, ds, &o, guard_held_via(&held), &e);
 	if (!rc)
-		rc = write_data_spec(guard_held_via(&held), data);
+		rc = write_data_spec(guard_held_via(&held), data_abs);
 	guard_held_close(&held);
 	if (rc) {
 		cv_dataset_free(ds);
 		return fail(rc, &e);
 	}
 	secs = (double) (cs_mono_ns() - t0) / 1e9;
+	/* DIR/BUILD: how long the build took, for `index sweep`'s rows (a missing one is null there) */
+	if (!rc) {
+		char bpath[4300];
+		FILE *bf;
+
+		if (guard_hold(out, AT_FDCWD, &held, &(cs_err){0}) == 0) {
+			snprintf(bpath, sizeof(bpath), "%s/BUILD", guard_held_via(&held));
+			if ((bf = fopen(bpath, "w"))) {
+				fprintf(bf, "{\"seconds\":%.3f,\"kind\":\"%s\",\"n\":%zu,\"d\":%zu}\n", secs,
+					kind, ds->n, ds->d);
+				fclose(bf);
+			}
+			guard_held_close(&held);
+		}
+	}
 	if (json) {
 		json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:f}", "kind", kind, "dir", out,
 				      "data", data, "n", (json_int_t) ds->n, "d", (json_int_t) ds->d,
@@ -423,9 +502,10 @@ static int write_blocks(const char *prefix, const cv_block_list *bl, char **file
 
 typedef struct qargs {
 	const char *dir, *queries, *data, *gt, *device, *simulate, *record, *tracefile, *throttle;
+	const char *per_query; /* --per-query FILE: one row a timed query (.csv, else JSON lines) */
 	uint64_t nq, buffers;
 	uint64_t repeat, warmup; /* timed passes over the queries, untimed ones first */
-	int cold, json;
+	int cold, json, quiet;
 	cv_io_strategy strategy;
 	cv_query_opts qo;
 	uint32_t *parts;
@@ -453,6 +533,10 @@ static int parse_query_args(int argc, char **argv, qargs *a)
 			a->json = 1;
 			continue;
 		}
+		if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) {
+			a->quiet = 1;
+			continue;
+		}
 		if (o[0] != '-') {
 			if (a->dir)
 				return cli_usage("index", "query takes one DIR");
@@ -478,6 +562,8 @@ static int parse_query_args(int argc, char **argv, qargs *a)
 			a->record = val;
 		else if (!strcmp(o, "--trace"))
 			a->tracefile = val;
+		else if (!strcmp(o, "--per-query"))
+			a->per_query = val;
 		else if (!strcmp(o, "--nq")) {
 			if ((rc = opt_uint(o, val, 1, UINT32_MAX, &a->nq)))
 				return rc;
@@ -558,6 +644,41 @@ static int parse_query_args(int argc, char **argv, qargs *a)
 	return 0;
 }
 
+/*
+ * Recall is computed only against the base the ground truth was made of:
+ * an hdf5: truth's `train` must have the base's rows, and no id of the
+ * nq rows used may reach past the base. Otherwise exit 5 naming both sizes.
+ */
+static int gt_matches_base(const qargs *a, const cv_dataset *base, const int32_t *gt, size_t nq)
+{
+	int32_t top = -1;
+
+	if (!strncmp(a->gt, "hdf5:", 5)) {
+		cv_hdf5_info hi;
+		cv_err e = {{0}};
+		int rc = cv_hdf5_describe(a->gt, &hi, &e);
+
+		if (rc)
+			return fail(rc, &e);
+		if (hi.train_rows && hi.train_rows != base->n) {
+			fprintf(stderr, "coldstudy index: --gt %s: its neighbours are of a base of %zu rows "
+				"('train'), the base %s has %zu: recall needs the truth of the same base\n",
+				a->gt, hi.train_rows, base->spec, base->n);
+			return CS_EXIT_BADINPUT;
+		}
+	}
+	for (size_t i = 0; i < nq * a->qo.k; i++)
+		if (gt[i] > top)
+			top = gt[i];
+	if (top >= 0 && (size_t) top >= base->n) {
+		fprintf(stderr, "coldstudy index: --gt %s: ids reach %d, so its base has at least %lld rows; "
+			"the base %s has %zu: recall needs the truth of the same base\n",
+			a->gt, top, (long long) top + 1, base->spec, base->n);
+		return CS_EXIT_BADINPUT;
+	}
+	return 0;
+}
+
 typedef struct qsum {
 	size_t nq;           /* queries per pass */
 	size_t passes;       /* timed passes done */
@@ -577,7 +698,7 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 {
 	size_t ntot = s->nq * s->passes;
 	double nq = (double) (ntot ? ntot : 1);
-	double lat_mean = 0, p50, p99, qps, qps_best, qps_min;
+	double lat_mean = 0, p50, p90, p95, p99, p999, qps, qps_best, qps_min;
 	double *sorted = malloc((ntot ? ntot : 1) * sizeof(double));
 	double *qsorted = malloc((s->passes ? s->passes : 1) * sizeof(double));
 	double read_ms = cv_hist_mean(&s->io.lat_ns) / 1e6;
@@ -595,7 +716,10 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 	lat_mean /= nq;
 	qsort(sorted, ntot, sizeof(double), cmp_double);
 	p50 = ntot ? cs_quantile(sorted, ntot, 0.5) : 0;
+	p90 = ntot ? cs_quantile(sorted, ntot, 0.90) : 0;
+	p95 = ntot ? cs_quantile(sorted, ntot, 0.95) : 0;
 	p99 = ntot ? cs_quantile(sorted, ntot, 0.99) : 0;
+	p999 = ntot ? cs_quantile(sorted, ntot, 0.999) : 0;
 	free(sorted);
 	/* QPS: the median pass's, the best pass's and the spread (min to max = best) */
 	memcpy(qsorted, s->pass_qps, s->passes * sizeof(double));
@@ -626,6 +750,7 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 		for (size_t i = 0; i < s->passes; i++)
 			printf("%s%.3f", i ? "," : "", s->pass_qps[i]);
 		printf("],\"lat_samples\":%zu,", ntot);
+		printf("\"lat_p90_ms\":%.4f,\"lat_p95_ms\":%.4f,\"lat_p999_ms\":%.4f,", p90, p95, p999);
 		printf("\"wall_s\":%.6f,\"qps\":%.3f,\"lat_mean_ms\":%.4f,\"lat_p50_ms\":%.4f,"
 		       "\"lat_p99_ms\":%.4f,\"engine_reads\":%llu,\"reads_per_query\":%.2f,"
 		       "\"bytes_per_read\":%.1f,\"engine_read_ms_mean\":%.5f,\"buffer_hits_per_query\":%.2f,"
@@ -686,8 +811,9 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 		       qps, s->passes, qps_best, qps_min, (unsigned long long) a->warmup);
 	else
 		printf("QPS              %.2f\n", qps);
-	printf("latency ms       mean %.3f  p50 %.3f  p99 %.3f (%zu queries)\n", lat_mean, p50, p99,
-	       ntot);
+	printf("latency ms       mean %.3f  p50 %.3f  p90 %.3f  p95 %.3f  p99 %.3f  p99.9 %.3f "
+	       "(%zu queries)\n",
+	       lat_mean, p50, p90, p95, p99, p999, ntot);
 	printf("reads/query      %.1f (%.0f bytes per read, mean read %.4f ms, max in flight %llu)\n",
 	       (double) s->st.reads / nq, bpr, read_ms, (unsigned long long) s->io.inflight_max);
 	printf("cpu/query        %.3f ms (%.2f us per read: user %.2f, system %.2f)\n",
@@ -711,6 +837,47 @@ static void print_summary(const qargs *a, const cv_index *ix, const qsum *s)
 	free(qsorted);
 }
 
+/*
+ * --per-query FILE: one row a timed query: pass, q (its row in the query
+ * set), lat_real_ms, reads, recall (null without a truth). CSV when FILE
+ * ends in .csv, else JSON lines. 0 or an exit code (message printed).
+ */
+static int write_per_query(const char *path, const qsum *s, const uint64_t *reads,
+			   const double *recall)
+{
+	size_t n = strlen(path);
+	json_t *rows = json_array();
+	cs_err e = {0};
+	FILE *f;
+	int rc;
+
+	if (!rows)
+		return CS_EXIT_INTERNAL;
+	for (size_t p = 0; p < s->passes; p++)
+		for (size_t i = 0; i < s->nq; i++)
+			json_array_append_new(rows, json_pack("{s:I, s:I, s:f, s:I, s:o}", "pass", (json_int_t) p,
+							      "q", (json_int_t) i, "lat_real_ms",
+							      s->lat_ms[p * s->nq + i], "reads",
+							      (json_int_t) reads[p * s->nq + i], "recall",
+							      isfinite(recall[i]) ? json_real(recall[i])
+										  : json_null()));
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "coldstudy index: --per-query %s: %s\n", path, strerror(errno));
+		json_decref(rows);
+		return CS_EXIT_BADINPUT;
+	}
+	rc = report_rows_write(rows, n > 4 && !strcmp(path + n - 4, ".csv") ? REPORT_FMT_CSV
+									 : REPORT_FMT_JSONL,
+			       f, &e);
+	if (fclose(f) && !rc)
+		rc = cs_err_set(&e, CS_EXIT_INTERNAL, "cannot write");
+	json_decref(rows);
+	if (rc)
+		fprintf(stderr, "coldstudy index: --per-query %s: %s\n", path, e.msg);
+	return rc;
+}
+
 static int index_query(int argc, char **argv)
 {
 	qargs a;
@@ -730,10 +897,13 @@ static int index_query(int argc, char **argv)
 	uint32_t *ids = NULL;
 	float *dists = NULL;
 	double sim_read_sum = 0, sim_infl_sum = 0;
+	double *q_recall = NULL; /* --per-query: each query's recall (the first timed pass) */
+	uint64_t *q_reads = NULL; /* --per-query: each timed query's engine reads */
 	long rss0, rss1, rss2, rss3;
+	uint64_t prog_t0 = 0, prog_last = 0;
 	int rc, exitc = CS_EXIT_OK;
 	guard_held held, traceh, recordh;
-	const char *idir, *cvia;
+	const char *idir, *cvia, *data_from_index = NULL;
 	char tracevia[PATH_MAX + 300], recordvia[PATH_MAX + 300];
 	harness_cap cap;
 	harness_throttle thr;
@@ -823,13 +993,23 @@ static int index_query(int argc, char **argv)
 		}
 	/* ground truth: --gt, or computed (and cached) against the data spec */
 	if (!a.data && read_data_spec(idir, spec, sizeof(spec)) == 0)
-		a.data = spec;
+		data_from_index = a.data = spec;
 	if (a.data) {
 		rc = cv_dataset_load(a.data, &base, &e);
 		if (rc) {
-			exitc = fail(rc, &e);
+			if (data_from_index)
+				fprintf(stderr, "coldstudy index: %s/DATA names the index's data as %s: %s "
+					"(give --data SPEC)\n", a.dir, a.data, e.msg[0] ? e.msg : strerror(-rc));
+			exitc = data_from_index ? CS_EXIT_BADINPUT : fail(rc, &e);
 			goto out;
 		}
+	}
+	{
+		cv_metric im = cv_index_metric(ix);
+
+		if ((exitc = hdf5_metric(a.queries, "--queries", "the index's metric", &im)) ||
+		    (a.gt && (exitc = hdf5_metric(a.gt, "--gt", "the index's metric", &im))))
+			goto out;
 	}
 	if (a.gt && base) {
 		size_t gnq, gk;
@@ -850,12 +1030,16 @@ static int index_query(int argc, char **argv)
 			for (size_t i = 0; i < s.nq; i++)
 				memmove(gt + i * a.qo.k, gt + i * gk, a.qo.k * sizeof(*gt));
 		}
+		if ((exitc = gt_matches_base(&a, base, gt, s.nq)))
+			goto out;
 	} else if (base) {
 		cv_dataset *sub = NULL;
 
 		rc = cv_dataset_slice(qs, 0, s.nq, &sub);
+		cv_groundtruth_progress(!a.quiet && isatty(2));
 		if (!rc)
 			rc = cv_groundtruth_cached(base, sub, a.qo.k, cv_index_metric(ix), 0, NULL, &gt, &e);
+		cv_groundtruth_progress(0);
 		cv_dataset_free(sub);
 		if (rc) {
 			exitc = fail(rc, &e);
@@ -923,7 +1107,13 @@ static int index_query(int argc, char **argv)
 	dists = calloc(a.qo.k, sizeof(*dists));
 	s.lat_ms = calloc(s.nq && a.repeat ? s.nq * a.repeat : 1, sizeof(double));
 	s.pass_qps = calloc(a.repeat, sizeof(double));
-	if (!ids || !dists || !s.lat_ms || !s.pass_qps) {
+	if (a.per_query) {
+		q_recall = malloc((s.nq ? s.nq : 1) * sizeof(*q_recall));
+		q_reads = calloc(s.nq && a.repeat ? s.nq * a.repeat : 1, sizeof(*q_reads));
+		for (size_t i = 0; q_recall && i < s.nq; i++)
+			q_recall[i] = NAN;
+	}
+	if (!ids || !dists || !s.lat_ms || !s.pass_qps || (a.per_query && (!q_recall || !q_reads))) {
 		exitc = CS_EXIT_INTERNAL;
 		goto out;
 	}
@@ -937,6 +1127,7 @@ static int index_query(int argc, char **argv)
 	 */
 	malloc_trim(0);
 	rss2 = rss_anon_kb();
+	prog_t0 = prog_last = cv_progress_start();
 	/*
 	 * warmup untimed passes, then repeat timed ones, over the same queries.
 	 * Only the timed passes count: latencies, QPS per pass, read counters
@@ -953,13 +1144,13 @@ static int index_query(int argc, char **argv)
 			cv_io_stats_reset(io);
 		for (size_t i = 0; i < s.nq; i++) {
 			size_t nout = 0;
-			uint64_t t0, t1, c0, c1, u0, u1, k0, k1;
+			uint64_t t0, t1, c0, c1, u0, u1, k0, k1, reads0 = s.st.reads;
 
 			if (a.cold) {
 				for (size_t f = 0; f < nfiles; f++)
 					if ((rc = cv_cache_evict(files[f]))) {
-						fprintf(stderr, "coldstudy index: %s: cannot evict: %s\n", files[f],
-							strerror(-rc));
+						fprintf(stderr, "coldstudy index: %s: cannot evict: %s\n",
+							cli_spell(files[f]), strerror(-rc));
 						exitc = CS_EXIT_INTERNAL;
 						goto out;
 					}
@@ -980,17 +1171,36 @@ static int index_query(int argc, char **argv)
 				exitc = cli_exit_from_errno(rc);
 				goto out;
 			}
+			/* a progress line on a terminal, five times a second at most (-q: none) */
+			if (!a.quiet && isatty(2) && t1 - prog_last > 200000000u) {
+				prog_last = t1;
+				cv_progress("querying", a.dir, pass * s.nq + i + 1,
+					    (a.warmup + a.repeat) * s.nq, prog_t0);
+			}
 			if (!timed)
 				continue;
 			lat[i] = (double) (t1 - t0) / 1e6;
+			if (q_reads)
+				q_reads[(pass - a.warmup) * s.nq + i] = s.st.reads - reads0;
 			pass_s += (double) (t1 - t0) / 1e9;
 			s.cpu_s += (double) (c1 - c0) / 1e9;
 			s.user_s += (double) (u1 - u0) / 1e9;
 			s.sys_s += (double) (k1 - k0) / 1e9;
 			if (first && gt && base) {
-				s.recall += cv_recall_at_k(base, cv_row(qs, i), cv_index_metric(ix),
-							   gt + i * a.qo.k, a.qo.k, ids, nout);
+				double r = cv_recall_at_k(base, cv_row(qs, i), cv_index_metric(ix),
+							  gt + i * a.qo.k, a.qo.k, ids, nout);
+
+				/* NaN: the truth left the base (checked above; never averaged in) */
+				if (isnan(r)) {
+					fprintf(stderr, "coldstudy index: query %zu: the ground truth names a row "
+						"outside the base (%zu rows)\n", i, base->n);
+					exitc = CS_EXIT_BADINPUT;
+					goto out;
+				}
+				s.recall += r;
 				s.have_recall = 1;
+				if (q_recall)
+					q_recall[i] = r;
 			}
 			if (a.tracefile) {
 				char tpath[4200];
@@ -1033,6 +1243,9 @@ static int index_query(int argc, char **argv)
 		if (harness_throttle_counters(&thr, &tr, &tb) == 0)
 			s.throttle = harness_throttle_record(&thr, tr, tb);
 	}
+	if (!a.quiet && isatty(2) && prog_last != prog_t0)
+		cv_progress("querying", a.dir, (a.warmup + a.repeat) * s.nq, (a.warmup + a.repeat) * s.nq,
+			    prog_t0);
 	rss3 = rss_anon_kb();
 	s.index_rss_kb = rss0 < 0 || rss1 < 0 || rss2 < 0 || rss3 < 0
 				 ? -1
@@ -1044,6 +1257,10 @@ static int index_query(int argc, char **argv)
 	if (s.sim_ms > 0)
 		s.sim_inflight = sim_infl_sum / s.sim_ms;
 	cv_io_stats_get(io, &s.io);
+	if (a.per_query && (rc = write_per_query(a.per_query, &s, q_reads, q_recall))) {
+		exitc = rc;
+		goto out;
+	}
 	print_summary(&a, ix, &s);
 	if (a.record && (rc = write_blocks(a.record, &bl, files, nfiles))) {
 		fprintf(stderr, "coldstudy index: %s: cannot write block lists: %s\n", a.record,
@@ -1051,6 +1268,8 @@ static int index_query(int argc, char **argv)
 		exitc = CS_EXIT_INTERNAL;
 	}
 out:
+	free(q_recall);
+	free(q_reads);
 	free(bl.file);
 	free(bl.block);
 	free(ids);
@@ -1237,6 +1456,390 @@ static int index_update(int argc, char **argv, int insert)
 	return CS_EXIT_OK;
 }
 
+
+/* ---- sweep: the ann-benchmarks loop ---- */
+
+/* The bytes of an index's own files (DATA and BUILD left out); -1 unknown. */
+static long long index_bytes(const char *dir)
+{
+	char **files = NULL;
+	size_t n = 0;
+	long long sum = 0;
+
+	if (cv_index_files(dir, &files, &n))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const char *b = strrchr(files[i], '/');
+		struct stat st;
+
+		b = b ? b + 1 : files[i];
+		if (!strcmp(b, "DATA") || !strcmp(b, "BUILD"))
+			continue;
+		if (stat(files[i], &st) == 0)
+			sum += (long long) st.st_size;
+	}
+	cv_index_files_free(files, n);
+	return sum;
+}
+
+/* DIR/BUILD's seconds (index build writes it); NAN when missing. */
+static double build_seconds(const char *dir)
+{
+	char path[4300];
+	json_t *j;
+	double v;
+
+	snprintf(path, sizeof(path), "%s/BUILD", dir);
+	j = json_load_file(path, 0, NULL);
+	v = json_is_number(json_object_get(j, "seconds")) ? json_number_value(json_object_get(j, "seconds"))
+							   : NAN;
+	json_decref(j);
+	return v;
+}
+
+/*
+ * index sweep DIR --queries SPEC [--gt FILE] --ef-search LIST | --search-probe LIST
+ *             [--repeat N] [--warmup W] [--out PREFIX] [--json] [index query's options]
+ * One row a setting: recall@k, QPS (median of the timed passes, their
+ * min..max), latency percentiles over every timed query (cs_quantile),
+ * reads a query, the build's seconds and the index's bytes. --out writes
+ * PREFIX.csv, PREFIX.jsonl and PREFIX.svg (the recall/QPS front).
+ */
+static int index_sweep(int argc, char **argv)
+{
+	const char *knob = NULL, *list = NULL, *prefix = NULL;
+	char **rest = calloc((size_t) argc + 1, sizeof(char *));
+	int nrest = 0, has_repeat = 0, has_warmup = 0, rc, exitc = CS_EXIT_OK;
+	uint32_t *vals = NULL;
+	size_t nvals = 0, nq;
+	qargs a;
+	guard_held held;
+	cv_open_opts oo;
+	cv_io_opts io_o;
+	cv_index *ix = NULL;
+	cv_io *io = NULL;
+	cv_dataset *qs = NULL, *base = NULL;
+	cv_err e = {{0}};
+	int32_t *gt = NULL;
+	uint32_t *ids = NULL;
+	float *dists = NULL;
+	double *lat = NULL, *qps = NULL, *recalls = NULL, *qmeds = NULL, bsecs;
+	long long ibytes;
+	char spec[1024], **labels = NULL;
+	json_t *rows = json_array();
+	const char *idir, *data_from_index = NULL, *kcol;
+
+	guard_held_init(&held);
+	memset(&a, 0, sizeof(a));
+	if (!rest || !rows) {
+		free(rest);
+		json_decref(rows);
+		return CS_EXIT_INTERNAL;
+	}
+	rest[nrest++] = argv[0];
+	for (int i = 1; i < argc; i++) {
+		if ((!strcmp(argv[i], "--ef-search") || !strcmp(argv[i], "--search-probe") ||
+		     !strcmp(argv[i], "--out")) && i + 1 < argc) {
+			if (!strcmp(argv[i], "--out"))
+				prefix = argv[++i];
+			else if (knob) {
+				exitc = cli_usage("index", "sweep takes one of --ef-search and --search-probe");
+				goto out;
+			} else {
+				knob = argv[i];
+				list = argv[++i];
+			}
+			continue;
+		}
+		has_repeat |= !strcmp(argv[i], "--repeat");
+		has_warmup |= !strcmp(argv[i], "--warmup");
+		rest[nrest++] = argv[i];
+	}
+	if ((exitc = parse_query_args(nrest, rest, &a)))
+		goto out;
+	if (!knob) {
+		exitc = cli_usage("index", "sweep needs --ef-search LIST or --search-probe LIST");
+		goto out;
+	}
+	if (parse_list(list, &vals, &nvals) || (!strcmp(knob, "--ef-search") && vals[nvals - 1] > 1000)) {
+		exitc = cli_usage("index", "%s wants a list like 10,20,40,80,160, got '%s'", knob, list);
+		goto out;
+	}
+	for (size_t i = 0; i < nvals; i++)
+		if (!vals[i]) {
+			exitc = cli_usage("index", "%s: 0 is not a setting", knob);
+			goto out;
+		}
+	if (a.cold || a.simulate || a.tracefile || a.record || a.per_query) {
+		exitc = cli_usage("index", "sweep measures warm passes: --cold, --simulate, --trace, "
+					   "--record-blocks and --per-query are index query's");
+		goto out;
+	}
+	kcol = !strcmp(knob, "--ef-search") ? "ef_search" : "search_probe";
+	if (!has_repeat)
+		a.repeat = 5;
+	if (!has_warmup)
+		a.warmup = 1;
+	{
+		cs_err ge = {0};
+
+		rc = guard_hold(a.dir, AT_FDCWD, &held, &ge);
+		if (!rc && !held.exists)
+			rc = cs_err_set(&ge, CS_EXIT_BADINPUT, "%s: does not exist", a.dir);
+		if (rc) {
+			exitc = cli_fail("index", &ge);
+			goto out;
+		}
+		idir = guard_held_via(&held);
+	}
+	cv_open_opts_default(&oo);
+	oo.buffers_bytes = a.buffers;
+	if ((rc = cv_index_open(idir, &oo, &ix, &e))) {
+		exitc = fail(rc, &e);
+		goto out;
+	}
+	if (!strcmp(knob, "--search-probe") != !strcmp(cv_index_kind(ix), "hfresh")) {
+		exitc = cli_usage("index", "%s: a %s index's knob is %s", knob, cv_index_kind(ix),
+				  strcmp(cv_index_kind(ix), "hfresh") ? "--ef-search" : "--search-probe");
+		goto out;
+	}
+	if ((rc = cv_dataset_load(a.queries, &qs, &e))) {
+		exitc = fail(rc, &e);
+		goto out;
+	}
+	if (qs->d != cv_index_dim(ix)) {
+		fprintf(stderr, "coldstudy index: %s: %zu dimensions, the index has %zu\n", a.queries,
+			qs->d, cv_index_dim(ix));
+		exitc = CS_EXIT_BADINPUT;
+		goto out;
+	}
+	nq = a.nq && a.nq < qs->n ? a.nq : qs->n;
+	if (!a.data && read_data_spec(idir, spec, sizeof(spec)) == 0)
+		data_from_index = a.data = spec;
+	if (!a.data) {
+		fprintf(stderr, "coldstudy index: sweep needs the base for recall: %s/DATA or --data\n",
+			a.dir);
+		exitc = CS_EXIT_BADINPUT;
+		goto out;
+	}
+	if ((rc = cv_dataset_load(a.data, &base, &e))) {
+		if (data_from_index)
+			fprintf(stderr, "coldstudy index: %s/DATA names the index's data as %s: %s "
+				"(give --data SPEC)\n", a.dir, a.data, e.msg[0] ? cli_spell(e.msg) : strerror(-rc));
+		exitc = data_from_index ? CS_EXIT_BADINPUT : fail(rc, &e);
+		goto out;
+	}
+	{
+		cv_metric im = cv_index_metric(ix);
+
+		if ((exitc = hdf5_metric(a.queries, "--queries", "the index's metric", &im)) ||
+		    (a.gt && (exitc = hdf5_metric(a.gt, "--gt", "the index's metric", &im))))
+			goto out;
+	}
+	if (a.gt) {
+		size_t gnq, gk;
+
+		if ((rc = cv_ivecs_read(a.gt, &gt, &gnq, &gk, &e))) {
+			exitc = fail(rc, &e);
+			goto out;
+		}
+		if (gnq < nq || gk < a.qo.k) {
+			fprintf(stderr, "coldstudy index: %s: %zu rows of %zu ids, need %zu of %zu\n", a.gt,
+				gnq, gk, nq, a.qo.k);
+			exitc = CS_EXIT_BADINPUT;
+			goto out;
+		}
+		for (size_t i = 0; gk != a.qo.k && i < nq; i++)
+			memmove(gt + i * a.qo.k, gt + i * gk, a.qo.k * sizeof(*gt));
+		if ((exitc = gt_matches_base(&a, base, gt, nq)))
+			goto out;
+	} else {
+		cv_dataset *sub = NULL;
+
+		rc = cv_dataset_slice(qs, 0, nq, &sub);
+		cv_groundtruth_progress(!a.quiet && isatty(2));
+		if (!rc)
+			rc = cv_groundtruth_cached(base, sub, a.qo.k, cv_index_metric(ix), 0, NULL, &gt, &e);
+		cv_groundtruth_progress(0);
+		cv_dataset_free(sub);
+		if (rc) {
+			exitc = fail(rc, &e);
+			goto out;
+		}
+	}
+	cv_io_opts_default(&io_o);
+	io_o.strategy = a.strategy;
+	if ((rc = cv_io_new(&io_o, &io))) {
+		fprintf(stderr, "coldstudy index: cannot start the %s reader: %s\n",
+			cv_io_strategy_name(a.strategy), strerror(-rc));
+		exitc = rc == -ENOSYS || rc == -EPERM ? CS_EXIT_REFUSED : CS_EXIT_INTERNAL;
+		goto out;
+	}
+	ids = calloc(a.qo.k, sizeof(*ids));
+	dists = calloc(a.qo.k, sizeof(*dists));
+	lat = calloc(nq * a.repeat + 1, sizeof(*lat));
+	qps = calloc(a.repeat + 1, sizeof(*qps));
+	recalls = calloc(nvals, sizeof(*recalls));
+	qmeds = calloc(nvals, sizeof(*qmeds));
+	labels = calloc(nvals, sizeof(*labels));
+	if (!ids || !dists || !lat || !qps || !recalls || !qmeds || !labels) {
+		exitc = CS_EXIT_INTERNAL;
+		goto out;
+	}
+	bsecs = build_seconds(idir);
+	ibytes = index_bytes(idir);
+	if (!a.json)
+		printf("%-13s %9s %10s %21s %9s %9s %9s %9s %9s %9s\n",
+		       kcol, "recall", "QPS", "(min..max)", "p50 ms", "p90 ms", "p95 ms", "p99 ms",
+		       "p99.9 ms", "reads/q");
+	for (size_t v = 0; v < nvals; v++) {
+		double rsum = 0, pct[5], qmin, qmax, qmed;
+		static const double qv[5] = {0.5, 0.9, 0.95, 0.99, 0.999};
+		cv_query_stats st = {0}, wst = {0};
+		size_t nl = 0;
+		json_t *row;
+
+		if (!strcmp(knob, "--ef-search"))
+			a.qo.ef_search = vals[v];
+		else
+			a.qo.search_probe = vals[v];
+		for (uint64_t pass = 0; pass < a.warmup + a.repeat; pass++) {
+			int timed = pass >= a.warmup, first = pass == a.warmup;
+			double pass_s = 0;
+
+			for (size_t i = 0; i < nq; i++) {
+				size_t nout = 0;
+				uint64_t t0 = now_ns(), t1;
+
+				rc = cv_index_query(ix, io, cv_row(qs, i), &a.qo, ids, dists, &nout,
+						    timed ? &st : &wst);
+				t1 = now_ns();
+				if (rc) {
+					fprintf(stderr, "coldstudy index: %s %u: query %zu: %s\n", knob + 2,
+						vals[v], i, strerror(-rc));
+					exitc = cli_exit_from_errno(rc);
+					goto out;
+				}
+				if (!timed)
+					continue;
+				lat[nl++] = (double) (t1 - t0) / 1e6;
+				pass_s += (double) (t1 - t0) / 1e9;
+				if (first) {
+					double r = cv_recall_at_k(base, cv_row(qs, i), cv_index_metric(ix),
+								  gt + i * a.qo.k, a.qo.k, ids, nout);
+
+					if (isnan(r)) {
+						fprintf(stderr, "coldstudy index: query %zu: the ground truth names a "
+							"row outside the base (%zu rows)\n", i, base->n);
+						exitc = CS_EXIT_BADINPUT;
+						goto out;
+					}
+					rsum += r;
+				}
+			}
+			if (timed)
+				qps[pass - a.warmup] = pass_s > 0 ? (double) nq / pass_s : 0;
+		}
+		qsort(lat, nl, sizeof(double), cmp_double);
+		for (int k = 0; k < 5; k++)
+			pct[k] = cs_quantile(lat, nl, qv[k]);
+		qsort(qps, a.repeat, sizeof(double), cmp_double);
+		qmed = cs_quantile(qps, a.repeat, 0.5);
+		qmin = qps[0];
+		qmax = qps[a.repeat - 1];
+		recalls[v] = rsum / (double) nq;
+		qmeds[v] = qmed;
+		labels[v] = malloc(32);
+		if (labels[v])
+			snprintf(labels[v], 32, "%u", vals[v]);
+		row = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+				kcol, (json_int_t) vals[v], "k", (json_int_t) a.qo.k, "queries",
+				(json_int_t) nq, "repeat", (json_int_t) a.repeat, "recall_at_k", recalls[v],
+				"qps", qmed, "qps_min", qmin, "qps_max", qmax, "lat_p50_ms", pct[0],
+				"lat_p90_ms", pct[1], "lat_p95_ms", pct[2], "lat_p99_ms", pct[3],
+				"lat_p999_ms", pct[4], "reads_per_query",
+				(double) st.reads / (double) (nq * a.repeat));
+		if (!row) {
+			exitc = CS_EXIT_INTERNAL;
+			goto out;
+		}
+		json_object_set_new(row, "build_s", isfinite(bsecs) ? json_real(bsecs) : json_null());
+		json_object_set_new(row, "index_bytes", ibytes >= 0 ? json_integer(ibytes) : json_null());
+		json_object_set_new(row, "kind", json_string(cv_index_kind(ix)));
+		if (a.json) {
+			json_dumpf(row, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+			putchar('\n');
+		} else {
+			char mm[64];
+
+			snprintf(mm, sizeof(mm), "(%.1f..%.1f)", qmin, qmax);
+			printf("%-13u %9.4f %10.1f %21s %9.4f %9.4f %9.4f %9.4f %9.4f %9.1f\n", vals[v],
+			       recalls[v], qmed, mm, pct[0], pct[1], pct[2], pct[3], pct[4],
+			       (double) st.reads / (double) (nq * a.repeat));
+		}
+		json_array_append_new(rows, row);
+		fflush(stdout);
+	}
+	if (!a.json) {
+		char bs[32];
+
+		snprintf(bs, sizeof(bs), isfinite(bsecs) ? "%.1f s" : "n/a (no BUILD)", bsecs);
+		printf("%zu queries, k=%zu, %llu timed passes a setting after %llu warm-up; build %s, "
+		       "index %lld bytes\n",
+		       nq, a.qo.k, (unsigned long long) a.repeat, (unsigned long long) a.warmup, bs,
+		       ibytes);
+	}
+	if (prefix) {
+		static const char *const ext[] = {".csv", ".jsonl", ".svg"};
+
+		for (int x = 0; x < 3; x++) {
+			char path[4200], title[160];
+			cs_err we = {0};
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s%s", prefix, ext[x]);
+			if (!(f = fopen(path, "w"))) {
+				fprintf(stderr, "coldstudy index: --out %s: %s\n", path, strerror(errno));
+				exitc = CS_EXIT_BADINPUT;
+				goto out;
+			}
+			snprintf(title, sizeof(title), "%s: recall against QPS by %s (k=%zu)",
+				 cv_index_kind(ix), kcol, a.qo.k);
+			rc = x < 2 ? report_rows_write(rows, x ? REPORT_FMT_JSONL : REPORT_FMT_CSV, f, &we)
+				   : report_front_svg(title, recalls, qmeds, (const char *const *) labels,
+						      nvals, f, &we);
+			if (fclose(f) && !rc)
+				rc = cs_err_set(&we, CS_EXIT_INTERNAL, "cannot write");
+			if (rc) {
+				fprintf(stderr, "coldstudy index: --out %s: %s\n", path, we.msg);
+				exitc = rc;
+				goto out;
+			}
+		}
+	}
+out:
+	for (size_t v = 0; labels && v < nvals; v++)
+		free(labels[v]);
+	free(labels);
+	free(recalls);
+	free(qmeds);
+	free(lat);
+	free(qps);
+	free(ids);
+	free(dists);
+	free(gt);
+	free(vals);
+	free(rest);
+	free(a.parts);
+	json_decref(rows);
+	cv_io_free(io);
+	cv_dataset_free(qs);
+	cv_dataset_free(base);
+	cv_index_close(ix);
+	guard_held_close(&held);
+	return exitc;
+}
+
 int cmd_index(int argc, char **argv)
 {
 	if (argc < 2 || cli_wants_help(argc, argv)) {
@@ -1247,12 +1850,14 @@ int cmd_index(int argc, char **argv)
 		return index_build(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "query"))
 		return index_query(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "sweep"))
+		return index_sweep(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "verify"))
 		return index_verify(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "insert"))
 		return index_update(argc - 1, argv + 1, 1);
 	if (!strcmp(argv[1], "delete"))
 		return index_update(argc - 1, argv + 1, 0);
-	return cli_usage("index", "unknown subcommand '%s' (build, query, verify, insert, delete)",
+	return cli_usage("index", "unknown subcommand '%s' (build, query, sweep, verify, insert, delete)",
 			 argv[1]);
 }

@@ -775,7 +775,7 @@ out:
 int cmd_device(int argc, char **argv)
 {
 	if (argc < 2 || cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy device list\n"
+		printf("usage: coldstudy device list [--json]\n"
 		       "       coldstudy device show PROFILE    (a name from list, or probe:FILE)\n"
 		       "       coldstudy device under FILE      (the block device and its counters)\n"
 		       "       coldstudy device replay TRACE --device PROFILE [--seed S] [--json]\n"
@@ -784,19 +784,39 @@ int cmd_device(int argc, char **argv)
 		return argc < 2 ? CS_EXIT_USAGE : CS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "list")) {
-		if (argc > 2)
+		int json = argc == 3 && !strcmp(argv[2], "--json");
+		json_t *arr = json ? json_array() : NULL;
+
+		if (argc > 2 && !json)
 			return cli_usage("device", argv[2][0] == '-' ? "unknown option '%s'"
 								     : "list takes no argument ('%s')",
 					 argv[2]);
+		if (argc > 3)
+			return cli_usage("device", "list takes only --json ('%s')", argv[3]);
+		if (json && !arr)
+			return CS_EXIT_INTERNAL;
 		for (const char *const *p = cv_device_profiles(); *p; p++) {
 			cv_device *d;
 			cv_err e;
 
 			if (cv_device_new(*p, 1, &d, &e))
 				continue;
-			printf("%-14s mean %8.3f ms at queue depth 1 (%.1f IOPS serial)\n", *p,
-			       cv_device_mean_ms(d), 1000.0 / cv_device_mean_ms(d));
+			if (json)
+				json_array_append_new(arr, json_pack("{s:s, s:f, s:f}", "profile", *p,
+								     "mean_ms_qd1", cv_device_mean_ms(d),
+								     "iops_serial",
+								     1000.0 / cv_device_mean_ms(d)));
+			else
+				printf("%-14s mean %8.3f ms at queue depth 1 (%.1f IOPS serial)\n", *p,
+				       cv_device_mean_ms(d), 1000.0 / cv_device_mean_ms(d));
 			cv_device_free(d);
+		}
+		if (json) {
+			int bad = json_dumpf(arr, stdout, JSON_COMPACT) != 0;
+
+			putchar('\n');
+			json_decref(arr);
+			return bad ? CS_EXIT_INTERNAL : CS_EXIT_OK;
 		}
 		printf("%-14s from a `coldstudy probe --json` result\n", "probe:FILE");
 		return CS_EXIT_OK;

@@ -209,8 +209,9 @@ int cmd_register(int argc, char **argv)
 		printf("usage: coldstudy register DIR FILE... [--amend --rationale TEXT]\n\n"
 		       "Validate each hypothesis file, canonicalise and hash it (SHA-256), freeze a\n"
 		       "copy as DIR/frozen/<id>-<SHA-256 of the file>.json (mode 0444) and append a 'hypothesis'\n"
-		       "record with the UTC time. All files or none: a bad file (exit 5) or a\n"
-		       "refusal (exit 3) writes nothing. The same content again is a no-op (exit 0).\n"
+		       "record with the UTC time. All files or none: a bad file (exit 5) registers\n"
+		       "nothing and writes nothing; a refusal (exit 3) registers nothing and writes\n"
+		       "only its own refusal record. The same content again is a no-op (exit 0).\n"
 		       "The same id with new content is refused (exit 3, a refusal record) unless\n"
 		       "--amend --rationale TEXT, which appends an 'amendment' record with the access\n"
 		       "state at that moment. A hypothesis registered or amended after the first run\n"
@@ -511,7 +512,7 @@ static void log_help(FILE *f)
 		"      log still extends it (exit 4 naming the first bad seq or checkpoint)\n"
 		"  log key DIR\n"
 		"      print the study's verifier key (C2SP signed-note format NAME+HASH+BASE64)\n"
-		"  log checkpoint DIR [--origin NAME]\n"
+		"  log checkpoint DIR [--origin NAME] [--json]\n"
 		"      print the signed C2SP tlog-checkpoint (origin, size, base64 root,\n"
 		"      signature) after recomputing it; with --origin, an unsigned body\n"
 		"  log prove DIR SEQ [--size N]\n"
@@ -614,13 +615,15 @@ out:
 static int log_checkpoint(int argc, char **argv)
 {
 	const char *dir = NULL, *origin = NULL, *v;
-	int missing = 0, rc;
+	int missing = 0, rc, json = 0;
 	char *text = NULL;
 	ledger *l = NULL;
 	cs_err e = {0};
 
 	for (int i = 1; i < argc; i++) {
-		if ((v = opt_value(argc, argv, &i, "--origin", &missing)))
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if ((v = opt_value(argc, argv, &i, "--origin", &missing)))
 			origin = v;
 		else if (missing || argv[i][0] == '-' || dir)
 			return cli_usage("log checkpoint", "unexpected argument '%s'", argv[i]);
@@ -633,8 +636,28 @@ static int log_checkpoint(int argc, char **argv)
 	    (rc = origin || !ledger_signed(l) ? ledger_checkpoint_origin(l, origin, &text, &e)
 						   : ledger_checkpoint_signed(l, &text, &e)))
 		rc = cli_fail("log checkpoint", &e);
-	else
+	else if (!json)
 		fputs(text, stdout);
+	else {
+		/* the same note, parsed back: origin, size, root (hex), and the note's text */
+		ledger_tree_head th;
+		char root[65];
+		json_t *j;
+
+		if ((rc = ledger_checkpoint_parse(text, strlen(text), "checkpoint", &th, &e))) {
+			rc = cli_fail("log checkpoint", &e);
+		} else {
+			for (int i = 0; i < 32; i++)
+				snprintf(root + 2 * i, 3, "%02x", th.root[i]);
+			j = json_pack("{s:s, s:I, s:s, s:b, s:s}", "origin", th.origin, "size",
+				      (json_int_t) th.size, "root_hex", root, "signed",
+				      !origin && ledger_signed(l), "note", text);
+			if (!j || json_dumpf(j, stdout, JSON_COMPACT | JSON_SORT_KEYS))
+				rc = CS_EXIT_INTERNAL;
+			putchar('\n');
+			json_decref(j);
+		}
+	}
 	free(text);
 	ledger_close(l);
 	return rc;

@@ -1,19 +1,21 @@
 /*
  * cmd_schema.c - `coldstudy schema KIND [--check FILE...]`: the JSON
  * Schema of hypothesis files, study.json and run.json, built from the
- * validators' key tables; --check runs the validator itself on files.
- * Argument parsing only: the tables are in hypotheses/ and harness/.
+ * validators' key tables (--check runs the validator itself on files),
+ * and of one row of each export (runs, queries, series). Argument
+ * parsing only: the tables are in hypotheses/, harness/ and reports/.
  */
 #include "cmds.h"
 
 #include "harness.h"
 #include "hyp.h"
+#include "report.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kinds[] = {"hypothesis", "study", "run", NULL};
+static const char *const kinds[] = {"hypothesis", "study", "run", "runs", "queries", "series", NULL};
 
 /* Validate one file as kind with the C validator; 0 or an exit code with e filled. */
 static int check_file(const char *kind, const char *path, cs_err *e)
@@ -42,13 +44,17 @@ int cmd_schema(int argc, char **argv)
 	json_t *s;
 
 	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy schema hypothesis|study|run [--check FILE...]\n\n"
+		printf("usage: coldstudy schema hypothesis|study|run [--check FILE...]\n"
+		       "       coldstudy schema runs|queries|series\n\n"
 		       "Print the JSON Schema (draft 2020-12) of a hypothesis file, study.json or\n"
 		       "run.json: every key with its type, bounds and a description. It is built\n"
 		       "from the tables the validators check with, so what it documents is what\n"
 		       "register, study register and run accept. With --check, validate each FILE\n"
 		       "with coldstudy's own validator instead: 'FILE: ok' or the one-line reason;\n"
-		       "exit 5 if any is refused.\n");
+		       "exit 5 if any is refused.\n"
+		       "runs, queries, series: the schema of one row of 'coldstudy runs', 'run show\n"
+		       "--queries' and 'run show --series' (--jsonl, --json; in --csv a null is an\n"
+		       "empty cell, a list its items joined by spaces); docs/records.md, \"Exports\".\n");
 		return CS_EXIT_OK;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -61,7 +67,9 @@ int cmd_schema(int argc, char **argv)
 				if (!strcmp(argv[i], kinds[k]))
 					kind = kinds[k];
 			if (!kind)
-				return cli_usage(argv[0], "unknown kind '%s' (hypothesis, study, run)",
+				return cli_usage(argv[0],
+						 "unknown kind '%s' (hypothesis, study, run, runs, queries, "
+						 "series)",
 						 argv[i]);
 		} else if (check) {
 			cs_err e = {0};
@@ -78,7 +86,9 @@ int cmd_schema(int argc, char **argv)
 		}
 	}
 	if (!kind)
-		return cli_usage(argv[0], "which schema: hypothesis, study or run");
+		return cli_usage(argv[0], "which schema: hypothesis, study, run, runs, queries or series");
+	if (check && (!strcmp(kind, "runs") || !strcmp(kind, "queries") || !strcmp(kind, "series")))
+		return cli_usage(argv[0], "--check takes hypothesis, study or run files");
 	if (check) {
 		if (!nfiles)
 			return cli_usage(argv[0], "--check needs files");
@@ -86,7 +96,8 @@ int cmd_schema(int argc, char **argv)
 	}
 	s = !strcmp(kind, "hypothesis") ? hyp_schema()
 	    : !strcmp(kind, "study")    ? harness_study_schema()
-					: harness_run_schema();
+	    : !strcmp(kind, "run")      ? harness_run_schema()
+					: report_export_schema(kind);
 	if (!s || json_dumpf(s, stdout, JSON_INDENT(2))) {
 		json_decref(s);
 		fprintf(stderr, "coldstudy schema: out of memory\n");

@@ -57,6 +57,11 @@ int cmd_log_publish(int argc, char **argv);
 
 /* Print "coldstudy VERB: msg" to stderr and return e->code. */
 int cli_fail(const char *verb, const cs_err *e);
+/*
+ * text with the paths the guards hold (/proc/PID/fd/N) spelled as the user
+ * typed them; a static buffer, valid until the next call.
+ */
+const char *cli_spell(const char *text);
 /* Print a usage error "coldstudy VERB: msg" plus "try 'coldstudy VERB --help'"; returns 2. */
 int cli_usage(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True if any of argv[1..] is --help or -h. */

@@ -4,6 +4,8 @@
  */
 #include "cmds.h"
 
+#include "guard.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -13,8 +15,16 @@
 
 int cli_fail(const char *verb, const cs_err *e)
 {
-	fprintf(stderr, "coldstudy %s: %s\n", verb, e->msg[0] ? e->msg : "failed");
+	fprintf(stderr, "coldstudy %s: %s\n", verb, e->msg[0] ? cli_spell(e->msg) : "failed");
 	return e->code ? e->code : CS_EXIT_INTERNAL;
+}
+
+const char *cli_spell(const char *text)
+{
+	static char buf[CS_ERR_MAX + 4096];
+
+	guard_spell(text, 0, buf, sizeof(buf));
+	return buf;
 }
 
 int cli_usage(const char *verb, const char *fmt, ...)

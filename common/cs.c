@@ -17,6 +17,22 @@
 
 #include <openssl/evp.h>
 
+const char *cs_exit_meaning(int c)
+{
+	static const char *const meaning[CS_EXIT_MAX + 1] = {
+		[CS_EXIT_OK] = "ok",
+		[CS_EXIT_INTERNAL] = "internal error",
+		[CS_EXIT_USAGE] = "usage",
+		[CS_EXIT_REFUSED] = "refused",
+		[CS_EXIT_VERIFY] = "verification failed",
+		[CS_EXIT_BADINPUT] = "bad input",
+		[CS_EXIT_FAILED] = "the registered test failed",
+		[CS_EXIT_UNFINISHED] = "the registered test is unfinished",
+	};
+
+	return c >= 0 && c <= CS_EXIT_MAX ? meaning[c] : NULL;
+}
+
 int cs_err_set(cs_err *e, int code, const char *fmt, ...)
 {
 	va_list ap;

@@ -30,6 +30,15 @@ enum {
 				 * score of record (targets without a run, or interim scores only) */
 };
 
+#define CS_EXIT_MAX CS_EXIT_UNFINISHED
+
+/*
+ * What exit code c means, in the words every --help line and README's
+ * "Exit codes" table begin with ("refused", "bad input", ...); NULL past
+ * CS_EXIT_MAX. The one table of exit codes: the CLI's help is made from it.
+ */
+const char *cs_exit_meaning(int c);
+
 #define CS_ERR_MAX 1024
 
 /* One failure, explained. Caller-owned; cs_err_set overwrites. */

@@ -51,6 +51,17 @@ CV_API float cv_distance(cv_metric m, const float *a, const float *b, size_t d);
 /* Which kernel set is in use: "scalar", "avx2" or "avx512". */
 CV_API const char *cv_simd_level(void);
 
+/*
+ * The one progress line (index build, index query, ground truth) on stderr:
+ * "\rVERB WHAT [#####     ]  42%  N/M  12 s elapsed, about 17 s left",
+ * fitted to the terminal's width (the bar shrinks, then goes; the line is
+ * cut before it could wrap), a newline once done >= total. t0_ns is
+ * cv_progress_start() at the start. Callers rate-limit and check a tty.
+ */
+CV_API uint64_t cv_progress_start(void);
+CV_API void cv_progress(const char *verb, const char *what, size_t done, size_t total,
+			uint64_t t0_ns);
+
 /* Force a kernel set ("scalar", "avx2", "avx512"); -ENOTSUP if the CPU lacks it. */
 CV_API int cv_simd_force(const char *level);
 

@@ -17,6 +17,8 @@
  *                    file's member (default train), any numeric type as
  *                    float32, through libhdf5 (-ENOTSUP when built without);
  *                    cv_ivecs_read("hdf5:PATH") reads its neighbors as ids
+ *                    (an integer type only); cv_hdf5_describe reads the
+ *                    file's `distance` attribute and train's row count
  *   synth:n=N,d=D[,clusters=C][,seed=S][,sigma=X]   a Gaussian mixture:
  *                    C centres (default 10) with N(0,1) coordinates, each
  *                    point a uniformly chosen centre plus N(0, X^2) noise
@@ -57,6 +59,13 @@ CV_API int cv_dataset_slice(const cv_dataset *src, size_t first, size_t count, c
 
 CV_API void cv_dataset_free(cv_dataset *ds);
 
+/*
+ * spec with its file's path absolute and resolved (realpath), member and
+ * row range kept; specs naming no file (fashion-mnist, synth:) unchanged.
+ * 0, or -ENOENT etc. / -ENAMETOOLONG (past cap) with e set.
+ */
+CV_API int cv_dataset_spec_resolve(const char *spec, char *out, size_t cap, cv_err *e);
+
 static inline const float *cv_row(const cv_dataset *ds, size_t i)
 {
 	return ds->data + i * ds->d;
@@ -73,6 +82,9 @@ CV_API int cv_ivecs_read(const char *path, int32_t **ids, size_t *nq, size_t *k,
 CV_API int cv_groundtruth(const cv_dataset *base, const cv_dataset *queries, size_t k,
 			  cv_metric m, int threads, int32_t *ids, float *dists);
 
+/* on: cv_groundtruth draws a progress line on stderr (cv_progress) while it computes; off by default. */
+CV_API void cv_groundtruth_progress(int on);
+
 /*
  * As cv_groundtruth, cached under cache_dir by the inputs' content hashes,
  * k and metric. cache_dir NULL: $COLDSTUDY_CACHE or ~/.cache/coldstudy.
@@ -86,10 +98,27 @@ CV_API int cv_groundtruth_cached(const cv_dataset *base, const cv_dataset *queri
  * counts if its true distance to the query is <= the k-th true distance +
  * 1e-3 (for l2 compared as Euclidean, not squared, distance, as
  * ann-benchmarks does); repeated ids and ids past the base count once /
- * not at all. Returns hits / k, or -1 on bad arguments.
+ * not at all. Returns hits / k in [0, 1], or NaN on bad arguments (a
+ * true id outside the base: ground truth of another base), which callers
+ * must refuse rather than average.
  */
 CV_API double cv_recall_at_k(const cv_dataset *base, const float *query, cv_metric m,
 			     const int32_t *true_ids, size_t k, const uint32_t *got, size_t ngot);
+
+/* What an ann-benchmarks HDF5 file says of itself. */
+typedef struct cv_hdf5_info {
+	char distance[32]; /* the file's `distance` attribute, "" when it has none */
+	int has_metric;    /* distance names a metric: euclidean (l2), angular or cosine
+			    * (cosine), dot or ip (ip) */
+	cv_metric metric;
+	size_t train_rows; /* rows of `train`, 0 when it has none */
+} cv_hdf5_info;
+
+/*
+ * Describe the file of an hdf5: spec (any member or row range is ignored);
+ * -EINVAL, -ENOENT or -ENOTSUP (built without libhdf5) with e set.
+ */
+CV_API int cv_hdf5_describe(const char *spec, cv_hdf5_info *out, cv_err *e);
 
 /* Caps on what a loader accepts (larger is refused with -EOVERFLOW). */
 #define CV_DATA_MAX_DIM 65536

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -354,7 +355,7 @@ CV_API int cv_index_delete(const char *dir, const uint32_t *ids, size_t n, cv_er
 	return ops->del(dir, ids, n, e);
 }
 
-uint64_t cv_progress_start(void)
+CV_API uint64_t cv_progress_start(void)
 {
 	struct timespec ts;
 
@@ -362,16 +363,26 @@ uint64_t cv_progress_start(void)
 	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-void cv_progress_line(const char *what, size_t done, size_t total, uint64_t t0_ns)
+/* The terminal's width in columns (stderr's, else $COLUMNS, else 80). */
+static int term_cols(void)
+{
+	struct winsize ws;
+	const char *c = getenv("COLUMNS");
+	long v = c ? strtol(c, NULL, 10) : 0;
+
+	if (ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20)
+		return ws.ws_col;
+	return v >= 20 && v <= 1000 ? (int) v : 80;
+}
+
+CV_API void cv_progress(const char *verb, const char *what, size_t done, size_t total,
+			uint64_t t0_ns)
 {
 	double el = (double) (cv_progress_start() - t0_ns) / 1e9;
 	int pct = total ? (int) (100.0 * (double) (done < total ? done : total) / (double) total) : 100;
-	char bar[21], eta[48];
-	int fill = pct / 5;
+	int cols = term_cols(), barw, fill, n;
+	char bar[64], eta[48], tail[160], line[512];
 
-	for (int i = 0; i < 20; i++)
-		bar[i] = i < fill ? '#' : ' ';
-	bar[20] = '\0';
 	/* The rate so far predicts the rest; until a second has passed it is noise. */
 	if (done >= total)
 		snprintf(eta, sizeof(eta), "done");
@@ -380,7 +391,32 @@ void cv_progress_line(const char *what, size_t done, size_t total, uint64_t t0_n
 			 el * (double) (total - done) / (double) done);
 	else
 		snprintf(eta, sizeof(eta), "estimating");
-	fprintf(stderr, "\rbuilding %s [%s] %3d%%  %zu/%zu  %.0f s elapsed, %s   %s", what, bar, pct,
-		done, total, el, eta, done >= total ? "\n" : "");
+	snprintf(tail, sizeof(tail), " %3d%%  %zu/%zu  %.0f s elapsed, %s", pct, done, total, el, eta);
+	/* the bar takes what the words leave of the line, 10 to 40 wide, or none */
+	barw = cols - 1 - (int) strlen(verb) - (int) strlen(what) - (int) strlen(tail) - 5;
+	if (barw > 40)
+		barw = 40;
+	if (barw >= 10) {
+		fill = pct * barw / 100;
+		for (int i = 0; i < barw; i++)
+			bar[i] = i < fill ? '#' : ' ';
+		bar[barw] = '\0';
+		n = snprintf(line, sizeof(line), "%s %s [%s]%s", verb, what, bar, tail);
+	} else {
+		n = snprintf(line, sizeof(line), "%s %s%s", verb, what, tail);
+		/* still too wide: the times go before the counts */
+		if (n >= cols)
+			n = snprintf(line, sizeof(line), "%s %s %3d%%  %zu/%zu", verb, what, pct, done,
+				     total);
+	}
+	/* never wider than the terminal: a wrapped line cannot be redrawn with \r */
+	if (n >= cols)
+		line[cols - 1] = '\0';
+	fprintf(stderr, "\r%s\033[K%s", line, done >= total ? "\n" : "");
 	fflush(stderr);
+}
+
+void cv_progress_line(const char *what, size_t done, size_t total, uint64_t t0_ns)
+{
+	cv_progress("building", what, done, total, t0_ns);
 }

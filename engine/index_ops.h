@@ -29,12 +29,9 @@ typedef struct cv_index_ops {
 } cv_index_ops;
 
 /*
- * The one build progress line every kind draws on stderr (engine/index.c):
- * "\rbuilding WHAT [#####     ]  42%  N/M  12 s elapsed, about 17 s left",
- * a newline once done >= total. t0_ns is cv_progress_start() at the
- * build's start. Writes nothing but the line; callers rate-limit.
+ * The one build progress line every kind draws on stderr: cv_progress
+ * (cv_base.h) with the verb "building". Callers rate-limit.
  */
-uint64_t cv_progress_start(void);
 void cv_progress_line(const char *what, size_t done, size_t total, uint64_t t0_ns);
 
 /* Defined in engine/hnsw/ (hnsw, paged, phnsw) and engine/hfresh/. NULL members: -ENOTSUP. */

@@ -56,20 +56,27 @@ __attribute__((format(printf, 3, 4))) static int fmt(char *out, size_t cap, cons
 int guard_refuse(struct ledger *l, const char *guard, const char *verb, const char *target,
 		 cs_err *e, const char *whyfmt, ...)
 {
-	char why[CS_ERR_MAX];
+	char raw[CS_ERR_MAX], why[CS_ERR_MAX], typed[4200], resolved[4200];
 	va_list ap;
 	json_t *p;
 
 	va_start(ap, whyfmt);
-	vsnprintf(why, sizeof(why), whyfmt, ap);
+	vsnprintf(raw, sizeof(raw), whyfmt, ap);
 	va_end(ap);
+	/* the user's words, never a held descriptor's /proc path (see guard_spell) */
+	guard_spell(raw, 0, why, sizeof(why));
+	guard_spell(target ? target : "", 0, typed, sizeof(typed));
+	guard_spell(target ? target : "", 1, resolved, sizeof(resolved));
 	if (l) {
 		cs_err le = {0};
 
 		/* a refusal changes nothing but its own record: drop what the verb began */
 		ledger_rollback(l);
-		p = json_pack("{s:s, s:s, s:s, s:s}", "guard", guard, "verb", verb, "target",
-			      target ? target : "", "why", why);
+		p = json_pack("{s:s, s:s, s:s, s:s}", "guard", guard, "verb", verb, "target", typed,
+			      "why", why);
+		/* what the typed target resolved to, where a held descriptor stood for it */
+		if (p && strcmp(typed, resolved))
+			json_object_set_new(p, "target_resolved", json_string(resolved));
 		if (!p || ledger_append(l, "refusal", p, NULL, &le))
 			fprintf(stderr, "coldstudy %s: warning: refusal not recorded: %s\n", verb,
 				le.msg);

@@ -76,6 +76,13 @@ int guard_hold(const char *path, int base_fd, guard_held *h, cs_err *e);
 void guard_held_close(guard_held *h);
 /* The held target as a path the kernel resolves through the descriptor (borrowed). */
 const char *guard_held_via(const guard_held *h);
+/*
+ * text with every live hold's "/proc/PID/fd/N[/rest]" spelled as the user
+ * typed it (resolved 0) or as the path the kernel holds (resolved 1:
+ * readlink, for a record's resolved identity), into out (truncated to
+ * cap); returns the length. Other text is copied as it is.
+ */
+size_t guard_spell(const char *text, int resolved, char *out, size_t cap);
 /* Create the missing components beneath the held ancestor (mkdirat, no symlink followed); h then holds the new directory. */
 int guard_held_mkdirs(guard_held *h, cs_err *e);
 /* Remove the (empty) directory guard_held_mkdirs made last, by name in its held parent. */

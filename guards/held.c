@@ -24,6 +24,14 @@
  * without re-walking the user's spelling.
  * The engine opens every index file with O_NOFOLLOW.
  *
+ * Spelling. "/proc/PID/fd/N" means nothing to the user who typed the path
+ * and nothing once the process is gone, so it never reaches a message or
+ * a record: each live hold's descriptor is remembered with the user's
+ * spelling of what it holds (the nearest existing ancestor's, for a target
+ * still to be made), and guard_spell rewrites a text's held paths back to
+ * those words, or, for a record's resolved identity, to the path the
+ * kernel holds (readlink of the descriptor).
+ *
  * Identity. A file is its file system and inode, and the inode's birth
  * time (statx btime) so that an inode number reused after production was
  * deleted is not taken for production. A file system on a loop device is
@@ -40,6 +48,7 @@
 #include <linux/loop.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +177,127 @@ static int resolve_once(int dirfd, const char *path)
 	return walk_nofollow(dirfd, path);
 }
 
+/* ---- spelling: each live hold's descriptor and the user's words for it ---- */
+
+#define SPELL_MAX 64
+
+static pthread_mutex_t spell_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct spell {
+	int fd;          /* -1: free */
+	char *shown;     /* the user's spelling of the target (new, freed at drop) */
+	char *anc;       /* the user's spelling of what fd holds (the target, or its ancestor) */
+	char *rest;      /* the components beneath fd still to make ("" when it exists) */
+} spells[SPELL_MAX];
+static int spells_ready;
+
+/* Remember fd as held for shown (anc spells fd itself, rest lies beneath); quietly skipped when full. */
+static void spell_set(int fd, const char *shown, const char *anc, const char *rest)
+{
+	pthread_mutex_lock(&spell_mu);
+	if (!spells_ready) {
+		for (size_t i = 0; i < SPELL_MAX; i++)
+			spells[i].fd = -1;
+		spells_ready = 1;
+	}
+	for (size_t i = 0; i < SPELL_MAX; i++)
+		if (spells[i].fd < 0) {
+			spells[i].shown = strdup(shown);
+			spells[i].anc = strdup(anc);
+			spells[i].rest = strdup(rest);
+			if (spells[i].shown && spells[i].anc && spells[i].rest) {
+				spells[i].fd = fd;
+			} else {
+				free(spells[i].shown);
+				free(spells[i].anc);
+				free(spells[i].rest);
+			}
+			break;
+		}
+	pthread_mutex_unlock(&spell_mu);
+}
+
+static void spell_drop(int fd)
+{
+	pthread_mutex_lock(&spell_mu);
+	for (size_t i = 0; spells_ready && i < SPELL_MAX; i++)
+		if (spells[i].fd == fd) {
+			free(spells[i].shown);
+			free(spells[i].anc);
+			free(spells[i].rest);
+			spells[i].fd = -1;
+			spells[i].shown = spells[i].anc = spells[i].rest = NULL;
+		}
+	pthread_mutex_unlock(&spell_mu);
+}
+
+/* Append n bytes of s to out[*len] within cap (truncating quietly). */
+static void put(char *out, size_t cap, size_t *len, const char *s, size_t n)
+{
+	if (*len + 1 >= cap)
+		return;
+	if (n > cap - 1 - *len)
+		n = cap - 1 - *len;
+	memcpy(out + *len, s, n);
+	*len += n;
+	out[*len] = '\0';
+}
+
+size_t guard_spell(const char *text, int resolved, char *out, size_t cap)
+{
+	char pre[64];
+	size_t len = 0, plen;
+
+	if (!cap)
+		return 0;
+	out[0] = '\0';
+	plen = (size_t) say(pre, sizeof(pre), "/proc/%d/fd/", (int) getpid());
+	pthread_mutex_lock(&spell_mu);
+	while (text && *text) {
+		const char *hit = strstr(text, pre), *p, *after;
+		struct spell *sp = NULL;
+		long fd = 0;
+
+		if (!hit) {
+			put(out, cap, &len, text, strlen(text));
+			break;
+		}
+		put(out, cap, &len, text, (size_t) (hit - text));
+		for (p = hit + plen; *p >= '0' && *p <= '9' && fd < 1000000; p++)
+			fd = fd * 10 + (*p - '0');
+		for (size_t i = 0; spells_ready && p > hit + plen && i < SPELL_MAX; i++)
+			if (spells[i].fd == fd)
+				sp = &spells[i];
+		if (!sp) {
+			put(out, cap, &len, hit, (size_t) (p - hit));
+			text = p;
+			continue;
+		}
+		after = p;
+		if (resolved) {
+			char link[80], real[PATH_MAX];
+			ssize_t n;
+
+			say(link, sizeof(link), "/proc/self/fd/%ld", fd);
+			n = readlink(link, real, sizeof(real) - 1);
+			if (n > 0)
+				put(out, cap, &len, real, (size_t) n);
+			else
+				put(out, cap, &len, hit, (size_t) (p - hit));
+		} else if (sp->rest[0] && *p == '/' && !strncmp(p + 1, sp->rest, strlen(sp->rest)) &&
+			   !(p[1 + strlen(sp->rest)] && p[1 + strlen(sp->rest)] != '/' &&
+			     p[1 + strlen(sp->rest)] != ':' && p[1 + strlen(sp->rest)] != ' ')) {
+			/* the whole held target, as typed */
+			put(out, cap, &len, sp->shown, strlen(sp->shown));
+			after = p + 1 + strlen(sp->rest);
+		} else {
+			put(out, cap, &len, sp->anc, strlen(sp->anc));
+		}
+		text = after;
+	}
+	pthread_mutex_unlock(&spell_mu);
+	return len;
+}
+
 void guard_held_init(guard_held *h)
 {
 	memset(h, 0, sizeof(*h));
@@ -179,8 +309,10 @@ void guard_held_close(guard_held *h)
 {
 	if (!h)
 		return;
-	if (h->fd >= 0)
+	if (h->fd >= 0) {
+		spell_drop(h->fd);
 		close(h->fd);
+	}
 	if (h->made_parent >= 0)
 		close(h->made_parent);
 	h->fd = -1;
@@ -263,6 +395,8 @@ int guard_hold(const char *path, int base_fd, guard_held *h, cs_err *e)
 	}
 	say(h->via, sizeof(h->via), "/proc/%d/fd/%d%s%s", (int) getpid(), fd, h->exists ? "" : "/",
 	    h->rest);
+	/* what fd holds is spelled by buf: the path less the peeled components */
+	spell_set(fd, h->shown, buf, h->rest);
 	return 0;
 }
 
@@ -321,12 +455,14 @@ int guard_held_mkdirs(guard_held *h, cs_err *e)
 		say(h->made_name, sizeof(h->made_name), "%s", comp);
 		cur = next;
 	}
+	spell_drop(h->fd);
 	close(h->fd);
 	h->fd = cur;
 	h->exists = 1;
 	h->rest[0] = '\0';
 	fstat(cur, &h->st);
 	say(h->via, sizeof(h->via), "/proc/%d/fd/%d", (int) getpid(), cur);
+	spell_set(cur, h->shown, h->shown, "");
 	return 0;
 }
 

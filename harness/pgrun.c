@@ -658,6 +658,12 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 		r->recall = R->gt ? cv_recall_at_k(R->base, cv_row(R->queries, q), CV_METRIC_L2,
 						   R->gt + q * R->k, R->k, ids, nout)
 				  : NAN;
+		if (R->gt && isnan(r->recall)) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT,
+					"query %zu: the ground truth names a row outside the recall base "
+					"(%zu rows)", q, R->base->n);
+			goto out;
+		}
 	}
 out:
 	free(ids);
@@ -703,7 +709,10 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 	json_object_set_new(m, "qps", json_real(wall_s > 0 ? (double) n / wall_s : 0));
 	json_object_set_new(m, "lat_mean_ms", harness_num_or_null(n ? sl / (double) n : NAN));
 	json_object_set_new(m, "lat_p50_ms", harness_num_or_null(cs_quantile(lat, n, 0.5)));
+	json_object_set_new(m, "lat_p90_ms", harness_num_or_null(cs_quantile(lat, n, 0.90)));
+	json_object_set_new(m, "lat_p95_ms", harness_num_or_null(cs_quantile(lat, n, 0.95)));
 	json_object_set_new(m, "lat_p99_ms", harness_num_or_null(cs_quantile(lat, n, 0.99)));
+	json_object_set_new(m, "lat_p999_ms", harness_num_or_null(cs_quantile(lat, n, 0.999)));
 	json_object_set_new(m, "recall_at_k", harness_num_or_null(nrec ? rec / (double) nrec : NAN));
 	json_object_set_new(m, "results_digest", json_null()); /* not computed on a PostgreSQL target */
 	json_object_set_new(m, "engine_reads", json_integer((json_int_t) reads));

@@ -458,9 +458,16 @@ static void *client(void *p)
 			r->vdev_reads = vq.device_reads;
 			r->vhits = vq.hit_reads;
 		}
-		if (L->gt)
+		if (L->gt) {
 			r->recall = cv_recall_at_k(L->base, cv_row(L->queries, q), L->metric,
 						   L->gt + q * L->k, L->k, ids, nout);
+			/* NaN: the truth names a row outside the base; no average may skip it */
+			if (isnan(r->recall)) {
+				fail(L, "the ground truth names a row outside the recall base", -EINVAL);
+				L->nrows[c]--;
+				break;
+			}
+		}
 		{
 			uint64_t first = atomic_load(&L->start_ns);
 
@@ -639,7 +646,10 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 	json_object_set_new(m, "qps", json_real(wall_s > 0 ? (double) n / wall_s : 0));
 	json_object_set_new(m, "lat_mean_ms", harness_num_or_null(n ? sum_lat / (double) n : NAN));
 	json_object_set_new(m, "lat_p50_ms", harness_num_or_null(cs_quantile(lat, n, 0.5)));
+	json_object_set_new(m, "lat_p90_ms", harness_num_or_null(cs_quantile(lat, n, 0.90)));
+	json_object_set_new(m, "lat_p95_ms", harness_num_or_null(cs_quantile(lat, n, 0.95)));
 	json_object_set_new(m, "lat_p99_ms", harness_num_or_null(cs_quantile(lat, n, 0.99)));
+	json_object_set_new(m, "lat_p999_ms", harness_num_or_null(cs_quantile(lat, n, 0.999)));
 	json_object_set_new(m, "recall_at_k", harness_num_or_null(nrec ? sum_rec / (double) nrec : NAN));
 	json_object_set_new(m, "results_digest", harness_num_or_null(n ? results_digest(qh, n) : NAN));
 	free(qh);

@@ -79,6 +79,24 @@ int rpt_plot_concurrency(doc *d, const model *m, cs_err *e)
 		return 0;
 	}
 	qsort(pts, n, sizeof(*pts), by_group_x);
+	/* a figure must carry information: two concurrencies at least */
+	{
+		size_t nx = 0;
+
+		for (i = 0; i < n && nx < 2; i++)
+			nx += i == 0 || pts[i].x != pts[0].x;
+		if (nx < 2) {
+			char a[REPORT_NUM_MAX], b[REPORT_NUM_MAX];
+
+			rpt_p(d,
+			      "Reads per second against concurrency: every one of the %zu cold runs "
+			      "ran at concurrency %s (median %s engine reads/s), so there is no curve "
+			      "to draw.",
+			      n, report_fmt_num(pts[0].x, a), report_fmt_num(pts[n / 2].y, b));
+			free(pts);
+			return 0;
+		}
+	}
 	/* the median of each (device, concurrency) run of points, joined per device */
 	for (i = 0; i < n; i = j) {
 		for (j = i; j < n && pts[j].group == pts[i].group && pts[j].x == pts[i].x; j++)

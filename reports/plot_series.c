@@ -3,8 +3,8 @@
  * finding 7; the blog seed's figures): the block device's reads per second
  * (iostat r/s, from /sys/block every second) and memory (the cgroup's usage
  * where the run had one, else the process's RSS, every 5 s), one line per
- * run that has at least two samples. At most MAX_RUNS runs are drawn; the
- * caption says when more had series.
+ * run that has at least three samples (a line of fewer carries no shape).
+ * At most MAX_RUNS runs are drawn; the caption says when more had series.
  */
 #include "report_doc.h"
 
@@ -22,7 +22,7 @@ static int series_fig(doc *d, const model *m, ledger *l, const char *name, const
 {
 	svg_point *pts = NULL;
 	const char *names[MAX_RUNS];
-	size_t n = 0, cap = 0, ng = 0, more = 0, i, j;
+	size_t n = 0, cap = 0, ng = 0, more = 0, short_runs = 0, i, j;
 	json_t *run, *row;
 	rbuf svg;
 	int rc = 0;
@@ -35,7 +35,8 @@ static int series_fig(doc *d, const model *m, ledger *l, const char *name, const
 		json_array_foreach(rows, j, row) good +=
 		    isfinite(rpt_num(row, "t_s")) &&
 		    (isfinite(rpt_num(row, col)) || (alt && isfinite(rpt_num(row, alt))));
-		if (good < 2) {
+		if (good < 3) {
+			short_runs += good > 0;
 			json_decref(rows);
 			continue;
 		}
@@ -71,8 +72,10 @@ static int series_fig(doc *d, const model *m, ledger *l, const char *name, const
 		json_decref(rows);
 	}
 	if (!ng) {
-		rpt_p(d, "%s: no run on record has this sampler's series (two samples or more).",
-		      title);
+		rpt_p(d,
+		      "%s: no run on record has this sampler's series with three samples or more "
+		      "(%zu runs have one or two: too few to draw a line).",
+		      title, short_runs);
 		goto out;
 	}
 	rb_init(&svg, 0);

@@ -251,9 +251,11 @@ int report_write(struct ledger *l, const char *out, const char *title, cs_err *e
 	/*
 	 * The order a person reads in: the first screen (question, verdicts
 	 * against their bands, holdout, what survives) and the contents; then
-	 * the verdicts' evidence, the holdout, the runs and the figures that
-	 * answer the seeds' questions; then what was registered, validated and
-	 * recorded; the log's hashes and checkpoint last.
+	 * the verdicts' evidence, the holdout, the figures that answer the
+	 * seeds' questions and then the runs behind them (summarised by group,
+	 * each run's row folded: every column is in runs.csv); then what was
+	 * registered, validated and recorded; the log's hashes and checkpoint
+	 * last.
 	 */
 	{
 		json_t *fname;
@@ -262,9 +264,9 @@ int report_write(struct ledger *l, const char *out, const char *title, cs_err *e
 		rpt_toc(&d);
 		rpt_sec_verdicts(&d, &m);
 		rpt_sec_holdout(&d, &m);
-		rc = rpt_sec_runs(&d, &m, l, e);
+		rc = rpt_sec_figures(&d, &m, l, e);
 		if (!rc)
-			rc = rpt_sec_figures(&d, &m, l, e);
+			rc = rpt_sec_runs(&d, &m, l, e);
 		if (rc)
 			goto out;
 		rpt_sec_hypotheses(&d, &m);

@@ -102,6 +102,20 @@ const char *report_run_kind(const json_t *run);
  */
 int report_runs(struct ledger *l, json_t **rows, cs_err *e);
 
+/*
+ * The JSON Schema (draft 2020-12) of one row of an export: kind "runs",
+ * "queries" or "series" (exports.c); NULL for another kind. New reference.
+ */
+json_t *report_export_schema(const char *kind);
+
+/*
+ * The recall/QPS front of a sweep as one standalone SVG on out: recall[i]
+ * against qps[i] (log), the settings joined in order, labels[i] (may be
+ * NULL) on each point. 0 or CS_EXIT_INTERNAL with e set.
+ */
+int report_front_svg(const char *title, const double *recall, const double *qps,
+		     const char *const *labels, size_t n, FILE *out, cs_err *e);
+
 /* Write rows (an array of flat objects) in format (REPORT_FMT_*) to out. */
 int report_rows_write(const json_t *rows, int format, FILE *out, cs_err *e);
 

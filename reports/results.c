@@ -55,6 +55,7 @@ static const char *const setting_cols[][2] = {
 static const char *const metric_units[][2] = {
 	{"wall_s", "s"},          {"qps", "queries/s"},         {"lat_mean_ms", "ms"},
 	{"lat_p50_ms", "ms"},     {"lat_p99_ms", "ms"},         {"engine_read_ms_mean", "ms"},
+	{"lat_p90_ms", "ms"},     {"lat_p95_ms", "ms"},         {"lat_p999_ms", "ms"},
 	{"bytes_per_read", "B"},  {"device_read_ms_mean", "ms"}, {"mem_peak_bytes", "B"},
 	{"device_bytes_per_read", "B"},
 };
@@ -177,6 +178,54 @@ static json_t *copy_or_null(const json_t *v)
 	return v ? json_deep_copy(v) : json_null();
 }
 
+/*
+ * The clock of a run's unqualified time columns: "virtual" when its reads
+ * were replayed on a device model's clock (device_time "virtual"), else
+ * "real" (the real disk, or a model's service times slept in real time).
+ */
+static const char *run_clock(const json_t *rec)
+{
+	const char *dt = json_string_value(json_object_get(rec, "device_time"));
+
+	if (!dt)
+		dt = json_string_value(json_object_get(json_object_get(rec, "features"), "device_time"));
+	return dt && !strcmp(dt, "virtual") ? "virtual" : "real";
+}
+
+/*
+ * What a run's recall is measured against: always the whole base (exact
+ * truth over every row), so a run that searched only some partitions has
+ * a recall low by construction: "whole_base_partial_search". null without
+ * a recall.
+ */
+static json_t *recall_scope(const json_t *rec)
+{
+	if (!json_is_number(json_object_get(json_object_get(rec, "metrics"), "recall_at_k")))
+		return json_null();
+	return json_string(json_is_array(json_object_get(json_object_get(rec, "spec"), "partitions"))
+				   ? "whole_base_partial_search"
+				   : "whole_base");
+}
+
+/* A metric's name with the clock before its unit: lat_p50_ms -> lat_p50_real_ms, qps -> qps_real. */
+static void clock_name(const char *m, const char *clock, char *out, size_t cap)
+{
+	size_t n = strlen(m);
+
+	if (n > 3 && !strcmp(m + n - 3, "_ms"))
+		snprintf(out, cap, "%.*s_%s_ms", (int) (n - 3), m, clock);
+	else if (n > 2 && !strcmp(m + n - 2, "_s"))
+		snprintf(out, cap, "%.*s_%s_s", (int) (n - 2), m, clock);
+	else
+		snprintf(out, cap, "%s_%s", m, clock);
+}
+
+/* The settings that are yes or no: a run without one said no (never an empty cell). */
+static int bool_setting(const char *col)
+{
+	return !strcmp(col, "cold") || !strcmp(col, "cold_each_query");
+}
+
 /* The flat row of one run (rec: the run record, or NULL; start: its run_start). */
 static json_t *run_row(const char *id, const json_t *rec, const json_t *start)
 {
@@ -225,8 +274,12 @@ static json_t *run_row(const char *id, const json_t *rec, const json_t *start)
 
 		if (!v && !strcmp(setting_cols[i][0], "device_time"))
 			v = json_object_get(rec, "device_time");
-		json_object_set_new(row, setting_cols[i][0], copy_or_null(v));
+		if (rec && bool_setting(setting_cols[i][0]))
+			json_object_set_new(row, setting_cols[i][0], json_boolean(json_is_true(v)));
+		else
+			json_object_set_new(row, setting_cols[i][0], copy_or_null(v));
 	}
+	json_object_set_new(row, "clock", rec ? json_string(run_clock(rec)) : json_null());
 	{
 		const json_t *sp = json_object_get(rec, "spec");
 		const json_t *rp = json_object_get(sp, "repeat"), *wq = json_object_get(sp, "warmup_queries");
@@ -245,6 +298,21 @@ static json_t *run_row(const char *id, const json_t *rec, const json_t *start)
 	}
 	for (size_t i = 0; names[i]; i++)
 		json_object_set_new(row, names[i], copy_or_null(json_object_get(m, names[i])));
+	json_object_set_new(row, "recall_scope", rec ? recall_scope(rec) : json_null());
+	/* a virtual-time run's real-disk figures beside them, each named by its clock */
+	{
+		const json_t *mr = json_object_get(rec, "metrics_real");
+
+		for (size_t i = 0; mr && names[i]; i++) {
+			const json_t *v = json_object_get(mr, names[i]);
+			char col[96];
+
+			if (!v || !strcmp(names[i], "results_digest") || !strcmp(names[i], "queries"))
+				continue;
+			clock_name(names[i], "real", col, sizeof(col));
+			json_object_set_new(row, col, json_deep_copy(v));
+		}
+	}
 	/* Across repeats: each metric's standard deviation and the 95% interval of its mean. */
 	for (size_t i = 0; json_array_size(json_object_get(rec, "repeats")) > 1 && names[i]; i++) {
 		double mean, sd, lo, hi;
@@ -664,31 +732,72 @@ static int query_rows(ledger *l, const json_t *rec, json_t **rows, cs_err *e)
 	return ledger_get_raw(l, sha, rows, e);
 }
 
-/* The per-query rows with a fixed leading column order (raw rows are stored with sorted keys). */
-static json_t *ordered_rows(const json_t *rows)
+/*
+ * A stored per-query column's exported name: every time named by its
+ * clock. The stored rows keep their names (the ledger's bytes are hashed);
+ * "_ms" columns are in the run's clock, "_ms_real" ones on the real disk,
+ * and t_ms (when a query started, since the load began) is always real.
+ */
+static const char *query_col(const char *k, const char *clock, char *buf, size_t cap)
+{
+	static const char *const same[] = {"t_ms", "setup_ms", NULL};
+	size_t n = strlen(k);
+
+	for (size_t i = 0; same[i]; i++)
+		if (!strcmp(k, same[i]))
+			return clock_name(k, "real", buf, cap), buf;
+	if (n > 8 && !strcmp(k + n - 8, "_ms_real")) {
+		snprintf(buf, cap, "%.*s_real_ms", (int) (n - 8), k);
+		return buf;
+	}
+	if (n > 3 && !strcmp(k + n - 3, "_ms"))
+		return clock_name(k, clock, buf, cap), buf;
+	return k;
+}
+
+/*
+ * The per-query rows for export: a fixed leading column order (raw rows
+ * are stored with sorted keys), each time column named by its clock
+ * (query_col), and recall_scope beside recall.
+ */
+static json_t *ordered_rows(const json_t *rows, const json_t *rec)
 {
 	static const char *const first[] = {"q", "client", "t_ms", "lat_ms", "read_ms",
 					    "reads", "bytes", "recall", "n", NULL};
-	json_t *out = json_array(), *row, *v;
+	const char *clock = run_clock(rec);
+	json_t *out = json_array(), *row, *v, *scope = recall_scope(rec);
 	const char *k;
 	size_t i;
 
-	if (!out)
+	if (!out || !scope) {
+		json_decref(out);
+		json_decref(scope);
 		return NULL;
+	}
 	json_array_foreach(rows, i, row) {
 		json_t *o = json_object();
+		char buf[96];
 
 		for (size_t j = 0; o && first[j]; j++)
-			if ((v = json_object_get(row, first[j])))
-				json_object_set(o, first[j], v);
-		json_object_foreach(row, k, v)
-			if (o && !json_object_get(o, k))
-				json_object_set(o, k, v);
+			if ((v = json_object_get(row, first[j]))) {
+				json_object_set(o, query_col(first[j], clock, buf, sizeof(buf)), v);
+				if (!strcmp(first[j], "recall"))
+					json_object_set(o, "recall_scope",
+							json_is_number(v) ? scope : json_null());
+			}
+		json_object_foreach(row, k, v) {
+			const char *name = query_col(k, clock, buf, sizeof(buf));
+
+			if (o && !json_object_get(o, name))
+				json_object_set(o, name, v);
+		}
 		if (!o || json_array_append_new(out, o)) {
 			json_decref(out);
+			json_decref(scope);
 			return NULL;
 		}
 	}
+	json_decref(scope);
 	return out;
 }
 
@@ -741,20 +850,21 @@ static void write_run_text(const json_t *rec, FILE *out)
 	}
 }
 
-static void write_queries_text(const json_t *rows, FILE *out)
+static void write_queries_text(const json_t *rows, const char *clock, FILE *out)
 {
 	static const char *const cols[] = {"q", "client", "t_ms", "lat_ms", "read_ms", "reads",
 					   "bytes", "recall", "n", NULL};
-	char a[REPORT_NUM_MAX];
+	char a[REPORT_NUM_MAX], buf[96];
 	json_t *row;
 	size_t i;
 
 	for (size_t j = 0; cols[j]; j++)
-		fprintf(out, "%10s", cols[j]);
+		fprintf(out, "%*s", j == 3 || j == 4 ? 16 : 12, query_col(cols[j], clock, buf, sizeof(buf)));
 	fputc('\n', out);
 	json_array_foreach(rows, i, row) {
 		for (size_t j = 0; cols[j]; j++)
-			fprintf(out, "%10s", cell(json_object_get(row, cols[j]), a));
+			fprintf(out, "%*s", j == 3 || j == 4 ? 16 : 12,
+				cell(json_object_get(row, query_col(cols[j], clock, buf, sizeof(buf))), a));
 		fputc('\n', out);
 	}
 }
@@ -792,13 +902,13 @@ int report_run_show(ledger *l, const char *run_id, int queries, int format, FILE
 	rc = query_rows(l, rec, &rows, e);
 	if (rc)
 		goto out;
-	ord = ordered_rows(rows);
+	ord = ordered_rows(rows, rec);
 	if (!ord) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
 	}
 	if (format == REPORT_FMT_TEXT)
-		write_queries_text(ord, out);
+		write_queries_text(ord, run_clock(rec), out);
 	else
 		rc = report_rows_write(ord, format, out, e);
 out:

@@ -104,7 +104,7 @@ void rpt_sec_glance(doc *d, const model *m)
 	const json_t *sdoc = m->study ? json_object_get(rpt_pl(m->study), "doc") : NULL;
 	const json_t *sr = rpt_score_of_record(m);
 	rbuf keep, fall, open, expl, mchk;
-	size_t i;
+	size_t i, out_accepted = 0;
 
 	rpt_h_plain(d, "At a glance", "glance");
 	if (rpt_str(sdoc, "question") || rpt_str(sdoc, "title"))
@@ -162,9 +162,19 @@ void rpt_sec_glance(doc *d, const model *m)
 			rpt_cell_s(r, b.p ? b.p : "n/a");
 			rb_free(&b);
 			rpt_cell_s(r, rpt_str(hdoc, "unit"));
-			rpt_cell_s(r, !isfinite(obs) || json_array_size(band) != 2 ? "n/a"
-			              : obs >= lo && obs <= hi                     ? "yes"
-			                                                           : "no");
+			/* outside the band yet accepted: say which decided, so the row reads right */
+			if (!isfinite(obs) || json_array_size(band) != 2)
+				rpt_cell_s(r, "n/a");
+			else if (obs >= lo && obs <= hi)
+				rpt_cell_s(r, "yes");
+			else if (strcmp(vd, "accepted"))
+				rpt_cell_s(r, "no");
+			else {
+				out_accepted++;
+				rpt_cell_s(r, !strcmp(rpt_str(hdoc, "kind") ?: "", "descriptive")
+				                  ? "no: descriptive, its rule reports the figure"
+				                  : "no: its rules decide, not the band");
+			}
 			{
 				char tw[RPT_TIME_WORDS_MAX];
 
@@ -182,6 +192,17 @@ void rpt_sec_glance(doc *d, const model *m)
 				list_hyp(&open, id, hdoc, 0);
 		}
 	}
+	if (out_accepted)
+		rpt_p(d,
+		      "In band says whether the observed number lies in the 95%% band registered "
+		      "before any run. The verdict comes from the registered accept and reject rules, "
+		      "which may test another comparison than the band (a ratio, a threshold, the "
+		      "sceptic runs): %zu hypothes%s accepted by %s rules with %s number outside "
+		      "%s band. A descriptive hypothesis's rule reports a figure the design cannot "
+		      "fail; its band is what was expected, not a test.",
+		      out_accepted, out_accepted == 1 ? "is is" : "es are",
+		      out_accepted == 1 ? "its" : "their", out_accepted == 1 ? "its" : "their",
+		      out_accepted == 1 ? "its" : "their");
 	if (sr) {
 		const json_t *s = rpt_pl(sr);
 		char f[4][REPORT_NUM_MAX];

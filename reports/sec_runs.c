@@ -76,6 +76,133 @@ typedef struct devgroup {
 } devgroup;
 
 #define MAX_DEVICES 32
+#define MAX_GROUPS 48
+
+/* The runs of one group: its key and the indices of its runs in m->runs. */
+typedef struct rgroup {
+	char key[160];
+	const json_t *first;
+	size_t *idx, n;
+} rgroup;
+
+/* The median of metric over a group's runs (NaN when none has it). */
+static double group_median(const model *m, const rgroup *g, const char *metric, double *lo,
+                           double *hi)
+{
+	double *v = malloc((g->n ? g->n : 1) * sizeof(double)), md;
+	size_t k = 0;
+
+	*lo = *hi = NAN;
+	if (!v)
+		return NAN;
+	for (size_t i = 0; i < g->n; i++) {
+		double x = rpt_metric_num(json_array_get(m->runs, g->idx[i]), metric);
+
+		if (isfinite(x))
+			v[k++] = x;
+	}
+	md = rpt_quantile(v, k, 0.5); /* sorts v */
+	if (k) {
+		*lo = v[0];
+		*hi = v[k - 1];
+	}
+	free(v);
+	return md;
+}
+
+/* "median (lo to hi)", or the one value, or n/a. */
+static void cell_spread(json_t *r, double md, double lo, double hi)
+{
+	char a[REPORT_NUM_MAX], b[REPORT_NUM_MAX], c[REPORT_NUM_MAX], s[3 * REPORT_NUM_MAX + 16];
+
+	if (!isfinite(md)) {
+		rpt_cell_s(r, "n/a");
+		return;
+	}
+	if (lo == hi)
+		snprintf(s, sizeof(s), "%s", report_fmt_num(md, a));
+	else
+		snprintf(s, sizeof(s), "%s (%s to %s)", report_fmt_num(md, a), report_fmt_num(lo, b),
+		         report_fmt_num(hi, c));
+	rpt_cell_s(r, s);
+}
+
+/*
+ * The runs summarised by group (kind, how measured, device, cold or warm,
+ * all or some partitions): a reader sees the shape of the evidence in a
+ * screen; each run's row is folded below and every column is in runs.csv.
+ */
+static int group_summary(doc *d, const model *m, cs_err *e)
+{
+	static const char *const gcols[] = {"qps", "lat_p50_ms", "lat_p99_ms", "reads_per_query",
+	                                    "recall_at_k"};
+	rgroup g[MAX_GROUPS];
+	size_t ng = 0, i, k, other = 0;
+	json_t *run, *t, *r;
+	int rc = 0;
+
+	memset(g, 0, sizeof(g));
+	json_array_foreach(m->runs, i, run)
+	{
+		const json_t *p = rpt_pl(run), *f = json_object_get(p, "features");
+		char key[160], tw[RPT_TIME_WORDS_MAX];
+
+		snprintf(key, sizeof(key), "%s|%s|%s|%s|%s", json_is_object(p) ? report_run_kind(p) : "n/a",
+		         rpt_time_words(rpt_time_basis(run), tw), rpt_device(run),
+		         json_is_true(json_object_get(f, "cold")) ? "cold" : "warm",
+		         rpt_partial_search(run) ? "some partitions" : "all partitions");
+		for (k = 0; k < ng && strcmp(g[k].key, key); k++)
+			;
+		if (k == ng) {
+			if (ng == MAX_GROUPS) {
+				other++;
+				continue;
+			}
+			snprintf(g[ng].key, sizeof(g[ng].key), "%s", key);
+			g[ng].first = run;
+			g[ng].idx = calloc(json_array_size(m->runs), sizeof(size_t));
+			if (!g[ng].idx) {
+				rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+				goto out;
+			}
+			ng++;
+		}
+		g[k].idx[g[k].n++] = i;
+	}
+	t = rpt_table(d,
+	              "The runs by group: kind, how the numbers were made, device, cold or warm, "
+	              "and whether every partition was searched; medians with the range over the "
+	              "group's runs. Recall of a run over some partitions is against the whole "
+	              "set, low by construction.",
+	              "Kind", "Measured by", "Device", "Cache", "Search", "Runs", "QPS",
+	              "Latency p50 (ms)", "Latency p99 (ms)", "Reads / query", "Recall@k", NULL);
+	for (k = 0; k < ng; k++) {
+		char parts[5][64], *s = g[k].key;
+		double lo, hi, md;
+
+		for (size_t j = 0; j < 5; j++) {
+			size_t len = strcspn(s, "|");
+
+			snprintf(parts[j], sizeof(parts[j]), "%.*s", (int) len, s);
+			s += len + (s[len] ? 1 : 0);
+		}
+		r = rpt_row(t);
+		for (size_t j = 0; j < 5; j++)
+			rpt_cell_s(r, parts[j]);
+		rpt_cell_i(r, (int64_t) g[k].n);
+		for (size_t j = 0; j < sizeof(gcols) / sizeof(gcols[0]); j++) {
+			md = group_median(m, &g[k], gcols[j], &lo, &hi);
+			cell_spread(r, md, lo, hi);
+		}
+	}
+	if (other)
+		rpt_p(d, "%zu more runs fall in groups past the first %d; each is in the folded table.",
+		      other, MAX_GROUPS);
+out:
+	for (k = 0; k < ng; k++)
+		free(g[k].idx);
+	return rc;
+}
 
 /* Section 4: the runs, where the time goes, serial against fan-out, by device, and the figures. */
 int rpt_sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
@@ -102,6 +229,10 @@ int rpt_sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 	      "over "
 	      "wall.",
 	      nruns);
+	rc = group_summary(d, m, e);
+	if (rc)
+		return rc;
+	rpt_fold_open(d, "Every run, one row each (every column: coldstudy runs S --csv)");
 	t = rpt_table(d,
 	              "The runs: kind (design, sceptic, holdout or exploratory), how the numbers "
 	              "were made, the spec file and the settings that differ between runs.",
@@ -204,6 +335,7 @@ int rpt_sec_runs(doc *d, const model *m, ledger *l, cs_err *e)
 		    "its partitions: with one partition of many, recall near 0 is the expected "
 		    "value, not a failure of the search.",
 		    partial, partial == 1 ? "" : "s");
+	rpt_fold_close(d);
 
 	json_array_foreach(m->runs, i, run)
 	{

@@ -67,6 +67,8 @@ int data_load_idx(const char *path, dsbuf *b, size_t *n, size_t *d, cv_err *e);
 int data_load_npy(const char *path, dsbuf *b, size_t *n, size_t *d, cv_err *e);
 /* hdf5:SPEC, SPEC = PATH[:train|:test|:neighbors|:distances] (hdf5.c; -ENOTSUP without libhdf5). */
 int data_load_hdf5(const char *spec, dsbuf *b, size_t *n, size_t *d, cv_err *e);
+/* hdf5:PATH[:neighbors]: the integer ids of `neighbors` (a float array is refused); ids new, caller frees. */
+int data_hdf5_ids(const char *spec, int32_t **ids, size_t *nq, size_t *k, cv_err *e);
 
 /* synth:BODY (the part after "synth:"); see cv_data.h. */
 int data_load_synth(const char *body, dsbuf *b, size_t *n, size_t *d, cv_err *e);

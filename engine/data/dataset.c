@@ -201,3 +201,60 @@ out:
 	free(buf.data);
 	return rc;
 }
+
+/*
+ * The spec with its file's path made absolute and resolved (realpath):
+ * what an index keeps in DIR/DATA, so it means the same file from any
+ * directory. Specs without a path (fashion-mnist, synth:) come back as
+ * they are; a member (hdf5's :test) and a row range are kept.
+ */
+CV_API int cv_dataset_spec_resolve(const char *spec, char *out, size_t cap, cv_err *e)
+{
+	static const char *const prefixes[] = {"fvecs:", "ivecs:", "bvecs:", "idx:", "npy:", "hdf5:", NULL};
+	static const char *const members[] = {":train", ":test", ":neighbors", ":distances", NULL};
+	char path[4096], *real;
+	const char *prefix = NULL, *tail;
+	size_t blen = 0, a, b, plen, tlen;
+	int ranged, n;
+
+	ranged = parse_range(spec, &blen, &a, &b);
+	if (ranged < 0)
+		return cv_err_set(e, -EINVAL, "%s: malformed row range (expected [A:B], e.g. [0:100])", spec);
+	if (!ranged)
+		blen = strlen(spec);
+	for (size_t i = 0; prefixes[i] && !prefix; i++)
+		if (!strncmp(spec, prefixes[i], strlen(prefixes[i])))
+			prefix = prefixes[i];
+	if (!prefix) {
+		if (strlen(spec) >= cap)
+			return cv_err_set(e, -ENAMETOOLONG, "%s: spec too long", spec);
+		memcpy(out, spec, strlen(spec) + 1);
+		return 0;
+	}
+	plen = strlen(prefix);
+	/* the path runs to the range, less an hdf5 member */
+	tail = spec + blen;
+	if (!strcmp(prefix, "hdf5:"))
+		for (size_t i = 0; members[i]; i++) {
+			size_t ml = strlen(members[i]);
+
+			if (blen - plen > ml && !strncmp(spec + blen - ml, members[i], ml)) {
+				tail = spec + blen - ml;
+				break;
+			}
+		}
+	tlen = (size_t) (tail - spec) - plen;
+	if (tlen == 0 || tlen >= sizeof(path))
+		return cv_err_set(e, -EINVAL, "%s: no path, or a path too long", spec);
+	memcpy(path, spec + plen, tlen);
+	path[tlen] = '\0';
+	real = realpath(path, NULL);
+	if (!real)
+		return cv_err_set(e, -errno, "%s: %s", path, strerror(errno));
+	n = snprintf(out, cap, "%s%s%s", prefix, real, tail);
+	free(real);
+	if (n < 0 || (size_t) n >= cap)
+		return cv_err_set(e, -ENAMETOOLONG, "%s: the resolved spec is longer than %zu characters",
+				  spec, cap - 1);
+	return 0;
+}

@@ -50,8 +50,17 @@ typedef struct gt_job {
 	int32_t *ids;
 	float *dists;
 	size_t next;    /* next query block, claimed atomically */
+	size_t done;    /* queries finished (progress) */
+	uint64_t t0, last; /* progress: start, last line drawn (ns) */
 	int rc;
 } gt_job;
+
+static int gt_progress; /* cv_groundtruth_progress */
+
+CV_API void cv_groundtruth_progress(int on)
+{
+	__atomic_store_n(&gt_progress, on, __ATOMIC_RELAXED);
+}
 
 /* True if a is worse (farther, or as far with a higher id) than b. */
 static inline int worse(gt_pair a, gt_pair b)
@@ -110,6 +119,19 @@ static void gt_worker(void *arg, unsigned w)
 				}
 			}
 		}
+		{
+			size_t dn = __atomic_add_fetch(&j->done, q1 - q0, __ATOMIC_RELAXED);
+
+			/* worker 0 draws, at most five times a second */
+			if (w == 0 && __atomic_load_n(&gt_progress, __ATOMIC_RELAXED)) {
+				uint64_t now = cv_progress_start();
+
+				if (now - j->last > 200000000u && dn < nq) {
+					j->last = now;
+					cv_progress("computing", "ground truth", dn, nq, j->t0);
+				}
+			}
+		}
 		for (size_t q = q0; q < q1; q++) {
 			gt_pair *h = heaps + (q - q0) * k;
 
@@ -122,7 +144,6 @@ static void gt_worker(void *arg, unsigned w)
 		}
 	}
 out:
-	(void) w;
 	free(heaps);
 	free(dist);
 }
@@ -148,7 +169,10 @@ CV_API int cv_groundtruth(const cv_dataset *base, const cv_dataset *queries, siz
 		t = (unsigned) nblocks;
 	if (t > 256)
 		t = 256;
+	j.t0 = j.last = cv_progress_start();
 	cvu_team(t, gt_worker, &j);
+	if (__atomic_load_n(&gt_progress, __ATOMIC_RELAXED) && !j.rc)
+		cv_progress("computing", "ground truth", queries->n, queries->n, j.t0);
 	return j.rc;
 }
 
@@ -349,46 +373,6 @@ out:
 	return rc;
 }
 
-/* hdf5:FILE[:neighbors]: an ann-benchmarks file's true neighbours as ids. */
-static int hdf5_ids(const char *spec, int32_t **ids, size_t *nq, size_t *k, cv_err *e)
-{
-	char s[600];
-	cv_dataset *ds = NULL;
-	size_t len = strlen(spec);
-	int rc;
-
-	/* the neighbors member unless the spec names one */
-	if (len >= sizeof(s) - 16)
-		return cv_err_set(e, -EINVAL, "%s: spec too long", spec);
-	snprintf(s, sizeof(s), "%s%s", spec,
-		 len > 10 && !strcmp(spec + len - 10, ":neighbors") ? "" : ":neighbors");
-	rc = cv_dataset_load(s, &ds, e);
-	if (rc)
-		return rc;
-	*ids = malloc((ds->n && ds->d ? ds->n * ds->d : 1) * sizeof(**ids));
-	if (!*ids) {
-		cv_dataset_free(ds);
-		return cv_err_set(e, -ENOMEM, "%s: out of memory", s);
-	}
-	for (size_t i = 0; i < ds->n * ds->d; i++) {
-		float v = ds->data[i];
-
-		if (v < 0 || v > 16777216.0f || v != (float) (int32_t) v) {
-			rc = cv_err_set(e, -EINVAL, "%s: row %zu: %g is not a vector id", s, i / ds->d,
-					(double) v);
-			free(*ids);
-			*ids = NULL;
-			cv_dataset_free(ds);
-			return rc;
-		}
-		(*ids)[i] = (int32_t) v;
-	}
-	*nq = ds->n;
-	*k = ds->d;
-	cv_dataset_free(ds);
-	return 0;
-}
-
 /* Read an ivecs file of rows of equal length (or hdf5:FILE's neighbors); ids new, caller frees. */
 CV_API int cv_ivecs_read(const char *path, int32_t **ids, size_t *nq, size_t *k, cv_err *e)
 {
@@ -399,7 +383,7 @@ CV_API int cv_ivecs_read(const char *path, int32_t **ids, size_t *nq, size_t *k,
 
 	*ids = NULL;
 	if (!strncmp(path, "hdf5:", 5))
-		return hdf5_ids(path, ids, nq, k, e);
+		return data_hdf5_ids(path, ids, nq, k, e);
 	rc = rd_open(&r, path, e);
 	if (rc)
 		return rc;
@@ -466,7 +450,8 @@ out:
  * ids each count if their true distance is within the k-th true distance
  * + 1e-3. For l2 the comparison is on the Euclidean (not squared)
  * distance, as ann-benchmarks' euclidean metric. Ids past the base and
- * repeated ids do not count. Returns count / k, or -1 on bad arguments.
+ * repeated ids do not count. Returns count / k, or NaN on bad arguments
+ * (any true id outside the base), never a number an average could take in.
  */
 CV_API double cv_recall_at_k(const cv_dataset *base, const float *query, cv_metric m,
 			     const int32_t *true_ids, size_t k, const uint32_t *got, size_t ngot)
@@ -474,9 +459,11 @@ CV_API double cv_recall_at_k(const cv_dataset *base, const float *query, cv_metr
 	double thr, hits = 0;
 	size_t use = ngot < k ? ngot : k;
 
-	if (!base || !query || !true_ids || k == 0 || (ngot && !got) || true_ids[k - 1] < 0 ||
-	    (size_t) true_ids[k - 1] >= base->n)
-		return -1;
+	if (!base || !query || !true_ids || k == 0 || (ngot && !got))
+		return NAN;
+	for (size_t i = 0; i < k; i++)
+		if (true_ids[i] < 0 || (size_t) true_ids[i] >= base->n)
+			return NAN;
 	thr = cv_distance(m, query, cv_row(base, (size_t) true_ids[k - 1]), base->d);
 	if (m == CV_METRIC_L2)
 		thr = sqrt(thr);

@@ -120,7 +120,8 @@ static void c32c_init(void)
 	}
 #if defined(__x86_64__)
 	__builtin_cpu_init();
-	c32c_hw = __builtin_cpu_supports("sse4.2");
+	/* GCC returns the feature's bit (256 for sse4.2), not 1: a path number needs 0 or 1 */
+	c32c_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
 #if defined(__clang__) || __GNUC__ >= 9
 	if (c32c_hw && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq") &&
 	    __builtin_cpu_supports("pclmul"))

@@ -3,7 +3,9 @@
  * metric, several k, 1 and 3 threads, blocks smaller and larger than the
  * base), ties broken by the lower id, the cache (miss, hit, a corrupt
  * cache file ignored), ivecs round trip and refusals, and recall as
- * ann-benchmarks computes it.
+ * ann-benchmarks computes it: never below 0 or above 1, and NaN (which no
+ * average may take in) for a truth naming rows outside the base, in
+ * every metric.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -231,12 +233,60 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/*
+ * Ground truth of a larger base (ids past this one's rows, at the k-th
+ * place or before it): NaN in every metric, never a negative sentinel; a
+ * truth of the same base gives a recall within [0, 1].
+ */
+static void test_recall_other_base(void **state)
+{
+	cv_dataset *big = must_load("synth:n=400,d=8,seed=3"), *b = NULL, *q = must_load("synth:n=5,d=8,seed=4");
+	int32_t ids[5 * 10], own[5 * 10];
+	uint32_t got[10];
+
+	(void) state;
+	assert_int_equal(cv_dataset_slice(big, 0, 40, &b), 0);
+	for (int m = CV_METRIC_L2; m <= CV_METRIC_COSINE; m++) {
+		size_t past = 0;
+
+		assert_int_equal(cv_groundtruth(big, q, 10, (cv_metric) m, 1, ids, NULL), 0);
+		assert_int_equal(cv_groundtruth(b, q, 10, (cv_metric) m, 1, own, NULL), 0);
+		for (size_t i = 0; i < 10; i++)
+			got[i] = (uint32_t) i;
+		for (size_t i = 0; i < 5; i++) {
+			int outside = 0;
+			double r;
+
+			for (size_t j = 0; j < 10; j++)
+				outside |= ids[i * 10 + j] >= 40;
+			past += (size_t) outside;
+			r = cv_recall_at_k(b, cv_row(q, i), (cv_metric) m, ids + i * 10, 10, got, 10);
+			if (outside)
+				assert_true(isnan(r));
+			else
+				assert_true(r >= 0 && r <= 1);
+			r = cv_recall_at_k(b, cv_row(q, i), (cv_metric) m, own + i * 10, 10, got, 10);
+			assert_true(r >= 0 && r <= 1);
+		}
+		/* the big base's truth of 5 queries leaves the first 40 rows somewhere */
+		assert_true(past > 0);
+		/* a negative id and bad arguments: NaN too */
+		own[3] = -1;
+		assert_true(isnan(cv_recall_at_k(b, cv_row(q, 0), (cv_metric) m, own, 10, got, 10)));
+		assert_true(isnan(cv_recall_at_k(b, cv_row(q, 0), (cv_metric) m, own, 0, got, 10)));
+	}
+	cv_dataset_free(big);
+	cv_dataset_free(b);
+	cv_dataset_free(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vs_naive),
 		cmocka_unit_test(test_ties),
 		cmocka_unit_test(test_cache),
+		cmocka_unit_test(test_recall_other_base),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -91,9 +91,14 @@ if "warm" not in rows[1]["tags"].split() or "b" in rows[1]["tags"].split(): fail
 q = list(csv.DictReader(open(T + "/q.csv", newline="")))
 m = recs[id1]["metrics"]
 if len(q) != m["queries"]: fail("%d query rows, the run says %d queries" % (len(q), m["queries"]))
-mean = sum(float(x["lat_ms"]) for x in q) / len(q)
+mean = sum(float(x["lat_real_ms"]) for x in q) / len(q)
 if abs(mean - m["lat_mean_ms"]) > 1e-6 * max(1, m["lat_mean_ms"]): fail("query rows' mean latency %g vs %g" % (mean, m["lat_mean_ms"]))
-if list(q[0])[:4] != ["q", "client", "t_ms", "lat_ms"]: fail("query columns %s" % list(q[0]))
+# one clock per column: a real-disk run's times are all named real
+if list(q[0])[:5] != ["q", "client", "t_real_ms", "lat_real_ms", "read_real_ms"]: fail("query columns %s" % list(q[0]))
+if any(c.endswith("_ms") and "_real_" not in c and "_virtual_" not in c for c in q[0]): fail("a time column names no clock: %s" % list(q[0]))
+if rows[0]["clock"] != "real" or any(r["cold"] not in ("true", "false") or r["cold_each_query"] not in ("true", "false") for r in rows):
+    fail("clock / boolean cells: %s" % [(r["clock"], r["cold"], r["cold_each_query"]) for r in rows])
+if any(r["recall_scope"] not in ("whole_base", "") for r in rows): fail("recall_scope %s" % [r["recall_scope"] for r in rows])
 sys.exit(bad)
 PY
 

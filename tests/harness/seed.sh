@@ -52,7 +52,7 @@ def mean(i): return runs[i]["metrics"]["engine_read_ms_mean"]
 def rows(i):
     j = json.load(open("%s/q.%s.json" % (T, i)))
     q = j["queries"] if isinstance(j, dict) else j
-    return [(x["q"], x["reads"], x["read_ms"]) for x in q]
+    return [(x["q"], x["reads"], x["read_virtual_ms"]) for x in q]
 for i in (a, b, ra, rb):
     if i not in runs: bad.append("run %s missing" % i)
 if not bad:

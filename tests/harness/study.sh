@@ -1,8 +1,10 @@
 #!/bin/sh
 # A whole small study, end to end: init, register, a run refused before
 # validate, validate, build a small partitioned index (phnsw), clone, the
-# guard cases through the command line, three runs (serial cold, fan-out
-# cold, warm), then `log verify` and every metric present in every run.
+# guard cases through the command line (each message and refusal record
+# in the user's spelling, never a /proc/PID/fd path), three runs (serial
+# cold, fan-out cold, warm), then `log verify` and every metric present in
+# every run.
 # Skips (77) while the phnsw kind is not built.
 set -u
 cs=${COLDSTUDY:?}
@@ -58,6 +60,20 @@ expect 3 "run on production through a symlink" "$cs" run "$T/S" "$T/prod2.json" 
 mkdir "$T/nomarker"; cp "$T/src/"* "$T/nomarker/"
 printf '{"index":"%s","queries":{"spec":"queries","count":2},"cold":true}' "$T/nomarker" > "$T/nm.json"
 expect 3 "run without a clone marker" "$cs" run "$T/S" "$T/nm.json" --no-progress
+# the user's spelling in the message and the permanent record, never a held descriptor's /proc path
+grep -q "/proc/" "$T/err" && { echo "FAIL: the refusal message shows a /proc path: $(cat "$T/err")"; fail=1; }
+grep -q "$T/nomarker" "$T/err" || { echo "FAIL: the refusal message does not name $T/nomarker: $(cat "$T/err")"; fail=1; }
+python3 - "$T/S/ledger.db" "$T/nomarker" <<'PY' || fail=1
+import json, sqlite3, sys
+rows = [json.loads(p) for (p,) in sqlite3.connect(sys.argv[1]).execute(
+    "select payload from records where kind='refusal'")]
+clone = [r for r in rows if r["guard"] == "clone"]
+bad = [r for r in rows if "/proc/" in r.get("target", "") + r["why"] + r.get("target_resolved", "")]
+if not clone or clone[-1]["target"] != sys.argv[2] or clone[-1].get("target_resolved") not in (None, sys.argv[2]):
+    print("FAIL: the clone refusal's target is not the path typed: %s" % clone); sys.exit(1)
+if bad:
+    print("FAIL: refusal records with a /proc path: %s" % bad); sys.exit(1)
+PY
 run unreg '"cold":true,"hypotheses":["H99"]'
 expect 3 "run for an unregistered hypothesis" "$cs" run "$T/S" "$T/unreg.json" --no-progress
 expect 3 "holdout without predictions" "$cs" run "$T/S" "$T/serial.json" --holdout --no-progress

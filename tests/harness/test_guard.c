@@ -644,9 +644,47 @@ static void test_postgres(void **state)
 	ledger_close(l);
 }
 
+/*
+ * guard_spell: a held path, an existing one and one still to be made,
+ * comes back in the words typed (or, resolved, as the kernel's path);
+ * a descriptor nobody holds and other text pass unchanged.
+ */
+static void test_spell(void **state)
+{
+	char dir[PATH_MAX], missing[PATH_MAX], text[PATH_MAX * 2], out[PATH_MAX * 2], real[PATH_MAX];
+	guard_held a, b;
+	cs_err e = {0};
+
+	(void) state;
+	pathf(dir, "%s/spell%s", "");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	pathf(missing, "%s/spell/x/%s", "y");
+	assert_int_equal(guard_hold(dir, AT_FDCWD, &a, &e), 0);
+	assert_int_equal(guard_hold(missing, AT_FDCWD, &b, &e), 0);
+	snprintf(text, sizeof(text), "%s/KIND: no such file; %s: cannot create", guard_held_via(&a),
+		 guard_held_via(&b));
+	guard_spell(text, 0, out, sizeof(out));
+	snprintf(text, sizeof(text), "%s/KIND: no such file; %s: cannot create", dir, missing);
+	assert_string_equal(out, text);
+	assert_null(strstr(out, "/proc/"));
+	assert_non_null(realpath(dir, real));
+	guard_spell(guard_held_via(&a), 1, out, sizeof(out));
+	assert_string_equal(out, real);
+	/* once made, the new directory is spelled as typed too */
+	assert_int_equal(guard_held_mkdirs(&b, &e), 0);
+	guard_spell(guard_held_via(&b), 0, out, sizeof(out));
+	assert_string_equal(out, missing);
+	guard_held_close(&a);
+	guard_held_close(&b);
+	snprintf(text, sizeof(text), "/proc/%d/fd/999/x and /proc/self/fd/3", (int) getpid());
+	guard_spell(text, 0, out, sizeof(out));
+	assert_string_equal(out, text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spell),
 		cmocka_unit_test(test_production),
 		cmocka_unit_test(test_production_keep),
 		cmocka_unit_test(test_clone_marker),

@@ -365,7 +365,10 @@ static void test_metric_list(void **state)
 	(void) state;
 	while (m[n])
 		assert_true(hyp_metric_known(m[n++]));
-	assert_int_equal(n, 22);
+	assert_int_equal(n, 25);
+	assert_true(hyp_metric_known("lat_p90_ms"));
+	assert_true(hyp_metric_known("lat_p95_ms"));
+	assert_true(hyp_metric_known("lat_p999_ms"));
 	assert_true(hyp_metric_known("device_bytes_per_read"));
 	assert_true(hyp_metric_known("prewarm_s"));
 	assert_true(hyp_metric_known("engine_iops"));
