@@ -85,8 +85,29 @@ class Server:
         return r.stdout
 
 
+# The seed's plan: Merge Append over the partitions' index scans in the one
+# backend. A parallel plan (Gather Merge over a Parallel Append, which the
+# planner picks for many partitions) runs scans in workers whose buffer
+# counts never reach this backend's counters.
+SESSION = ("SET LOCAL enable_seqscan = off;\n"
+           "SET LOCAL max_parallel_workers_per_gather = 0;\n")
+
+
+def plan_of(srv, q, k, ef):
+    """The plan's node names, checked to be the serial Merge Append."""
+    out = srv.psql("BEGIN;\n" + SESSION + "SET LOCAL hnsw.ef_search = %d;\n"
+                   "EXPLAIN (COSTS OFF) SELECT id FROM items ORDER BY v <-> '%s' LIMIT %d;\n"
+                   "COMMIT;\n" % (ef, vec_text(q), k))
+    nodes = [l.strip().lstrip("->").strip().split(" ")[0] for l in out.splitlines()
+             if l.strip() and not l.strip().startswith(("Order By", "Sort Key"))]
+    if "Gather" in out or "Merge Append" not in out and not "Index Scan" in out:
+        raise RuntimeError("not a serial index plan: %s" % " / ".join(nodes))
+    return [l.strip() for l in out.splitlines() if "Append" in l or "Limit" in l][:3]
+
+
 def query_sql(q, k, ef, parts):
-    return ("BEGIN;\nSET LOCAL enable_seqscan = off;\nSET LOCAL hnsw.ef_search = %d;\n"
+    return ("BEGIN;\n" + SESSION +
+            "SET LOCAL hnsw.ef_search = %d;\n"
             "SELECT string_agg(id::text, ',') FROM (SELECT id FROM items ORDER BY v <-> '%s' "
             "LIMIT %d) s;\n"
             "SELECT coalesce(sum(pg_stat_get_xact_blocks_fetched(c.oid)), 0), "
@@ -195,6 +216,7 @@ def main():
         pages = srv.psql("SELECT (sum(pg_relation_size(c.oid)) / 8192)::bigint FROM pg_class c "
                          "WHERE c.relname ~ '^items_[0-9]+_v_idx$';").strip()
 
+        plan = plan_of(srv, queries[0], a.k, a.ef_search)
         # One session a query: a backend's pending counters start at zero and
         # grow until flushed, so a fresh session's are exactly this query's.
         pgq = []
@@ -242,7 +264,7 @@ def main():
     acc = [r["cv_index_accesses"] / r["pg_index_accesses"] for r in per]
     cold = [r["cv_index_reads_cold"] / r["pg_index_reads_cold"] for r in per
             if "pg_index_reads_cold" in r]
-    res = {"pgvector": version, "n": a.n, "dim": a.dim, "partitions": a.parts,
+    res = {"pgvector": version, "plan": plan, "n": a.n, "dim": a.dim, "partitions": a.parts,
            "queries": a.nq, "ef_search": a.ef_search, "k": a.k, "pg_index_pages": int(pages),
            "pg_build_s": round(pg_build_s, 2), "cv_build_s": round(cv_build_s, 2),
            "accesses_ratio": summary(acc), "cold_reads_ratio": summary(cold),
