@@ -6,7 +6,7 @@ libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev libssl-dev liburing-d
 libcmocka-dev dataset-fashion-mnist fio xfsprogs util-linux valgrind chromium fonts-liberation
 python3-pandas python3-matplotlib python3-jsonschema libhdf5-dev python3-h5py
 golang-go golang-golang-x-mod-dev nginx-light
-libpq-dev postgresql postgresql-contrib"
+libpq-dev postgresql postgresql-contrib postgresql-server-dev-15"
 # The benches' peers (meson -Dbench=true): hnswlib headers and Python module, Debian's faiss.
 if [ "${BENCH:-0}" = 1 ]; then
 	PKGS="$PKGS libhnswlib-dev python3-hnswlib libfaiss-dev"
@@ -19,4 +19,10 @@ if [ -n "$missing" ]; then
 	echo "installing:$missing"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+fi
+# pgvector, which Debian 12 does not package: built from the unmodified release
+# archive in ../shared/vendor/ where that folder exists (the seed's 0.5.1), so
+# the PostgreSQL tests run against it; elsewhere they run without it and say so.
+if [ -f "$(dirname "$0")/../../shared/vendor/pgvector-0.5.1.tar.gz" ]; then
+	"$(dirname "$0")/pgvector.sh" install 0.5.1
 fi

@@ -211,6 +211,7 @@ if [ $havevec = 1 ]; then
  "queries":{"spec":"queries","count":6},"base":"base","k":10,"cold":true,"cold_each_query":true}
 J
 	r3=$("$cs" run "$S" "$T/vec.json" -q 2>"$T/err") || FAILED "pgvector run: $(cat "$T/err")"
+	echo "pgvector $(cat "$SH/extension/vector.control" | sed -n "s/^default_version = '\(.*\)'/\1/p"): cold serial run ${r3:-none} on an HNSW table"
 else
 	echo "pgvector is not installed here: its case is skipped"
 fi

@@ -1,0 +1,288 @@
+#!/usr/bin/python3
+"""The paged comparator checked page for page against real pgvector.
+
+The same rows are built both ways: into a PostgreSQL table LIST-partitioned
+by the engine's own partition rule (murmur3's finalizer of the id, mod P, so
+every partition holds the same rows in the same order on both sides) with a
+pgvector HNSW index per partition, and into `coldstudy index build --kind
+phnsw`. Each query then runs on both:
+
+- pgvector: ORDER BY v <-> q LIMIT k over the parent table (Merge Append
+  over the partitions' index scans, as the seed's query ran), in its own
+  transaction; the indexes' buffer accesses come from
+  pg_stat_get_xact_blocks_fetched / _hit (every ReadBuffer of an index
+  page). Cold: the server is restarted before the query, so an index
+  page's first access is a read and the reads are the distinct index pages.
+- the engine: `coldstudy index query --cold` on the one query: its reads
+  less its heap reads are the index pages it read cold; reads + buffer
+  hits - heap reads are its index page accesses.
+
+Both graphs are built from the same rows in the same order with the same m
+and ef_construction, but their level draws come from different generators,
+so the graphs (and the pages a query touches) agree in distribution, not
+query for query. The output is one JSON object: per-query figures and
+their ratio's median and worst.
+
+Usage: pgvector_pages.py --cs COLDSTUDY --bindir PGBIN --work DIR
+       [--n 8000] [--dim 128] [--parts 4] [--nq 100] [--cold-nq 20]
+       [--ef-search 40] [--port 5611] [--seed 1] [--noise 1.0] [--out FILE]
+Run as root: the server runs as the postgres user.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def fmix32(i):
+    h = i & 0xFFFFFFFF
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    h ^= h >> 16
+    return h
+
+
+def vec_text(v):
+    return "[" + ",".join("%.9g" % float(x) for x in v) + "]"
+
+
+class Server:
+    def __init__(self, bindir, data, sock, port):
+        self.bindir, self.data, self.sock, self.port = bindir, data, sock, port
+        self.opts = "-k %s -p %d -c listen_addresses='' -c shared_buffers=64MB" % (sock, port)
+
+    def pg(self, *args, check=True):
+        return subprocess.run(["runuser", "-u", "postgres", "--"] + list(args),
+                              check=check, capture_output=True, text=True)
+
+    def initdb(self):
+        self.pg(os.path.join(self.bindir, "initdb"), "-k", "-A", "trust", "-U", "postgres",
+                "-D", self.data)
+
+    def start(self):
+        self.pg(os.path.join(self.bindir, "pg_ctl"), "-D", self.data, "-l",
+                os.path.join(self.sock, "log"), "-w", "-t", "60", "-o", self.opts, "start")
+
+    def stop(self, check=True):
+        if os.path.exists(os.path.join(self.data, "postmaster.pid")):
+            self.pg(os.path.join(self.bindir, "pg_ctl"), "-D", self.data, "-m", "fast", "-w",
+                    "stop", check=check)
+
+    def psql(self, sql, inp=None):
+        r = subprocess.run([os.path.join(self.bindir, "psql"), "-X", "-q", "-A", "-t", "-F", "|",
+                            "-v", "ON_ERROR_STOP=1", "-h", self.sock, "-p", str(self.port),
+                            "-U", "postgres", "-d", "postgres", "-f", "-"],
+                           input=sql, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("psql: " + r.stderr.strip().splitlines()[-1])
+        return r.stdout
+
+
+# The seed's plan: Merge Append over the partitions' index scans in the one
+# backend. A parallel plan (Gather Merge over a Parallel Append, which the
+# planner picks for many partitions) runs scans in workers whose buffer
+# counts never reach this backend's counters.
+SESSION = ("SET LOCAL enable_seqscan = off;\n"
+           "SET LOCAL max_parallel_workers_per_gather = 0;\n")
+
+
+def plan_of(srv, q, k, ef):
+    """The plan's node names, checked to be the serial Merge Append."""
+    out = srv.psql("BEGIN;\n" + SESSION + "SET LOCAL hnsw.ef_search = %d;\n"
+                   "EXPLAIN (COSTS OFF) SELECT id FROM items ORDER BY v <-> '%s' LIMIT %d;\n"
+                   "COMMIT;\n" % (ef, vec_text(q), k))
+    nodes = [l.strip().lstrip("->").strip().split(" ")[0] for l in out.splitlines()
+             if l.strip() and not l.strip().startswith(("Order By", "Sort Key"))]
+    if "Gather" in out or "Merge Append" not in out and not "Index Scan" in out:
+        raise RuntimeError("not a serial index plan: %s" % " / ".join(nodes))
+    return [l.strip() for l in out.splitlines() if "Append" in l or "Limit" in l][:3]
+
+
+def query_sql(q, k, ef, parts):
+    return ("BEGIN;\n" + SESSION +
+            "SET LOCAL hnsw.ef_search = %d;\n"
+            "SELECT string_agg(id::text, ',') FROM (SELECT id FROM items ORDER BY v <-> '%s' "
+            "LIMIT %d) s;\n"
+            "SELECT coalesce(sum(pg_stat_get_xact_blocks_fetched(c.oid)), 0), "
+            "coalesce(sum(pg_stat_get_xact_blocks_hit(c.oid)), 0) FROM pg_class c "
+            "WHERE c.relname ~ '^items_[0-9]+_v_idx$';\n"
+            "SELECT coalesce(sum(pg_stat_get_xact_blocks_fetched(c.oid)), 0), "
+            "coalesce(sum(pg_stat_get_xact_blocks_hit(c.oid)), 0) FROM pg_class c "
+            "WHERE c.relname ~ '^items_[0-9]+$';\nCOMMIT;\n") % (ef, vec_text(q), k)
+
+
+def parse_query(out):
+    lines = [l for l in out.splitlines() if l.strip()]
+    if len(lines) != 3:
+        raise RuntimeError("unexpected psql output: %r" % out[:200])
+    ids = [int(x) for x in lines[0].split(",")] if lines[0] else []
+    f, h = (int(x) for x in lines[1].split("|"))
+    hf, hh = (int(x) for x in lines[2].split("|"))
+    return ids, f, h, hf, hh
+
+
+def engine_query(cs, ix, qfile, i, k, ef):
+    r = subprocess.run([cs, "index", "query", ix, "--queries", "npy:%s[%d:%d]" % (qfile, i, i + 1),
+                        "--data", "npy:" + os.path.join(os.path.dirname(qfile), "base.npy"),
+                        "--k", str(k), "--ef-search", str(ef), "--cold", "--json"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("coldstudy index query: " + r.stderr.strip())
+    return json.loads(r.stdout)
+
+
+def recall(ids, truth):
+    return len(set(ids) & set(truth)) / float(len(truth))
+
+
+def summary(ratios):
+    a = np.array(ratios, dtype=float)
+    worst = a[np.argmax(np.abs(np.log(a)))]
+    return {"n": int(len(a)), "median": float(np.median(a)), "worst": float(worst),
+            "min": float(a.min()), "max": float(a.max())}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cs", required=True)
+    ap.add_argument("--bindir", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--n", type=int, default=8000)
+    ap.add_argument("--dim", type=int, default=128)
+    ap.add_argument("--parts", type=int, default=4)
+    ap.add_argument("--nq", type=int, default=100)
+    ap.add_argument("--cold-nq", type=int, default=20)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--ef-search", type=int, default=40)
+    ap.add_argument("--port", type=int, default=5611)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--noise", type=float, default=1.0,
+                    help="spread of the rows about their centres (unit normal centres)")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+
+    w = a.work
+    os.makedirs(w, exist_ok=True)
+    os.chmod(w, 0o755)
+    rng = np.random.default_rng(a.seed)
+    NOISE = a.noise
+    centres = rng.normal(size=(max(8, a.n // 500), a.dim)).astype(np.float32)
+    base = (centres[rng.integers(0, len(centres), a.n)] +
+            NOISE * rng.normal(size=(a.n, a.dim))).astype(np.float32)
+    queries = (centres[rng.integers(0, len(centres), a.nq)] +
+               NOISE * rng.normal(size=(a.nq, a.dim))).astype(np.float32)
+    np.save(os.path.join(w, "base.npy"), base)
+    qfile = os.path.join(w, "queries.npy")
+    np.save(qfile, queries)
+    d2 = ((queries[:, None, :].astype(np.float64) - base[None, :, :]) ** 2).sum(-1)
+    truth = np.argsort(d2, axis=1, kind="stable")[:, :a.k]
+
+    # ---- pgvector ----
+    data, sock = os.path.join(w, "data"), os.path.join(w, "sock")
+    for d in (data, sock):
+        os.makedirs(d, exist_ok=True)
+        shutil.chown(d, "postgres", "postgres")
+    srv = Server(a.bindir, data, sock, a.port)
+    srv.initdb()
+    srv.start()
+    try:
+        rows = os.path.join(w, "rows.tsv")
+        with open(rows, "w") as f:
+            for i in range(a.n):
+                f.write("%d\t%d\t%s\n" % (i, fmix32(i) % a.parts, vec_text(base[i])))
+        ddl = ["CREATE EXTENSION vector;",
+               "CREATE TABLE items (id int, part int, v vector(%d)) PARTITION BY LIST (part);"
+               % a.dim]
+        for p in range(a.parts):
+            ddl.append("CREATE TABLE items_%d PARTITION OF items FOR VALUES IN (%d);" % (p, p))
+        ddl.append("\\copy items FROM '%s'" % rows)
+        ddl.append("SET maintenance_work_mem = '512MB';")
+        for p in range(a.parts):
+            ddl.append("CREATE INDEX items_%d_v_idx ON items_%d USING hnsw (v vector_l2_ops) "
+                       "WITH (m = 16, ef_construction = 64);" % (p, p))
+        ddl.append("VACUUM ANALYZE items;")
+        ddl.append("CHECKPOINT;")
+        t0 = time.time()
+        srv.psql("\n".join(ddl) + "\n")
+        pg_build_s = time.time() - t0
+        version = srv.psql("SELECT extversion FROM pg_extension WHERE extname = 'vector';").strip()
+        pages = srv.psql("SELECT (sum(pg_relation_size(c.oid)) / 8192)::bigint FROM pg_class c "
+                         "WHERE c.relname ~ '^items_[0-9]+_v_idx$';").strip()
+
+        plan = plan_of(srv, queries[0], a.k, a.ef_search)
+        # One session a query: a backend's pending counters start at zero and
+        # grow until flushed, so a fresh session's are exactly this query's.
+        pgq = []
+        for i in range(a.nq):
+            ids, f, h, hf, hh = parse_query(srv.psql(query_sql(queries[i], a.k, a.ef_search,
+                                                               a.parts)))
+            pgq.append({"ids": ids, "index_accesses": f, "heap_accesses": hf})
+        for i in range(min(a.cold_nq, a.nq)):
+            srv.stop()
+            srv.start()
+            ids, f, h, hf, hh = parse_query(srv.psql(query_sql(queries[i], a.k, a.ef_search,
+                                                               a.parts)))
+            pgq[i]["index_reads_cold"] = f - h
+            pgq[i]["heap_reads_cold"] = hf - hh
+    finally:
+        srv.stop(check=False)
+
+    # ---- the engine ----
+    ix = os.path.join(w, "ix")
+    t0 = time.time()
+    subprocess.run([a.cs, "index", "build", "--kind", "phnsw", "--partitions", str(a.parts),
+                    "--m", "16", "--ef-construction", "64", "--metric", "l2",
+                    "--data", "npy:" + os.path.join(w, "base.npy"), "--out", ix, "-q"],
+                   check=True, capture_output=True)
+    cv_build_s = time.time() - t0
+    cvq = []
+    for i in range(a.nq):
+        j = engine_query(a.cs, ix, qfile, i, a.k, a.ef_search)
+        reads = j["engine_reads"]
+        heap = j["heap_reads_per_query"]
+        cvq.append({"index_reads_cold": reads - heap,
+                    "index_accesses": reads + j["buffer_hits_per_query"] - heap,
+                    "recall": j["recall_at_k"]})
+
+    per = []
+    for i in range(a.nq):
+        row = {"query": i, "pg_index_accesses": pgq[i]["index_accesses"],
+               "cv_index_accesses": cvq[i]["index_accesses"],
+               "pg_recall": recall(pgq[i]["ids"], truth[i]), "cv_recall": cvq[i]["recall"],
+               "pg_rows": len(pgq[i]["ids"])}
+        if "index_reads_cold" in pgq[i]:
+            row["pg_index_reads_cold"] = pgq[i]["index_reads_cold"]
+            row["cv_index_reads_cold"] = cvq[i]["index_reads_cold"]
+        per.append(row)
+    acc = [r["cv_index_accesses"] / r["pg_index_accesses"] for r in per]
+    cold = [r["cv_index_reads_cold"] / r["pg_index_reads_cold"] for r in per
+            if "pg_index_reads_cold" in r]
+    res = {"pgvector": version, "plan": plan, "n": a.n, "dim": a.dim, "partitions": a.parts,
+           "queries": a.nq, "ef_search": a.ef_search, "k": a.k, "pg_index_pages": int(pages),
+           "pg_build_s": round(pg_build_s, 2), "cv_build_s": round(cv_build_s, 2),
+           "accesses_ratio": summary(acc), "cold_reads_ratio": summary(cold),
+           "pg_recall_mean": float(np.mean([r["pg_recall"] for r in per])),
+           "cv_recall_mean": float(np.mean([r["cv_recall"] for r in per])),
+           "pg_short_results": sum(1 for r in per if r["pg_rows"] < a.k),
+           "pg_cold_reads_mean": float(np.mean([r["pg_index_reads_cold"] for r in per
+                                                if "pg_index_reads_cold" in r])),
+           "cv_cold_reads_mean": float(np.mean([r["cv_index_reads_cold"] for r in per
+                                                if "cv_index_reads_cold" in r])),
+           "per_query": per}
+    text = json.dumps(res, indent=1)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text + "\n")
+    print(json.dumps({k: v for k, v in res.items() if k != "per_query"}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
