@@ -381,8 +381,9 @@ int cmd_plan(int argc, char **argv)
 		       "the two groups, else the registered interval.sd_log), the power to show the\n"
 		       "predicted effect beyond the threshold, and the replicates a side that reach\n"
 		       "power 0.9. Pilots are exploratory runs (specs the plan does not name); exit 5\n"
-		       "for another. validate refuses (exit 3) a confirmatory hypothesis below power\n"
-		       "0.8 unless it is registered underpowered with a rationale. Writes nothing.\n");
+		       "for another. `validate` refuses (a refusal record) a confirmatory hypothesis\n"
+		       "below power 0.8 unless it is registered underpowered with a rationale.\n"
+		       "Writes nothing.\n");
 		json_decref(ids);
 		json_decref(res);
 		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
