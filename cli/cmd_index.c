@@ -902,15 +902,16 @@ static int index_query(int argc, char **argv)
 	long rss0, rss1, rss2, rss3;
 	uint64_t prog_t0 = 0, prog_last = 0;
 	int rc, exitc = CS_EXIT_OK;
-	guard_held held, traceh, recordh;
+	guard_held held, traceh, recordh, pqh;
 	const char *idir, *cvia, *data_from_index = NULL;
-	char tracevia[PATH_MAX + 300], recordvia[PATH_MAX + 300];
+	char tracevia[PATH_MAX + 300], recordvia[PATH_MAX + 300], pqvia[PATH_MAX + 300];
 	harness_cap cap;
 	harness_throttle thr;
 
 	harness_throttle_init(&thr);
 	guard_held_init(&traceh);
 	guard_held_init(&recordh);
+	guard_held_init(&pqh);
 	rc = parse_query_args(argc, argv, &a);
 	if (rc)
 		return rc;
@@ -949,10 +950,14 @@ static int index_query(int argc, char **argv)
 		    (a.record &&
 		     (rc = guard_output(NULL, NULL, a.record, 0, "index query", "--record-blocks",
 					&recordh, recordvia, sizeof(recordvia), &ge))) ||
+		    (a.per_query &&
+		     (rc = guard_output(NULL, NULL, a.per_query, 0, "index query", "--per-query", &pqh,
+					pqvia, sizeof(pqvia), &ge))) ||
 		    (!a.gt && (rc = guard_cache_dir(NULL, NULL, NULL, "index query", &cvia, &ge)))) {
 			guard_held_close(&held);
 			guard_held_close(&traceh);
 			guard_held_close(&recordh);
+			guard_held_close(&pqh);
 			free(a.parts);
 			return cli_fail("index", &ge);
 		}
@@ -960,6 +965,8 @@ static int index_query(int argc, char **argv)
 			a.tracefile = tracevia;
 		if (a.record)
 			a.record = recordvia;
+		if (a.per_query)
+			a.per_query = pqvia;
 	}
 	cv_open_opts_default(&oo);
 	oo.buffers_bytes = a.buffers;
@@ -1291,6 +1298,7 @@ out:
 	guard_held_close(&held);
 	guard_held_close(&traceh);
 	guard_held_close(&recordh);
+	guard_held_close(&pqh);
 	return exitc;
 }
 
@@ -1793,12 +1801,22 @@ static int index_sweep(int argc, char **argv)
 		static const char *const ext[] = {".csv", ".jsonl", ".svg"};
 
 		for (int x = 0; x < 3; x++) {
-			char path[4200], title[160];
+			char path[4200], via[PATH_MAX + 300], title[160];
 			cs_err we = {0};
+			guard_held oh;
 			FILE *f;
 
 			snprintf(path, sizeof(path), "%s%s", prefix, ext[x]);
-			if (!(f = fopen(path, "w"))) {
+			/* each file the sweep writes asks the guards first, as --trace does */
+			guard_held_init(&oh);
+			if ((rc = guard_output(NULL, NULL, path, 0, "index sweep", "--out", &oh, via,
+					       sizeof(via), &we))) {
+				exitc = cli_fail("index", &we);
+				goto out;
+			}
+			f = fopen(via, "w");
+			guard_held_close(&oh);
+			if (!f) {
 				fprintf(stderr, "coldstudy index: --out %s: %s\n", path, strerror(errno));
 				exitc = CS_EXIT_BADINPUT;
 				goto out;

@@ -2,7 +2,7 @@
 # Every verb and option that writes a file (issue 31, items 2 and 6), from
 # the help texts: init DIR, data gt --out / --cache-dir / COLDSTUDY_CACHE /
 # the $HOME fallback, index build --out, index query --trace /
-# --record-blocks / COLDSTUDY_CACHE / the $HOME fallback, report --out,
+# --record-blocks / --per-query, index sweep --out / COLDSTUDY_CACHE / the $HOME fallback, report --out,
 # log tiles --out. Each is given an output inside a registered production
 # folder through every spelling: the path itself, a symlink to the folder,
 # a dangling symlink into it, /proc/self/fd/N and /proc/self/cwd, and $HOME
@@ -80,6 +80,13 @@ for p in $(spellings newidx); do
 done
 for p in $(spellings trace); do try "index query --trace $p" query --nq 1 --trace "$p"; done
 for p in $(spellings blocks); do try "index query --record-blocks $p" query --record-blocks "$p"; done
+for p in $(spellings perq.csv); do try "index query --per-query $p" query --nq 2 --per-query "$p"; done
+# a sweep writes PREFIX.csv, .jsonl and .svg: the dangling spelling plants all three
+for x in csv jsonl svg; do ln -sfn "$P/sweep.$x" "$T/dangling-sweep.$x"; done
+for p in $(spellings sweep); do
+	try "index sweep --out $p" "$cs" index sweep "$T/idx" --queries "$Q" --data "$D" \
+		--ef-search 10,20 --repeat 1 --out "$p" -q
+done
 for p in $(spellings report); do try "report --out $p" "$cs" report "$T/S" --out "$p"; done
 for p in $(spellings tiles); do try "log tiles --out $p" "$cs" log tiles "$T/S" --out "$p"; done
 echo "$n outputs inside production tried (each must be refused, production unchanged)"
@@ -92,6 +99,11 @@ ok "data gt" gt --out "$T/ok/gt.ivecs" --cache-dir "$T/ok/c"
 ok "index query --trace" query --nq 1 --trace "$T/ok/trace"
 [ -s "$T/ok/trace" ] || FAILED "index query wrote no --trace"
 ok "index query --record-blocks" query --record-blocks "$T/ok/blocks"
+ok "index query --per-query" query --nq 2 --per-query "$T/ok/perq.csv"
+[ -s "$T/ok/perq.csv" ] || FAILED "index query wrote no --per-query"
+ok "index sweep --out" "$cs" index sweep "$T/idx" --queries "$Q" --data "$D" --ef-search 10,20 \
+	--repeat 1 --out "$T/ok/sweep" -q
+[ -s "$T/ok/sweep.csv" ] && [ -s "$T/ok/sweep.svg" ] || FAILED "index sweep wrote no --out files"
 ok "report" "$cs" report "$T/S" --out "$T/ok/report"
 [ -s "$T/ok/report/report.md" ] || FAILED "report wrote no report.md"
 ok "log tiles" "$cs" log tiles "$T/S" --out "$T/ok/tiles"
