@@ -41,7 +41,7 @@ static const char *const statuses[] = {"complete", "not recorded", NULL};
 static const char *const clocks[] = {"virtual", "real", NULL};
 static const char *const scopes[] = {"whole_base", "whole_base_partial_search", NULL};
 static const char *const modes[] = {"serial", "fanout", NULL};
-static const char *const device_times[] = {"virtual", "real", NULL};
+static const char *const device_times[] = {"virtual", "realtime", NULL};
 static const char *const vias[] = {"uring", "threads", NULL};
 static const char *const series_names[] = {"iostat", "memory", "prometheus", NULL};
 
@@ -49,6 +49,9 @@ static const export_col run_cols[] = {
 	{"run_id", "s", NULL, "the run's id (R0001, ...)"},
 	{"kind", "s", kinds, "what the run serves: the plan's class, else design (it names hypotheses) or exploratory"},
 	{"status", "s", statuses, "complete, or not recorded (started, then stopped or killed)"},
+	{"replicate", "iz", NULL, "which of its spec's registered replicates (1..replicates)"},
+	{"replicates", "iz", NULL, "the replicates its spec registers (1 without)"},
+	{"replicate_group", "sz", NULL, "the run id of its spec's first replicate: the runs of one group share it"},
 	{"started", "sz", NULL, "UTC start, RFC 3339"},
 	{"spec_file", "sz", NULL, "the run spec's file"},
 	{"spec_sha256", "sz", NULL, "SHA-256 of the effective run spec"},
@@ -61,7 +64,7 @@ static const export_col run_cols[] = {
 	{"fanout", "iz", NULL, "partitions searched at once by one query"},
 	{"mode", "sz", modes, "serial or fanout"},
 	{"device", "sz", NULL, "the device profile, null on the real disk alone"},
-	{"device_time", "sz", device_times, "virtual (reads replayed on the model's clock) or real (its service times slept)"},
+	{"device_time", "sz", device_times, "virtual (reads replayed on the model's clock) or realtime (its service times slept)"},
 	{"strategy", "sz", NULL, "the read strategy: mmap, pread, direct, uring"},
 	{"ef_search", "iz", NULL, "HNSW search list"},
 	{"search_probe", "iz", NULL, "HFresh postings probed"},
