@@ -278,3 +278,19 @@ const char *cs_num_text(double d, char out[CS_NUM_MAX])
 	}
 	return out;
 }
+
+int cs_read_line(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}

@@ -468,22 +468,6 @@ int guard_held_mkdirs(guard_held *h, cs_err *e)
 
 /* ---- identity ---- */
 
-/* Read a small sysfs file into buf (trimmed); 0 or -errno. */
-static int sys_read(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -EIO;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
 
 /* The loop device dev's backing file identity; 0 when dev is a loop device with a backing file. */
 static int loop_backing(dev_t dev, guard_fskey *k)
@@ -641,19 +625,19 @@ static void devset_walk(guard_devset *s, dev_t dev, int depth, int with_parent, 
 			if (de->d_name[0] == '.')
 				continue;
 			say(q, sizeof(q), "/sys/class/block/%s/dev", de->d_name);
-			if (sys_read(q, buf, sizeof(buf)) == 0 && parse_devnum(buf, &sd) == 0)
+			if (cs_read_line(q, buf, sizeof(buf)) == 0 && parse_devnum(buf, &sd) == 0)
 				devset_walk(s, sd, depth + 1, 1, 0);
 		}
 		closedir(d);
 	}
 	/* a partition: its whole disk */
 	say(p, sizeof(p), "/sys/dev/block/%u:%u/partition", major(dev), minor(dev));
-	if (with_parent && sys_read(p, buf, sizeof(buf)) == 0) {
+	if (with_parent && cs_read_line(p, buf, sizeof(buf)) == 0) {
 		char q[256];
 		dev_t pd;
 
 		say(q, sizeof(q), "/sys/dev/block/%u:%u/../dev", major(dev), minor(dev));
-		if (sys_read(q, buf, sizeof(buf)) == 0 && parse_devnum(buf, &pd) == 0 && pd != dev) {
+		if (cs_read_line(q, buf, sizeof(buf)) == 0 && parse_devnum(buf, &pd) == 0 && pd != dev) {
 			guard_fskey_of(pd, &k);
 			devset_add(s, &k);
 		}
@@ -668,10 +652,10 @@ static void devset_walk(guard_devset *s, dev_t dev, int depth, int with_parent, 
 			if (de->d_name[0] == '.')
 				continue;
 			say(q, sizeof(q), "%s/%s/partition", p, de->d_name);
-			if (sys_read(q, buf, sizeof(buf)) < 0)
+			if (cs_read_line(q, buf, sizeof(buf)) < 0)
 				continue;
 			say(q, sizeof(q), "%s/%s/dev", p, de->d_name);
-			if (sys_read(q, buf, sizeof(buf)) == 0 && parse_devnum(buf, &cd) == 0) {
+			if (cs_read_line(q, buf, sizeof(buf)) == 0 && parse_devnum(buf, &cd) == 0) {
 				guard_fskey_of(cd, &k);
 				devset_add(s, &k);
 			}

@@ -152,22 +152,6 @@ int harness_cap_parse(const char *s, harness_cap *c, cs_err *e)
 
 /* ---- the whole disk under a descriptor ---- */
 
-/* Read a small sysfs file (trimmed); 0 or -errno. */
-static int sys_read(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -EIO;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
 
 /* DEVNAME= of a sysfs uevent file into name; 0 or -ENOENT. */
 static int uevent_name(const char *path, char *name, size_t cap)
@@ -248,9 +232,9 @@ static int whole_disk(dev_t dev, unsigned *maj, unsigned *min, char *disk, size_
 			continue;
 		}
 		snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/partition", major(dev), minor(dev));
-		if (sys_read(p, buf, sizeof(buf)) == 0) {
+		if (cs_read_line(p, buf, sizeof(buf)) == 0) {
 			snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/../dev", major(dev), minor(dev));
-			if (sys_read(p, buf, sizeof(buf)) || sscanf(buf, "%u:%u", &a, &b) != 2)
+			if (cs_read_line(p, buf, sizeof(buf)) || sscanf(buf, "%u:%u", &a, &b) != 2)
 				return cs_err_set(e, CS_EXIT_INTERNAL,
 						  "partition %u:%u: its disk is not in sysfs",
 						  major(dev), minor(dev));
@@ -299,7 +283,7 @@ static unsigned long long start_time(long pid)
 	unsigned long long v = 0;
 
 	snprintf(p, sizeof(p), "/proc/%ld/stat", pid);
-	if (sys_read(p, buf, sizeof(buf)))
+	if (cs_read_line(p, buf, sizeof(buf)))
 		return 0;
 	s = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
 	if (!s)
@@ -318,7 +302,7 @@ static int v2_has_io(const char *root)
 	char p[256], buf[512];
 
 	snprintf(p, sizeof(p), "%s/cgroup.controllers", root);
-	if (sys_read(p, buf, sizeof(buf)))
+	if (cs_read_line(p, buf, sizeof(buf)))
 		return 0;
 	for (char *t = strtok(buf, " "); t; t = strtok(NULL, " "))
 		if (!strcmp(t, "io"))
