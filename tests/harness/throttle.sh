@@ -5,7 +5,8 @@
 #     the same probe without the cap reports the disk's own figure.
 #  2. The throttle cgroup is gone after a normal probe, a failed probe, a
 #     capped study run, a run stopped by SIGTERM, and a kill -9 followed by
-#     any command (here `coldstudy device list`).
+#     any command (here `coldstudy device list`); `index query --cold
+#     --throttle` caps a serial query and a fan-out's reader threads alike.
 # Skips (77) where no cgroup controller is writable (not root, no blkio or
 # io controller) or the scratch directory has no block device.
 set -u
@@ -163,6 +164,26 @@ wait "$pid" 2>/dev/null
 "$cs" runs "$S" > /dev/null 2>&1
 [ -z "$(left "$pid")" ] || { echo "FAIL: cgroup left after a killed run and the next command"; fail=1; rmdir $(left "$pid") 2>/dev/null; }
 "$cs" log verify "$S" > /dev/null 2>&1 || { echo "FAIL: log verify"; fail=1; }
+
+# 2d. `index query --cold --throttle`: the serial query and a fan-out's reader threads are
+# all inside the cap (O_DIRECT: every engine read reaches the throttle), and the cgroup
+# is gone after each
+for mode in serial fanout:4; do
+	sh -c 'echo $$ > "$1"; shift; exec "$@"' sh "$T/pid" "$cs" index query "$T/clone" \
+		--queries "synth:n=4,d=32,clusters=16,seed=7" --cold --mode "$mode" --strategy direct \
+		--throttle gp3-3000 --json -q > "$T/iq.json" 2> "$T/iq.err" ||
+		{ echo "FAIL: index query --cold --throttle gp3-3000 --mode $mode: $(cat "$T/iq.err")"; fail=1; continue; }
+	[ -z "$(left "$(cat "$T/pid")")" ] || { echo "FAIL: cgroup left after index query --mode $mode"; fail=1; }
+	python3 - "$T/iq.json" "$mode" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d.get("throttle") or {}
+er, tr = d.get("engine_reads"), t.get("throttle_reads")
+print("index query --mode %s on gp3-3000: engine reads %s, throttle reads %s (%s)" % (sys.argv[2], er, tr, t.get("scope")))
+if t.get("riops") != 3000 or not er or tr is None or abs(tr - er) > 0.02 * er:
+    print("FAIL: the query's reads were not all counted by the cap: %s" % t); sys.exit(1)
+PY
+done
 
 # 3. a file on a loop device: the cap goes on the whole disk under the loop's backing file
 LOOPDEV=""
