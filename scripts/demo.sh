@@ -81,7 +81,7 @@ TIES=$(sed -n 's/^ *"ties": "\(.*\)",*$/\1/p' study.json)
 "$CS" index build --kind phnsw --data "$TIES" --metric l2 --partitions 64 --m 16 \
 	--ef-construction 64 --out work/ties-index -q
 
-step "create the study; register H1..H10 and H12..H20 (H6, H13, H16 descriptive) and the study spec with its plan (frozen at the first run)"
+step "create the study; register H1..H10 and H12..H22 (H6, H13, H16 descriptive) and the study spec with its plan (frozen at the first run)"
 # study.json's paths are resolved against the study folder, and production must exist:
 # the stand-in is registered (by device and inode) in the production registry, which
 # every verb on this machine checks. The demo keeps its own registry, so deleting the
@@ -89,7 +89,7 @@ step "create the study; register H1..H10 and H12..H20 (H6, H13, H16 descriptive)
 export COLDSTUDY_PRODUCTION_REGISTRY="${COLDSTUDY_PRODUCTION_REGISTRY:-$W/production-registry.json}"
 "$CS" init "$S"
 hyps=""
-for i in 1 2 3 4 5 6 7 8 9 10 12 13 14 15 16 17 18 19 20; do hyps="$hyps $top/studies/cold-query/hypotheses/H$i.json"; done
+for i in 1 2 3 4 5 6 7 8 9 10 12 13 14 15 16 17 18 19 20 21 22; do hyps="$hyps $top/studies/cold-query/hypotheses/H$i.json"; done
 # shellcheck disable=SC2086
 "$CS" register "$S" $hyps
 # the plan (study.json "plan"): design runs, the runs deciding each hypothesis, the sceptic
@@ -103,20 +103,22 @@ step "clone it (runs never touch production) and validate (each hypothesis must 
 "$CS" clone work/ties-index work/ties-clone --study "$S"
 validate_study
 
-# The runs of the seed's other findings (H12-H20) come after H1-H10's design and sceptic runs,
+# The runs of the seed's other findings (H12-H22) come after H1-H10's design and sceptic runs,
 # so that those keep their run ids and with them their random streams (a run's device seed is
-# a hash of its id and its spec): H1-H10 see the same draws as before H12-H20 were added.
+# a hash of its id and its spec): H1-H10 see the same draws as before H12-H22 were added.
 findings="gate-cold-fanout4-hdd.json gate-cold-fanout16-hdd-h13.json gate-cold-fanout32-hdd.json \
 	gate-cold-fanout64-hdd.json gate-cold-each-serial-ssd.json partition-cold-each-serial-ssd.json \
 	partition-cold-serial-drift.json ties-warm-fanout16-stream.json ties-warm-fanout16-sort.json \
 	partition-prewarm-serial.json partition-cold-serial-load.json \
-	partition-cold-serial-bulkwrite.json"
+	partition-cold-serial-bulkwrite.json gate-cold-serial-cap3000.json \
+	gate-cold-fanout16-cap3000.json gate-cold-fanout16.json"
 findings_sceptic="sceptic/gate-cold-each-serial-ssd-q300.json sceptic/gate-cold-fanout32-hdd-q7.json \
 	sceptic/gate-cold-fanout64-hdd-q7.json sceptic/gate-cold-serial-q7.json \
 	sceptic/partition9-cold-each-serial-ssd.json sceptic/ties-warm-fanout16-sort-q100.json \
 	sceptic/ties-warm-fanout16-stream-q100.json sceptic/partition9-prewarm-serial.json \
 	sceptic/partition9-cold-each-serial.json sceptic/partition9-cold-each-serial-load.json \
-	sceptic/partition9-cold-each-serial-bulkwrite.json"
+	sceptic/partition9-cold-each-serial-bulkwrite.json sceptic/gate-cold-serial-cap3000-q7.json \
+	sceptic/gate-cold-fanout16-cap3000-q7.json sceptic/gate-cold-fanout16-q7.json"
 # in_list WORD LIST: is WORD one of LIST's blank-separated words?
 in_list() {
 	# shellcheck disable=SC2086
@@ -131,7 +133,7 @@ but_findings() {
 }
 
 step "design runs"
-# the plan's design runs, in its order (study.json is the one list), H12-H20's apart below
+# the plan's design runs, in its order (study.json is the one list), H12-H22's apart below
 # shellcheck disable=SC2046
 run_specs run $(but_findings "$findings" $(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))["plan"]["design"]))' study.demo.json))
 
@@ -139,7 +141,7 @@ step "sceptic runs (the plan's attempts to refute H1, H2, H5, H7, H8, H10)"
 # shellcheck disable=SC2046
 run_specs "sceptic run" $(but_findings "$findings_sceptic" sceptic/*.json)
 
-step "the seed's other findings (H12-H20): design runs, then the sceptic runs of H12, H14, H15, H17-H20"
+step "the seed's other findings (H12-H22): design runs, then the sceptic runs of H12, H14, H15, H17-H22"
 # every one of the plan's design runs is run once, in its order; H16's eight times (eight
 # windows of the drifting pool, each run its own stream)
 for f in $(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))["plan"]["design"]))' study.demo.json); do
@@ -188,6 +190,8 @@ seed_vs_demo H17 "on one query the full sort returned other ids than the streami
 seed_vs_demo H18 "block-list prewarm took 0.73x to 1.23x the cold query's wall (median 0.88x) on the hard-disk pool"
 seed_vs_demo H19 "four extra fio readers raised the queue-depth-1 mean about 1.3x (1.04-1.61); H7 in the model, this on the real disk"
 seed_vs_demo H20 "fio under 87-150 MiB/s of pool writes read at most 1.5x slower (registered 3x, rejected); H10 in the model, this on the real disk"
+seed_vs_demo H21 "concurrency 16 gave 9.6x-14x in reads/s on a pool of ~40 ms a read; on a real 3,000-IOPS cap over a disk that reads faster than 1/3,000 s the cap binds the serial query too"
+seed_vs_demo H22 "concurrency 16 gave 9.6x-14x in reads/s on the hard-disk pool; here the real disk with no cap: the gain is what its queue depth can give"
 # H18's figure in the model: H2's prewarm run's prewarm_s against its cold-each baseline's wall
 pw_id=$(awk '$1 == "partition-prewarm-serial-hdd.json" {print $2}' "$W/run-ids.txt")
 cq_id=$(awk '$1 == "partition-cold-each-serial-hdd.json" {print $2}' "$W/run-ids.txt")
