@@ -134,9 +134,18 @@ if scores:
             print("  %-30s %-15s predicted %10.4g (%.4g..%.4g)  observed %10.4g  rel.err %.3f"
                   % (spec.split("/")[-1], row["metric"], row["predicted"], row["lo"], row["hi"],
                      row["observed"], row["relative_error"]))
-    if cap:
-        print("the device model against the real caps: MdAPE %.3f over %d rows (%d inside their bands); "
-              "the seed's model: 0.115" % (statistics.median(r["relative_error"] for r in cap), len(cap),
-                                             sum(1 for r in cap if r.get("inside"))))
+    # reads_per_query is the engine's read trace, the same whatever the device: only the
+    # timing rows (qps, latency) test the device model against the kernel's caps
+    timing = [r for r in cap if r["metric"] != "reads_per_query"]
+    trace = [r for r in cap if r["metric"] == "reads_per_query"]
+    if timing:
+        wide = [r for r in timing if r["lo"] > 0 and r["hi"] / r["lo"] > 100]
+        print("the device model against the real caps: MdAPE %.3f over its %d timing rows (qps, latency; "
+              "%d inside their bands, %d of those bands spanning more than 100x: no test); the seed's "
+              "model: 0.115" % (statistics.median(r["relative_error"] for r in timing), len(timing),
+                                sum(1 for r in timing if r.get("inside")), len(wide)))
+    if trace:
+        print("reads per query on the same cells (the engine's trace, not the device model): MdAPE %.3f over %d rows"
+              % (statistics.median(r["relative_error"] for r in trace), len(trace)))
 PY
 echo "demo finished in $(( $(date +%s) - t_start )) s; study in $W/S"
