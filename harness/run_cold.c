@@ -88,7 +88,6 @@ int harness_phase_prewarm(harness_run_ctx *R, cs_err *e)
 {
 	int rc = 0;
 
-	/* Prewarm: record the blocks each query (or another query) reads, before the cold state. */
 	if (json_is_object(json_object_get(R->eff, "prewarm"))) {
 		const json_t *p = json_object_get(R->eff, "prewarm");
 		int other = !strcmp(json_string_value(json_object_get(p, "of")), "other");
@@ -150,12 +149,14 @@ int harness_phase_prewarm(harness_run_ctx *R, cs_err *e)
 	return 0;
 }
 
-/* Phase 3: cold (buffers dropped, files evicted, residency proven 0) or warm (one pass); the host captured. */
+/*
+ * Phase 3: cold (buffers dropped, files evicted, residency proven 0) or
+ * warm (one pass over the queries); the host captured.
+ */
 int harness_phase_cold(harness_run_ctx *R, cs_err *e)
 {
 	int rc = 0;
 
-	/* 3. cold or warm */
 	R->cold = json_is_true(json_object_get(R->eff, "cold"));
 	R->L.each = R->cold && json_is_true(json_object_get(R->eff, "cold_each_query"));
 	/* A cgroup of its own for every run (capped or not): one peak-memory counter. */

@@ -71,7 +71,6 @@ int harness_phase_guard(harness_run_ctx *R, cs_err *e)
 {
 	int rc = 0;
 
-	/* 1. guards */
 	if (R->o->enforce_clean) {
 		const char *pd = R->o->project_dir ? R->o->project_dir : getenv("COLDSTUDY_SRC");
 

@@ -140,7 +140,11 @@ static int memcap_check(const json_t *eff, const cv_index *ix, uint64_t nq, unsi
 			  (unsigned long long) MEM_HEADROOM, (unsigned long long) need);
 }
 
-/* The inputs: queries, holdout overlap, the index, base and ground truth, the device, the throttle, the load's settings, the features and tags, the memory cap. */
+/*
+ * The inputs: queries, holdout overlap, the index, base and ground truth,
+ * the device, the throttle, the load's settings, the features and tags,
+ * the memory cap.
+ */
 int harness_phase_inputs(harness_run_ctx *R, cs_err *e)
 {
 	int rc = 0;

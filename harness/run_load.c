@@ -288,7 +288,6 @@ int harness_phase_load(harness_run_ctx *R, cs_err *e)
 {
 	int rc = 0;
 
-	/* 4. the load */
 	R->have_dev = cv_blkdev_for_path(R->index, &R->bd, NULL) == 0 && cv_blkdev_stat(&R->bd, &R->bs0) == 0;
 	{
 		const json_t *s = json_object_get(R->eff, "samplers");

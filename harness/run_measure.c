@@ -342,12 +342,14 @@ static json_t *mem_peak_of(const json_t *memcap, const char *cgdir, const harnes
 			 own ? json_object_get(memcap, "path") : json_null());
 }
 
-/* Phase 5: one repeat's metrics as they are, several repeats' means; the virtual-time description. */
+/*
+ * Phase 5: one repeat's metrics as they are, several repeats' means; the
+ * virtual-time description.
+ */
 int harness_phase_metrics(harness_run_ctx *R, cs_err *e)
 {
 	int rc = 0;
 
-	/* 5. metrics: one repeat's as they are; several repeats' means (the spread in reports) */
 	{
 		R->mempeak = mem_peak_of(R->memcap, R->cgdir, &R->mp, &R->mem_peak);
 		/* One peak for the whole run: the repeats share the process. */

@@ -38,7 +38,6 @@ int harness_phase_start(harness_run_ctx *R, cs_err *e)
 	int rc = 0;
 	json_t *tmp;
 
-	/* 2. run_start */
 	if (ledger_foreach(R->l, "run_start", count_cb, &R->cc, e)) {
 		rc = e->code ? e->code : CS_EXIT_INTERNAL;
 		return rc;
@@ -77,7 +76,10 @@ int harness_phase_start(harness_run_ctx *R, cs_err *e)
 	return 0;
 }
 
-/* After the load: an interrupted or failed load, or samplers judged fatal, is a deviation and no run record. */
+/*
+ * After the load: an interrupted or failed load, or samplers judged fatal,
+ * is a deviation and no run record.
+ */
 int harness_phase_outcome(harness_run_ctx *R, cs_err *e)
 {
 	int rc = 0;
@@ -124,7 +126,6 @@ int harness_phase_record(harness_run_ctx *R, cs_err *e)
 {
 	int rc = 0;
 
-	/* 6. one transaction: the raw series and the run record */
 	{
 		json_t *ixj, *rawj;
 

@@ -45,7 +45,10 @@ int harness_phase_is_postgres(const harness_run_ctx *R)
 	return json_is_string(t) && !strcmp(json_string_value(t), "postgres");
 }
 
-/* The run's settings from the spec: seed (checked against --seed), repeats, warm-up, virtual time, client CPUs, the index. */
+/*
+ * The run's settings from the spec: the seed (checked against --seed),
+ * repeats, warm-up queries, virtual time, client CPUs, the index.
+ */
 int harness_phase_settings(harness_run_ctx *R, cs_err *e)
 {
 	int rc = 0;
