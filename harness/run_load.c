@@ -35,8 +35,10 @@ static uint64_t ids_hash(const uint32_t *ids, size_t n)
 static void fail(load *L, const char *msg, int rc)
 {
 	pthread_mutex_lock(&L->mu);
-	if (!atomic_load(&L->failed))
-		snprintf(L->fail_msg, sizeof(L->fail_msg), "%s: %s", msg, strerror(-rc));
+	/* the first failure is the one told; a long message is cut at the field's end */
+	if (!atomic_load(&L->failed) &&
+	    snprintf(L->fail_msg, sizeof(L->fail_msg), "%s: %s", msg, strerror(-rc)) < 0)
+		L->fail_msg[0] = '\0';
 	atomic_store(&L->failed, 1);
 	pthread_mutex_unlock(&L->mu);
 }
