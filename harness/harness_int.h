@@ -259,19 +259,16 @@ int harness_pg_backup_stop(PGconn *c, char **label, cs_err *e);
 int harness_record_begin(struct ledger *l, json_t *rows, json_t *ios, json_t *mems, json_t *proms,
 			 json_t **raw, cs_err *e);
 
-/* Shared by run.c and pgrun.c: qsort order for doubles; a finite number or JSON null (new); a study dataset name's spec, else s (borrowed). */
+/* Shared by the run's phases and pgrun.c (run_util.c): qsort order for doubles; a finite number or JSON null (new); a study dataset name's spec, else s (borrowed). */
 int harness_cmp_double(const void *a, const void *b);
 json_t *harness_num_or_null(double v);
 const char *harness_dataset_spec(const json_t *study, const char *s);
 
-/* The signal (SIGINT, SIGTERM) that asked the running `run` to stop, or 0 (run.c). */
+/* The signal (SIGINT, SIGTERM) that asked the running `run` to stop, or 0 (run_util.c). */
 int harness_run_interrupted(void);
 
-/* A run whose target is "postgres" (pgrun.c): harness_run hands over after its spec checks. */
-struct ledger;
-struct guard_prodset;
-int harness_pg_run(struct ledger *l, struct guard_prodset *prod, const json_t *study,
-		   const json_t *eff, const char *sha, const char *spec_path, harness_run_opts *o,
-		   cs_err *e);
+/* A run whose target is "postgres" (pgrun.c): harness_run hands over after phase 0 (run_phase.h). */
+struct harness_run_ctx;
+int harness_pg_run(struct harness_run_ctx *run, cs_err *e);
 
 #endif

@@ -1,6 +1,9 @@
 /*
  * pgrun.c - a run whose target is "postgres": the same study run as
  * run.c's, measured on a private PostgreSQL server over a cloned cluster.
+ * harness_run hands over after phase 0 (run_spec.c); harness_pg_run runs
+ * the same input guards (harness_guard_inputs, run_guard.c) and then the
+ * phases below, its own.
  *
  * Phases, in order, each refusing before anything is measured:
  *   1. guards: the tree is clean (--enforce-clean), validate has passed,
@@ -44,6 +47,7 @@
  */
 #include "harness.h"
 #include "harness_int.h"
+#include "run_phase.h"
 
 #include "coldvec.h"
 #include "guard.h"
@@ -933,8 +937,8 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 	return 0;
 }
 
-int harness_pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, const json_t *eff,
-		   const char *sha, const char *spec_path, harness_run_opts *o, cs_err *e)
+static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, const json_t *eff,
+		  const char *sha, const char *spec_path, harness_run_opts *o, cs_err *e)
 {
 	pgrun R;
 	json_t *marker = NULL, *features = NULL, *host = NULL, *metrics = NULL, *rowsj = NULL;
@@ -1220,4 +1224,20 @@ out:
 	json_decref(tags);
 	ledger_plan_free(&R.plan);
 	return rc;
+}
+
+/*
+ * A run whose target is a PostgreSQL clone, after phase 0 (run_spec.c):
+ * the same input guards and holds as the engine's path (run_guard.c), then
+ * this file's own sessions, cold start, load and record.
+ */
+int harness_pg_run(harness_run_ctx *run, cs_err *e)
+{
+	int rc;
+
+	if ((rc = guard_prodset_load(run->l, &run->prod, e)) ||
+	    (rc = harness_guard_inputs(run->l, run->prod, run->study, run->eff, &run->ihold,
+				       &run->whold, e)))
+		return rc;
+	return pg_run(run->l, run->prod, run->study, run->eff, run->sha, run->spec_path, run->o, e);
 }

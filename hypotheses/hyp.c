@@ -8,7 +8,7 @@
  *   1. load     cs_json_load_buf: size cap, UTF-8, no duplicate keys, no
  *               trailing garbage, an object at the top (common/json.c).
  *   2. shape    only the known keys; each of the right type; id "H<n>";
- *               kind from the enum; metric from the vocabulary.
+ *               kind from the enum; metric from the vocabulary (vocab.c).
  *   3. numbers  band95 = [low, high] with low <= value <= high.
  *   4. rules    accept and reject through rule_validate (rule.c).
  *   5. hash     the canonical bytes and SHA-256 over them.
@@ -23,36 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* DESIGN.md's measurement vocabulary. New names go here and in the README together. */
-static const char *const metrics[] = {
-	"wall_s",
-	"queries",
-	"qps",
-	"lat_mean_ms",
-	"lat_p50_ms",
-	"lat_p90_ms",
-	"lat_p95_ms",
-	"lat_p99_ms",
-	"lat_p999_ms",
-	"recall_at_k",
-	"results_digest",
-	"engine_reads",
-	"engine_read_ms_mean",
-	"engine_iops",
-	"reads_per_query",
-	"bytes_per_read",
-	"prewarm_s",
-	"device_reads",
-	"device_read_ms_mean",
-	"device_bytes_per_read",
-	"device_busy",
-	"io_over_wall",
-	"inflight_median",
-	"resident_fraction_before",
-	"mem_peak_bytes",
-	NULL,
-};
 
 static const char *const kinds[] = { "confirmatory", "non-cause", "exploratory", "descriptive",
 				      NULL };
@@ -84,7 +54,7 @@ static const char *const iv_ops[] = { ">=", "<=", NULL };
 
 /* An interval decision (decision "interval"): the effect, its method and the threshold. */
 static const jv_key interval_keys[] = {
-	{ .name = "metric", .type = JK_ENUM, .flags = JK_REQUIRED, .vals = metrics,
+	{ .name = "metric", .type = JK_ENUM, .flags = JK_REQUIRED, .vals = hyp_metric_names,
 	  .expect = "unknown metric \"%s\" (expected a name from the vocabulary)",
 	  .desc = "the metric estimated over the runs, one value a run (a positive quantity)" },
 	{ .name = "select", .type = JK_ANY, .flags = JK_REQUIRED,
@@ -126,7 +96,7 @@ static const jv_key hyp_keys[] = {
 	{ .name = "kind", .type = JK_ENUM, .flags = JK_REQUIRED, .vals = kinds,
 	  .desc = "confirmatory, non-cause (the lever does not move the metric), exploratory, or "
 		  "descriptive (reports a figure the design cannot fail; never confirmatory)" },
-	{ .name = "metric", .type = JK_ENUM, .flags = JK_REQUIRED, .vals = metrics,
+	{ .name = "metric", .type = JK_ENUM, .flags = JK_REQUIRED, .vals = hyp_metric_names,
 	  .expect = "unknown metric \"%s\" (expected a name from the vocabulary: wall_s, qps, "
 		    "lat_mean_ms, ...; see README)",
 	  .desc = "the metric the prediction is about, from the vocabulary (README)" },
@@ -160,28 +130,6 @@ static const jv_key hyp_keys[] = {
 		    "{\"underpowered\": {\"const\": true}}}, \"then\": {\"required\": "
 		    "[\"underpowered_rationale\"]}}]}" },
 };
-
-int hyp_metric_known(const char *name)
-{
-	return name && jv_in_list(name, metrics);
-}
-
-const char *const *hyp_metrics(void)
-{
-	return metrics;
-}
-
-int hyp_id_valid(const char *s)
-{
-	size_t i;
-
-	if (!s || s[0] != 'H' || s[1] < '1' || s[1] > '9')
-		return 0;
-	for (i = 2; s[i]; i++)
-		if (s[i] < '0' || s[i] > '9' || i > 6)
-			return 0;
-	return 1;
-}
 
 /* d for messages: exact and readable ("200", not "2e+02"). */
 static void fmt_num(double d, char out[CS_NUM_MAX])

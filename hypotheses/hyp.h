@@ -52,8 +52,9 @@ int hyp_id_valid(const char *s);
 
 /* The metric vocabulary of DESIGN.md (plus those the README adds). */
 int hyp_metric_known(const char *name);
-/* NULL-terminated list of metric names. */
+/* NULL-terminated list of metric names (vocab.c; the array for static tables). */
 const char *const *hyp_metrics(void);
+extern const char *const hyp_metric_names[];
 
 /*
  * The JSON Schema (draft 2020-12) of a hypothesis file, built from the

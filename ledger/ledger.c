@@ -54,12 +54,6 @@ static const char schema[] =
 	"CREATE TRIGGER raw_no_delete BEFORE DELETE ON raw"
 	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;";
 
-int lg_sqlerr(ledger *l, cs_err *e, const char *what)
-{
-	return cs_err_set(e, CS_EXIT_INTERNAL, "%s/ledger.db: %s: %s", l->dir, what,
-			  sqlite3_errmsg(l->db));
-}
-
 /* Join dir and name into a malloc'd path. */
 static char *join(const char *dir, const char *name)
 {
@@ -463,45 +457,6 @@ static int load_tail(ledger *l, cs_err *e)
 	return 0;
 }
 
-size_t lg_record_bytes(char **buf, size_t *cap, int64_t seq, const char *ts, const char *kind,
-		       const char *payload, size_t plen)
-{
-	size_t klen = strlen(kind), tlen = strlen(ts), need = klen + tlen + plen + 64;
-	char num[24], *p;
-	int nlen;
-
-	if (need > *cap) {
-		size_t nc = *cap ? *cap : 1024;
-		char *nb;
-
-		while (nc < need)
-			nc *= 2;
-		nb = realloc(*buf, nc);
-		if (!nb)
-			return 0;
-		*buf = nb;
-		*cap = nc;
-	}
-	nlen = snprintf(num, sizeof(num), "%lld", (long long) seq);
-	p = *buf;
-#define PUT(s, n)                      \
-	do {                           \
-		memcpy(p, (s), (n));   \
-		p += (n);              \
-	} while (0)
-	PUT("{\"kind\":\"", 9);
-	PUT(kind, klen);
-	PUT("\",\"payload\":", 12);
-	PUT(payload, plen);
-	PUT(",\"seq\":", 7);
-	PUT(num, (size_t) nlen);
-	PUT(",\"ts\":\"", 7);
-	PUT(ts, tlen);
-	PUT("\"}", 2);
-#undef PUT
-	return (size_t) (p - *buf);
-}
-
 /* A kind is 1..31 characters of [a-z_]. */
 static int kind_ok(const char *kind)
 {
@@ -802,27 +757,4 @@ const char *ledger_access_state(ledger *l)
 	if (seen)
 		return "results seen";
 	return started ? "runs started" : "none";
-}
-
-int lg_unhex(const char *s, size_t slen, unsigned char *out, size_t n)
-{
-	if (slen != 2 * n)
-		return -1;
-	for (size_t i = 0; i < 2 * n; i++) {
-		int c = s[i], v;
-
-		if (c >= '0' && c <= '9')
-			v = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			v = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			v = c - 'A' + 10;
-		else
-			return -1;
-		if (i & 1)
-			out[i / 2] = (unsigned char) (out[i / 2] | v);
-		else
-			out[i / 2] = (unsigned char) (v << 4);
-	}
-	return 0;
 }

@@ -169,7 +169,7 @@ int lg_append_canonical(ledger *l, const char *kind, const char *payload, size_t
 			int64_t *seq_out, cs_err *e);
 
 /*
- * Walking the records in seq order, recomputing each hash (verify.c):
+ * Walking the records in seq order, recomputing each hash (walk.c):
  * begin (limit < 0: all records), then next until it returns 0 (the end)
  * or -1 (e filled: exit 4 naming the first bad seq, or an SQLite error).
  * After a 1, seq/ts/kind/payload (borrowed, valid until the next step),
@@ -220,13 +220,13 @@ void lg_signed_observe(lg_signed_set *set, int64_t seq, const lg_range *r, lg_sh
 /* After a walk over n records: rewritten below a signed size, or records no signature covers: exit 4. */
 int lg_signed_judge(ledger *l, lg_signed_set *set, int64_t n, cs_err *e);
 
-/* All leaf hashes of the first n records (malloc'd, n * 32 bytes), each record's hash recomputed. */
+/* All leaf hashes of the first n records (malloc'd, n * 32 bytes), each record's hash recomputed (walk.c). */
 int lg_load_leaves(ledger *l, int64_t n, unsigned char (**leaves)[32], cs_err *e);
 
-/* Report an SQLite failure as an internal error naming what was being done. */
+/* Report an SQLite failure as an internal error naming what was being done (walk.c). */
 int lg_sqlerr(ledger *l, cs_err *e, const char *what);
 
-/* Strict lowercase-or-uppercase hex of exactly 2n digits into n bytes; 0 or -1. */
+/* Strict lowercase-or-uppercase hex of exactly 2n digits into n bytes; 0 or -1 (checkpoint.c). */
 int lg_unhex(const char *s, size_t slen, unsigned char *out, size_t n);
 
 /* Base64 (standard alphabet, padded) of 32 bytes into 45 bytes; strict decode, 0 or -1. */

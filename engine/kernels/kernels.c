@@ -61,16 +61,6 @@ float cvk_dot_scalar(const float *a, const float *b, size_t d)
 	return cvk_reduce64(lanes);
 }
 
-float cvk_cosine_finish(float dot, float na, float nb)
-{
-	double den;
-
-	if (na == 0 || nb == 0)
-		return 1.0f;
-	den = sqrt((double) na * (double) nb);
-	return (float) (1.0 - (double) dot / den);
-}
-
 /* Three reference sums: a.b, a.a and b.b, each as cvk_dot_scalar adds it. */
 float cvk_cosine_scalar(const float *a, const float *b, size_t d)
 {

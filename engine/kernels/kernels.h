@@ -25,6 +25,7 @@
 
 #include "cv_base.h"
 
+#include <math.h>
 #include <stddef.h>
 
 /* One level's kernels. */
@@ -49,8 +50,20 @@ float cvk_cosine_avx512(const float *a, const float *b, size_t d);
 /* The reference order's final sum of 64 lanes (see above). */
 float cvk_reduce64(const float lanes[64]);
 
-/* 1 - dot / sqrt(na * nb), computed in double; 1 when either norm is 0. */
-float cvk_cosine_finish(float dot, float na, float nb);
+/*
+ * 1 - dot / sqrt(na * nb), computed in double; 1 when either norm is 0.
+ * Inline, so the SIMD levels need nothing of kernels.c (no FMA can form:
+ * a product under a root, a quotient subtracted).
+ */
+static inline float cvk_cosine_finish(float dot, float na, float nb)
+{
+	double den;
+
+	if (na == 0 || nb == 0)
+		return 1.0f;
+	den = sqrt((double) na * (double) nb);
+	return (float) (1.0 - (double) dot / den);
+}
 
 /* The ops of level name ("scalar", "avx2", "avx512"), or NULL if unknown or
  * the CPU lacks it. Borrowed, static. */

@@ -331,6 +331,7 @@ typedef struct phnsw_catalog {
 	uint64_t heap_pages;
 } phnsw_catalog;
 
+/* The catalog file (pagedcatalog.c): written atomically, read with its CRC checked. */
 int phnsw_catalog_write(const char *dir, const phnsw_catalog *c, cv_err *e);
 int phnsw_catalog_read(const char *dir, phnsw_catalog *c, cv_err *e);
 
