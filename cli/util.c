@@ -82,18 +82,5 @@ int cli_parse_double(const char *s, double *out)
 
 int cli_exit_from_errno(int rc)
 {
-	switch (-rc) {
-	case 0: return CS_EXIT_OK;
-	case EBADMSG: return CS_EXIT_VERIFY;
-	case EINVAL:
-	case EOVERFLOW:
-	case ENOENT:
-	case EISDIR:
-	case ENOTDIR:
-	case EFBIG:
-	case ERANGE: return CS_EXIT_BADINPUT;
-	case EPERM:
-	case EACCES: return CS_EXIT_REFUSED;
-	default: return CS_EXIT_INTERNAL;
-	}
+	return cs_exit_from_errno(rc);
 }
