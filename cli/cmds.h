@@ -20,7 +20,9 @@ int cmd_log(int argc, char **argv);
 int cmd_data(int argc, char **argv);
 /* cmd_io.c */
 int cmd_cache(int argc, char **argv);
+/* cmd_probe.c */
 int cmd_probe(int argc, char **argv);
+/* cmd_device.c */
 int cmd_device(int argc, char **argv);
 /* cmd_index.c */
 int cmd_index(int argc, char **argv);
@@ -71,5 +73,7 @@ int cli_parse_u64(const char *s, uint64_t *out);
 int cli_parse_double(const char *s, double *out);
 /* Map a negative errno from the engine to an exit code: EBADMSG -> 4, input errors -> 5, else 1. */
 int cli_exit_from_errno(int rc);
+/* Print "coldstudy VERB: what: strerror" and return the exit code for rc. */
+int cli_fail_errno(const char *verb, const char *what, int rc);
 
 #endif

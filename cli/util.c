@@ -80,6 +80,12 @@ int cli_parse_double(const char *s, double *out)
 	return 0;
 }
 
+int cli_fail_errno(const char *verb, const char *what, int rc)
+{
+	fprintf(stderr, "coldstudy %s: %s: %s\n", verb, what, strerror(-rc));
+	return cli_exit_from_errno(rc);
+}
+
 int cli_exit_from_errno(int rc)
 {
 	return cs_exit_from_errno(rc);
