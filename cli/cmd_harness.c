@@ -7,6 +7,7 @@
 #include "guard.h"
 #include "harness.h"
 #include "ledger.h"
+#include "report.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -368,10 +369,9 @@ int cmd_plan(int argc, char **argv)
 {
 	const char *dir = NULL;
 	int json = 0, refuse = 0, rc;
-	json_t *ids = json_array(), *pilots = NULL, *study = NULL, *res = json_array(), *r;
+	json_t *ids = NULL, *pilots = NULL, *study = NULL, *res = NULL;
 	ledger *l = NULL;
 	cs_err e = {0};
-	size_t i;
 
 	if (cli_wants_help(argc, argv) || argc < 2) {
 		printf("usage: coldstudy plan power DIR [--pilot RUN_ID...] [--json]\n\n"
@@ -384,29 +384,23 @@ int cmd_plan(int argc, char **argv)
 		       "for another. `validate` refuses (a refusal record) a confirmatory hypothesis\n"
 		       "below power 0.8 unless it is registered underpowered with a rationale.\n"
 		       "Writes nothing.\n");
-		json_decref(ids);
-		json_decref(res);
 		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
 	}
-	if (strcmp(argv[1], "power")) {
-		json_decref(ids);
-		json_decref(res);
+	if (strcmp(argv[1], "power"))
 		return cli_usage(argv[0], "unknown subcommand '%s' (power)", argv[1]);
-	}
+	ids = json_array();
 	for (int k = 2; k < argc; k++) {
 		if (!strcmp(argv[k], "--json")) {
 			json = 1;
 		} else if (!strcmp(argv[k], "--pilot")) {
 			if (k + 1 >= argc || argv[k + 1][0] == '-') {
 				json_decref(ids);
-				json_decref(res);
 				return cli_usage(argv[0], "--pilot needs run ids");
 			}
 			while (k + 1 < argc && argv[k + 1][0] != '-')
 				json_array_append_new(ids, json_string(argv[++k]));
 		} else if (argv[k][0] == '-' || dir) {
 			json_decref(ids);
-			json_decref(res);
 			return cli_usage(argv[0], "unexpected argument '%s'", argv[k]);
 		} else {
 			dir = argv[k];
@@ -414,9 +408,9 @@ int cmd_plan(int argc, char **argv)
 	}
 	if (!dir) {
 		json_decref(ids);
-		json_decref(res);
 		return cli_usage(argv[0], "power needs DIR");
 	}
+	res = json_array();
 	rc = ledger_open(dir, &l, &e);
 	if (!rc)
 		rc = harness_study_current(l, &study, &e);
@@ -431,37 +425,7 @@ int cmd_plan(int argc, char **argv)
 		printf("%s\n", t ? t : "[]");
 		free(t);
 	} else if (!rc) {
-		if (!json_array_size(res))
-			printf("no hypothesis is decided by an interval: nothing to plan\n");
-		else
-			printf("%-7s %-8s %9s %9s %8s %6s %7s %9s  %s\n", "id", "class", "effect",
-			       "threshold", "sd_log", "runs", "power", "for 0.9", "status");
-		json_array_foreach(res, i, r) {
-			const json_t *d = json_object_get(r, "detail");
-			char need[16] = "-", pw[16] = "-", sd[16] = "-";
-
-			if (json_is_integer(json_object_get(d, "replicates_for_power_0.9")))
-				snprintf(need, sizeof(need), "%lld",
-					 (long long) json_integer_value(json_object_get(d, "replicates_for_power_0.9")));
-			if (json_is_number(json_object_get(d, "power")))
-				snprintf(pw, sizeof(pw), "%.3f", json_number_value(json_object_get(d, "power")));
-			if (json_is_number(json_object_get(d, "sd_log")))
-				snprintf(sd, sizeof(sd), "%.3g%s", json_number_value(json_object_get(d, "sd_log")),
-					 json_object_get(d, "sd_log_pilot") ? "p" : "");
-			printf("%-7s %-8s %9.4g %9.4g %8s %6lld %7s %9s  %s%s\n",
-			       json_string_value(json_object_get(r, "hypothesis")),
-			       json_object_get(d, "not_binding") ? "explor." : "confirm.",
-			       json_number_value(json_object_get(d, "effect")),
-			       json_number_value(json_object_get(d, "threshold")), sd,
-			       (long long) json_integer_value(json_object_get(d, "replicates")), pw, need,
-			       json_is_true(json_object_get(r, "passed")) ? "ok" : "BELOW 0.8",
-			       json_object_get(d, "underpowered") ? " (registered underpowered)" : "");
-			if (json_object_get(d, "why"))
-				printf("        %s\n", json_string_value(json_object_get(d, "why")));
-		}
-		if (json_array_size(res))
-			printf("(sd_log: p = from the pilot runs, else registered; runs: a side, as the plan "
-			       "registers them)\n");
+		report_power_text(res, stdout);
 	}
 	json_decref(ids);
 	json_decref(pilots);
