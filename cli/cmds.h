@@ -45,6 +45,7 @@ int cmd_schema(int argc, char **argv);
 int cmd_holdout(int argc, char **argv);
 int cmd_refute(int argc, char **argv);
 int cmd_verdicts(int argc, char **argv);
+/* cmd_plan.c */
 int cmd_plan(int argc, char **argv);
 /* cmd_replicate.c */
 int cmd_replicate(int argc, char **argv);
