@@ -135,11 +135,13 @@ void report_run_summary(const json_t *rec, FILE *out);
 
 /*
  * The tables `coldstudy` prints for a person (text.c): one line a
- * prediction (an array of prediction payloads); a holdout score (what
- * holdout_score_record made); the verdicts (report_verdicts' array) by
+ * hypothesis (holdout_hypotheses' list); one line a prediction (an array
+ * of prediction payloads); a holdout score (what holdout_score_record
+ * made); the verdicts (report_verdicts' array) by
  * group, with the holdout's line from holdout_registered_state's test and
  * state (either may be NULL).
  */
+void report_hypotheses_text(const json_t *list, FILE *out);
 void report_predictions_text(const json_t *preds, FILE *out);
 void report_score_text(const json_t *s, FILE *out);
 void report_verdicts_text(const json_t *all, const json_t *test, const json_t *state, FILE *out);

@@ -1,11 +1,55 @@
 /*
- * text.c - the tables the cli prints for a person: predictions, a holdout
- * score, the verdicts, the plan's power, each from the JSON its part records (docs/records.md),
+ * text.c - the tables the cli prints for a person: the hypotheses,
+ * predictions, a holdout score, the verdicts, the plan's power, each from the JSON its part records (docs/records.md),
  * so the terminal and the report read the same numbers.
  */
 #include "report.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+/* A number as the canonical form prints it. */
+static void num_text(const json_t *v, char *buf, size_t cap)
+{
+	char *c = NULL, n[CS_NUM_MAX];
+
+	if (json_is_number(v)) {
+		/* Readable and exact: 200 as "200", never the canonical form's "2e+02". */
+		snprintf(buf, cap, "%s", cs_num_text(json_number_value(v), n));
+	} else if (v && !cs_json_canonical(v, &c, NULL, NULL)) {
+		snprintf(buf, cap, "%s", c);
+		free(c);
+	} else {
+		snprintf(buf, cap, "-");
+	}
+}
+
+void report_hypotheses_text(const json_t *list, FILE *out)
+{
+	size_t i;
+	json_t *s;
+
+	fprintf(out, "%-5s %-12s %-20s %12s %-23s %-12s %-27s %s\n", "ID", "KIND", "METRIC",
+		"PREDICTION", "BAND95", "SHA256", "REGISTERED (UTC)", "VERSIONS");
+	json_array_foreach(list, i, s) {
+		json_t *band = json_object_get(s, "band95");
+		char v[32], lo[32], hi[32], bandtxt[80];
+
+		num_text(json_object_get(s, "prediction"), v, sizeof(v));
+		num_text(json_array_get(band, 0), lo, sizeof(lo));
+		num_text(json_array_get(band, 1), hi, sizeof(hi));
+		snprintf(bandtxt, sizeof(bandtxt), "[%s, %s]", lo, hi);
+		fprintf(out, "%-5s %-12s %-20s %12s %-23s %-12.12s %-27s %lld\n",
+			json_string_value(json_object_get(s, "id")),
+			json_string_value(json_object_get(s, "kind")) ?: "-",
+			json_string_value(json_object_get(s, "metric")) ?: "-", v, bandtxt,
+			json_string_value(json_object_get(s, "sha256")) ?: "-",
+			json_string_value(json_object_get(s, "ts")),
+			(long long) json_integer_value(json_object_get(s, "versions")));
+	}
+	if (json_array_size(list) == 0)
+		fprintf(out, "(no hypotheses registered)\n");
+}
 
 void report_predictions_text(const json_t *preds, FILE *out)
 {
