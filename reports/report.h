@@ -145,6 +145,8 @@ void report_hypotheses_text(const json_t *list, FILE *out);
 void report_predictions_text(const json_t *preds, FILE *out);
 void report_score_text(const json_t *s, FILE *out);
 void report_verdicts_text(const json_t *all, const json_t *test, const json_t *state, FILE *out);
+/* `replicate compare`'s table: report_compare's rows, then whether they agree. */
+void report_compare_text(const json_t *rows, int disagree, FILE *out);
 /* `plan power`'s table: one row a hypothesis of harness_power's results. */
 void report_power_text(const json_t *res, FILE *out);
 

@@ -365,3 +365,39 @@ void report_power_text(const json_t *res, FILE *out)
 		fprintf(out, "(sd_log: p = from the pilot runs, else registered; runs: a side, as the plan "
 		        "registers them)\n");
 }
+
+/* "estimate [lo, hi] n N" of an interval decision; buf keeps "-" without an interval. */
+static void interval_brief(const json_t *x, char *buf, size_t cap)
+{
+	const json_t *ci = json_object_get(x, "interval");
+
+	if (json_is_array(ci))
+		snprintf(buf, cap, "%.4g [%.4g, %.4g] n %lld",
+			 json_number_value(json_object_get(x, "estimate")),
+			 json_number_value(json_array_get(ci, 0)), json_number_value(json_array_get(ci, 1)),
+			 (long long) json_integer_value(json_object_get(x, "n_select")));
+}
+
+void report_compare_text(const json_t *rows, int disagree, FILE *out)
+{
+	size_t i;
+	json_t *r;
+
+	fprintf(out, "%-7s %-13s %-12s %-12s %-5s  %s\n", "id", "class", "in S", "in S2", "agree",
+	        "interval in S | in S2");
+	json_array_foreach(rows, i, r) {
+		char ia[96] = "-", ib[96] = "-";
+		const json_t *x = json_object_get(r, "interval_a"), *y = json_object_get(r, "interval_b");
+
+		interval_brief(x, ia, sizeof(ia));
+		interval_brief(y, ib, sizeof(ib));
+		fprintf(out, "%-7s %-13s %-12s %-12s %-5s  %s | %s\n",
+		        json_string_value(json_object_get(r, "hypothesis")),
+		        json_string_value(json_object_get(r, "class")),
+		        json_string_value(json_object_get(r, "verdict_a")),
+		        json_string_value(json_object_get(r, "verdict_b")) ?: "(absent)",
+		        json_is_true(json_object_get(r, "agree")) ? "yes" : "NO", ia, ib);
+	}
+	fprintf(out, "%s\n", disagree ? "a confirmatory verdict differs: the finding did not replicate"
+				      : "every confirmatory verdict agrees");
+}
