@@ -87,7 +87,8 @@ static const char usage[] =
 	"`coldstudy cache prewarm DIR/NAME --blocks @PREFIX.NAME`.\n"
 	"SIZE: bytes with an optional K, M or G suffix. LIST: 0,3,8-15.\n";
 
-int index_fail(int rc, const cv_err *e)
+/* Print "coldstudy index: " and e's message (else strerror) for an engine -errno; its exit code. */
+static int index_fail(int rc, const cv_err *e)
 {
 	fprintf(stderr, "coldstudy index: %s\n", e && e->msg[0] ? cli_spell(e->msg) : strerror(-rc));
 	return cli_exit_from_errno(rc);

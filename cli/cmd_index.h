@@ -26,9 +26,6 @@ typedef struct qargs {
 /* Parse index query's options into *a (a->parts: caller frees); 0 or a usage exit. */
 int index_query_args(int argc, char **argv, qargs *a);
 
-/* Print "coldstudy index: " and e's message (else strerror) for an engine -errno; its exit code. */
-int index_fail(int rc, const cv_err *e);
-
 /* Parse an unsigned option into *out within [lo, hi]; 0 or a usage exit. */
 int index_opt_uint(const char *name, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 

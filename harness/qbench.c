@@ -18,11 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int harness_cv_fail(cs_err *e, int rc, const cv_err *ce)
-{
-	return cs_err_set(e, cs_exit_from_errno(rc), "%s", ce && ce->msg[0] ? ce->msg : strerror(-rc));
-}
-
 int harness_hdf5_metric(const char *spec, const char *what, const char *metric, cv_metric *m,
 			cs_err *e)
 {

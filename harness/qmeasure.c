@@ -42,6 +42,11 @@ static uint64_t cpu_ns(void)
 	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
+int harness_cv_fail(cs_err *e, int rc, const cv_err *ce)
+{
+	return cs_err_set(e, cs_exit_from_errno(rc), "%s", ce && ce->msg[0] ? ce->msg : strerror(-rc));
+}
+
 long harness_rss_anon_kb(void)
 {
 	return cs_proc_field("/proc/self/status", "RssAnon:");

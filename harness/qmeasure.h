@@ -42,6 +42,9 @@ int harness_qm_one(cv_index *ix, cv_io *io, const float *q, const cv_query_opts 
 /* The process's anonymous resident memory (RssAnon of /proc/self/status), kB; -1 unknown. */
 long harness_rss_anon_kb(void);
 
+/* An engine failure as an exit code and message (ce's, else strerror). Returns the code. */
+int harness_cv_fail(cs_err *e, int rc, const cv_err *ce);
+
 /* ---- passes over a query set (qmeasure.c) ---- */
 
 typedef struct harness_qm_opts {
@@ -201,9 +204,6 @@ void harness_qbench_close(harness_qbench *b);
  */
 int harness_hdf5_metric(const char *spec, const char *what, const char *metric, cv_metric *m,
 			cs_err *e);
-
-/* An engine failure as an exit code and message (ce's, else strerror). Returns the code. */
-int harness_cv_fail(cs_err *e, int rc, const cv_err *ce);
 
 /*
  * Write the blocks a query read (bl, recorded through cv_query_opts.blocks)
