@@ -7,7 +7,6 @@
  */
 #include "cmds.h"
 
-#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,141 +14,34 @@
 
 #include "guard.h"
 #include "harness.h"
+#include "predict.h"
 #include "holdout.h"
 #include "ledger.h"
 #include "report.h"
 
-#define TARGETS_CAP (1u << 20)
-
 /* ---- holdout predict ---- */
-
-/* One target spec: its hash and the features the run will record (the study's defaults filled in). */
-static int target_load(ledger *l, const char *path, holdout_target *t, json_t **spec,
-		       json_t **feat, cs_err *e)
-{
-	json_t *eff = NULL;
-	int rc;
-
-	*spec = *feat = NULL;
-	rc = harness_run_load(path, spec, t->sha, e);
-	if (!rc)
-		rc = harness_run_effective_study(l, *spec, &eff, e);
-	if (!rc)
-		rc = harness_spec_features(eff, feat, e);
-	json_decref(eff);
-	t->features = *feat;
-	return rc;
-}
 
 /*
  * The targets: from the targets file (paths relative to its folder), or,
- * without one, the plan's holdout targets (paths relative to where the
- * plan was registered) and metrics.
+ * without one, the plan's holdout targets (harness/predict.c); one line a
+ * prediction recorded.
  */
 static int predict(const char *dir, const char *targets_path, const char *model)
 {
 	ledger *l = NULL;
-	ledger_plan plan = {0};
-	json_t *targets = NULL, *list, *made = NULL, *keep = json_array(), *pm = NULL, *it;
-	holdout_target *t = NULL;
+	json_t *made = NULL;
 	cs_err e = {0};
-	const char *base = ".";
-	char tbase[4096];
-	size_t i, n = 0;
 	int rc;
 
 	rc = ledger_open(dir, &l, &e);
 	if (!rc)
-		rc = ledger_plan_load(l, 0, &plan, &e);
-	if (rc)
-		goto out;
-	if (targets_path) {
-		char tmp[4096];
-
-		rc = cs_json_load_file(targets_path, TARGETS_CAP, &targets, &e);
-		if (rc)
-			goto out;
-		list = json_object_get(targets, "targets");
-		if (!json_is_array(list) || json_array_size(list) == 0) {
-			rc = cs_err_set(&e, CS_EXIT_BADINPUT, "%s: $.targets: expected a non-empty array",
-					targets_path);
-			goto out;
-		}
-		snprintf(tmp, sizeof(tmp), "%s", targets_path);
-		snprintf(tbase, sizeof(tbase), "%s", dirname(tmp));
-		base = tbase;
-	} else {
-		const json_t *h = json_object_get(plan.plan, "holdout");
-
-		if (!h) {
-			rc = cs_err_set(&e, CS_EXIT_USAGE,
-					"no plan registers holdout targets: give --targets FILE");
-			goto out;
-		}
-		base = json_string_value(json_object_get(plan.rec, "plan_base")) ?: ".";
-		pm = json_object_get(h, "metrics");
-		list = json_array();
-		json_array_foreach(json_object_get(h, "targets"), i, it)
-			json_array_append_new(list, json_pack("{s:O,s:O}", "run", it, "metrics", pm));
-		targets = json_pack("{s:o}", "targets", list);
-		targets_path = "the plan";
+		rc = harness_holdout_predict(l, targets_path, model, &made, &e);
+	if (!rc) {
+		report_predictions_text(made, stdout);
+		fprintf(stderr, "%zu predictions recorded; frozen at the first holdout run\n",
+			json_array_size(made));
 	}
-	t = calloc(json_array_size(list) + 1, sizeof(*t));
-	if (!t || !keep) {
-		rc = cs_err_set(&e, CS_EXIT_INTERNAL, "out of memory");
-		goto out;
-	}
-	json_array_foreach(list, i, it) {
-		const char *run = json_string_value(json_object_get(it, "run"));
-		json_t *metrics = json_object_get(it, "metrics"), *spec = NULL, *feat = NULL;
-		char path[4096];
-
-		if (!run || !json_is_array(metrics) || !json_array_size(metrics)) {
-			rc = cs_err_set(&e, CS_EXIT_BADINPUT,
-					"%s: $.targets[%zu]: expected {\"run\": PATH, \"metrics\": [...]}",
-					targets_path, i);
-			break;
-		}
-		if ((size_t) snprintf(path, sizeof(path), "%s%s%s", run[0] == '/' ? "" : base,
-				      run[0] == '/' ? "" : "/", run) >= sizeof(path)) {
-			rc = cs_err_set(&e, CS_EXIT_BADINPUT, "%s: $.targets[%zu].run: path too long",
-					targets_path, i);
-			break;
-		}
-		t[n].path = run;
-		t[n].metrics = metrics;
-		t[n].model = json_string_value(json_object_get(it, "model")) ?: model;
-		rc = target_load(l, path, &t[n], &spec, &feat, &e);
-		json_array_append_new(keep, spec ? spec : json_null());
-		json_array_append_new(keep, feat ? feat : json_null());
-		if (rc)
-			break;
-		n++;
-	}
-	if (!rc)
-		rc = holdout_predict_record(l, t, n, targets_path, &made, &e);
-	if (rc)
-		goto out;
-	json_array_foreach(made, i, it) {
-		const json_t *tg = json_object_get(it, "target");
-
-		printf("%-5s %-28s %-20s %12.6g  [%.6g, %.6g]  %s\n",
-		       json_string_value(json_object_get(it, "id")),
-		       json_string_value(json_object_get(tg, "run_spec")),
-		       json_string_value(json_object_get(tg, "metric")),
-		       json_number_value(json_object_get(it, "value")),
-		       json_number_value(json_array_get(json_object_get(it, "band95"), 0)),
-		       json_number_value(json_array_get(json_object_get(it, "band95"), 1)),
-		       json_string_value(json_object_get(json_object_get(it, "model"), "name")));
-	}
-	fprintf(stderr, "%zu predictions recorded; frozen at the first holdout run\n",
-		json_array_size(made));
-out:
-	free(t);
 	json_decref(made);
-	json_decref(keep);
-	json_decref(targets);
-	ledger_plan_free(&plan);
 	ledger_close(l);
 	return rc ? cli_fail("holdout", &e) : 0;
 }
@@ -159,10 +51,8 @@ out:
 static int score(const char *dir, const holdout_score_opts *o, int as_json)
 {
 	ledger *l = NULL;
-	json_t *s = NULL, *row, *per, *m;
+	json_t *s = NULL;
 	cs_err e = {0};
-	const char *k;
-	size_t i;
 	int rc;
 
 	rc = ledger_open(dir, &l, &e);
@@ -180,107 +70,7 @@ static int score(const char *dir, const holdout_score_opts *o, int as_json)
 		json_decref(s);
 		return rc;
 	}
-	if (json_is_true(json_object_get(s, "interim")))
-		printf("INTERIM score (targets without a run: %zu); recorded as interim, never the "
-		       "result\n",
-		       json_array_size(json_object_get(s, "targets_without_run")));
-	else if (json_is_true(json_object_get(s, "rescore")))
-		printf("RE-SCORE: the score of record is seq %lld\n",
-		       (long long) json_integer_value(json_object_get(s, "score_of_record")));
-	printf("%-5s %-20s %12s %12s %12s %12s %8s %8s %s\n", "pred", "metric", "predicted", "lo",
-	       "hi", "observed", "rel.err", "rel.IS", "in band");
-	json_array_foreach(json_object_get(s, "rows"), i, row)
-		printf("%-5s %-20s %12.6g %12.6g %12.6g %12.6g %8.3f %8.3f %s\n",
-		       json_string_value(json_object_get(row, "prediction")),
-		       json_string_value(json_object_get(row, "metric")),
-		       json_number_value(json_object_get(row, "predicted")),
-		       json_number_value(json_object_get(row, "lo")),
-		       json_number_value(json_object_get(row, "hi")),
-		       json_number_value(json_object_get(row, "observed")),
-		       json_number_value(json_object_get(row, "relative_error")),
-		       json_number_value(json_object_get(row, "relative_interval_score")),
-		       json_is_true(json_object_get(row, "inside")) ? "yes" : "NO");
-	printf("median relative error (MdAPE/100) %.3f against the threshold %.3f (%s): %s\n",
-	       json_number_value(json_object_get(s, "mdape")),
-	       json_number_value(json_object_get(s, "threshold")),
-	       json_string_value(json_object_get(s, "threshold_source")),
-	       json_is_true(json_object_get(s, "passed_mdape")) ? "met" : "missed");
-	if (json_is_integer(json_object_get(s, "min_inside")))
-		printf("inside their bands: %lld of %lld rows scored once; the plan asks for at least "
-		       "%lld of %lld rows, %lld of these: %s\n",
-		       (long long) json_integer_value(json_object_get(s, "inside")),
-		       (long long) json_integer_value(json_object_get(s, "n")),
-		       (long long) json_integer_value(json_object_get(s, "min_inside")),
-		       (long long) (json_integer_value(json_object_get(s, "n")) +
-				    json_integer_value(json_object_get(s, "rows_dependent"))),
-		       (long long) json_integer_value(json_object_get(s, "min_inside_scored")),
-		       json_is_true(json_object_get(s, "passed_inside")) ? "met" : "missed");
-	printf("the registered test: %s%s\n", json_is_true(json_object_get(s, "passed")) ? "PASS" : "FAIL",
-	       json_is_true(json_object_get(s, "interim")) ? " (interim: UNFINISHED, exit 7)" : "");
-	if (json_is_object(json_object_get(s, "amended"))) {
-		const json_t *am = json_object_get(s, "amended");
-
-		printf("amended after the holdout was seen (study record seq %lld, holdout seen at "
-		       "seq %lld): against %.3f it would %s; the score of record keeps the "
-		       "registered rule\n",
-		       (long long) json_integer_value(json_object_get(am, "study_seq")),
-		       (long long) json_integer_value(json_object_get(am, "holdout_seen_seq")),
-		       json_number_value(json_object_get(am, "threshold")),
-		       json_is_true(json_object_get(am, "passed")) ? "PASS" : "FAIL");
-	}
-	printf("%lld of %lld inside their %g%% bands; two-sided binomial p = %.3f over the rows, "
-	       "%.3f over the %lld independent holdout runs behind them%s\n",
-	       (long long) json_integer_value(json_object_get(s, "inside")),
-	       (long long) json_integer_value(json_object_get(s, "n")),
-	       100 * json_number_value(json_object_get(s, "band_level")),
-	       json_number_value(json_object_get(s, "coverage_p_two_sided")),
-	       json_number_value(json_object_get(s, "coverage_p_two_sided_runs")),
-	       (long long) json_integer_value(json_object_get(s, "independent_runs")),
-	       json_is_true(json_object_get(s, "calibration_rejected"))
-		       ? " (calibration rejected at 0.05)"
-		       : "");
-	printf("mean relative interval score %.4g (interval score / observed, all rows)\n",
-	       json_number_value(json_object_get(s, "mean_relative_interval_score")));
-	if (json_integer_value(json_object_get(s, "rows_dependent")))
-		printf("%lld rows are functions of another row of the same run (a multiple or a "
-		       "reciprocal of it): shown, scored once\n",
-		       (long long) json_integer_value(json_object_get(s, "rows_dependent")));
-	per = json_object_get(s, "per_metric");
-	json_object_foreach(per, k, m) {
-		const json_t *c = json_object_get(m, "calibration");
-
-		printf("  %-20s n %lld, inside %lld, MdAPE %.3f, mean interval score %.6g, relative "
-		       "%.4g\n",
-		       k, (long long) json_integer_value(json_object_get(m, "n")),
-		       (long long) json_integer_value(json_object_get(m, "inside")),
-		       json_number_value(json_object_get(m, "mdape")),
-		       json_number_value(json_object_get(m, "mean_interval_score")),
-		       json_number_value(json_object_get(m, "mean_relative_interval_score")));
-		if (json_is_number(json_object_get(c, "z_rms")))
-			printf("  %-20s calibration: standardised errors RMS %.3f (1 when calibrated), "
-			       "chi-square p %.3g too wide, %.3g too narrow: %s\n",
-			       "", json_number_value(json_object_get(c, "z_rms")),
-			       json_number_value(json_object_get(c, "p_too_wide")),
-			       json_number_value(json_object_get(c, "p_too_narrow")),
-			       json_string_value(json_object_get(c, "verdict")));
-		else if (c)
-			printf("  %-20s calibration: %s\n", "",
-			       json_string_value(json_object_get(c, "verdict")));
-	}
-	json_array_foreach(json_object_get(s, "targets_seen_before_predictions"), i, row)
-		printf("target %s SEEN before the predictions: run %s read %s\n",
-		       json_string_value(json_object_get(row, "target")),
-		       json_string_value(json_object_get(row, "run_id")),
-		       json_string_value(json_object_get(row, "why")));
-	if (json_array_size(json_object_get(s, "pending")))
-		printf("%zu predictions have no holdout run yet\n",
-		       json_array_size(json_object_get(s, "pending")));
-	if (json_array_size(json_object_get(s, "repeated_runs")))
-		printf("%zu repeated holdout runs not counted (deviations)\n",
-		       json_array_size(json_object_get(s, "repeated_runs")));
-	if (json_array_size(json_object_get(s, "deviations")))
-		printf("%zu deviations on record (see the score record)\n",
-		       json_array_size(json_object_get(s, "deviations")));
+	report_score_text(s, stdout);
 	rc = holdout_score_exit(s);
 	json_decref(s);
 	return rc;
@@ -302,27 +92,15 @@ static int show(const char *dir, int as_json)
 	}
 	if (rc)
 		goto out;
-	json_array_foreach(v.pred_order, i, key) {
-		json_t *p = json_object_get(v.predictions, json_string_value(key));
-		const json_t *t = json_object_get(p, "target");
-
-		json_array_append(all, p);
-		if (!as_json)
-			printf("%-5s %-28s %-20s %12.6g  [%.6g, %.6g]  %s\n",
-			       json_string_value(json_object_get(p, "id")),
-			       json_string_value(json_object_get(t, "run_spec")),
-			       json_string_value(json_object_get(t, "metric")),
-			       json_number_value(json_object_get(p, "value")),
-			       json_number_value(json_array_get(json_object_get(p, "band95"), 0)),
-			       json_number_value(json_array_get(json_object_get(p, "band95"), 1)),
-			       json_string_value(json_object_get(json_object_get(p, "model"), "name")));
-	}
+	json_array_foreach(v.pred_order, i, key)
+		json_array_append(all, json_object_get(v.predictions, json_string_value(key)));
 	if (as_json) {
 		char *txt = json_dumps(all, JSON_INDENT(2) | JSON_SORT_KEYS);
 
 		printf("%s\n", txt);
 		free(txt);
 	} else {
+		report_predictions_text(all, stdout);
 		printf("%s\n", v.holdout_started ? "frozen: a holdout run has started"
 						 : "open: no holdout run has started");
 	}
@@ -472,121 +250,6 @@ int cmd_deviate(int argc, char **argv)
 
 /* ---- verdicts ---- */
 
-/* An interval decision's line under its verdict: estimate, interval, n, threshold, result. */
-static void print_interval(const json_t *iv, int underpowered)
-{
-	const json_t *ci = json_object_get(iv, "interval");
-	char n[48];
-
-	if (underpowered)
-		printf("      registered underpowered (underpowered_rationale in its file)\n");
-	if (!iv)
-		return;
-	if (json_object_get(iv, "n_over"))
-		snprintf(n, sizeof(n), "n %lld / %lld",
-			 (long long) json_integer_value(json_object_get(iv, "n_select")),
-			 (long long) json_integer_value(json_object_get(iv, "n_over")));
-	else
-		snprintf(n, sizeof(n), "n %lld",
-			 (long long) json_integer_value(json_object_get(iv, "n_select")));
-	if (json_is_array(ci))
-		printf("      interval: %s %s %.4g [%.4g, %.4g] (%s, %g%%, %s) against %s %g: %s\n",
-		       json_string_value(json_object_get(iv, "metric")),
-		       json_object_get(iv, "n_over") ? "ratio" : "geometric mean",
-		       json_number_value(json_object_get(iv, "estimate")),
-		       json_number_value(json_array_get(ci, 0)),
-		       json_number_value(json_array_get(ci, 1)),
-		       json_string_value(json_object_get(iv, "method")),
-		       100 * json_number_value(json_object_get(iv, "level")), n,
-		       json_string_value(json_object_get(iv, "op")),
-		       json_number_value(json_object_get(iv, "threshold")),
-		       json_string_value(json_object_get(iv, "result")));
-	else
-		printf("      interval: none (%s; %s): unresolved\n",
-		       json_string_value(json_object_get(iv, "why")) ?: "?", n);
-}
-
-/*
- * Print one group of verdicts (class cls; provisional: 1 only those, 0 all
- * but those, -1 any; model: 1 only model checks, 0 only findings, -1 any).
- */
-static size_t print_group(const json_t *all, const char *cls, int provisional, int model,
-			  const char *title)
-{
-	size_t i, n = 0;
-	json_t *v;
-
-	json_array_foreach(all, i, v) {
-		const char *c = json_string_value(json_object_get(v, "class")) ?: "";
-		const char *x = json_string_value(json_object_get(v, "verdict")) ?: "";
-		const json_t *sc = json_object_get(v, "sceptic");
-		char sct[32] = "-", id[64];
-
-		int mc = !strcmp(json_string_value(json_object_get(v, "evidence")) ?: "", "model check");
-
-		if (strcmp(c, cls) || (provisional >= 0 && provisional != !strcmp(x, "provisional")) ||
-		    (model >= 0 && model != mc))
-			continue;
-		if (!n++)
-			printf("%s\n%-5s %-13s %-11s %-13s %-13s %5s %-8s %s\n", title, "id", "kind",
-			       "verdict", "accept", "reject", "runs", "sceptic",
-			       "refutations/deviations");
-		if (sc)
-			snprintf(sct, sizeof(sct), "%lld/%lld",
-				 (long long) json_integer_value(json_object_get(sc, "done")),
-				 (long long) json_integer_value(json_object_get(sc, "planned")));
-		snprintf(id, sizeof(id), "%s%s", json_string_value(json_object_get(v, "hypothesis")) ?: "?",
-			 json_object_get(v, "version") ? "'" : "");
-		printf("%-5s %-13s %-11s %-13s %-13s %5zu %-8s %zu/%zu%s%s\n", id,
-		       json_string_value(json_object_get(v, "kind")) ?: "", x,
-		       json_string_value(json_object_get(json_object_get(v, "accept"), "result")),
-		       json_string_value(json_object_get(json_object_get(v, "reject"), "result")),
-		       json_array_size(json_object_get(v, "runs")), sct,
-		       json_array_size(json_object_get(v, "refutations")),
-		       json_array_size(json_object_get(v, "deviations")),
-		       json_is_true(json_object_get(v, "post_hoc")) ? "  post hoc" : "",
-		       json_object_get(v, "version") ? " (the amended version; the registered one keeps "
-						       "its verdict above)"
-		       : json_object_get(v, "amended_later")
-			       ? "  amended later: the amended version is listed as exploratory"
-			       : "");
-		print_interval(json_object_get(v, "interval"),
-			       json_is_true(json_object_get(v, "underpowered")));
-	}
-	return n;
-}
-
-/* The holdout line of `verdicts`: the score of record, an amended rule beside it, or unfinished. */
-static void print_holdout_state(const json_t *test, const json_t *state)
-{
-	const json_t *am = json_object_get(test, "amended") ?: json_object_get(state, "amended");
-
-	if (test) {
-		printf("holdout: the score of record (seq %lld) %s: median relative error "
-		       "%.3f against %.3f (the rule registered before the holdout was seen)\n",
-		       (long long) json_integer_value(json_object_get(test, "seq")),
-		       json_is_true(json_object_get(test, "passed")) ? "PASSED" : "FAILED",
-		       json_number_value(json_object_get(test, "mdape")),
-		       json_number_value(json_object_get(test, "threshold")));
-		if (am)
-			printf("holdout: amended after the holdout was seen (study record seq %lld): "
-			       "against %.3f it would have %s; not the score of record\n",
-			       (long long) json_integer_value(json_object_get(am, "study_seq")),
-			       json_number_value(json_object_get(am, "threshold")),
-			       json_is_true(json_object_get(am, "passed")) ? "passed" : "failed");
-	} else if (json_is_true(json_object_get(state, "unfinished"))) {
-		printf("holdout: UNFINISHED: no score of record (%lld of %lld targets without a "
-		       "run, %lld predictions, %lld interim scores); the registered test is not "
-		       "decided (exit 7)\n",
-		       (long long) json_array_size(json_object_get(state, "targets_without_run")),
-		       (long long) json_integer_value(json_object_get(state, "targets")),
-		       (long long) json_integer_value(json_object_get(state, "predictions")),
-		       (long long) json_integer_value(json_object_get(state, "interim_scores")));
-	} else {
-		printf("holdout: none registered\n");
-	}
-}
-
 int cmd_verdicts(int argc, char **argv)
 {
 	const char *dir = NULL;
@@ -656,34 +319,7 @@ int cmd_verdicts(int argc, char **argv)
 		printf("%s\n", txt);
 		free(txt);
 	} else {
-		if (!print_group(all, "confirmatory", 0, 0,
-				 "confirmatory findings (decided by the plan's runs):"))
-			printf("no confirmatory finding%s\n",
-			       json_array_size(all) ? " (no plan maps one, none registered before the first run, or all are model checks)" : "");
-		print_group(all, "confirmatory", 1, 0,
-			    "provisional (accept holds; the sceptic runs are missing or none are planned):");
-		print_group(all, "confirmatory", -1, 1,
-			    "model checks (every metric the rules compare rests on the device model's "
-			    "parameters alone; never counted as confirmatory evidence):");
-		print_group(all, "exploratory", -1, -1,
-			    "exploratory (kind exploratory or descriptive, post hoc, or no plan; never "
-			    "confirmatory):");
-		{
-			size_t i, nf = 0, nm = 0;
-			json_t *v;
-
-			json_array_foreach(all, i, v) {
-				if (strcmp(json_string_value(json_object_get(v, "class")) ?: "", "confirmatory"))
-					continue;
-				if (!strcmp(json_string_value(json_object_get(v, "evidence")) ?: "",
-					    "model check"))
-					nm++;
-				else
-					nf++;
-			}
-			printf("confirmatory: %zu findings, %zu model checks\n", nf, nm);
-		}
-		print_holdout_state(test, state);
+		report_verdicts_text(all, test, state, stdout);
 	}
 	rc = holdout_state_exit(test, state);
 	json_decref(test);

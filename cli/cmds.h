@@ -15,12 +15,15 @@ typedef int (*cmd_fn)(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_register(int argc, char **argv);
 int cmd_hypotheses(int argc, char **argv);
+/* cmd_log.c */
 int cmd_log(int argc, char **argv);
 /* cmd_data.c */
 int cmd_data(int argc, char **argv);
 /* cmd_io.c */
 int cmd_cache(int argc, char **argv);
+/* cmd_probe.c */
 int cmd_probe(int argc, char **argv);
+/* cmd_device.c */
 int cmd_device(int argc, char **argv);
 /* cmd_index.c */
 int cmd_index(int argc, char **argv);
@@ -43,6 +46,7 @@ int cmd_schema(int argc, char **argv);
 int cmd_holdout(int argc, char **argv);
 int cmd_refute(int argc, char **argv);
 int cmd_verdicts(int argc, char **argv);
+/* cmd_plan.c */
 int cmd_plan(int argc, char **argv);
 /* cmd_replicate.c */
 int cmd_replicate(int argc, char **argv);
@@ -71,5 +75,12 @@ int cli_parse_u64(const char *s, uint64_t *out);
 int cli_parse_double(const char *s, double *out);
 /* Map a negative errno from the engine to an exit code: EBADMSG -> 4, input errors -> 5, else 1. */
 int cli_exit_from_errno(int rc);
+/*
+ * The value of option name at argv[*i] ("--name V", *i moved past V, or
+ * "--name=V"); NULL if argv[*i] is not it, with *missing set when V is.
+ */
+const char *cli_opt_value(int argc, char **argv, int *i, const char *name, int *missing);
+/* Print "coldstudy VERB: what: strerror" and return the exit code for rc. */
+int cli_fail_errno(const char *verb, const char *what, int rc);
 
 #endif

@@ -80,20 +80,31 @@ int cli_parse_double(const char *s, double *out)
 	return 0;
 }
 
+/* Value of option name at argv[*i] ("--name V" or "--name=V"); NULL if argv[*i] is not it. */
+const char *cli_opt_value(int argc, char **argv, int *i, const char *name, int *missing)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(argv[*i], name, n))
+		return NULL;
+	if (argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (argv[*i][n] != '\0')
+		return NULL;
+	if (*i + 1 >= argc) {
+		*missing = 1;
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+int cli_fail_errno(const char *verb, const char *what, int rc)
+{
+	fprintf(stderr, "coldstudy %s: %s: %s\n", verb, what, strerror(-rc));
+	return cli_exit_from_errno(rc);
+}
+
 int cli_exit_from_errno(int rc)
 {
-	switch (-rc) {
-	case 0: return CS_EXIT_OK;
-	case EBADMSG: return CS_EXIT_VERIFY;
-	case EINVAL:
-	case EOVERFLOW:
-	case ENOENT:
-	case EISDIR:
-	case ENOTDIR:
-	case EFBIG:
-	case ERANGE: return CS_EXIT_BADINPUT;
-	case EPERM:
-	case EACCES: return CS_EXIT_REFUSED;
-	default: return CS_EXIT_INTERNAL;
-	}
+	return cs_exit_from_errno(rc);
 }

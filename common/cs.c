@@ -33,6 +33,24 @@ const char *cs_exit_meaning(int c)
 	return c >= 0 && c <= CS_EXIT_MAX ? meaning[c] : NULL;
 }
 
+int cs_exit_from_errno(int rc)
+{
+	switch (-rc) {
+	case 0: return CS_EXIT_OK;
+	case EBADMSG: return CS_EXIT_VERIFY;
+	case EINVAL:
+	case EOVERFLOW:
+	case ENOENT:
+	case EISDIR:
+	case ENOTDIR:
+	case EFBIG:
+	case ERANGE: return CS_EXIT_BADINPUT;
+	case EPERM:
+	case EACCES: return CS_EXIT_REFUSED;
+	default: return CS_EXIT_INTERNAL;
+	}
+}
+
 int cs_err_set(cs_err *e, int code, const char *fmt, ...)
 {
 	va_list ap;

@@ -39,6 +39,13 @@ enum {
  */
 const char *cs_exit_meaning(int c);
 
+/*
+ * The exit code of an engine's negative errno: 0 ok, EBADMSG 4 (damage),
+ * input errors 5 (EINVAL, EOVERFLOW, ENOENT, EISDIR, ENOTDIR, EFBIG,
+ * ERANGE), EPERM and EACCES 3, else 1.
+ */
+int cs_exit_from_errno(int rc);
+
 #define CS_ERR_MAX 1024
 
 /* One failure, explained. Caller-owned; cs_err_set overwrites. */

@@ -319,6 +319,22 @@ int ledger_proof_parse(const char *buf, size_t len, const char *name, ledger_pro
 /* Check a proof against its own root(s); 0 valid, CS_EXIT_VERIFY with the reason. */
 int ledger_proof_verify(const ledger_proof *p, cs_err *e);
 
+/* ---- a proof against a tree head one trusts (ledger/anchor.c) ---- */
+
+/* Read and parse a checkpoint file (at most 64 KiB); *text new (caller frees). */
+int ledger_checkpoint_read(const char *path, char **text, ledger_tree_head *th, cs_err *e);
+/*
+ * Read the proof in file ("-": stdin; at most 64 KiB) and check it against
+ * a trusted tree head: the checkpoint file cpf (with vkey, it must carry
+ * that key's signature) and/or the root anchor (written as roots, for
+ * messages), and with oldf, a consistency proof must start at that old
+ * checkpoint; then the proof itself. 0 with *p filled (free with
+ * ledger_proof_free); exit 4 naming what differs, exit 5 for bad input.
+ */
+int ledger_proof_check(const char *file, const char *cpf, const char *vkey,
+		       const unsigned char *anchor, const char *roots, const char *oldf,
+		       ledger_proof *p, cs_err *e);
+
 /*
  * Write the log as JSONL: per record, the canonical JSON of
  * {"hash","kind","payload","prev","seq","ts"}, one line each, in seq order;

@@ -133,4 +133,21 @@ int report_run_show(struct ledger *l, const char *run_id, int queries, int forma
 /* A few lines saying what a run record measured (what `coldstudy run` prints). */
 void report_run_summary(const json_t *rec, FILE *out);
 
+/*
+ * The tables `coldstudy` prints for a person (text.c): one line a
+ * hypothesis (holdout_hypotheses' list); one line a prediction (an array
+ * of prediction payloads); a holdout score (what holdout_score_record
+ * made); the verdicts (report_verdicts' array) by
+ * group, with the holdout's line from holdout_registered_state's test and
+ * state (either may be NULL).
+ */
+void report_hypotheses_text(const json_t *list, FILE *out);
+void report_predictions_text(const json_t *preds, FILE *out);
+void report_score_text(const json_t *s, FILE *out);
+void report_verdicts_text(const json_t *all, const json_t *test, const json_t *state, FILE *out);
+/* `replicate compare`'s table: report_compare's rows, then whether they agree. */
+void report_compare_text(const json_t *rows, int disagree, FILE *out);
+/* `plan power`'s table: one row a hypothesis of harness_power's results. */
+void report_power_text(const json_t *res, FILE *out);
+
 #endif

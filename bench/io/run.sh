@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench/io: `coldstudy probe` beside fio on the same file at queue depth 1,
 # 8 and 32 (IOPS ratio; fio gets the probe's submission batching, see
-# cli/cmd_io.c run_fio), and read amplification of 4 KB random reads with
+# harness/probe.c harness_fio_run), and read amplification of 4 KB random reads with
 # and without read-ahead, counted on the block device after eviction.
 #   BUILD=build-bench-io FILE=/tmp/coldstudy-io-bench.bin SIZE_MB=512 READS=20000 REPS=3 bench/io/run.sh
 set -eu

@@ -1,0 +1,376 @@
+/*
+ * cmd_log.c - `coldstudy log`: verify, key, checkpoint, prove,
+ * verify-proof, tiles, export (publish is cli/cmd_report.c's). Each parses
+ * its options, makes its one call into ledger/ and prints.
+ */
+#include "cmds.h"
+#include "guard.h"
+#include "ledger.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- log ---- */
+
+static void log_help(FILE *f)
+{
+	fprintf(f,
+		"usage: coldstudy log SUBCOMMAND ...\n\n"
+		"  log verify DIR [--checkpoint FILE] [--key VKEY] [--json]\n"
+		"      recompute every record hash, the chain, the RFC 6962 root, every raw\n"
+		"      blob and each payload against its kind's schema; check that a checkpoint\n"
+		"      signed by the study's key (or VKEY) covers every record and that the log\n"
+		"      was not rewritten below a signed size; with a saved checkpoint, check the\n"
+		"      log still extends it (exit 4 naming the first bad seq or checkpoint)\n"
+		"  log key DIR\n"
+		"      print the study's verifier key (C2SP signed-note format NAME+HASH+BASE64)\n"
+		"  log checkpoint DIR [--origin NAME] [--json]\n"
+		"      print the signed C2SP tlog-checkpoint (origin, size, base64 root,\n"
+		"      signature) after recomputing it; with --origin, an unsigned body\n"
+		"  log prove DIR SEQ [--size N]\n"
+		"      inclusion proof of record SEQ (JSON: leaf index, tree size, hashes)\n"
+		"  log prove DIR --old-size N [--size N]\n"
+		"      consistency proof from tree size N to the current (or given) size\n"
+		"  log verify-proof FILE|- (--checkpoint FILE [--key VKEY] | --root HEX)\n"
+		"                   [--old-checkpoint FILE]\n"
+		"      check a proof offline against a tree head you trust: a saved checkpoint\n"
+		"      or its root (without one, exit 2: a proof alone only agrees with itself);\n"
+		"      --key: the checkpoint must carry that verifier key's signature (exit 4)\n"
+		"  log tiles DIR --out OUTDIR\n"
+		"      write the log as C2SP tlog-tiles (checkpoint, tile/<L>/<N>, tile/entries/<N>)\n"
+		"      for any static web server; unchanged tiles are left, others refused\n"
+		"  log export DIR\n"
+		"      JSONL, one record a line, byte-identical for the same ledger\n"
+		"  log publish DIR --to URL [--witness URL]\n"
+		"      PUT the new tiles and the signed checkpoint to a static web server,\n"
+		"      refusing (exit 4) if its checkpoint is not an ancestor of this log;\n"
+		"      resumable; --witness asks a C2SP tlog-witness to cosign\n"
+		"  log publish DIR --url URL [--origin NAME] [--dry-run]\n"
+		"      (older) POST the checkpoint and the export to an endpoint\n");
+}
+
+static int log_verify(int argc, char **argv)
+{
+	const char *dir = NULL, *cpf = NULL, *vkey = NULL, *v;
+	int as_json = 0, missing = 0, rc;
+	char *cp = NULL, root[65];
+	ledger_tree_head th;
+	ledger_verify_info info;
+	ledger *l = NULL;
+	cs_err e = {0};
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			as_json = 1;
+		else if ((v = cli_opt_value(argc, argv, &i, "--checkpoint", &missing)))
+			cpf = v;
+		else if ((v = cli_opt_value(argc, argv, &i, "--key", &missing)))
+			vkey = v;
+		else if (missing || argv[i][0] == '-' || dir)
+			return cli_usage("log verify", "unexpected argument '%s'", argv[i]);
+		else
+			dir = argv[i];
+	}
+	if (!dir)
+		return cli_usage("log verify", "missing DIR");
+	if (cpf && (rc = ledger_checkpoint_read(cpf, &cp, &th, &e)))
+		return cli_fail("log verify", &e);
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_verify_pinned(l, cp, vkey, &info, &e))) {
+		rc = cli_fail("log verify", &e);
+		goto out;
+	}
+	cs_hex(info.root, 32, root);
+	if (as_json)
+		printf("{\"checkpoint_size\":%lld,\"ok\":true,\"raw_blobs\":%lld,\"root\":\"%s\","
+		       "\"signed\":%s,\"signed_size\":%lld,\"size\":%lld}\n",
+		       (long long) info.checkpoint_size, (long long) info.raw_blobs, root,
+		       info.keyed ? "true" : "false", (long long) info.signed_size,
+		       (long long) info.size);
+	else {
+		printf("ok: %lld records, %lld raw blobs, root %s\n", (long long) info.size,
+		       (long long) info.raw_blobs, root);
+		if (info.keyed)
+			printf("ok: signed by %s%s at size %lld, covering every record\n",
+			       ledger_origin(l), vkey ? " (the key given)" : " (the study's own key; "
+			       "pin it with --key)", (long long) info.signed_size);
+		else
+			printf("unsigned: this study was made before studies had keys; records "
+			       "appended without the study (or a rewritten log) are caught only "
+			       "against a checkpoint saved elsewhere (--checkpoint)\n");
+		if (cpf)
+			printf("ok: extends checkpoint '%s' at size %lld (%s)\n", th.origin,
+			       (long long) th.size, cpf);
+	}
+	rc = CS_EXIT_OK;
+out:
+	ledger_close(l);
+	free(cp);
+	return rc;
+}
+
+static int log_checkpoint(int argc, char **argv)
+{
+	const char *dir = NULL, *origin = NULL, *v;
+	int missing = 0, rc, json = 0;
+	char *text = NULL;
+	ledger *l = NULL;
+	cs_err e = {0};
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if ((v = cli_opt_value(argc, argv, &i, "--origin", &missing)))
+			origin = v;
+		else if (missing || argv[i][0] == '-' || dir)
+			return cli_usage("log checkpoint", "unexpected argument '%s'", argv[i]);
+		else
+			dir = argv[i];
+	}
+	if (!dir)
+		return cli_usage("log checkpoint", "missing DIR");
+	if ((rc = ledger_open(dir, &l, &e)) ||
+	    (rc = origin || !ledger_signed(l) ? ledger_checkpoint_origin(l, origin, &text, &e)
+						   : ledger_checkpoint_signed(l, &text, &e)))
+		rc = cli_fail("log checkpoint", &e);
+	else if (!json)
+		fputs(text, stdout);
+	else {
+		/* the same note, parsed back: origin, size, root (hex), and the note's text */
+		ledger_tree_head th;
+		char root[65];
+		json_t *j;
+
+		if ((rc = ledger_checkpoint_parse(text, strlen(text), "checkpoint", &th, &e))) {
+			rc = cli_fail("log checkpoint", &e);
+		} else {
+			for (int i = 0; i < 32; i++)
+				snprintf(root + 2 * i, 3, "%02x", th.root[i]);
+			j = json_pack("{s:s, s:I, s:s, s:b, s:s}", "origin", th.origin, "size",
+				      (json_int_t) th.size, "root_hex", root, "signed",
+				      !origin && ledger_signed(l), "note", text);
+			if (!j || json_dumpf(j, stdout, JSON_COMPACT | JSON_SORT_KEYS))
+				rc = CS_EXIT_INTERNAL;
+			putchar('\n');
+			json_decref(j);
+		}
+	}
+	free(text);
+	ledger_close(l);
+	return rc;
+}
+
+/* Parse a positive size/seq argument; -1 on bad input. */
+static int parse_size(const char *s, int64_t *out)
+{
+	uint64_t v;
+
+	if (cli_parse_u64(s, &v) || v > (uint64_t) INT64_MAX)
+		return -1;
+	*out = (int64_t) v;
+	return 0;
+}
+
+static int log_prove(int argc, char **argv)
+{
+	const char *dir = NULL, *seqs = NULL, *v;
+	int64_t seq = 0, old = -1, size = 0;
+	int missing = 0, rc;
+	ledger_proof p = {0};
+	char *txt = NULL;
+	ledger *l = NULL;
+	cs_err e = {0};
+
+	for (int i = 1; i < argc; i++) {
+		if ((v = cli_opt_value(argc, argv, &i, "--old-size", &missing))) {
+			if (parse_size(v, &old))
+				return cli_usage("log prove", "--old-size: expected a number, got '%s'",
+						 v);
+		} else if ((v = cli_opt_value(argc, argv, &i, "--size", &missing))) {
+			if (parse_size(v, &size) || size == 0)
+				return cli_usage("log prove", "--size: expected a number > 0, got '%s'",
+						 v);
+		} else if (missing || argv[i][0] == '-') {
+			return cli_usage("log prove", "unexpected argument '%s'", argv[i]);
+		} else if (!dir) {
+			dir = argv[i];
+		} else if (!seqs) {
+			seqs = argv[i];
+		} else {
+			return cli_usage("log prove", "unexpected argument '%s'", argv[i]);
+		}
+	}
+	if (!dir || (!seqs) == (old < 0))
+		return cli_usage("log prove", "expected DIR and either SEQ or --old-size N");
+	if (seqs && (parse_size(seqs, &seq) || seq == 0))
+		return cli_usage("log prove", "SEQ: expected a record number >= 1, got '%s'", seqs);
+	if ((rc = ledger_open(dir, &l, &e)) ||
+	    (rc = seqs ? ledger_prove_inclusion(l, seq, size, &p, &e)
+		       : ledger_prove_consistency(l, old, size, &p, &e)) ||
+	    (rc = ledger_proof_to_json(&p, &txt, &e)))
+		rc = cli_fail("log prove", &e);
+	else
+		printf("%s\n", txt);
+	free(txt);
+	ledger_proof_free(&p);
+	ledger_close(l);
+	return rc;
+}
+
+static int log_verify_proof(int argc, char **argv)
+{
+	const char *file = NULL, *cpf = NULL, *oldf = NULL, *roots = NULL, *vkey = NULL, *v;
+	char root[65];
+	unsigned char anchor[32];
+	ledger_proof p = {0};
+	int missing = 0;
+	cs_err e = {0};
+
+	for (int i = 1; i < argc; i++) {
+		if ((v = cli_opt_value(argc, argv, &i, "--checkpoint", &missing)))
+			cpf = v;
+		else if ((v = cli_opt_value(argc, argv, &i, "--old-checkpoint", &missing)))
+			oldf = v;
+		else if ((v = cli_opt_value(argc, argv, &i, "--root", &missing)))
+			roots = v;
+		else if ((v = cli_opt_value(argc, argv, &i, "--key", &missing)))
+			vkey = v;
+		else if (missing || (argv[i][0] == '-' && argv[i][1]) || file)
+			return cli_usage("log verify-proof", "unexpected argument '%s'", argv[i]);
+		else
+			file = argv[i];
+	}
+	if (!file)
+		return cli_usage("log verify-proof", "missing the proof FILE (or - for stdin)");
+	if (!cpf && !roots)
+		return cli_usage("log verify-proof",
+				 "no trust anchor: a proof checked only against the root it carries "
+				 "proves nothing; give --checkpoint FILE or --root HEX of a tree head "
+				 "you trust");
+	if (vkey && !cpf)
+		return cli_usage("log verify-proof", "--key checks a checkpoint's signature: give "
+				 "--checkpoint FILE too");
+	if (roots && ledger_root_parse(roots, anchor))
+		return cli_usage("log verify-proof",
+				 "--root: expected 64 hex digits or 44 characters of base64, got '%s'",
+				 roots);
+	if (ledger_proof_check(file, cpf, vkey, roots ? anchor : NULL, roots, oldf, &p, &e))
+		return cli_fail("log verify-proof", &e);
+	cs_hex(p.root, 32, root);
+	if (p.type == LEDGER_PROOF_INCLUSION)
+		printf("ok: seq %lld is in the tree of %lld records with root %s\n",
+		       (long long) p.leaf_index + 1, (long long) p.tree_size, root);
+	else
+		printf("ok: the tree of %lld records with root %s extends the tree of %lld\n",
+		       (long long) p.tree_size, root, (long long) p.old_size);
+	ledger_proof_free(&p);
+	return CS_EXIT_OK;
+}
+
+static int log_key(int argc, char **argv)
+{
+	const char *dir = NULL;
+	char vk[512];
+	ledger *l = NULL;
+	cs_err e = {0};
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-' || dir)
+			return cli_usage("log key", "unexpected argument '%s'", argv[i]);
+		dir = argv[i];
+	}
+	if (!dir)
+		return cli_usage("log key", "missing DIR");
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_key(l, vk, sizeof(vk), &e)))
+		rc = cli_fail("log key", &e);
+	else
+		printf("%s\n", vk);
+	ledger_close(l);
+	return rc;
+}
+
+static int log_tiles(int argc, char **argv)
+{
+	const char *dir = NULL, *out = NULL, *v;
+	int64_t written = 0, same = 0;
+	int missing = 0, rc;
+	char *note = NULL, outvia[PATH_MAX + 300];
+	ledger *l = NULL;
+	cs_err e = {0};
+	guard_held outh;
+
+	guard_held_init(&outh);
+	for (int i = 1; i < argc; i++) {
+		if ((v = cli_opt_value(argc, argv, &i, "--out", &missing)))
+			out = v;
+		else if (missing || argv[i][0] == '-' || dir)
+			return cli_usage("log tiles", "unexpected argument '%s'", argv[i]);
+		else
+			dir = argv[i];
+	}
+	if (!dir || !out)
+		return cli_usage("log tiles", "expected DIR --out OUTDIR");
+	if ((rc = guard_output(NULL, NULL, out, 1, "log tiles", "--out", &outh, outvia,
+			       sizeof(outvia), &e)) ||
+	    (rc = ledger_open(dir, &l, &e)) ||
+	    (rc = ledger_tiles_write(l, outvia, &written, &same, &note, &e)))
+		rc = cli_fail("log tiles", &e);
+	else
+		printf("%s: %lld tiles written, %lld already there; checkpoint:\n%s", out,
+		       (long long) written, (long long) same, note);
+	free(note);
+	ledger_close(l);
+	guard_held_close(&outh);
+	return rc;
+}
+
+static int log_export(int argc, char **argv)
+{
+	const char *dir = NULL;
+	ledger *l = NULL;
+	cs_err e = {0};
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-' || dir)
+			return cli_usage("log export", "unexpected argument '%s'", argv[i]);
+		dir = argv[i];
+	}
+	if (!dir)
+		return cli_usage("log export", "missing DIR");
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_export(l, stdout, &e)))
+		rc = cli_fail("log export", &e);
+	ledger_close(l);
+	return rc;
+}
+
+int cmd_log(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} subs[] = {
+		{"verify", log_verify},         {"checkpoint", log_checkpoint},
+		{"prove", log_prove},           {"verify-proof", log_verify_proof},
+		{"export", log_export},         {"publish", cmd_log_publish},
+		{"key", log_key},               {"tiles", log_tiles},
+	};
+
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		log_help(argc < 2 ? stderr : stdout);
+		return argc < 2 ? CS_EXIT_USAGE : CS_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		if (!strcmp(argv[1], subs[i].name)) {
+			if (cli_wants_help(argc - 1, argv + 1)) {
+				log_help(stdout);
+				return CS_EXIT_OK;
+			}
+			return subs[i].fn(argc - 1, argv + 1);
+		}
+	}
+	return cli_usage("log", "unknown subcommand '%s'", argv[1]);
+}

@@ -1,0 +1,47 @@
+/*
+ * probe.h - the measurements of `coldstudy probe` (probe.c): the probe's
+ * random reads, under a real cap where asked, and fio beside it (the same
+ * reads run by fio, for a figure next to one everybody knows).
+ *
+ * Error convention: 0 or CS_EXIT_* with the caller's cs_err filled.
+ */
+#ifndef HARNESS_PROBE_H
+#define HARNESS_PROBE_H
+
+#include "coldvec.h"
+#include "cs.h"
+#include "harness.h"
+
+/*
+ * cv_probe(file, o) into *r; with cap, under the kernel's block throttle
+ * on the whole disk under fd (the held file), the probe's readers in the
+ * cgroup, whose counts of reads and bytes come back in *treads, *tbytes
+ * (0 where unreadable). thr is caller-initialised (harness_throttle_init)
+ * and ended here; its fields still name the disk and the controller.
+ * shown: the file as typed, for messages. 0 or an exit code.
+ */
+int harness_probe(const char *file, const cv_probe_opts *o, const harness_cap *cap, int fd,
+		  const char *shown, harness_throttle *thr, cv_probe_result *r, uint64_t *treads,
+		  uint64_t *tbytes, cs_err *e);
+
+/* fio's figures; out keeps fio's whole JSON output (new reference, caller decrefs). */
+typedef struct harness_fio {
+	double iops, mibps, lat_mean_ms, lat_p50_ms, lat_p99_ms;
+	double clat_mean_ms, slat_mean_ms;
+	json_t *out;
+} harness_fio;
+
+/* Which of fio's latencies is compared with the probe's, and why. */
+#define HARNESS_FIO_LATENCY "lat"
+#define HARNESS_FIO_LATENCY_WHY                                                            \
+	"fio's lat_ns (slat + clat: issue to completion), the interval the probe times (its "  \
+	"submission to its completion); clat_ns leaves out the submission"
+
+/*
+ * Run fio on file (the guards' held spelling) with o's block size, queue
+ * depth, reads and strategy, and read its figures into *r. fio missing
+ * or failing is exit 1; output without the figures, exit 5.
+ */
+int harness_fio_run(const char *file, const cv_probe_opts *o, harness_fio *r, cs_err *e);
+
+#endif
