@@ -238,9 +238,9 @@ static int write_data_spec(const char *dir, const char *spec)
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/DATA", dir);
-	f = fopen(path, "w");
+	f = guard_output_fopen(path, "index build", "--out", &(cs_err){0});
 	if (!f)
-		return -errno;
+		return errno ? -errno : -EIO;
 	fprintf(f, "%s\n", spec);
 	return fclose(f) ? -EIO : 0;
 }
@@ -381,7 +381,7 @@ static int index_build(int argc, char **argv)
 
 		if (guard_hold(out, AT_FDCWD, &held, &(cs_err){0}) == 0) {
 			snprintf(bpath, sizeof(bpath), "%s/BUILD", guard_held_via(&held));
-			if ((bf = fopen(bpath, "w"))) {
+			if ((bf = guard_output_fopen(bpath, "index build", "--out", &(cs_err){0}))) {
 				fprintf(bf, "{\"seconds\":%.3f,\"kind\":\"%s\",\"n\":%zu,\"d\":%zu}\n", secs,
 					kind, ds->n, ds->d);
 				fclose(bf);
@@ -861,11 +861,10 @@ static int write_per_query(const char *path, const qsum *s, const uint64_t *read
 							      (json_int_t) reads[p * s->nq + i], "recall",
 							      isfinite(recall[i]) ? json_real(recall[i])
 										  : json_null()));
-	f = fopen(path, "w");
+	f = guard_output_fopen(path, "index query", "--per-query", &e);
 	if (!f) {
-		fprintf(stderr, "coldstudy index: --per-query %s: %s\n", path, strerror(errno));
 		json_decref(rows);
-		return CS_EXIT_BADINPUT;
+		return cli_fail("index", &e);
 	}
 	rc = report_rows_write(rows, n > 4 && !strcmp(path + n - 4, ".csv") ? REPORT_FMT_CSV
 									 : REPORT_FMT_JSONL,
@@ -1814,11 +1813,10 @@ static int index_sweep(int argc, char **argv)
 				exitc = cli_fail("index", &we);
 				goto out;
 			}
-			f = fopen(via, "w");
+			f = guard_output_fopen(via, "index sweep", "--out", &we);
 			guard_held_close(&oh);
 			if (!f) {
-				fprintf(stderr, "coldstudy index: --out %s: %s\n", path, strerror(errno));
-				exitc = CS_EXIT_BADINPUT;
+				exitc = cli_fail("index", &we);
 				goto out;
 			}
 			snprintf(title, sizeof(title), "%s: recall against QPS by %s (k=%zu)",

@@ -68,16 +68,41 @@ mv "$T/moved" "$T/P"
 "$cs" production remove "$T/P" >/dev/null || FAILED "production remove"
 "$cs" cache evict "$T/P/sub/heap" >"$T/out" 2>"$T/err" ||
 	FAILED "after production remove: exit $?: $(cat "$T/err")"
-# a study's own dataset (datasets.*) inside production: validate refuses it (item 7)
+# a study's own dataset (datasets.*, used directly or through indexes.*.dataset)
+# inside production: study register refuses it (item 4), naming the JSON path
 "$cs" init "$T/S" >/dev/null || FAILED "init"
 cat > "$T/study.json" <<J
 {"id":"ds","production":{"paths":["$T/P"]},"datasets":{"base":"fvecs:$T/P/sub/heap"},
  "scratch_dir":"$T/scratch"}
 J
+"$cs" study register "$T/S" "$T/study.json" >"$T/out" 2>"$T/err"; got=$?
+echo "study register, the study's base dataset a production file: exit $got: $(head -c 200 "$T/err")"
+[ $got = 3 ] || FAILED "study register with a production dataset: exit $got, expected 3"
+grep -q 'datasets.base' "$T/err" || FAILED "the refusal does not name \$.datasets.base"
+# the same through a symlink, and as an index's dataset: refused
+ln -s "$T/P/sub/heap" "$T/heap-link"
+cat > "$T/study.json" <<J
+{"id":"ds","production":{"paths":["$T/P"]},"datasets":{"q":"fvecs:$T/heap-link[0:10]"},
+ "indexes":{"i":{"kind":"hnsw","dataset":"q","clone":"$T/clone"}},"scratch_dir":"$T/scratch"}
+J
+"$cs" study register "$T/S" "$T/study.json" >"$T/out" 2>"$T/err"; got=$?
+echo "study register, an index's dataset a symlink to production: exit $got: $(head -c 200 "$T/err")"
+[ $got = 3 ] || FAILED "study register with an index's dataset in production: exit $got, expected 3"
+grep -q 'datasets.q' "$T/err" || FAILED "the refusal does not name \$.datasets.q"
+# registered while it was not production, then made production: validate refuses it
+mkdir -p "$T/D"
+head -c 4096 /dev/urandom > "$T/D/base.fvecs"
+cat > "$T/study.json" <<J
+{"id":"ds","production":{"paths":["$T/P"]},"datasets":{"base":"fvecs:$T/D/base.fvecs"},
+ "scratch_dir":"$T/scratch"}
+J
 "$cs" study register "$T/S" "$T/study.json" >/dev/null 2>"$T/err" || FAILED "study register: $(cat "$T/err")"
+"$cs" production add "$T/D" >/dev/null || FAILED "production add D"
 "$cs" validate "$T/S" --quiet --allow-no-device-stats >"$T/out" 2>"$T/err"; got=$?
 echo "validate, the study's base dataset a production file: exit $got: $(head -c 200 "$T/err")"
 [ $got = 3 ] || FAILED "validate with a production dataset: exit $got, expected 3"
 grep -q 'datasets.base' "$T/err" || FAILED "the refusal does not name \$.datasets.base"
+"$cs" production remove "$T/D" >/dev/null || FAILED "production remove D"
+
 [ $fail = 0 ] && echo "ok: a deleted, emptied or malformed registry fails closed; renamed and hard-linked production refused"
 exit $fail
