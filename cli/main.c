@@ -29,7 +29,7 @@ static const verb verbs[] = {
 	{"init", cmd_init, "create a study: DIR/ledger.db and DIR/frozen/", "01235"},
 	{"register", cmd_register, "validate, hash, timestamp and freeze hypothesis or study files", "012345"},
 	{"hypotheses", cmd_hypotheses, "list the registered hypotheses", "01245"},
-	{"log", cmd_log, "verify, export, checkpoint, prove, publish: the experiment log", "01245"},
+	{"log", cmd_log, "verify, export, checkpoint, prove, publish: the experiment log", "012345"},
 	{"data", cmd_data, "dataset info and exact ground truth", "01235"},
 	{"cache", cmd_cache, "evict files from the page cache, measure residency, prewarm blocks", "01235"},
 	{"probe", cmd_probe, "random reads at a fixed queue depth (fio-like), with --fio beside it", "01235"},

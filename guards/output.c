@@ -146,7 +146,7 @@ int guard_cache_dir(struct ledger *l, guard_prodset *ps, const char *dir, const 
 		    const char **via, cs_err *e)
 {
 	/* held for the process: the engine reads the cache whenever it needs ground truth */
-	static guard_held held;
+	static guard_held held = {.fd = -1, .made_parent = -1};
 	static char held_via[4200];
 	const char *env = getenv("COLDSTUDY_CACHE"), *home = getenv("HOME"), *role;
 	char path[PATH_MAX];
@@ -330,7 +330,7 @@ FILE *guard_output_fopen(const char *out, const char *verb, const char *role, cs
 int guard_tmpdir(struct ledger *l, guard_prodset *ps, const char *verb, cs_err *e)
 {
 	/* held for the process: children (postgres, fio) and scratch files use it later */
-	static guard_held held;
+	static guard_held held = {.fd = -1, .made_parent = -1};
 	static char held_via[4200];
 	const char *env = getenv("TMPDIR");
 	char via[PATH_MAX + 300];
@@ -343,8 +343,22 @@ int guard_tmpdir(struct ledger *l, guard_prodset *ps, const char *verb, cs_err *
 	if (rc)
 		return rc;
 	if (!h.exists) {
+		/* nothing is made there; a symlink at its name (dangling) is checked where it points */
+		struct stat ls;
+		char to[PATH_MAX];
+		ssize_t tl;
+
+		rc = 0;
+		if (!strchr(h.rest, '/') && !fstatat(h.fd, h.rest, &ls, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISLNK(ls.st_mode) && (tl = readlinkat(h.fd, h.rest, to, sizeof(to) - 1)) > 0) {
+			guard_held t;
+
+			to[tl] = '\0';
+			rc = guard_target(l, ps, to, h.fd, verb, "TMPDIR", &t, e);
+			guard_held_close(&t);
+		}
 		guard_held_close(&h);
-		return 0; /* nothing is made there: a writer that needs it fails on its own */
+		return rc;
 	}
 	if (!S_ISDIR(h.st.st_mode)) {
 		guard_held_close(&h);
