@@ -6,12 +6,22 @@
 # and JSON path) instead of protecting nothing; production's pages stay
 # resident. `production remove` still removes items. A production folder
 # renamed (same file system) or reached through a hard link to one of its
-# files stays production (item 4).
+# files stays production (item 4). A study's dataset inside production is
+# refused at study register and validate; a registry of the verb's own never
+# hides the machine's (items 4 and 6 of the third pass).
 set -u
 cs=${COLDSTUDY:?}
 command -v python3 >/dev/null 2>&1 || exit 77
 T=$(mktemp -d /var/tmp/cs-reg-XXXXXX)
-trap 'rm -rf "$T"' EXIT INT TERM
+machine=""
+cleanup() {
+	# an item this test put into the machine's registry leaves it again
+	[ -n "$machine" ] && env -u COLDSTUDY_PRODUCTION_REGISTRY "$cs" production remove "$machine" \
+		>/dev/null 2>&1
+	[ -n "$machine" ] && [ "${made_machine_dir:-0}" = 1 ] && rm -rf /var/lib/coldstudy
+	rm -rf "$T"
+}
+trap cleanup EXIT INT TERM
 R=$T/registry.json
 export COLDSTUDY_PRODUCTION_REGISTRY="$R"
 fail=0
@@ -104,5 +114,32 @@ echo "validate, the study's base dataset a production file: exit $got: $(head -c
 grep -q 'datasets.base' "$T/err" || FAILED "the refusal does not name \$.datasets.base"
 "$cs" production remove "$T/D" >/dev/null || FAILED "production remove D"
 
+# a study's own COLDSTUDY_PRODUCTION_REGISTRY never hides the machine's (item 6):
+# an item of the machine's registry (/var/lib/coldstudy/production.json) is
+# production for a verb pointed at another, empty registry (root only)
+if [ "$(id -u)" = 0 ] && [ ! -e /var/lib/coldstudy ] || [ -w /var/lib/coldstudy ]; then
+	[ -e /var/lib/coldstudy ] || made_machine_dir=1
+	mkdir -p "$T/M"
+	head -c 65536 /dev/urandom > "$T/M/data"
+	machine="$T/M"
+	env -u COLDSTUDY_PRODUCTION_REGISTRY "$cs" production add "$T/M" >/dev/null ||
+		FAILED "production add to the machine's registry"
+	cat "$T/M/data" > /dev/null
+	mfull=$(resident "$T/M/data")
+	echo '{"format":1,"items":[]}' > "$T/own.json"
+	COLDSTUDY_PRODUCTION_REGISTRY="$T/own.json" "$cs" cache evict "$T/M/data" >"$T/out" 2>"$T/err"
+	got=$?
+	echo "a machine's item, the verb's own registry empty: exit $got: $(head -c 200 "$T/err")"
+	[ $got = 3 ] || FAILED "a machine registry item with another registry named: exit $got, expected 3"
+	[ "$(resident "$T/M/data")" = "$mfull" ] || FAILED "the machine's production item was evicted"
+	env -u COLDSTUDY_PRODUCTION_REGISTRY "$cs" production remove "$T/M" >/dev/null ||
+		FAILED "production remove from the machine's registry"
+	machine=""
+	[ "${made_machine_dir:-0}" = 1 ] && rm -rf /var/lib/coldstudy
+	COLDSTUDY_PRODUCTION_REGISTRY="$T/own.json" "$cs" cache evict "$T/M/data" >"$T/out" 2>"$T/err" ||
+		FAILED "after its removal from the machine's registry: exit $?: $(cat "$T/err")"
+else
+	echo "the machine's registry is not writable here: its case is not tried"
+fi
 [ $fail = 0 ] && echo "ok: a deleted, emptied or malformed registry fails closed; renamed and hard-linked production refused"
 exit $fail
