@@ -39,11 +39,12 @@ struct ledger;
 /*
  * An output path checked before anything is written: path (is_dir: a
  * folder the writer fills; else a file) is held and checked like any
- * target (following a symlink at its name, refusing magic links), and so
+ * target (following a symlink at its name, and magic links), and so
  * is the folder it is created in; missing folders are made beneath the
  * held ancestor. out (cap bytes) gets the path to write through: the held
- * folder (is_dir), or "<held folder>/NAME", which the writer creates with
- * O_EXCL or a temporary file and a rename. h stays held until the writer is
+ * folder (is_dir), or "<held folder>/NAME", which the writer opens with
+ * guard_output_fopen (or creates with O_EXCL, or as a temporary file and a
+ * rename). h stays held until the writer is
  * done; caller closes it with guard_held_close (also on refusal: closed).
  */
 int guard_output(struct ledger *l, guard_prodset *ps, const char *path, int is_dir,

@@ -54,9 +54,11 @@ typedef struct guard_held {
 void guard_held_init(guard_held *h);
 /*
  * Resolve path once from base_fd (AT_FDCWD: the current directory) with
- * openat2(RESOLVE_NO_MAGICLINKS) (a component walk without it). A magic
- * link is refused (CS_EXIT_REFUSED); a missing target is held through its
- * nearest existing ancestor. Caller closes with guard_held_close.
+ * openat2 (a component walk without it); magic links (/proc/self/fd/N,
+ * /proc/self/cwd) are followed by the kernel. What cannot be resolved (too
+ * many symlinks, a magic link to something deleted) is refused
+ * (CS_EXIT_REFUSED); a missing target is held through its nearest existing
+ * ancestor. Caller closes with guard_held_close.
  */
 int guard_hold(const char *path, int base_fd, guard_held *h, cs_err *e);
 void guard_held_close(guard_held *h);

@@ -4,7 +4,8 @@
  * Two sources make the production set: the machine-wide registry
  * (one JSON file, COLDSTUDY_PRODUCTION_REGISTRY or
  * /var/lib/coldstudy/production.json, filled by every `study register` and
- * by `coldstudy production add`), checked by every verb that evicts,
+ * by `coldstudy production add`; where the variable names another file,
+ * the machine's is read too), checked by every verb that evicts,
  * writes, creates, runs load on or opens a device, with or without a
  * study; and, when a verb works inside a study, every production item the
  * study ever registered (the union over its `study` records; an amended

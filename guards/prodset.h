@@ -13,8 +13,9 @@ struct ledger;
 /* ---- the production set (prodset.c) ---- */
 
 /*
- * Everything production: the machine-wide registry (COLDSTUDY_PRODUCTION_REGISTRY,
- * default /var/lib/coldstudy/production.json) and, with a ledger, every
+ * Everything production: the registry (COLDSTUDY_PRODUCTION_REGISTRY, default
+ * /var/lib/coldstudy/production.json; the default is read too when the
+ * variable names another: it is never hidden) and, with a ledger, every
  * production item the study ever registered (unless amended away).
  */
 typedef struct guard_prodset guard_prodset;
