@@ -479,17 +479,14 @@ static int write_blocks(const char *prefix, const cv_block_list *bl, char **file
 			if (bl->file[i] != f)
 				continue;
 			if (!o) {
-				int fd;
+				cs_err we = {0};
 
 				snprintf(path, sizeof(path), "%s.%s", prefix, base);
-				/* a new file beneath the held folder: a link at its name is replaced */
-				fd = cv_open_new(path, O_WRONLY, 0644);
-				if (fd < 0 || !(o = fdopen(fd, "w"))) {
-					int err = errno;
-
-					if (fd >= 0)
-						close(fd);
-					return -err;
+				/* beneath the held folder: a link at its name is replaced, never followed */
+				o = guard_output_fopen(path, "index query", "--record-blocks", &we);
+				if (!o) {
+					fprintf(stderr, "coldstudy index: %s\n", cli_spell(we.msg));
+					return we.code == CS_EXIT_REFUSED ? -EPERM : -EIO;
 				}
 			}
 			fprintf(o, "%llu\n", (unsigned long long) bl->block[i]);
@@ -1269,9 +1266,9 @@ static int index_query(int argc, char **argv)
 	}
 	print_summary(&a, ix, &s);
 	if (a.record && (rc = write_blocks(a.record, &bl, files, nfiles))) {
-		fprintf(stderr, "coldstudy index: %s: cannot write block lists: %s\n", a.record,
-			strerror(-rc));
-		exitc = CS_EXIT_INTERNAL;
+		fprintf(stderr, "coldstudy index: %s: cannot write block lists: %s\n",
+			cli_spell(a.record), strerror(-rc));
+		exitc = rc == -EPERM ? CS_EXIT_REFUSED : CS_EXIT_INTERNAL;
 	}
 out:
 	free(q_recall);

@@ -176,6 +176,18 @@ echo "--per-query at a file with a second hard link: exit $got: $(head -c 200 "$
 [ $got = 3 ] || FAILED "--per-query at a hard-linked file: exit $got, expected 3"
 [ "$(cat "$T/ok/elsewhere")" = keep ] || FAILED "a hard-linked file at the output name was written"
 
+# log tiles makes its folders beneath the held output folder: a symlink planted as
+# one of them (here to a folder outside production) is refused, never followed
+mkdir -p "$T/ok/tiles2" "$T/ok/elsewhere-dir"
+"$cs" deviate "$T/S" --because "a record, so that the log has tiles" >/dev/null ||
+	FAILED "deviate (a record for the tiles)"
+ln -s "$T/ok/elsewhere-dir" "$T/ok/tiles2/tile"
+(cd "$T" && "$cs" log tiles "$T/S" --out "$T/ok/tiles2") >"$T/out" 2>"$T/err"
+got=$?
+echo "log tiles with a symlink planted as tile/: exit $got: $(head -c 200 "$T/err")"
+[ $got = 3 ] || FAILED "log tiles through a planted symlink: exit $got, expected 3"
+[ -z "$(ls -A "$T/ok/elsewhere-dir")" ] || FAILED "log tiles wrote through a planted symlink"
+
 # the output's name swapped (renameat2 RENAME_EXCHANGE every 2 ms) with a symlink to
 # production's heap while OUT_SWAP_N queries write --per-query there: production unchanged
 NS=${OUT_SWAP_N:-100}
