@@ -14,6 +14,7 @@
  */
 #include "cmds.h"
 
+#include "guard.h"
 #include "harness.h"
 #include "ledger.h"
 #include "report.h"
@@ -174,7 +175,10 @@ int cmd_replicate(int argc, char **argv)
 	size_t ckpt_len = 0, i;
 	int64_t seq = 0;
 	cs_err e = {0};
+	guard_held outh;
+	char outvia[PATH_MAX + 300];
 
+	guard_held_init(&outh);
 	if (cli_wants_help(argc, argv) || argc < 2) {
 		printf("usage: coldstudy replicate S --out S2 [--seed N] [--specs DIR]\n"
 		       "       coldstudy replicate compare S S2 [--json]\n\n"
@@ -254,6 +258,10 @@ int cmd_replicate(int argc, char **argv)
 		goto fail;
 	}
 	/* 2. S2: a new ledger, the same hypothesis files, the same plan under a new seed */
+	if ((rc = guard_output(NULL, NULL, out, 1, "replicate", "--out", &outh, outvia,
+			       sizeof(outvia), &e)))
+		goto fail;
+	out = outvia; /* held, checked (never inside production) and made, as init's folder */
 	if ((rc = ledger_init(out, &e)))
 		goto fail;
 	rargv = calloc(json_array_size(pr.order) + 3, sizeof(*rargv));
@@ -272,9 +280,17 @@ int cmd_replicate(int argc, char **argv)
 		goto out; /* register said why */
 	ndoc = replicated_doc(doc, specs ? specs : ".", seed);
 	snprintf(path, sizeof(path), "%s/study.json", out);
-	if (!ndoc || json_dump_file(ndoc, path, JSON_INDENT(2) | JSON_SORT_KEYS)) {
-		rc = cs_err_set(&e, CS_EXIT_INTERNAL, "%s: cannot write the study spec", path);
-		goto fail;
+	{
+		/* beneath the held S2: a link planted at study.json is replaced, never followed */
+		FILE *sf = ndoc ? guard_output_fopen(path, "replicate", "--out", &e) : NULL;
+		int bad = !sf || json_dumpf(ndoc, sf, JSON_INDENT(2) | JSON_SORT_KEYS);
+
+		if ((sf && fclose(sf)) || bad) {
+			rc = e.msg[0] ? e.code
+				      : cs_err_set(&e, CS_EXIT_INTERNAL, "%s: cannot write the study spec",
+						   path);
+			goto fail;
+		}
 	}
 	if ((rc = harness_study_register_amend(out, path, NULL, &seq, &e)))
 		goto fail;
@@ -291,18 +307,20 @@ int cmd_replicate(int argc, char **argv)
 		goto fail;
 	printf("%s: a replication of %s (its checkpoint recorded), seed %llu; %zu hypotheses "
 	       "re-registered",
-	       out, srcabs, (unsigned long long) seed, json_array_size(pr.order));
+	       cli_spell(out), srcabs, (unsigned long long) seed, json_array_size(pr.order));
 	if (json_array_size(pr.later)) {
 		printf("; left out (post hoc in %s):", src);
 		json_array_foreach(pr.later, i, id)
 			printf(" %s", json_string_value(id));
 	}
-	printf("\nnext: clone the index with --study %s, validate it and run its plan\n", out);
+	printf("\nnext: clone the index with --study %s, validate it and run its plan\n",
+	       cli_spell(out));
 	rc = CS_EXIT_OK;
 	goto out;
 fail:
 	rc = cli_fail("replicate", &e);
 out:
+	guard_held_close(&outh);
 	ledger_close(l);
 	ledger_plan_free(&plan);
 	if (rargv)

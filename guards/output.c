@@ -41,6 +41,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/*
+ * A symlink at name beneath dfd (dangling too; of "a/b", the first
+ * component: the one still missing) checked where it points, as a target.
+ */
+static int check_link_at(struct ledger *l, guard_prodset *ps, int dfd, const char *path,
+			 const char *verb, const char *role, cs_err *e)
+{
+	struct stat ls;
+	char to[PATH_MAX], name[256];
+	ssize_t tl;
+	guard_held t;
+	int rc;
+
+	if ((size_t) snprintf(name, sizeof(name), "%.*s", (int) strcspn(path, "/"), path) >=
+	    sizeof(name))
+		return 0;
+	if (!*name || fstatat(dfd, name, &ls, AT_SYMLINK_NOFOLLOW) ||
+	    !S_ISLNK(ls.st_mode) || (tl = readlinkat(dfd, name, to, sizeof(to) - 1)) <= 0)
+		return 0;
+	to[tl] = '\0';
+	rc = guard_target(l, ps, to, dfd, verb, role, &t, e);
+	guard_held_close(&t);
+	return rc;
+}
+
 int guard_output(struct ledger *l, guard_prodset *ps, const char *path, int is_dir,
 		 const char *verb, const char *role, guard_held *h, char *out, size_t cap,
 		 cs_err *e)
@@ -61,6 +86,9 @@ int guard_output(struct ledger *l, guard_prodset *ps, const char *path, int is_d
 	if (is_dir) {
 		/* the folder itself: held, checked, made */
 		rc = guard_target(l, ps, path, AT_FDCWD, verb, role, h, e);
+		/* a dangling symlink at its name: where it points is checked first */
+		if (!rc && !h->exists && (rc = check_link_at(l, ps, h->fd, h->rest, verb, role, e)))
+			guard_held_close(h);
 		if (!rc && (rc = guard_held_mkdirs(h, e)))
 			guard_held_close(h);
 		if (!rc && !S_ISDIR(h->st.st_mode)) {
@@ -116,24 +144,10 @@ int guard_output(struct ledger *l, guard_prodset *ps, const char *path, int is_d
 		guard_held_close(h);
 		return cs_err_set(e, CS_EXIT_USAGE, "%s %s: %s is not a directory", role, path, dir);
 	}
-	{
-		/* a symlink at the name (dangling too): where it points is checked as a target */
-		struct stat ls;
-		char to[PATH_MAX];
-		ssize_t tl;
-
-		if (!fstatat(h->fd, name, &ls, AT_SYMLINK_NOFOLLOW) && S_ISLNK(ls.st_mode) &&
-		    (tl = readlinkat(h->fd, name, to, sizeof(to) - 1)) > 0) {
-			guard_held t;
-
-			to[tl] = '\0';
-			rc = guard_target(l, ps, to, h->fd, verb, role, &t, e);
-			guard_held_close(&t);
-			if (rc) {
-				guard_held_close(h);
-				return rc;
-			}
-		}
+	/* a symlink at the name (dangling too): where it points is checked as a target */
+	if ((rc = check_link_at(l, ps, h->fd, name, verb, role, e))) {
+		guard_held_close(h);
+		return rc;
 	}
 	if ((size_t) snprintf(out, cap, "%s/%s", guard_held_via(h), name) >= cap) {
 		guard_held_close(h);
@@ -312,7 +326,8 @@ FILE *guard_output_fopen(const char *out, const char *verb, const char *role, cs
 		int err = errno;
 
 		close(dfd);
-		cs_err_set(e, err == ELOOP ? CS_EXIT_REFUSED : CS_EXIT_BADINPUT, "%s %s: %s", role,
+		cs_err_set(e, err == ELOOP || err == EEXIST ? CS_EXIT_REFUSED : CS_EXIT_BADINPUT,
+			   "%s %s: %s", role,
 			   shown, err == EEXIST ? "appeared again while being replaced" : strerror(err));
 		return NULL;
 	}
@@ -344,19 +359,7 @@ int guard_tmpdir(struct ledger *l, guard_prodset *ps, const char *verb, cs_err *
 		return rc;
 	if (!h.exists) {
 		/* nothing is made there; a symlink at its name (dangling) is checked where it points */
-		struct stat ls;
-		char to[PATH_MAX];
-		ssize_t tl;
-
-		rc = 0;
-		if (!strchr(h.rest, '/') && !fstatat(h.fd, h.rest, &ls, AT_SYMLINK_NOFOLLOW) &&
-		    S_ISLNK(ls.st_mode) && (tl = readlinkat(h.fd, h.rest, to, sizeof(to) - 1)) > 0) {
-			guard_held t;
-
-			to[tl] = '\0';
-			rc = guard_target(l, ps, to, h.fd, verb, "TMPDIR", &t, e);
-			guard_held_close(&t);
-		}
+		rc = check_link_at(l, ps, h.fd, h.rest, verb, "TMPDIR", e);
 		guard_held_close(&h);
 		return rc;
 	}

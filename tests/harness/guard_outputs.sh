@@ -3,7 +3,7 @@
 # the help texts: init DIR, data gt --out / --cache-dir / COLDSTUDY_CACHE /
 # the $HOME fallback, index build --out, index query --trace /
 # --record-blocks / --per-query, index sweep --out / COLDSTUDY_CACHE / the $HOME fallback, report --out,
-# log tiles --out, and TMPDIR for each. Each is given an output inside a
+# log tiles --out, replicate --out, and TMPDIR for each. Each is given an output inside a
 # registered production folder through every spelling: the path itself, a
 # symlink to the folder, a dangling symlink into it, /proc/self/fd/N and
 # /proc/self/cwd, and $HOME whose .cache is a symlink into it. Every one is
@@ -93,6 +93,21 @@ for p in $(spellings sweep); do
 done
 for p in $(spellings report); do try "report --out $p" "$cs" report "$T/S" --out "$p"; done
 for p in $(spellings tiles); do try "log tiles --out $p" "$cs" log tiles "$T/S" --out "$p"; done
+# replicate S --out S2 makes a study folder as init does
+cat > "$T/h1.json" <<J
+{"id":"H1","title":"t","statement":"s","kind":"confirmatory","metric":"engine_read_ms_mean",
+ "unit":"ms","prediction":{"value":4,"band95":[1,40]},
+ "accept":{"cmp":{"left":{"agg":"median","metric":"engine_read_ms_mean","select":{"tags":["a"]}},"op":">=","right":2}},
+ "reject":{"cmp":{"left":{"agg":"median","metric":"engine_read_ms_mean","select":{"tags":["a"]}},"op":"<","right":2}}}
+J
+echo '{"id":"rep","production":{"paths":["'"$P"'"]},"datasets":{"base":"'"$D"'"}}' > "$T/rs.json"
+{ "$cs" init "$T/R" && "$cs" register "$T/R" "$T/h1.json" && "$cs" study register "$T/R" "$T/rs.json"; } \
+	>/dev/null 2>"$T/err" || FAILED "a study to replicate: $(head -c 300 "$T/err")"
+for p in $(spellings newrep); do
+	try "replicate --out $p" "$cs" replicate "$T/R" --out "$p" --seed 1
+	grep -q "refused (production)" "$T/err" || FAILED "replicate --out $p: not the production guard: $(head -c 200 "$T/err")"
+done
+
 # TMPDIR, where a verb's scratch and its children's go, inside production: every
 # verb a guard may stop refuses it before it starts (issue 31, item 3)
 for p in "$P" $(spellings tmpdir); do
@@ -135,6 +150,8 @@ ok "index sweep --out" "$cs" index sweep "$T/idx" --queries "$Q" --data "$D" --e
 ok "report" "$cs" report "$T/S" --out "$T/ok/report"
 [ -s "$T/ok/report/report.md" ] || FAILED "report wrote no report.md"
 ok "log tiles" "$cs" log tiles "$T/S" --out "$T/ok/tiles"
+ok "replicate --out" "$cs" replicate "$T/R" --out "$T/ok/R2" --seed 1
+[ -s "$T/ok/R2/study.json" ] || FAILED "replicate wrote no study.json"
 [ -s "$T/ok/tiles/checkpoint" ] || FAILED "log tiles wrote no checkpoint"
 ls "$T/ok/cache"/gt-*.ivecs >/dev/null 2>&1 || FAILED "no ground truth cached in COLDSTUDY_CACHE"
 ok "index query, TMPDIR outside production" env TMPDIR="$T/ok" "$cs" index query "$T/idx" \
