@@ -127,7 +127,8 @@ int guard_output(struct ledger *l, guard_prodset *ps, const char *path, int is_d
 	rc = guard_hold(dir, AT_FDCWD, h, e);
 	if (rc == CS_EXIT_REFUSED)
 		return guard_refuse(l, "production", verb, path, e, "%s %s: %s", role, path,
-				    "the path cannot be resolved (too many symlinks, or it leads to something deleted)");
+				    "the path cannot be resolved (too many symlinks, or it leads "
+				    "to something deleted)");
 	if (!rc) {
 		guard_held chk = *h;
 
@@ -231,7 +232,9 @@ static int out_dirfd(const char *out, const char *verb, const char *role, const 
 	if (!strncmp(dir, pre, plen) && dir[plen] && strspn(dir + plen, "0123456789") ==
 	    strlen(dir + plen)) {
 		/* guard_output's held folder: the descriptor itself, never a walk by name */
-		dfd = fcntl(atoi(dir + plen), F_DUPFD_CLOEXEC, 0);
+		long n = strtol(dir + plen, NULL, 10);
+
+		dfd = n >= 0 && n < INT_MAX ? fcntl((int) n, F_DUPFD_CLOEXEC, 0) : -1;
 		if (dfd < 0 || fstat(dfd, &st) < 0 || !S_ISDIR(st.st_mode)) {
 			if (dfd >= 0)
 				close(dfd);

@@ -1046,7 +1046,8 @@ int guard_target(struct ledger *l, guard_prodset *ps, const char *path, int base
 
 	if (rc == CS_EXIT_REFUSED)
 		return guard_refuse(l, "production", verb, path, e, "%s %s: %s", role, path,
-				    "the path cannot be resolved (too many symlinks, or it leads to something deleted)");
+				    "the path cannot be resolved (too many symlinks, or it leads "
+				    "to something deleted)");
 	if (rc)
 		return rc;
 	rc = guard_check_held(l, ps, h, verb, role, e);

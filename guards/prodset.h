@@ -25,7 +25,7 @@ void guard_prodset_free(guard_prodset *ps);
 /* Add path (resolved from base_fd, must exist) to ps only: validate's planted targets. */
 int guard_prodset_add(guard_prodset *ps, const char *path, int base_fd, const char *owner,
 		      cs_err *e);
-/* Add items (guard_production_resolve's, not registered yet) to ps only: what a study is registering. */
+/* Add items (guard_production_resolve's, not yet registered) to ps only: a study registering. */
 int guard_prodset_add_items(guard_prodset *ps, const json_t *items, const char *owner, cs_err *e);
 /* The registry file's path (borrowed; from the environment or the default). */
 const char *guard_registry_path(void);
