@@ -33,6 +33,7 @@ cp "$R" "$T/good.json"
 resident() { "$cs" cache residency "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["resident"])'; }
 cat "$T/P/sub/heap" > /dev/null
 full=$(resident "$T/P/sub/heap")
+echo "production's heap: $full pages resident before the cases (each case checks it is still)"
 expect() { # code what file [production's heap now]
 	"$cs" cache evict "$3" >"$T/out" 2>"$T/err"; got=$?
 	echo "$2: exit $got: $(head -c 200 "$T/err")"
@@ -74,6 +75,7 @@ expect 3 "a hard link to a file of the renamed folder" "$T/hardlink" "$T/moved/s
 rm "$T/hardlink"
 mv "$T/moved" "$T/P"
 
+echo "production's heap: $(resident "$T/P/sub/heap") pages resident after the refused cases"
 # removing an item the ordinary way still works, and then it is not production
 "$cs" production remove "$T/P" >/dev/null || FAILED "production remove"
 "$cs" cache evict "$T/P/sub/heap" >"$T/out" 2>"$T/err" ||
