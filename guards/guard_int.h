@@ -23,8 +23,8 @@ void guard_devset_from_json(const json_t *j, guard_devset *s);
 int guard_ident_at(int dirfd, const char *name, guard_ident *id);
 
 /*
- * The layers of the overlay mount fd lies on (lowerdir, upperdir, workdir
- * as mountinfo spells them) into layers (at most max), *n of them: 1 when
+ * The layers of the overlay mount fd lies on (lowerdir, lowerdir+, datadir+,
+ * upperdir, workdir as mountinfo spells them) into layers (at most max), *n of them: 1 when
  * fd is on an overlay, 0 when not, -errno when its mount cannot be found.
  */
 int guard_overlay_layers(int fd, char (*layers)[PATH_MAX], size_t max, size_t *n);

@@ -819,6 +819,11 @@ int guard_overlay_layers(int fd, char (*layers)[PATH_MAX], size_t max, size_t *n
 					layer_add(p, (size_t) (q - p), layers, max, n);
 					p = q + 1;
 				}
+			} else if (!strncmp(opt, "lowerdir+=", 10) || !strncmp(opt, "datadir+=", 9)) {
+				/* one layer an option (the mount API's lowerdir+ and datadir+) */
+				size_t k = opt[0] == 'l' ? 10 : 9;
+
+				layer_add(opt + k, len - k, layers, max, n);
 			} else if (!strncmp(opt, "upperdir=", 9)) {
 				layer_add(opt + 9, len - 9, layers, max, n);
 			} else if (!strncmp(opt, "workdir=", 8)) {
