@@ -357,9 +357,27 @@ int guard_tmpdir(struct ledger *l, guard_prodset *ps, const char *verb, cs_err *
 
 	if (!env || !*env || (held_via[0] && !strcmp(env, held_via)))
 		return 0;
-	rc = guard_target(l, ps, env, AT_FDCWD, verb, "TMPDIR", &h, e);
+	rc = guard_hold(env, AT_FDCWD, &h, e);
+	if (rc == CS_EXIT_REFUSED)
+		return guard_refuse(l, "production", verb, env, e, "TMPDIR %s: %s", env,
+				    "the path cannot be resolved (too many symlinks, or it leads "
+				    "to something deleted)");
 	if (rc)
 		return rc;
+	{
+		/*
+		 * As a place files are made in: is it, or is it inside, production (on
+		 * its storage, an overlay of it). A TMPDIR that merely holds production
+		 * somewhere below (/tmp) is not walked: nothing is written down there.
+		 */
+		guard_held chk = h;
+
+		chk.exists = 0;
+		if ((rc = guard_check_held(l, ps, &chk, verb, "TMPDIR", e))) {
+			guard_held_close(&h);
+			return rc;
+		}
+	}
 	if (!h.exists) {
 		/* nothing is made there; a symlink at its name (dangling) is checked where it points */
 		rc = check_link_at(l, ps, h.fd, h.rest, verb, "TMPDIR", e);

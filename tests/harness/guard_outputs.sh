@@ -156,6 +156,8 @@ ok "replicate --out" "$cs" replicate "$T/R" --out "$T/ok/R2" --seed 1
 ls "$T/ok/cache"/gt-*.ivecs >/dev/null 2>&1 || FAILED "no ground truth cached in COLDSTUDY_CACHE"
 ok "index query, TMPDIR outside production" env TMPDIR="$T/ok" "$cs" index query "$T/idx" \
 	--queries "$Q" --data "$D"
+ok "index query, TMPDIR holding production below it" env TMPDIR="$T" "$cs" index query "$T/idx" \
+	--queries "$Q" --data "$D"
 
 # /proc spellings of places outside production are resolved and used, not refused
 exec 8<"$T/ok"
