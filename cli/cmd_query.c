@@ -162,11 +162,10 @@ static int write_per_query(const char *path, const harness_qm_result *s)
 							      (json_int_t) s->q_reads[p * s->nq + i], "recall",
 							      isfinite(s->q_recall[i]) ? json_real(s->q_recall[i])
 										  : json_null()));
-	f = fopen(path, "w");
+	f = guard_output_fopen(path, "index query", "--per-query", &e);
 	if (!f) {
-		fprintf(stderr, "coldstudy index: --per-query %s: %s\n", path, strerror(errno));
 		json_decref(rows);
-		return CS_EXIT_BADINPUT;
+		return cli_fail("index", &e);
 	}
 	rc = report_rows_write(rows, n > 4 && !strcmp(path + n - 4, ".csv") ? REPORT_FMT_CSV
 									 : REPORT_FMT_JSONL,
@@ -283,9 +282,9 @@ int index_query(int argc, char **argv)
 	}
 	print_summary(&a, b.ix, &b, &s, &m);
 	if (a.record && (rc = harness_blocks_write(a.record, &bl, b.files, b.nfiles))) {
-		fprintf(stderr, "coldstudy index: %s: cannot write block lists: %s\n", a.record,
-			strerror(-rc));
-		exitc = CS_EXIT_INTERNAL;
+		fprintf(stderr, "coldstudy index: %s: cannot write block lists: %s\n",
+			cli_spell(a.record), strerror(-rc));
+		exitc = rc == -EPERM ? CS_EXIT_REFUSED : CS_EXIT_INTERNAL;
 	}
 out:
 	free(bl.file);

@@ -9,6 +9,7 @@
  */
 #include "cmds.h"
 
+#include "guard.h"
 #include "harness.h"
 #include "replicate.h"
 #include "ledger.h"
@@ -73,7 +74,10 @@ int cmd_replicate(int argc, char **argv)
 	json_t *id;
 	size_t i;
 	cs_err e = {0};
+	guard_held outh;
+	char outvia[PATH_MAX + 300];
 
+	guard_held_init(&outh);
 	if (cli_wants_help(argc, argv) || argc < 2) {
 		printf("usage: coldstudy replicate S --out S2 [--seed N] [--specs DIR]\n"
 		       "       coldstudy replicate compare S S2 [--json]\n\n"
@@ -122,21 +126,28 @@ int cmd_replicate(int argc, char **argv)
 		}
 		seed &= HARNESS_SEED_MAX;
 	}
-	if (harness_replicate(src, out, specs, seed, stdout, &r, &e)) {
+	/* S2 held, checked (never inside production) and made, as init's folder */
+	if (guard_output(NULL, NULL, out, 1, "replicate", "--out", &outh, outvia, sizeof(outvia), &e)) {
+		rc = cli_fail("replicate", &e);
+		goto out;
+	}
+	if (harness_replicate(src, outvia, specs, seed, stdout, &r, &e)) {
 		rc = cli_fail(r.register_failed ? "register" : "replicate", &e);
 		goto out;
 	}
 	printf("%s: a replication of %s (its checkpoint recorded), seed %llu; %zu hypotheses "
 	       "re-registered",
-	       out, r.source, (unsigned long long) seed, r.hypotheses);
+	       cli_spell(out), r.source, (unsigned long long) seed, r.hypotheses);
 	if (json_array_size(r.left_out)) {
 		printf("; left out (post hoc in %s):", src);
 		json_array_foreach(r.left_out, i, id)
 			printf(" %s", json_string_value(id));
 	}
-	printf("\nnext: clone the index with --study %s, validate it and run its plan\n", out);
+	printf("\nnext: clone the index with --study %s, validate it and run its plan\n",
+	       cli_spell(out));
 	rc = CS_EXIT_OK;
 out:
+	guard_held_close(&outh);
 	json_decref(r.left_out);
 	return rc;
 }

@@ -232,11 +232,10 @@ int index_sweep(int argc, char **argv)
 				exitc = cli_fail("index", &we);
 				goto out;
 			}
-			f = fopen(via, "w");
+			f = guard_output_fopen(via, "index sweep", "--out", &we);
 			guard_held_close(&oh);
 			if (!f) {
-				fprintf(stderr, "coldstudy index: --out %s: %s\n", path, strerror(errno));
-				exitc = CS_EXIT_BADINPUT;
+				exitc = cli_fail("index", &we);
 				goto out;
 			}
 			snprintf(title, sizeof(title), "%s: recall against QPS by %s (k=%zu)",

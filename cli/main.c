@@ -4,6 +4,7 @@
  */
 #include "cmds.h"
 
+#include "guard.h"
 #include "harness.h"
 #include "ledger.h"
 
@@ -28,7 +29,7 @@ static const verb verbs[] = {
 	{"init", cmd_init, "create a study: DIR/ledger.db and DIR/frozen/", "01235"},
 	{"register", cmd_register, "validate, hash, timestamp and freeze hypothesis or study files", "012345"},
 	{"hypotheses", cmd_hypotheses, "list the registered hypotheses", "01245"},
-	{"log", cmd_log, "verify, export, checkpoint, prove, publish: the experiment log", "01245"},
+	{"log", cmd_log, "verify, export, checkpoint, prove, publish: the experiment log", "012345"},
 	{"data", cmd_data, "dataset info and exact ground truth", "01235"},
 	{"cache", cmd_cache, "evict files from the page cache, measure residency, prewarm blocks", "01235"},
 	{"probe", cmd_probe, "random reads at a fixed queue depth (fio-like), with --fio beside it", "01235"},
@@ -47,7 +48,7 @@ static const verb verbs[] = {
 	{"replicate", cmd_replicate, "make a study again with fresh seeds; compare two studies' verdicts", "0123456"},
 	{"plan", cmd_plan, "plan power: the replicates each interval-decided hypothesis needs", "01245"},
 	{"deviate", cmd_deviate, "record a departure from the plan", "012345"},
-	{"report", cmd_report, "publish tables, plots and verdicts from the log (Markdown, HTML, SVG)", "01245"},
+	{"report", cmd_report, "publish tables, plots and verdicts from the log (Markdown, HTML, SVG)", "012345"},
 };
 
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
@@ -111,9 +112,16 @@ int main(int argc, char **argv)
 	/* and any command removes the throttle cgroups a killed process left (harness/throttle.c) */
 	harness_throttle_reap();
 	for (size_t i = 0; i < NVERBS; i++)
-		if (!strcmp(verbs[i].name, argv[1]))
-			return cli_wants_help(argc - 1, argv + 1) ? verb_help(&verbs[i], argc - 1, argv + 1)
-								  : verbs[i].fn(argc - 1, argv + 1);
+		if (!strcmp(verbs[i].name, argv[1])) {
+			cs_err e = {0};
+
+			if (cli_wants_help(argc - 1, argv + 1))
+				return verb_help(&verbs[i], argc - 1, argv + 1);
+			/* a verb a guard may stop writes: its scratch and its children's (TMPDIR) asks too */
+			if (strchr(verbs[i].exits, '3') && guard_tmpdir(NULL, NULL, verbs[i].name, &e))
+				return cli_fail(verbs[i].name, &e);
+			return verbs[i].fn(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "coldstudy: unknown verb '%s' (try 'coldstudy help')\n", argv[1]);
 	return CS_EXIT_USAGE;
 }

@@ -312,3 +312,52 @@ int cs_read_line(const char *path, char *buf, size_t cap)
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
 }
+
+int cs_write_file_atomic_at(int dirfd, const char *name, const char *shown, const void *buf,
+			    size_t len, unsigned mode, cs_err *e)
+{
+	char tmp[512];
+	size_t off = 0;
+	int fd;
+
+	if (!*name || strchr(name, '/') ||
+	    snprintf(tmp, sizeof(tmp), ".%s.tmp.%d", name, (int) getpid()) >= (int) sizeof(tmp))
+		return cs_err_set(e, CS_EXIT_USAGE, "%s: not a file name", shown);
+	/* a new file: a link planted at the temporary name is removed, never written through */
+	if (unlinkat(dirfd, tmp, 0) < 0 && errno != ENOENT)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot replace: %s", shown, strerror(errno));
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create: %s", shown, strerror(errno));
+	while (off < len) {
+		ssize_t w = write(fd, (const char *) buf + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			int err = errno;
+
+			close(fd);
+			unlinkat(dirfd, tmp, 0);
+			return cs_err_set(e, CS_EXIT_INTERNAL, "%s: write failed: %s", shown,
+					  strerror(err));
+		}
+		off += (size_t) w;
+	}
+	if (fchmod(fd, (mode_t) mode) < 0 || fsync(fd) < 0) {
+		int err = errno;
+
+		close(fd);
+		unlinkat(dirfd, tmp, 0);
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: fsync failed: %s", shown, strerror(err));
+	}
+	close(fd);
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+		int err = errno;
+
+		unlinkat(dirfd, tmp, 0);
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: rename failed: %s", shown, strerror(err));
+	}
+	fsync(dirfd);
+	return 0;
+}

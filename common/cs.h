@@ -129,6 +129,15 @@ int cs_in_list(const char *const *list, const char *s);
 /* Write buf to path atomically (temp file, fsync, rename, fsync dir) with mode. */
 int cs_write_file_atomic(const char *path, const void *buf, size_t len, unsigned mode, cs_err *e);
 
+/*
+ * cs_write_file_atomic beneath a directory descriptor: name (one component)
+ * in dirfd, the temporary file created there with O_EXCL|O_NOFOLLOW and
+ * renamed over name (a link at name is replaced, never followed). shown
+ * names the file in messages.
+ */
+int cs_write_file_atomic_at(int dirfd, const char *name, const char *shown, const void *buf,
+			    size_t len, unsigned mode, cs_err *e);
+
 /* The first line of a small file (sysfs, proc) into buf, trimmed; 0 or -errno. */
 int cs_read_line(const char *path, char *buf, size_t cap);
 

@@ -53,38 +53,6 @@ __attribute__((format(printf, 3, 4))) static int fmt(char *out, size_t cap, cons
 	return n;
 }
 
-int guard_refuse(struct ledger *l, const char *guard, const char *verb, const char *target,
-		 cs_err *e, const char *whyfmt, ...)
-{
-	char raw[CS_ERR_MAX], why[CS_ERR_MAX], typed[4200], resolved[4200];
-	va_list ap;
-	json_t *p;
-
-	va_start(ap, whyfmt);
-	vsnprintf(raw, sizeof(raw), whyfmt, ap);
-	va_end(ap);
-	/* the user's words, never a held descriptor's /proc path (see guard_spell) */
-	guard_spell(raw, 0, why, sizeof(why));
-	guard_spell(target ? target : "", 0, typed, sizeof(typed));
-	guard_spell(target ? target : "", 1, resolved, sizeof(resolved));
-	if (l) {
-		cs_err le = {0};
-
-		/* a refusal changes nothing but its own record: drop what the verb began */
-		ledger_rollback(l);
-		p = json_pack("{s:s, s:s, s:s, s:s}", "guard", guard, "verb", verb, "target", typed,
-			      "why", why);
-		/* what the typed target resolved to, where a held descriptor stood for it */
-		if (p && strcmp(typed, resolved))
-			json_object_set_new(p, "target_resolved", json_string(resolved));
-		if (!p || ledger_append(l, "refusal", p, NULL, &le))
-			fprintf(stderr, "coldstudy %s: warning: refusal not recorded: %s\n", verb,
-				le.msg);
-		json_decref(p);
-	}
-	return cs_err_set(e, CS_EXIT_REFUSED, "refused (%s): %s", guard, why);
-}
-
 /* Does target name a production database or host (a DSN or URL)? */
 static int names_prod_service(const json_t *study, const char *target, char *why, size_t cap)
 {

@@ -14,164 +14,62 @@
  *
  * Error convention: 0 (allowed), CS_EXIT_REFUSED (refused, recorded), or
  * another CS_EXIT_* when the question itself could not be answered.
+ *
+ * The units, lowest first (each calls only those before it): held.h (a
+ * path held, identities), refuse.h (a refusal recorded), prodset.h (what
+ * production is, guard_target), then this header's output.c, guard.c and
+ * order.c. This header includes the others: a verb needs only guard.h.
  */
 #ifndef GUARD_H
 #define GUARD_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include "cs.h"
+#include "held.h"
+#include "prodset.h"
+#include "refuse.h"
 
 struct ledger;
-
-/* ---- held targets (held.c) ---- */
-
-/* A file system: a device number, or a loop device's backing file (dev, inode, offset). */
-typedef struct guard_fskey {
-	int kind; /* 1 device (a = major, b = minor), 2 loop backing (a = dev, b = ino, c = offset) */
-	uint64_t a, b, c;
-} guard_fskey;
-
-/* What a file is: its file system and inode, with the inode's birth time. */
-typedef struct guard_ident {
-	dev_t dev;
-	uint64_t ino;
-	unsigned mode, nlink;
-	dev_t rdev;
-	int64_t btime_ns; /* 0: unknown */
-	guard_fskey fs;
-} guard_ident;
-
-#define GUARD_DEVSET_MAX 32
-/* The storage behind a device: itself, its device-mapper slaves, its disk or partitions. */
-typedef struct guard_devset {
-	guard_fskey v[GUARD_DEVSET_MAX];
-	size_t n;
-} guard_devset;
-
-/*
- * A path resolved once. fd holds the target (O_PATH) when it exists, else
- * its nearest existing ancestor, with the missing components in rest.
- */
-typedef struct guard_held {
-	int fd;
-	int exists;
-	struct stat st;          /* of what fd holds */
-	char rest[4096];         /* components still to create beneath fd */
-	char shown[4096];        /* the user's spelling, for messages */
-	char via[4200];          /* "/proc/PID/fd/N[/rest]": the held target for path-taking APIs */
-	int made_parent;         /* after guard_held_mkdirs: the directory the last component was made in */
-	char made_name[256];     /* ... and that component (guard_held_rmdir removes it) */
-} guard_held;
-
-void guard_held_init(guard_held *h);
-/*
- * Resolve path once from base_fd (AT_FDCWD: the current directory) with
- * openat2(RESOLVE_NO_MAGICLINKS) (a component walk without it). A magic
- * link is refused (CS_EXIT_REFUSED); a missing target is held through its
- * nearest existing ancestor. Caller closes with guard_held_close.
- */
-int guard_hold(const char *path, int base_fd, guard_held *h, cs_err *e);
-void guard_held_close(guard_held *h);
-/* The held target as a path the kernel resolves through the descriptor (borrowed). */
-const char *guard_held_via(const guard_held *h);
-/*
- * text with every live hold's "/proc/PID/fd/N[/rest]" spelled as the user
- * typed it (resolved 0) or as the path the kernel holds (resolved 1:
- * readlink, for a record's resolved identity), into out (truncated to
- * cap); returns the length. Other text is copied as it is.
- */
-size_t guard_spell(const char *text, int resolved, char *out, size_t cap);
-/* Create the missing components beneath the held ancestor (mkdirat, no symlink followed); h then holds the new directory. */
-int guard_held_mkdirs(guard_held *h, cs_err *e);
-/* Remove the (empty) directory guard_held_mkdirs made last, by name in its held parent. */
-void guard_held_rmdir(guard_held *h);
-
-int guard_ident_fd(int fd, guard_ident *id);
-int guard_ident_same(const guard_ident *x, const guard_ident *y);
-void guard_fskey_of(dev_t dev, guard_fskey *k);
-int guard_fskey_eq(const guard_fskey *x, const guard_fskey *y);
-/* The devices behind dev (is_blockdev_item: a production device, covering its partitions). */
-void guard_devset_of(dev_t dev, int is_blockdev_item, guard_devset *s);
-int guard_devset_meet(const guard_devset *x, const guard_devset *y);
-
-/* ---- the production set (prodset.c) ---- */
-
-/*
- * Everything production: the machine-wide registry (COLDSTUDY_PRODUCTION_REGISTRY,
- * default /var/lib/coldstudy/production.json) and, with a ledger, every
- * production item the study ever registered (unless amended away).
- */
-typedef struct guard_prodset guard_prodset;
-
-int guard_prodset_load(struct ledger *l, guard_prodset **out, cs_err *e);
-void guard_prodset_free(guard_prodset *ps);
-/* Add path (resolved from base_fd, must exist) to ps only: validate's planted targets. */
-int guard_prodset_add(guard_prodset *ps, const char *path, int base_fd, const char *owner,
-		      cs_err *e);
-/* The registry file's path (borrowed; from the environment or the default). */
-const char *guard_registry_path(void);
-
-/*
- * Refuse (CS_EXIT_REFUSED, a refusal record with l) when the held target
- * is production, lies inside it, contains it, holds a hard link to a
- * production file, or lives on a production block device. role names the
- * target in messages ("index", "bulkwrite.dir"). ps NULL: the registry
- * only, loaded for this call. A walk past its limits refuses (fail closed).
- */
-int guard_check_held(struct ledger *l, guard_prodset *ps, const guard_held *h, const char *verb,
-		     const char *role, cs_err *e);
-
-/* guard_hold + guard_check_held; on refusal h is closed. */
-int guard_target(struct ledger *l, guard_prodset *ps, const char *path, int base_fd,
-		 const char *verb, const char *role, guard_held *h, cs_err *e);
-
-/*
- * Resolve study.json's production items against the study folder
- * (study_fd), each required to exist (CS_EXIT_BADINPUT naming it), into
- * *items (a new JSON array of identities); hosts and databases are added
- * as named items. 0 or CS_EXIT_*.
- */
-int guard_production_resolve(const json_t *study, int study_fd, const char *study_name,
-			     json_t **items, cs_err *e);
-/*
- * A re-registration may add production items, never drop one silently:
- * refuse (recorded) when items misses any item the study protected so far,
- * unless amend; *removed (new) gets the items an amendment drops.
- */
-int guard_production_keep(struct ledger *l, const json_t *items, int amend, const char *verb,
-			  json_t **removed, cs_err *e);
-/* Add items (guard_production_resolve's) to the machine registry under owner. */
-int guard_registry_add(const json_t *items, const char *owner, cs_err *e);
-/* Remove the registry items whose path (or name) is name; *removed gets how many. */
-int guard_registry_remove(const char *name, size_t *removed, cs_err *e);
-/* The registry's items (new reference). */
-int guard_registry_list(json_t **items, cs_err *e);
-
-/*
- * Refuse (CS_EXIT_REFUSED, recorded with l) a TCP port that a production
- * item names (study.json's production.ports): a server a run starts must
- * never be addressed like production's. ps NULL: the registry only.
- */
-int guard_port(struct ledger *l, guard_prodset *ps, int port, const char *verb, const char *role,
-	       cs_err *e);
 
 /* ---- where a verb writes (output.c) ---- */
 
 /*
  * An output path checked before anything is written: path (is_dir: a
  * folder the writer fills; else a file) is held and checked like any
- * target (following a symlink at its name, refusing magic links), and so
+ * target (following a symlink at its name, and magic links), and so
  * is the folder it is created in; missing folders are made beneath the
  * held ancestor. out (cap bytes) gets the path to write through: the held
- * folder (is_dir), or "<held folder>/NAME", which the writer creates with
- * O_EXCL or a temporary file and a rename. h stays held until the writer is
+ * folder (is_dir), or "<held folder>/NAME", which the writer opens with
+ * guard_output_fopen (or creates with O_EXCL, or as a temporary file and a
+ * rename). h stays held until the writer is
  * done; caller closes it with guard_held_close (also on refusal: closed).
  */
 int guard_output(struct ledger *l, guard_prodset *ps, const char *path, int is_dir,
 		 const char *verb, const char *role, guard_held *h, char *out, size_t cap,
 		 cs_err *e);
+
+/*
+ * Open for writing a file guard_output handed out (out: "<held folder>/NAME";
+ * any other path has its folder held and checked here first). NAME is
+ * created beneath the held folder's descriptor with O_CREAT|O_EXCL|O_NOFOLLOW.
+ * The overwrite rule for a name already there: a symlink is removed (never
+ * followed) and the file created new; a regular file with one link is
+ * opened with O_NOFOLLOW and no O_TRUNC, identified through that
+ * descriptor, checked against production, and only then truncated; anything
+ * else (a hard link, a FIFO, a device) is refused. role names it in
+ * messages. A stream ("w"), or NULL with e filled (CS_EXIT_REFUSED when refused).
+ */
+FILE *guard_output_fopen(const char *out, const char *verb, const char *role, cs_err *e);
+
+/*
+ * TMPDIR, where a verb's children and scratch files go: when set, held and
+ * checked as an output folder (never inside production: CS_EXIT_REFUSED),
+ * for the life of the process, and TMPDIR set to the held folder. Unset: 0.
+ */
+int guard_tmpdir(struct ledger *l, guard_prodset *ps, const char *verb, cs_err *e);
 
 /*
  * The ground-truth cache a verb may write: dir (--cache-dir) when given,
@@ -182,33 +80,8 @@ int guard_output(struct ledger *l, guard_prodset *ps, const char *path, int is_d
 int guard_cache_dir(struct ledger *l, guard_prodset *ps, const char *dir, const char *verb,
 		    const char **via, cs_err *e);
 
-/* guard_target for a target that must exist (exit 5 otherwise): what evicts, reads or loads. */
-int guard_existing(struct ledger *l, guard_prodset *ps, const char *path, int base_fd,
-		   const char *verb, const char *role, guard_held *h, cs_err *e);
 
-/*
- * A dataset spec's file (fvecs:PATH, npy:PATH, ...) checked like a target:
- * a study run reads clones and generated data, never production's files.
- * Specs without a path (synth:, fashion-mnist) pass. The file is held for
- * the process and read through guard_dataset_via.
- */
-int guard_dataset(struct ledger *l, guard_prodset *ps, const char *spec, const char *verb,
-		  const char *role, cs_err *e);
-/*
- * The spec a loader reads for spec: once guard_dataset passed it, the same
- * spec through the held file ("fvecs:/proc/PID/fd/N[A:B]", held for the
- * process); any other spec as it is (borrowed).
- */
-const char *guard_dataset_via(const char *spec);
-
-/* Append a refusal record (when l is set) and fill e; returns CS_EXIT_REFUSED. */
-/*
- * Append a refusal record (when l is set) and fill e; returns CS_EXIT_REFUSED.
- * A transaction the verb has open is rolled back first: a refusal changes
- * nothing but its own record.
- */
-int guard_refuse(struct ledger *l, const char *guard, const char *verb, const char *target,
-		 cs_err *e, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* guard_refuse, the one way a guard says no, is refuse.h's (included above). */
 
 /*
  * Refuse a target that is, contains, or lies inside a production item of

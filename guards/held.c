@@ -2,14 +2,17 @@
  * held.c - resolve a path once, hold what it names, and say what it is.
  *
  * Resolution. A user's path is walked by the kernel exactly once, with
- * openat2(RESOLVE_NO_MAGICLINKS) from the base directory (the current
- * directory, or a study folder for study.json's paths): ordinary symlinks
- * are followed as the kernel follows them ("link/../x" is the link's
- * parent's x, not "x"), /proc/self/fd/N and /dev/fd/N magic links are
- * refused. Where openat2 is missing (Linux < 5.6) the walk is done one
- * component at a time with O_PATH|O_NOFOLLOW, symlinks spliced in by hand
- * (at most 40) and any component on procfs refused, which is the same
- * contract.
+ * openat2 from the base directory (the current directory, or a study
+ * folder for study.json's paths): ordinary symlinks are followed as the
+ * kernel follows them ("link/../x" is the link's parent's x, not "x"), and
+ * so are the magic links of procfs (/proc/self/fd/N, /proc/self/cwd,
+ * /proc/PID/root, /dev/fd/N): what they lead to is held and checked like
+ * any other target, by identity. Only what cannot be resolved is refused:
+ * a magic link to a file or folder that has been deleted (no name left to
+ * say where it lies). Where openat2 is missing (Linux < 5.6) the walk is
+ * done one component at a time with O_PATH|O_NOFOLLOW, symlinks spliced in
+ * by hand (at most 40) and a symlink on procfs followed by the kernel
+ * (openat without O_NOFOLLOW), which is the same contract.
  *
  * A target that does not exist yet is held through its nearest existing
  * ancestor; the missing components (no "." or "..", no slashes left) are
@@ -83,7 +86,7 @@ static int sys_openat2(int dirfd, const char *path, int flags, uint64_t resolve)
 	return (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
-/* Is fd on procfs (a magic-link walk the fallback must refuse)? */
+/* Is fd on procfs (a magic link the fallback hands to the kernel)? */
 static int on_procfs(int fd)
 {
 	struct statfs sf;
@@ -128,10 +131,20 @@ static int walk_nofollow(int dirfd, const char *path)
 			close(cur);
 			return err;
 		}
-		if (fstat(next, &st) < 0 || on_procfs(next)) {
+		if (fstat(next, &st) < 0) {
 			close(next);
 			close(cur);
 			return -ELOOP;
+		}
+		if (S_ISLNK(st.st_mode) && on_procfs(next)) {
+			/* a magic link: only the kernel knows where it leads */
+			close(next);
+			next = openat(cur, comp, O_PATH | O_CLOEXEC);
+			close(cur);
+			if (next < 0)
+				return -errno;
+			cur = next;
+			continue;
 		}
 		if (S_ISLNK(st.st_mode)) {
 			ssize_t n = readlinkat(cur, comp, link, sizeof(link) - 1);
@@ -160,14 +173,14 @@ static int walk_nofollow(int dirfd, const char *path)
 	return cur;
 }
 
-/* Resolve path from dirfd once: an O_PATH fd, or -errno (-ELOOP: a magic link). */
+/* Resolve path from dirfd once: an O_PATH fd, or -errno (-ELOOP: too many symlinks). */
 static int resolve_once(int dirfd, const char *path)
 {
 	static int no_openat2;
 	int fd;
 
 	if (!no_openat2) {
-		fd = sys_openat2(dirfd, path, O_PATH | O_CLOEXEC, RESOLVE_NO_MAGICLINKS);
+		fd = sys_openat2(dirfd, path, O_PATH | O_CLOEXEC, 0);
 		if (fd >= 0)
 			return fd;
 		if (errno != ENOSYS)
@@ -350,8 +363,7 @@ int guard_hold(const char *path, int base_fd, guard_held *h, cs_err *e)
 			break;
 		if (fd == -ELOOP)
 			return cs_err_set(e, CS_EXIT_REFUSED,
-					  "%s: refused: the path goes through a magic link "
-					  "(/proc/self/fd, /dev/fd) or too many symlinks",
+					  "%s: refused: the path cannot be resolved (too many symlinks)",
 					  path);
 		if (fd != -ENOENT)
 			return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s", path, strerror(-fd));
@@ -392,6 +404,13 @@ int guard_hold(const char *path, int base_fd, guard_held *h, cs_err *e)
 	if (!h->exists && !S_ISDIR(h->st.st_mode)) {
 		guard_held_close(h);
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: a parent is not a directory", path);
+	}
+	if (h->st.st_nlink == 0 && (S_ISREG(h->st.st_mode) || S_ISDIR(h->st.st_mode))) {
+		/* reached through a magic link to something deleted: nowhere to say where it lies */
+		guard_held_close(h);
+		return cs_err_set(e, CS_EXIT_REFUSED,
+				  "%s: refused: the path cannot be resolved (it leads to a deleted %s)",
+				  path, S_ISDIR(h->st.st_mode) ? "folder" : "file");
 	}
 	say(h->via, sizeof(h->via), "/proc/%d/fd/%d%s%s", (int) getpid(), fd, h->exists ? "" : "/",
 	    h->rest);
@@ -716,4 +735,105 @@ int guard_ident_same(const guard_ident *x, const guard_ident *y)
 		return 0;
 	/* An inode number reused after production was deleted has another birth time. */
 	return !x->btime_ns || !y->btime_ns || x->btime_ns == y->btime_ns;
+}
+
+/* ---- overlay mounts: their layers are part of what they are ---- */
+
+#ifndef OVERLAYFS_SUPER_MAGIC
+#define OVERLAYFS_SUPER_MAGIC 0x794c7630
+#endif
+
+/* Undo mountinfo's octal escapes (\040 a space, \011, \012, \134) in place. */
+static void unescape_mnt(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char) ((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+/* Add one layer path (escapes undone) to layers; quietly full past max. */
+static void layer_add(const char *s, size_t n, char (*layers)[PATH_MAX], size_t max, size_t *count)
+{
+	if (!n || *count >= max || n >= PATH_MAX)
+		return;
+	memcpy(layers[*count], s, n);
+	layers[*count][n] = '\0';
+	unescape_mnt(layers[*count]);
+	(*count)++;
+}
+
+int guard_overlay_layers(int fd, char (*layers)[PATH_MAX], size_t max, size_t *n)
+{
+	struct statfs sf;
+	struct statx sx;
+	char line[8192];
+	FILE *f;
+	int found = 0;
+
+	*n = 0;
+	if (fstatfs(fd, &sf) < 0 || sf.f_type != OVERLAYFS_SUPER_MAGIC)
+		return 0;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0)
+		return -errno;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long long id;
+		unsigned ma, mi;
+		char *sep, *opt;
+
+		if (sscanf(line, "%llu %*u %u:%u", &id, &ma, &mi) != 3)
+			continue;
+		/* the mount the descriptor is on: by mount id, or by device where statx has none */
+		if ((sx.stx_mask & STATX_MNT_ID) ? id != sx.stx_mnt_id
+						 : (ma != sx.stx_dev_major || mi != sx.stx_dev_minor))
+			continue;
+		found = 1;
+		/* "... - overlay SOURCE SUPER_OPTIONS" */
+		sep = strstr(line, " - ");
+		if (!sep || !(sep = strchr(sep + 3, ' ')) || !(sep = strchr(sep + 1, ' ')))
+			break;
+		sep[strcspn(sep, "\n")] = '\0';
+		for (opt = sep + 1; *opt;) {
+			size_t len = strcspn(opt, ",");
+
+			if (!strncmp(opt, "lowerdir=", 9)) {
+				/* lower layers are separated by ':' (a literal one is escaped as "\:") */
+				const char *p = opt + 9, *end = opt + len;
+
+				while (p < end) {
+					const char *q = p;
+
+					while (q < end && !(*q == ':' && (q == p || q[-1] != '\\')))
+						q++;
+					layer_add(p, (size_t) (q - p), layers, max, n);
+					p = q + 1;
+				}
+			} else if (!strncmp(opt, "lowerdir+=", 10) || !strncmp(opt, "datadir+=", 9)) {
+				/* one layer an option (the mount API's lowerdir+ and datadir+) */
+				size_t k = opt[0] == 'l' ? 10 : 9;
+
+				layer_add(opt + k, len - k, layers, max, n);
+			} else if (!strncmp(opt, "upperdir=", 9)) {
+				layer_add(opt + 9, len - 9, layers, max, n);
+			} else if (!strncmp(opt, "workdir=", 8)) {
+				layer_add(opt + 8, len - 8, layers, max, n);
+			}
+			opt += len;
+			if (*opt == ',')
+				opt++;
+		}
+	}
+	fclose(f);
+	return found ? 1 : -ENOENT;
 }

@@ -4,7 +4,8 @@
  * Two sources make the production set: the machine-wide registry
  * (one JSON file, COLDSTUDY_PRODUCTION_REGISTRY or
  * /var/lib/coldstudy/production.json, filled by every `study register` and
- * by `coldstudy production add`), checked by every verb that evicts,
+ * by `coldstudy production add`; where the variable names another file,
+ * the machine's is read too), checked by every verb that evicts,
  * writes, creates, runs load on or opens a device, with or without a
  * study; and, when a verb works inside a study, every production item the
  * study ever registered (the union over its `study` records; an amended
@@ -24,12 +25,17 @@
  *      with the target, and the target is walked down, bounded);
  *   4. it, or a file inside it, is a hard link to a file inside a
  *      production directory (production directories are walked, bounded);
- *   5. it lives on a production block device, or is one (storage sets meet).
+ *   5. it lives on a production block device, or is one (storage sets meet);
+ *   6. it lies on an overlay mount one of whose layers (lower, upper, work)
+ *      is, lies inside, contains or lives on production: the mount's
+ *      identity includes its layers (/proc/self/mountinfo).
  * A walk that reaches its limit refuses the target and names the limit
  * (COLDSTUDY_GUARD_WALK_MAX entries, COLDSTUDY_GUARD_WALK_DEPTH levels):
  * an unexamined corner is not a pass.
  */
+#include "prodset.h"
 #include "guard_int.h"
+#include "refuse.h"
 
 #include "ledger.h"
 
@@ -269,20 +275,20 @@ static int study_cb(const ledger_record *r, void *ud)
  * shrunk by anything but `coldstudy production remove` then fails closed
  * instead of protecting nothing.
  */
-static void sentinel_path(char *out, size_t cap)
+static void sentinel_path(const char *path, char *out, size_t cap)
 {
-	say(out, cap, "%s.seen", guard_registry_path());
+	say(out, cap, "%s.seen", path);
 }
 
 /* The sentinel's count (-1: no sentinel); exit 5 when it cannot be read as one. */
-static int sentinel_read(long long *n, cs_err *e)
+static int sentinel_read(const char *path, long long *n, cs_err *e)
 {
 	char sp[PATH_MAX];
 	json_t *d = NULL;
 	int rc;
 
 	*n = -1;
-	sentinel_path(sp, sizeof(sp));
+	sentinel_path(path, sp, sizeof(sp));
 	if (access(sp, F_OK) < 0 && errno == ENOENT)
 		return 0;
 	rc = cs_json_load_file(sp, 4096, &d, e);
@@ -302,7 +308,7 @@ static int sentinel_write(size_t n, cs_err *e)
 {
 	char sp[PATH_MAX], text[160], ts[32];
 
-	sentinel_path(sp, sizeof(sp));
+	sentinel_path(guard_registry_path(), sp, sizeof(sp));
 	cs_format_rfc3339(cs_now_us(), ts);
 	say(text, sizeof(text), "{\"items\": %zu, \"written\": \"%s\"}\n", n, ts);
 	return cs_write_file_atomic(sp, text, strlen(text), 0644, e);
@@ -346,15 +352,14 @@ static int registry_items_check(const char *path, const json_t *items, cs_err *e
  * empty only where no sentinel says it held items; fewer items than the
  * sentinel counts, or an item that cannot be read, is exit 5 naming it.
  */
-static int registry_load(json_t **doc, cs_err *e)
+static int registry_load_at(const char *path, json_t **doc, cs_err *e)
 {
-	const char *path = guard_registry_path();
 	json_t *d = NULL;
 	long long seen;
 	int rc;
 
 	*doc = NULL;
-	if ((rc = sentinel_read(&seen, e)))
+	if ((rc = sentinel_read(path, &seen, e)))
 		return rc;
 	if (access(path, F_OK) < 0 && errno == ENOENT) {
 		if (seen > 0)
@@ -391,6 +396,30 @@ static int registry_load(json_t **doc, cs_err *e)
 	return 0;
 }
 
+/* The registry verbs write: COLDSTUDY_PRODUCTION_REGISTRY, or the machine's. */
+static int registry_load(json_t **doc, cs_err *e)
+{
+	return registry_load_at(guard_registry_path(), doc, e);
+}
+
+/*
+ * A second registry named by COLDSTUDY_PRODUCTION_REGISTRY (a study's own,
+ * a test's) never hides the machine's: the machine's registry is read
+ * too, under the same fail-closed rules. *doc NULL when it is the same file.
+ */
+static int registry_load_machine(json_t **doc, cs_err *e)
+{
+	const char *own = guard_registry_path();
+	struct stat a, b;
+
+	*doc = NULL;
+	if (!strcmp(own, REGISTRY_DEFAULT) ||
+	    (stat(own, &a) == 0 && stat(REGISTRY_DEFAULT, &b) == 0 && a.st_dev == b.st_dev &&
+	     a.st_ino == b.st_ino))
+		return 0;
+	return registry_load_at(REGISTRY_DEFAULT, doc, e);
+}
+
 /* Is the item still where it was registered, as the same inode? */
 static void item_presence(prod_item *it)
 {
@@ -411,7 +440,7 @@ static void item_presence(prod_item *it)
 int guard_prodset_load(struct ledger *l, guard_prodset **out, cs_err *e)
 {
 	guard_prodset *ps = calloc(1, sizeof(*ps));
-	json_t *reg = NULL;
+	json_t *reg = NULL, *mreg = NULL;
 	size_t i;
 	json_t *v;
 	int rc;
@@ -420,9 +449,17 @@ int guard_prodset_load(struct ledger *l, guard_prodset **out, cs_err *e)
 	if (!ps)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 	rc = registry_load(&reg, e);
+	if (!rc)
+		rc = registry_load_machine(&mreg, e);
 	if (rc)
 		goto fail;
 	json_array_foreach(json_object_get(reg, "items"), i, v) {
+		if (set_push(ps, v, json_string_value(json_object_get(v, "owner")))) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+			goto fail;
+		}
+	}
+	json_array_foreach(json_object_get(mreg, "items"), i, v) {
 		if (set_push(ps, v, json_string_value(json_object_get(v, "owner")))) {
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 			goto fail;
@@ -439,10 +476,12 @@ int guard_prodset_load(struct ledger *l, guard_prodset **out, cs_err *e)
 	for (size_t k = 0; k < ps->n; k++)
 		item_presence(&ps->v[k]);
 	json_decref(reg);
+	json_decref(mreg);
 	*out = ps;
 	return 0;
 fail:
 	json_decref(reg);
+	json_decref(mreg);
 	guard_prodset_free(ps);
 	return rc;
 }
@@ -467,6 +506,23 @@ int guard_prodset_add(guard_prodset *ps, const char *path, int base_fd, const ch
 	json_decref(items);
 	json_decref(doc);
 	return rc;
+}
+
+int guard_prodset_add_items(guard_prodset *ps, const json_t *items, const char *owner, cs_err *e)
+{
+	size_t i, n0 = ps->n;
+	json_t *v;
+
+	json_array_foreach(items, i, v) {
+		if (set_push(ps, v, owner))
+			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	}
+	for (size_t k = n0; k < ps->n; k++)
+		item_presence(&ps->v[k]);
+	ps->inner_built = 0; /* the new items' contents count from the next check */
+	ps->nin = 0;
+	ps->inner_err[0] = '\0';
+	return 0;
 }
 
 void guard_prodset_free(guard_prodset *ps)
@@ -801,7 +857,83 @@ static int item_inside(const prod_item *it, const guard_ident *tid)
 	return found;
 }
 
-/* The five checks of the file comment; 0 (no), 1 (refuse, why), 2 (a limit: refuse, why). */
+#define OVERLAY_LAYERS_MAX 64
+
+/*
+ * 6: an overlay mount is its layers too. A target on an overlay whose
+ * lower, upper or work layer is, lies inside or contains a production item,
+ * or lives on a production block device, is production (layers on an
+ * overlay are followed down, at most 4 deep). A layer this process cannot
+ * resolve (a path of another mount namespace) is passed over; an overlay
+ * whose mount cannot be found is refused. 0, 1 or 2 as touches.
+ */
+static int overlay_touches(const guard_prodset *ps, int fd, int depth, hit *out)
+{
+	char(*layers)[PATH_MAX] = NULL;
+	size_t n = 0;
+	int rc = 0, r;
+
+	if (depth > 4) {
+		say(out->why, sizeof(out->why), "overlay mounts are stacked deeper than 4");
+		return 2;
+	}
+	layers = malloc(OVERLAY_LAYERS_MAX * sizeof(*layers));
+	if (!layers) {
+		say(out->why, sizeof(out->why), "out of memory");
+		return 2;
+	}
+	r = guard_overlay_layers(fd, layers, OVERLAY_LAYERS_MAX, &n);
+	if (r < 0) {
+		say(out->why, sizeof(out->why),
+		    "it is on an overlay mount whose layers cannot be read (%s)", strerror(-r));
+		free(layers);
+		return 2;
+	}
+	for (size_t i = 0; !rc && i < n; i++) {
+		guard_held lh;
+		guard_ident lid;
+		guard_devset ls;
+		cs_err le = {0};
+		hit sub = {""};
+
+		if (guard_hold(layers[i], AT_FDCWD, &lh, &le) || !lh.exists ||
+		    guard_ident_fd(lh.fd, &lid)) {
+			guard_held_close(&lh);
+			continue;
+		}
+		if (ancestors(ps, lh.fd, 1, &sub)) {
+			say(out->why, sizeof(out->why), "it is on an overlay mount whose layer %s: %s",
+			    layers[i], sub.why);
+			rc = 1;
+		}
+		for (size_t k = 0; !rc && k < ps->n; k++)
+			if (!strcmp(ps->v[k].kind, "path") && item_inside(&ps->v[k], &lid)) {
+				say(out->why, sizeof(out->why),
+				    "it is on an overlay mount whose layer %s contains production item %s",
+				    layers[i], ps->v[k].path);
+				rc = 1;
+			}
+		if (!rc) {
+			guard_devset_of(lid.dev, 0, &ls);
+			for (size_t k = 0; !rc && k < ps->n; k++)
+				if (!strcmp(ps->v[k].kind, "block_device") &&
+				    guard_devset_meet(&ls, &ps->v[k].devs)) {
+					say(out->why, sizeof(out->why),
+					    "it is on an overlay mount whose layer %s lives on production "
+					    "block device %s",
+					    layers[i], ps->v[k].path);
+					rc = 1;
+				}
+		}
+		if (!rc)
+			rc = overlay_touches(ps, lh.fd, depth + 1, out);
+		guard_held_close(&lh);
+	}
+	free(layers);
+	return rc;
+}
+
+/* The six checks of the file comment; 0 (no), 1 (refuse, why), 2 (a limit: refuse, why). */
 static int touches(guard_prodset *ps, const guard_held *h, hit *out)
 {
 	guard_ident tid;
@@ -836,6 +968,13 @@ static int touches(guard_prodset *ps, const guard_held *h, hit *out)
 				 it->path);
 			return 1;
 		}
+	}
+	/* 6: an overlay's layers. */
+	{
+		int r = overlay_touches(ps, h->fd, 0, out);
+
+		if (r)
+			return r;
 	}
 	if (!h->exists)
 		return 0;
@@ -907,7 +1046,8 @@ int guard_target(struct ledger *l, guard_prodset *ps, const char *path, int base
 
 	if (rc == CS_EXIT_REFUSED)
 		return guard_refuse(l, "production", verb, path, e, "%s %s: %s", role, path,
-				    "the path goes through a magic link (/proc/self/fd, /dev/fd)");
+				    "the path cannot be resolved (too many symlinks, or it leads "
+				    "to something deleted)");
 	if (rc)
 		return rc;
 	rc = guard_check_held(l, ps, h, verb, role, e);

@@ -10,6 +10,7 @@
  * and an ids file (ivecs, or numbers separated by white space) for
  * `index delete --ids`.
  */
+#include "guard.h"
 #include "qmeasure.h"
 
 #include <errno.h>
@@ -26,9 +27,9 @@ static int write_data_spec(const char *dir, const char *spec)
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/DATA", dir);
-	f = fopen(path, "w");
+	f = guard_output_fopen(path, "index build", "--out", &(cs_err){0});
 	if (!f)
-		return -errno;
+		return errno ? -errno : -EIO;
 	fprintf(f, "%s\n", spec);
 	return fclose(f) ? -EIO : 0;
 }
@@ -49,7 +50,7 @@ int harness_index_build(const char *kind, const cv_dataset *ds, const cv_build_o
 		return harness_cv_fail(e, rc, &ce);
 	*secs = (double) (cs_mono_ns() - t0) / 1e9;
 	snprintf(bpath, sizeof(bpath), "%s/BUILD", dir);
-	if ((bf = fopen(bpath, "w"))) {
+	if ((bf = guard_output_fopen(bpath, "index build", "--out", &(cs_err){0}))) {
 		fprintf(bf, "{\"seconds\":%.3f,\"kind\":\"%s\",\"n\":%zu,\"d\":%zu}\n", *secs, kind, ds->n,
 			ds->d);
 		fclose(bf);

@@ -149,6 +149,15 @@ int harness_pg_init(harness_pg *s, const guard_held *pgdata, int port, const cha
 				  pgdata->shown);
 	pw = getpwuid(s->uid);
 	pathf(s->user, sizeof(s->user), "%s", pw ? pw->pw_name : "postgres");
+	{
+		/* scratch like any other: the folder it is made in is never production */
+		guard_held th;
+
+		if ((rc = guard_target(NULL, NULL, tmpl, AT_FDCWD, "run",
+				       "the private socket directory", &th, e)))
+			return rc;
+		guard_held_close(&th);
+	}
 	if (!mkdtemp(tmpl))
 		return cs_err_set(e, CS_EXIT_INTERNAL, "cannot make a private socket directory: %s",
 				  strerror(errno));

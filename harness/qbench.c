@@ -9,6 +9,7 @@
  * harness_qbench_close. The caller has resolved the index and every output
  * through the guards before the first and passes their held spellings.
  */
+#include "guard.h"
 #include "qmeasure.h"
 
 #include <errno.h>
@@ -270,17 +271,17 @@ int harness_blocks_write(const char *prefix, const cv_block_list *bl, char **fil
 			if (bl->file[i] != f)
 				continue;
 			if (!o) {
-				int fd;
+				cs_err we = {0};
 
 				snprintf(path, sizeof(path), "%s.%s", prefix, base);
-				/* a new file beneath the held folder: a link at its name is replaced */
-				fd = cv_open_new(path, O_WRONLY, 0644);
-				if (fd < 0 || !(o = fdopen(fd, "w"))) {
-					int err = errno;
+				/* beneath the held folder: a link at its name is replaced, never followed */
+				o = guard_output_fopen(path, "index query", "--record-blocks", &we);
+				if (!o) {
+					char spelt[CS_ERR_MAX + 4096];
 
-					if (fd >= 0)
-						close(fd);
-					return -err;
+					guard_spell(we.msg, 0, spelt, sizeof(spelt));
+					fprintf(stderr, "coldstudy index: %s\n", spelt);
+					return we.code == CS_EXIT_REFUSED ? -EPERM : -EIO;
 				}
 			}
 			fprintf(o, "%llu\n", (unsigned long long) bl->block[i]);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guard.h"
 #include "ledger.h"
 #include "register.h"
 
@@ -148,9 +149,17 @@ int harness_replicate(const char *src, const char *out, const char *specs, uint6
 	}
 	ndoc = replicated_doc(doc, specs ? specs : ".", seed);
 	snprintf(path, sizeof(path), "%s/study.json", out);
-	if (!ndoc || json_dump_file(ndoc, path, JSON_INDENT(2) | JSON_SORT_KEYS)) {
-		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot write the study spec", path);
-		goto out;
+	{
+		/* beneath the held S2: a link planted at study.json is replaced, never followed */
+		FILE *sf = ndoc ? guard_output_fopen(path, "replicate", "--out", e) : NULL;
+		int bad = !sf || json_dumpf(ndoc, sf, JSON_INDENT(2) | JSON_SORT_KEYS);
+
+		if ((sf && fclose(sf)) || bad) {
+			rc = e->msg[0] ? e->code
+				       : cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot write the study spec",
+						    path);
+			goto out;
+		}
 	}
 	if ((rc = harness_study_register_amend(out, path, NULL, &seq, e)))
 		goto out;

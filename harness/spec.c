@@ -1111,6 +1111,33 @@ static int study_datasets_exist(const json_t *doc, const char *name, cs_err *e)
 	return 0;
 }
 
+/*
+ * The study's datasets.* files checked as a run spec's datasets are, against
+ * the machine's registry, the study's items so far and the items it is
+ * registering now (items): a production file is refused (recorded).
+ */
+static int study_datasets_guard(ledger *l, const json_t *doc, const json_t *items, cs_err *e)
+{
+	guard_prodset *ps = NULL;
+	const char *k;
+	json_t *v;
+	int rc = guard_prodset_load(l, &ps, e);
+
+	if (!rc)
+		rc = guard_prodset_add_items(ps, items, "this study", e);
+	json_object_foreach(json_object_get(doc, "datasets"), k, v) {
+		char role[160];
+
+		if (rc)
+			break;
+		snprintf(role, sizeof(role), "$.datasets.%s", k);
+		if (json_is_string(v))
+			rc = guard_dataset(l, ps, json_string_value(v), "study register", role, e);
+	}
+	guard_prodset_free(ps);
+	return rc;
+}
+
 /* The folder of path, for the plan's relative paths ("." for a bare name). */
 static void folder_of(const char *path, char *out, size_t cap)
 {
@@ -1292,6 +1319,10 @@ int harness_study_register_amend(const char *dir, const char *path, const char *
 		ledger_rollback(l);
 		goto out;
 	}
+	/* its datasets, read by its runs (directly or through indexes.*.dataset), are never production */
+	rc = study_datasets_guard(l, doc, items, e);
+	if (rc)
+		goto out;
 	have_prev = prev.rec != NULL;
 	if (have_prev &&
 	    !strcmp(json_string_value(json_object_get(prev.rec, "sha256")) ?: "", sha) &&

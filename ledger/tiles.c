@@ -31,6 +31,9 @@
 #include "ledger_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -172,33 +175,80 @@ out:
 
 typedef struct dir_out {
 	const char *root;
+	int rootfd; /* the output folder: every tile is made beneath it, no symlink followed */
 	int64_t written, same;
 	cs_err *e;
 } dir_out;
 
-/* mkdir -p of the directories in full below root (root's own length: skip). */
-static int make_parents(const char *full, size_t skip, cs_err *e)
+/*
+ * The folder of rel (a tile's path below the root) as a descriptor, its
+ * folders made beneath rootfd with mkdirat and entered with O_NOFOLLOW (a
+ * symlink there is refused, never followed); *last points at rel's file
+ * name. -1 with e filled.
+ */
+static int tile_dir(int rootfd, const char *root, const char *rel, const char **last, cs_err *e)
 {
-	char tmp[4096];
+	char buf[4096], *comp, *p;
+	const char *slash = strrchr(rel, '/');
+	int cur = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
 
-	snprintf(tmp, sizeof(tmp), "%s", full);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/' || (size_t) (p - tmp) <= skip)
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return cs_err_set(e, CS_EXIT_BADINPUT, "%s: cannot create directory: %s", tmp,
-					  strerror(errno));
-		{
-			/* a folder already there must be one: a symlink would lead the tiles elsewhere */
-			struct stat ls;
-
-			if (lstat(tmp, &ls) < 0 || !S_ISDIR(ls.st_mode))
-				return cs_err_set(e, CS_EXIT_REFUSED,
-						  "%s: not a directory (a symlink is not followed)", tmp);
-		}
-		*p = '/';
+	*last = slash ? slash + 1 : rel;
+	if (cur < 0) {
+		cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", root, strerror(errno));
+		return -1;
 	}
+	snprintf(buf, sizeof(buf), "%.*s", slash ? (int) (slash - rel) : 0, rel);
+	for (p = buf; (comp = strsep(&p, "/"));) {
+		int next;
+
+		if (!*comp)
+			continue;
+		if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) {
+			cs_err_set(e, CS_EXIT_BADINPUT, "%s/%s: cannot create directory %s: %s", root,
+				   rel, comp, strerror(errno));
+			close(cur);
+			return -1;
+		}
+		/* a folder already there must be one: a symlink would lead the tiles elsewhere */
+		next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(cur);
+		if (next < 0) {
+			cs_err_set(e, CS_EXIT_REFUSED, "%s/%s: %s is not a directory (a symlink is not followed)",
+				   root, rel, comp);
+			return -1;
+		}
+		cur = next;
+	}
+	return cur;
+}
+
+/* Read name beneath dfd (no symlink followed) into *buf; 0, -ENOENT, or -errno. */
+static int read_at(int dfd, const char *name, size_t cap, char **buf, size_t *len)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	size_t n = 0;
+
+	*buf = NULL;
+	*len = 0;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t) st.st_size > cap ||
+	    !(*buf = malloc((size_t) st.st_size + 1))) {
+		close(fd);
+		return -EINVAL;
+	}
+	while (n < (size_t) st.st_size) {
+		ssize_t r = read(fd, *buf + n, (size_t) st.st_size - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t) r;
+	}
+	close(fd);
+	*len = n;
 	return 0;
 }
 
@@ -207,15 +257,20 @@ static int write_tile(const char *path, const void *data, size_t len, void *ud)
 {
 	dir_out *o = ud;
 	char full[4096], *have = NULL;
+	const char *name;
 	size_t hl = 0;
-	cs_err ig = {0};
-	int rc;
+	int rc, dfd;
 
 	snprintf(full, sizeof(full), "%s/%s", o->root, path);
-	if (!cs_read_file(full, 1u << 20, &have, &hl, &ig)) {
+	dfd = tile_dir(o->rootfd, o->root, path, &name, o->e);
+	if (dfd < 0)
+		return o->e->code;
+	rc = read_at(dfd, name, 1u << 20, &have, &hl);
+	if (!rc) {
 		int same = hl == len && !memcmp(have, data, len);
 
 		free(have);
+		close(dfd);
 		if (same) {
 			o->same++;
 			return 0;
@@ -225,8 +280,16 @@ static int write_tile(const char *path, const void *data, size_t len, void *ud)
 				  "one; nothing there is replaced",
 				  full);
 	}
-	if ((rc = make_parents(full, strlen(o->root), o->e)) ||
-	    (rc = cs_write_file_atomic(full, data, len, 0644, o->e)))
+	if (rc != -ENOENT) {
+		close(dfd);
+		return cs_err_set(o->e, CS_EXIT_REFUSED,
+				  "%s: not a regular file (a symlink is not followed); nothing there "
+				  "is replaced",
+				  full);
+	}
+	rc = cs_write_file_atomic_at(dfd, name, full, data, len, 0644, o->e);
+	close(dfd);
+	if (rc)
 		return rc;
 	o->written++;
 	return 0;
@@ -273,7 +336,7 @@ int ledger_check_ancestor(ledger *l, const char *note, size_t len, const char *s
 int ledger_tiles_write(ledger *l, const char *outdir, int64_t *written, int64_t *same,
 		       char **note_out, cs_err *e)
 {
-	dir_out o = {outdir, 0, 0, e};
+	dir_out o = {outdir, -1, 0, 0, e};
 	char *note = NULL, path[4096];
 	int64_t count;
 	int rc;
@@ -282,19 +345,28 @@ int ledger_tiles_write(ledger *l, const char *outdir, int64_t *written, int64_t 
 	if (mkdir(outdir, 0755) < 0 && errno != EEXIST)
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: cannot create directory: %s", outdir,
 				  strerror(errno));
+	/*
+	 * held from here on (the CLI hands in the folder the guards checked and
+	 * hold): every tile and the checkpoint are made beneath this descriptor
+	 */
+	o.rootfd = open(outdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (o.rootfd < 0)
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: cannot open directory: %s", outdir,
+				  strerror(errno));
 	rc = l->keyed ? ledger_checkpoint_signed(l, &note, e) : ledger_checkpoint(l, &note, e);
-	if (rc)
+	if (rc) {
+		close(o.rootfd);
 		return rc;
+	}
 	/* a directory that already holds a log must hold an ancestor of this one */
 	snprintf(path, sizeof(path), "%s/checkpoint", outdir);
 	{
 		char *have = NULL;
 		size_t hl = 0;
 		int64_t old = 0;
-		cs_err ig = {0};
 		ledger_tree_head th;
 
-		if (!cs_read_file(path, LG_NOTE_MAX, &have, &hl, &ig)) {
+		if (!read_at(o.rootfd, "checkpoint", LG_NOTE_MAX, &have, &hl)) {
 			rc = ledger_checkpoint_parse(note, strlen(note), "checkpoint", &th, e);
 			if (!rc)
 				rc = ledger_check_ancestor(l, have, hl, path, th.size, &old, e);
@@ -307,13 +379,14 @@ int ledger_tiles_write(ledger *l, const char *outdir, int64_t *written, int64_t 
 	if ((rc = ledger_tiles_foreach(l, note, 0, write_tile, &o, &count, e)))
 		goto out;
 	/* the checkpoint last: a reader never sees a tree whose tiles are not there yet */
-	if ((rc = cs_write_file_atomic(path, note, strlen(note), 0644, e)))
+	if ((rc = cs_write_file_atomic_at(o.rootfd, "checkpoint", path, note, strlen(note), 0644, e)))
 		goto out;
 	*written = o.written;
 	*same = o.same;
 	*note_out = note;
 	note = NULL;
 out:
+	close(o.rootfd);
 	free(note);
 	return rc;
 }

@@ -56,18 +56,24 @@ static int report_file_name(const char *name)
 }
 
 /*
- * Remove a directory that holds only report files. Returns 0, or -1 if it
- * holds anything else (then nothing more is removed).
+ * Remove the folder name beneath pfd when it holds only report files (it
+ * is opened with O_NOFOLLOW: a symlink swapped in is never entered).
+ * Returns 0, or -1 if it holds anything else (then nothing more is removed).
  */
-static int remove_report_dir(const char *dir)
+static int remove_report_dir(int pfd, const char *name)
 {
-	DIR *dh = opendir(dir);
+	int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct dirent *de;
-	char path[4096];
+	DIR *dh;
 	int bad = 0;
 
-	if (!dh)
+	if (dfd < 0)
 		return errno == ENOENT ? 0 : -1;
+	dh = fdopendir(dfd);
+	if (!dh) {
+		close(dfd);
+		return -1;
+	}
 	while ((de = readdir(dh))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -84,29 +90,33 @@ static int remove_report_dir(const char *dir)
 	while ((de = readdir(dh))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if ((size_t) snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < sizeof(path))
-			unlink(path);
+		unlinkat(dirfd(dh), de->d_name, 0);
 	}
 	closedir(dh);
-	return rmdir(dir);
+	return unlinkat(pfd, name, AT_REMOVEDIR);
 }
 
-/* 1 if dir is empty or a previous report (report.md and report files only), 0 if absent, else -1.
+/*
+ * 1 if name beneath pfd is empty or a previous report (report.md and report
+ * files only), 0 if absent, else -1 (a symlink too: it is not followed).
  */
-static int existing_report(const char *dir)
+static int existing_report(int pfd, const char *name)
 {
 	struct stat st;
 	DIR *dh;
 	struct dirent *de;
-	int ok = 1, entries = 0, has_md = 0;
+	int ok = 1, entries = 0, has_md = 0, dfd;
 
-	if (lstat(dir, &st))
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW))
 		return errno == ENOENT ? 0 : -1;
 	if (!S_ISDIR(st.st_mode))
 		return -1;
-	dh = opendir(dir);
-	if (!dh)
+	dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || !(dh = fdopendir(dfd))) {
+		if (dfd >= 0)
+			close(dfd);
 		return -1;
+	}
 	while ((de = readdir(dh))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -122,78 +132,117 @@ static int existing_report(const char *dir)
 	return ok;
 }
 
+/* Make a new folder "NAME.TAG-XXXXXX" beneath pfd (0755) into made; 0 or -errno. */
+static int mkdir_unique(int pfd, const char *name, const char *tag, char *made, size_t cap)
+{
+	static unsigned seq;
+	uint64_t r = (uint64_t) cs_now_us() ^ ((uint64_t) getpid() << 20);
+
+	for (int tries = 0; tries < 100; tries++) {
+		r = r * 6364136223846793005ull + 1442695040888963407ull + seq++;
+		if ((size_t) snprintf(made, cap, "%s.%s-%06x", name, tag,
+				      (unsigned) (r >> 40) & 0xffffffu) >= cap)
+			return -ENAMETOOLONG;
+		if (mkdirat(pfd, made, 0755) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
 typedef struct outfile {
 	const char *name;
 	const char *data;
 	size_t len;
 } outfile;
 
-/* Write files into a temporary directory beside out and move it into place whole. */
+/*
+ * Write files into a temporary directory beside out and move it into place
+ * whole. Everything happens beneath out's folder's descriptor (no name is
+ * walked again), the files are created in the temporary folder's own
+ * descriptor, and a folder that is a symlink is never entered or emptied.
+ */
 static int publish_dir(const char *out, const outfile *files, size_t n, cs_err *e)
 {
-	char tmp[4096], path[4096];
+	char parent[4096], tmp[512], old[512], shown[4200];
+	const char *slash = strrchr(out, '/'), *name = slash ? slash + 1 : out;
 	size_t i;
-	int rc = 0, ex;
+	int rc = 0, ex, pfd, tfd, r;
 
-	ex = existing_report(out);
-	if (ex < 0)
+	if (!*name || !strcmp(name, ".") || !strcmp(name, "..") || strlen(name) > 200)
+		return cs_err_set(e, CS_EXIT_USAGE, "%s: a folder name is expected", out);
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else if (slash == out)
+		snprintf(parent, sizeof(parent), "/");
+	else if ((size_t) snprintf(parent, sizeof(parent), "%.*s", (int) (slash - out), out) >=
+		 sizeof(parent))
+		return cs_err_set(e, CS_EXIT_USAGE, "%s: path too long", out);
+	pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s", parent, strerror(errno));
+	ex = existing_report(pfd, name);
+	if (ex < 0) {
+		close(pfd);
 		return cs_err_set(
 		    e, CS_EXIT_REFUSED,
 		    "%s: exists and is not a report directory (it holds other files); "
 		    "choose another --out",
 		    out);
-	if ((size_t) snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", out) >= sizeof(tmp))
-		return cs_err_set(e, CS_EXIT_USAGE, "%s: path too long", out);
-	if (!mkdtemp(tmp))
-		return cs_err_set(e, CS_EXIT_INTERNAL,
-		                  "%s: cannot create a temporary directory: %s", tmp,
-		                  strerror(errno));
-	if (chmod(tmp, 0755)) {
-		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: chmod: %s", tmp, strerror(errno));
+	}
+	if ((r = mkdir_unique(pfd, name, "tmp", tmp, sizeof(tmp)))) {
+		close(pfd);
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create a temporary directory: %s",
+				  out, strerror(-r));
+	}
+	tfd = openat(pfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (tfd < 0) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s/%s: %s", parent, tmp, strerror(errno));
 		goto fail;
 	}
-	for (i = 0; i < n; i++) {
-		if ((size_t) snprintf(path, sizeof(path), "%s/%s", tmp, files[i].name) >=
-		    sizeof(path)) {
-			rc = cs_err_set(e, CS_EXIT_USAGE, "%s: path too long", out);
-			goto fail;
-		}
-		rc = cs_write_file_atomic(path, files[i].data, files[i].len, 0644, e);
-		if (rc)
-			goto fail;
+	for (i = 0; !rc && i < n; i++) {
+		snprintf(shown, sizeof(shown), "%s/%s", out, files[i].name);
+		rc = cs_write_file_atomic_at(tfd, files[i].name, shown, files[i].data, files[i].len,
+					     0644, e);
 	}
+	close(tfd);
+	if (rc)
+		goto fail;
 	if (ex == 0) {
-		if (rename(tmp, out)) {
+		if (renameat(pfd, tmp, pfd, name)) {
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot rename into place: %s",
 			                out, strerror(errno));
 			goto fail;
 		}
+		close(pfd);
 		return 0;
 	}
 	/* swap with the previous report in one step, then remove the old one */
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, out, RENAME_EXCHANGE)) {
-		char old[4096];
-
-		if ((size_t) snprintf(old, sizeof(old), "%s.old-XXXXXX", out) >= sizeof(old) ||
-		    !mkdtemp(old) || rmdir(old) || rename(out, old)) {
+	if (renameat2(pfd, tmp, pfd, name, RENAME_EXCHANGE)) {
+		if ((r = mkdir_unique(pfd, name, "old", old, sizeof(old))) ||
+		    unlinkat(pfd, old, AT_REMOVEDIR) || renameat(pfd, name, pfd, old)) {
 			rc = cs_err_set(e, CS_EXIT_INTERNAL,
 			                "%s: cannot replace the previous report: %s", out,
-			                strerror(errno));
+			                strerror(r ? -r : errno));
 			goto fail;
 		}
-		if (rename(tmp, out)) {
+		if (renameat(pfd, tmp, pfd, name)) {
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot rename into place: %s",
 			                out, strerror(errno));
-			rename(old, out);
+			renameat(pfd, old, pfd, name);
 			goto fail;
 		}
-		remove_report_dir(old);
+		remove_report_dir(pfd, old);
+		close(pfd);
 		return 0;
 	}
-	remove_report_dir(tmp); /* now the previous report */
+	remove_report_dir(pfd, tmp); /* now the previous report */
+	close(pfd);
 	return 0;
 fail:
-	remove_report_dir(tmp);
+	remove_report_dir(pfd, tmp);
+	close(pfd);
 	return rc;
 }
 
