@@ -552,6 +552,15 @@ static size_t print_group(const json_t *all, const char *cls, int provisional, i
 			       : "");
 		print_interval(json_object_get(v, "interval"),
 			       json_is_true(json_object_get(v, "underpowered")));
+		if (model == 1) {
+			const json_t *cl;
+			size_t j;
+
+			json_array_foreach(json_object_get(v, "clauses"), j, cl)
+				printf("      %s: %s: %s\n", json_string_value(json_object_get(cl, "path")) ?: "?",
+				       json_string_value(json_object_get(cl, "basis")) ?: "?",
+				       json_string_value(json_object_get(cl, "why")) ?: "");
+		}
 	}
 	return n;
 }
@@ -609,9 +618,10 @@ int cmd_verdicts(int argc, char **argv)
 		       "its runs; --as-of SEQ recomputes from the records up to SEQ. A hypothesis\n"
 		       "amended after the first run keeps its registered version's verdict in the\n"
 		       "confirmatory table; the amended version (H3') is an exploratory entry.\n"
-		       "Confirmatory hypotheses whose every compared metric rests on the device\n"
-		       "model alone (its per-read figures, or its times on runs that read alike)\n"
-		       "are model checks, listed apart and never counted as evidence.\n"
+		       "Confirmatory hypotheses that validate classified as model checks (every\n"
+		       "comparison of their rules decided by the device model's parameters, its\n"
+		       "replay under the engine's unknown reads and CPU never moving the outcome)\n"
+		       "are listed apart, each comparison with why, and never counted as evidence.\n"
 		       "The log is verified first (exit 4 on an edited log or a record appended\n"
 		       "without the study's key). Exit 6 when the registered holdout test (the\n"
 		       "score of record, by the rule registered before the holdout was seen)\n"
@@ -663,8 +673,8 @@ int cmd_verdicts(int argc, char **argv)
 		print_group(all, "confirmatory", 1, 0,
 			    "provisional (accept holds; the sceptic runs are missing or none are planned):");
 		print_group(all, "confirmatory", -1, 1,
-			    "model checks (every metric the rules compare rests on the device model's "
-			    "parameters alone; never counted as confirmatory evidence):");
+			    "model checks (every comparison of the rules decided by the device model's "
+			    "parameters; never counted as confirmatory evidence):");
 		print_group(all, "exploratory", -1, -1,
 			    "exploratory (kind exploratory or descriptive, post hoc, or no plan; never "
 			    "confirmatory):");

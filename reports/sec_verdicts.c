@@ -141,6 +141,8 @@ void rpt_sec_verdicts(doc *d, const model *m)
 		                  ? (json_is_true(json_object_get(v, "post_hoc"))
 		                         ? "exploratory (post hoc)"
 		                         : "exploratory")
+		              : !strcmp(rpt_str(v, "evidence") ?: "", "model check")
+		                  ? "model check (not evidence)"
 		                  : "confirmatory");
 		rpt_cell_s(r, rpt_str(json_object_get(v, "accept"), "result"));
 		rpt_cell_s(r, rpt_str(json_object_get(v, "reject"), "result"));
@@ -180,6 +182,44 @@ void rpt_sec_verdicts(doc *d, const model *m)
 			rpt_cell_s(r, txt);
 		} else {
 			rpt_cell_s(r, "none");
+		}
+	}
+	/* Model checks apart: each comparison the device model's parameters decide. */
+	t = NULL;
+	json_array_foreach(m->verdicts, i, v)
+	{
+		const json_t *cl;
+
+		if (strcmp(rpt_str(v, "class") ?: "", "confirmatory") ||
+		    strcmp(rpt_str(v, "evidence") ?: "", "model check"))
+			continue;
+		if (!t)
+			t = rpt_table(d,
+			              "Model checks: confirmatory hypotheses whose every comparison the "
+			              "device model's parameters decide (classified by validate before "
+			              "any run, by replaying the model under the engine's figures it "
+			              "cannot know: docs/device-model.md). They verify the model, not the "
+			              "system, and are never counted as evidence.",
+			              "Hypothesis", "Verdict", "Comparison", "Metrics", "Outcome under "
+			              "the model", "Why", NULL);
+		json_array_foreach(json_object_get(v, "clauses"), j, cl)
+		{
+			r = rpt_row(t);
+			rpt_cell_s(r, j ? "" : rpt_str(v, "hypothesis"));
+			rpt_cell_s(r, j ? "" : rpt_str(v, "verdict"));
+			rpt_cell_s(r, rpt_str(cl, "path"));
+			rpt_cell_j(r, json_object_get(cl, "metrics"));
+			rpt_cell_s(r, rpt_str(cl, "outcome") ?: rpt_str(cl, "basis"));
+			rpt_cell_s(r, rpt_str(cl, "why"));
+		}
+		if (!json_array_size(json_object_get(v, "clauses"))) {
+			r = rpt_row(t);
+			rpt_cell_s(r, rpt_str(v, "hypothesis"));
+			rpt_cell_s(r, rpt_str(v, "verdict"));
+			rpt_cell_s(r, "(classified from its runs)");
+			rpt_cell_j(r, json_object_get(v, "basis"));
+			rpt_cell_s(r, "-");
+			rpt_cell_s(r, "validate did not classify this version");
 		}
 	}
 	/* Hypotheses decided by an interval: the estimate, the interval and n on each side. */
