@@ -59,6 +59,9 @@ typedef struct holdout_pred {
 	json_t *params;   /* new: the model's parameters, the band's basis, the runs used */
 } holdout_pred;
 
+/* Residuals of a metric itself a band needs before it replaces the parameters' spreads. */
+#define HOLDOUT_LOO_MIN 4
+
 /*
  * Predict metric for a run with target features from design runs using
  * model ("io", "loglinear" or "auto"). CS_EXIT_BADINPUT when the design
