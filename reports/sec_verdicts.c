@@ -189,6 +189,7 @@ void rpt_sec_verdicts(doc *d, const model *m)
 	json_array_foreach(m->verdicts, i, v)
 	{
 		const json_t *cl;
+		rbuf b;
 
 		if (strcmp(rpt_str(v, "class") ?: "", "confirmatory") ||
 		    strcmp(rpt_str(v, "evidence") ?: "", "model check"))
@@ -197,30 +198,35 @@ void rpt_sec_verdicts(doc *d, const model *m)
 			t = rpt_table(d,
 			              "Model checks: confirmatory hypotheses whose every comparison the "
 			              "device model's parameters decide (classified by validate before "
-			              "any run, by replaying the model under the engine's figures it "
-			              "cannot know: docs/device-model.md). They verify the model, not the "
+			              "any run, replaying the model under the engine's figures it cannot "
+			              "know: docs/device-model.md). They verify the model, not the "
 			              "system, and are never counted as evidence.",
-			              "Hypothesis", "Verdict", "Comparison", "Metrics", "Outcome under "
-			              "the model", "Why", NULL);
+			              "Hypothesis", "Verdict", "Metrics", "Each comparison under the model",
+			              "Classified by", NULL);
+		r = rpt_row(t);
+		rpt_cell_s(r, rpt_str(v, "hypothesis"));
+		rpt_cell_s(r, rpt_str(v, "verdict"));
+		rb_init(&b, 0);
 		json_array_foreach(json_object_get(v, "clauses"), j, cl)
+			rb_printf(&b, "%s%s: %s", j ? "; " : "", rpt_str(cl, "path") ?: "?",
+			          rpt_str(cl, "outcome") ?: rpt_str(cl, "basis") ?: "?");
 		{
-			r = rpt_row(t);
-			rpt_cell_s(r, j ? "" : rpt_str(v, "hypothesis"));
-			rpt_cell_s(r, j ? "" : rpt_str(v, "verdict"));
-			rpt_cell_s(r, rpt_str(cl, "path"));
-			rpt_cell_j(r, json_object_get(cl, "metrics"));
-			rpt_cell_s(r, rpt_str(cl, "outcome") ?: rpt_str(cl, "basis"));
-			rpt_cell_s(r, rpt_str(cl, "why"));
+			rbuf mb;
+			const char *k;
+			json_t *x;
+			size_t n = 0;
+
+			rb_init(&mb, 0);
+			json_object_foreach(json_object_get(v, "basis"), k, x)
+				rb_printf(&mb, "%s%s", n++ ? ", " : "", k);
+			rpt_cell_s(r, mb.p ? mb.p : "-");
+			rb_free(&mb);
 		}
-		if (!json_array_size(json_object_get(v, "clauses"))) {
-			r = rpt_row(t);
-			rpt_cell_s(r, rpt_str(v, "hypothesis"));
-			rpt_cell_s(r, rpt_str(v, "verdict"));
-			rpt_cell_s(r, "(classified from its runs)");
-			rpt_cell_j(r, json_object_get(v, "basis"));
-			rpt_cell_s(r, "-");
-			rpt_cell_s(r, "validate did not classify this version");
-		}
+		rpt_cell_s(r, b.p ? b.p : "(from its runs: validate did not classify this version)");
+		rb_free(&b);
+		rpt_cell_s(r, !strcmp(rpt_str(json_object_get(v, "classified"), "by") ?: "", "validate")
+		                  ? "validate (before any run)"
+		                  : "its runs");
 	}
 	/* Hypotheses decided by an interval: the estimate, the interval and n on each side. */
 	t = NULL;
