@@ -605,8 +605,10 @@ static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json
  * target, is (or is not) on a device model, predicted by the io model
  * fitted without it, z = log(observed / predicted). A run that repeats an
  * earlier one's reads identity (the same partitions and queries) adds
- * nothing to a reads metric and is left out of it. Returns the count; *ss
- * the sum of z^2.
+ * nothing to a reads metric and is left out of it; so is a run whose group
+ * has no other run (the refit would take its latency from the profile: the
+ * prior's error, which predict_io adds for a target that needs it). Returns
+ * the count; *ss the sum of z^2.
  */
 static size_t loo_metric(const holdout_obs *d, size_t n, const json_t *target, const char *metric,
 			 double *ss)
@@ -624,7 +626,8 @@ static size_t loo_metric(const holdout_obs *d, size_t n, const json_t *target, c
 		if (!is_cold(d[i].features) || on_model(d[i].features) != on_model(target) ||
 		    (!ul && rep && rep[i]) || get_num(d[i].metrics, metric, &obs) || obs <= 0)
 			continue;
-		if (io_fit_rep(d, n, i, d[i].features, rep, &f) ||
+		/* a run alone in its group would be predicted from the profile: the prior's error, added apart */
+		if (io_fit_rep(d, n, i, d[i].features, rep, &f) || f.prior ||
 		    io_value(&f, d[i].features, metric, &pred))
 			continue;
 		*ss += log(obs / pred) * log(obs / pred);
@@ -735,9 +738,10 @@ static int predict_io(const holdout_obs *d, size_t n, const json_t *target, cons
 	 * design has HOLDOUT_LOO_MIN of them: the parameters' spreads, summed,
 	 * count each parameter's noise in full although a metric's errors in
 	 * them partly cancel (a wall is reads times latency over concurrency),
-	 * and gave bands several times too wide. A device no design run used
-	 * adds how far profiles alone were from measurements, which design
-	 * runs of seen devices cannot show.
+	 * and gave bands several times too wide. What only this target needs
+	 * is added apart: the elasticity's uncertainty over its size step, and
+	 * for a device no design run used how far profiles alone were from
+	 * measurements, which design runs of seen devices cannot show.
 	 */
 	s_comp = sqrt(var);
 	n_m = loo_metric(d, n, target, metric, &ss_m);
@@ -745,6 +749,13 @@ static int predict_io(const holdout_obs *d, size_t n, const json_t *target, cons
 		double cm = ss_m / (double) n_m, den = cm * cm / (double) (n_m - 1);
 
 		var = cm;
+		/* what only this target needs: a size step past the design's, a device prior */
+		if (ur && fit.dx != 0) {
+			double ce = fit.elast_sd * fit.elast_sd * fit.dx * fit.dx;
+
+			var += ce;
+			den += ce * ce / (fit.n_elast > 2 ? (double) (fit.n_elast - 2) : 1.0);
+		}
 		if (ul && fit.prior) {
 			var += fit.calib_var;
 			den += fit.calib_var * fit.calib_var /
