@@ -605,35 +605,54 @@ static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json
  * target, is (or is not) on a device model, predicted by the io model
  * fitted without it, z = log(observed / predicted). A run that repeats an
  * earlier one's reads identity (the same partitions and queries) adds
- * nothing to a reads metric and is left out of it; so is a run whose group
- * has no other run (the refit would take its latency from the profile: the
- * prior's error, which predict_io adds for a target that needs it). Returns
+ * nothing to a reads metric and is left out of it; each refit leaves out
+ * every run of the left-out run's identity from the reads; so is, from a metric of
+ * latency, a run whose group has no other run (the refit would take its
+ * latency from the profile: the prior's error, which predict_io adds for a
+ * target that needs it). Returns
  * the count; *ss the sum of z^2.
  */
 static size_t loo_metric(const holdout_obs *d, size_t n, const json_t *target, const char *metric,
 			 double *ss)
 {
+	enum { KEY = 1024 };
 	int ur, ul, ue;
-	unsigned char *rep = reads_repeats(d, n);
+	unsigned char *rep = reads_repeats(d, n), *out = malloc(n ? n : 1);
+	char *key = malloc((n ? n : 1) * KEY);
 	size_t cnt = 0;
 
 	*ss = 0;
 	metric_parts(metric, &ur, &ul, &ue);
+	if (!rep || !out || !key)
+		goto done;
+	for (size_t i = 0; i < n; i++)
+		reads_identity(&d[i], key + i * KEY, KEY);
 	for (size_t i = 0; i < n; i++) {
 		io_fit f;
 		double obs, pred;
 
 		if (!is_cold(d[i].features) || on_model(d[i].features) != on_model(target) ||
-		    (!ul && rep && rep[i]) || get_num(d[i].metrics, metric, &obs) || obs <= 0)
+		    (!ul && rep[i]) || get_num(d[i].metrics, metric, &obs) || obs <= 0)
 			continue;
+		/*
+		 * Left out with it: every run of its partitions and query rows, whose
+		 * pages the refit's reads would otherwise know (a target reads pages
+		 * no design run read).
+		 */
+		memcpy(out, rep, n);
+		for (size_t j = 0; key[i * KEY] && j < n; j++)
+			out[j] |= !strcmp(key + i * KEY, key + j * KEY);
 		/* a run alone in its group would be predicted from the profile: the prior's error, added apart */
-		if (io_fit_rep(d, n, i, d[i].features, rep, &f) || f.prior ||
+		if (io_fit_rep(d, n, i, d[i].features, out, &f) || (ul && f.prior) ||
 		    io_value(&f, d[i].features, metric, &pred))
 			continue;
 		*ss += log(obs / pred) * log(obs / pred);
 		cnt++;
 	}
+done:
 	free(rep);
+	free(out);
+	free(key);
 	return cnt;
 }
 
