@@ -25,7 +25,10 @@ int cmd_validate(int argc, char **argv)
 		       "Run the checks that must pass before any study run, each a validation record:\n"
 		       "ledger verifies, clock monotonic, O_DIRECT, io_uring, eviction (residency 0.0\n"
 		       "on every index file), engine vs block-device read counts (ratio in [0.9, 1.1]),\n"
-		       "the guard refuses a planted production path, the clone marker validates, host.\n"
+		       "the guard refuses a planted production path, the clone marker validates, host;\n"
+		       "per hypothesis can-fail:Hn, power:Hn (interval decisions) and model-check:Hn:\n"
+		       "each comparison of its rules classified by what decides it (the engine, a real\n"
+		       "device, or the device model's parameters; docs/device-model.md).\n"
 		       "--allow-no-device-stats waives the device comparison where the device has no\n"
 		       "stats, recorded as a deviation. Exit 4 when a check failed. --json prints\n"
 		       "the batch's validation records as a JSON array instead of the lines.\n");

@@ -55,6 +55,7 @@
  * cannot see").
  */
 #include "harness.h"
+#include "harness_int.h"
 
 #include "coldvec.h"
 #include "holdout.h"
@@ -639,6 +640,12 @@ static int hyp_cb(const ledger_record *r, void *ud)
 static json_t *load_specs(const ledger_plan *plan, const json_t *study, const char *id,
 			  const char *role, json_t *findings)
 {
+	return harness_hyp_plan_specs(plan, study, id, role, findings);
+}
+
+json_t *harness_hyp_plan_specs(const ledger_plan *plan, const json_t *study, const char *id,
+			   const char *role, json_t *findings)
+{
 	json_t *out = json_array(), *shas = ledger_plan_hyp_specs(plan, id, role), *v;
 	const char *base = json_string_value(json_object_get(plan->rec, "plan_base")) ?: ".";
 	const json_t *defaults = json_object_get(study, "defaults");
@@ -676,6 +683,24 @@ static json_t *load_specs(const ledger_plan *plan, const json_t *study, const ch
 	}
 	json_decref(shas);
 	return out;
+}
+
+int harness_registered_hyps(struct ledger *l, json_t **docs, json_t **order, cs_err *e)
+{
+	hyp_rec h = {json_object(), json_array()};
+	int rc = 0;
+
+	if (ledger_foreach(l, "hypothesis", hyp_cb, &h, e) ||
+	    ledger_foreach(l, "amendment", hyp_cb, &h, e))
+		rc = e->code ? e->code : CS_EXIT_INTERNAL;
+	if (rc) {
+		json_decref(h.docs);
+		json_decref(h.order);
+		h.docs = h.order = NULL;
+	}
+	*docs = h.docs;
+	*order = h.order;
+	return rc;
 }
 
 int harness_can_fail(struct ledger *l, const json_t *study, json_t *out, int *refuse, cs_err *e)

@@ -145,6 +145,18 @@ int harness_run_tags(const json_t *eff, const json_t *defaults, const char *kind
 const char *const *harness_tag_knobs(const char *tag);
 
 /*
+ * The model checks (modelcheck.c): for each registered hypothesis, one
+ * {"check": "model-check:Hn", "passed": true, "detail"} object appended to
+ * out: every comparison of its rules classified by what decides it on the
+ * plan's runs (the engine, a real device, the device model's parameters)
+ * by replaying the model under engine figures it cannot know, and the
+ * hypothesis a "model check" when the model alone decides it. Bound to the
+ * plan (plan_sha256) and the version classified (hypothesis_seq).
+ * 0 or an exit code.
+ */
+int harness_model_checks(struct ledger *l, const json_t *study, json_t *out, cs_err *e);
+
+/*
  * The can-fail checks (canfail.c): for each registered hypothesis, one
  * {"check": "can-fail:Hn", "passed", "detail"} object appended to out
  * (study: the registered study document; plan: its plan, NULL: none).

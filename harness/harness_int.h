@@ -188,6 +188,24 @@ int harness_vtime_query(const cv_device *dev, const cv_trace *t, uint64_t seed,
 int harness_vtime_prewarm(const cv_device *dev, const harness_blockset *s, uint64_t seed,
 			  double *ms);
 
+/* ---- what the plan registered (canfail.c), shared with modelcheck.c ---- */
+
+struct ledger;
+struct ledger_plan;
+/*
+ * The registered hypotheses: *docs id -> {"doc", "seq"} (the latest version,
+ * amendments included), *order the ids in first-registration order (both
+ * new). 0 or an exit code (then both NULL).
+ */
+int harness_registered_hyps(struct ledger *l, json_t **docs, json_t **order, cs_err *e);
+/*
+ * The plan's specs for hypothesis id in role ("runs" or "sceptic"), each
+ * {path, eff, tags} as the harness will run them (new); what will not load,
+ * or changed since the plan was registered, is a line in findings.
+ */
+json_t *harness_hyp_plan_specs(const struct ledger_plan *plan, const json_t *study, const char *id,
+			   const char *role, json_t *findings);
+
 /* ---- PostgreSQL: a private server on a cloned cluster (pg.c) ---- */
 
 #include <limits.h>

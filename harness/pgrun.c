@@ -116,6 +116,8 @@ typedef struct pgrun {
 	ledger_plan plan;       /* what the run is comes from the plan, by its spec hash */
 	const char *cls;        /* design, holdout, sceptic or exploratory */
 	int holdout, repeat;
+	int beyond;             /* a planned spec run beyond its registered count */
+	char class_why[512];    /* why a planned spec's run is exploratory (its clone's content) */
 } pgrun;
 
 /* ---- plans, from auto_explain's LOG messages ---- */
@@ -832,6 +834,19 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 	    (rc = guard_run_plan(R->l, &R->plan, sha, o->holdout, "run", &R->holdout, e)))
 		return rc;
 	R->cls = R->plan.plan || !R->holdout ? ledger_plan_class(&R->plan, sha) : "holdout";
+	/* evidence bound to the plan (as run.c): no --seed on it, the registered clone's content */
+	if (o->has_seed && (rc = guard_plan_seed(R->l, R->cls, 0, R->spec_path, "run", e)))
+		return rc;
+	if (!strcmp(R->cls, "design") || !strcmp(R->cls, "sceptic")) {
+		if ((rc = guard_plan_clone(R->l, R->cls, pgdata,
+					   json_string_value(json_object_get(*marker, "source_sha256")),
+					   R->class_why, sizeof(R->class_why), e)))
+			return rc;
+		if (R->class_why[0]) {
+			R->cls = "exploratory";
+			fprintf(stderr, "coldstudy run: %s\n", R->class_why);
+		}
+	}
 	if (R->holdout) {
 		if ((rc = guard_holdout_predictions(R->l, sha, "run", e)) ||
 		    (rc = guard_holdout_overlap(R->l, eff, o->declare_overlap, "run", e)))
@@ -994,6 +1009,10 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 	snprintf(o->run_id, sizeof(o->run_id), "%s", run_id);
 	/* a holdout target run again: a deviation; its first run stays the observation */
 	if (R.holdout && (rc = guard_holdout_repeat(l, sha, run_id, "run", &R.repeat, e)))
+		goto out;
+	/* a planned spec run beyond its registered count: a deviation, excluded from decisions */
+	if ((rc = guard_plan_runs(l, sha, R.cls, harness_spec_replicates(eff), run_id, "run",
+				  &R.beyond, e)))
 		goto out;
 	/* held until the run record or a deviation is in: a later command knows a live run */
 	rc = harness_live_begin(ledger_dir(l), run_id, &live, e);
@@ -1175,6 +1194,11 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 					      (json_int_t) (o->replicate ? o->replicate : 1), "of",
 					      (json_int_t) harness_spec_replicates(eff), "group",
 					      o->group ? o->group : run_id));
+		if (R.beyond)
+			json_object_set_new(rec, "beyond_plan", json_true());
+		if (R.class_why[0])
+			json_object_set_new(rec, "class_why", json_string(R.class_why));
+		json_object_set_new(rec, "versions", harness_versions(NULL));
 		rc = ledger_append(l, "run", rec, NULL, e);
 		if (rc) {
 			ledger_rollback(l);

@@ -52,7 +52,12 @@
  *                     registered factor, and its reject rule can hold. A
  *                     confirmatory or non-cause hypothesis that cannot fail
  *                     is refused: exit 3 and a `refusal` record (guard
- *                     "can-fail"), after the batch's closing record.
+ *                     "can-fail"), after the batch's closing record;
+ *   model-check:Hn    one per registered hypothesis (modelcheck.c): each
+ *                     comparison of its rules classified by what decides
+ *                     it (engine, device, device model) by replaying the
+ *                     model under engine figures it cannot know; always
+ *                     passes (a classification, read by verdicts).
  * Scratch files live in the study's scratch_dir (default DIR/.validate;
  * study.json's paths are the study folder's), which must be new and
  * outside every production item; it is made beneath its held parent, used
@@ -868,6 +873,29 @@ static int check_power(vctx *v, const json_t *study, cs_err *e)
 	return rc;
 }
 
+/*
+ * One model-check:Hn record per hypothesis (modelcheck.c): what decides
+ * each comparison of its rules on the plan's runs, and whether the device
+ * model's parameters alone decide it (a model check, never confirmatory
+ * evidence). A classification, never a refusal: passed is always true.
+ */
+static int check_model(vctx *v, const json_t *study, cs_err *e)
+{
+	json_t *res = json_array(), *r;
+	size_t i;
+	int rc;
+
+	rc = harness_model_checks(v->l, study, res, e);
+	json_array_foreach(res, i, r) {
+		if (rc)
+			break;
+		rc = record(v, json_string_value(json_object_get(r, "check")), 1,
+			    json_incref(json_object_get(r, "detail")), e);
+	}
+	json_decref(res);
+	return rc;
+}
+
 int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 {
 	vctx v = {0};
@@ -997,6 +1025,8 @@ int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 	rc = check_can_fail(&v, study, e);
 	if (!rc)
 		rc = check_power(&v, study, e);
+	if (!rc)
+		rc = check_model(&v, study, e);
 out:
 	if (v.l && v.batch) {
 		/* The closing record: all passed, or not (also when a check could not run). */

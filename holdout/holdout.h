@@ -26,12 +26,15 @@
  *  - "loglinear": least squares of log(metric) on the logs of the numeric
  *    knobs, the cold flag and one-hot device/mode/strategy/kind.
  *  - "auto": io where it applies, else loglinear.
- * Bands come from the fit's own residual spread: leave-one-out log
- * residuals of the io model, a t interval on the log scale whose variance
- * adds the components a metric uses (reads per query scaled to the
- * target's query count, latency, concurrency, the elasticity over the
- * size step, a device prior's calibration) with Welch-Satterthwaite
- * degrees of freedom; for the regression the
+ * Bands come from the fit's own residual spread. For the io model, the
+ * metric's own leave-one-out log residuals (each design run like the
+ * target predicted by the model refitted without it), a t interval on
+ * the log scale at their degrees of freedom, a device prior's calibration
+ * added; with fewer than HOLDOUT_LOO_MIN of them, a variance that adds the
+ * components a metric uses (reads per query scaled to the target's query
+ * count, latency, concurrency, the elasticity over the size step, a device
+ * prior's calibration) with Welch-Satterthwaite degrees of freedom (the
+ * band's "method" says which); for the regression the
  * t interval with leverage, pred x exp(+-t s sqrt(1 + x'(X'X)^-1 x)).
  * For the reads per partition query, design runs that searched the same
  * partitions with the same query rows (holdout_obs.spec) count once: they
@@ -58,6 +61,9 @@ typedef struct holdout_pred {
 	char model[16];   /* the model that made it: "io" or "loglinear" */
 	json_t *params;   /* new: the model's parameters, the band's basis, the runs used */
 } holdout_pred;
+
+/* Residuals of a metric itself a band needs before it replaces the parameters' spreads. */
+#define HOLDOUT_LOO_MIN 4
 
 /*
  * Predict metric for a run with target features from design runs using

@@ -310,13 +310,26 @@ out:
  * Fit the io model's parameters for target's groups on design minus skip
  * (skip = (size_t)-1 keeps all). Returns 0, or -1 when a group is empty.
  */
+static int io_fit_rep(const holdout_obs *d, size_t n, size_t skip, const json_t *target,
+		      const unsigned char *rep, io_fit *fit);
+
 static int io_fit_for(const holdout_obs *d, size_t n, size_t skip, const json_t *target,
 		      io_fit *fit)
+{
+	unsigned char *rep = reads_repeats(d, n); /* a query set read on three devices is one observation */
+	int rc = io_fit_rep(d, n, skip, target, rep, fit);
+
+	free(rep);
+	return rc;
+}
+
+/* io_fit_for with the design's reads repeats computed once (rep: reads_repeats, may be NULL). */
+static int io_fit_rep(const holdout_obs *d, size_t n, size_t skip, const json_t *target,
+		      const unsigned char *rep, io_fit *fit)
 {
 	char tk[1024], tio[1024], k[1024];
 	double *v = malloc((n + 1) * sizeof(*v)), *w = malloc((n + 1) * sizeof(*w));
 	size_t nv = 0, nw = 0;
-	unsigned char *rep;
 	int rc = -1;
 
 	memset(fit, 0, sizeof(*fit));
@@ -339,7 +352,6 @@ static int io_fit_for(const holdout_obs *d, size_t n, size_t skip, const json_t 
 	 * reads per partition query, for the target's knobs: each run's, scaled
 	 * from its partitions' size to the target's by the elasticity.
 	 */
-	rep = reads_repeats(d, n); /* a query set read on three devices is one observation */
 	fit_elasticity(d, n, skip, rep, fit);
 	knob_key(target, tk, sizeof(tk));
 	nv = 0;
@@ -359,7 +371,6 @@ static int io_fit_for(const holdout_obs *d, size_t n, size_t skip, const json_t 
 		}
 		nv++;
 	}
-	free(rep);
 	if (nv)
 		fit->dx /= (double) nv;
 	fit->n_rpp = nv;
@@ -588,6 +599,63 @@ static size_t loo_spread(const holdout_obs *d, size_t n, param which, const json
 	return cnt;
 }
 
+/*
+ * The metric's own leave-one-out residuals (issue 28: bands from per-metric
+ * residuals, not one pooled spread): each cold design run that, like the
+ * target, is (or is not) on a device model, predicted by the io model
+ * fitted without it, z = log(observed / predicted). A run that repeats an
+ * earlier one's reads identity (the same partitions and queries) adds
+ * nothing to a reads metric and is left out of it; each refit leaves out
+ * every run of the left-out run's identity from the reads; so is, from a metric of
+ * latency, a run whose group has no other run (the refit would take its
+ * latency from the profile: the prior's error, which predict_io adds for a
+ * target that needs it). Returns
+ * the count; *ss the sum of z^2.
+ */
+static size_t loo_metric(const holdout_obs *d, size_t n, const json_t *target, const char *metric,
+			 double *ss)
+{
+	enum { KEY = 1024 };
+	int ur, ul, ue;
+	unsigned char *rep = reads_repeats(d, n), *out = malloc(n ? n : 1);
+	char *key = malloc((n ? n : 1) * KEY);
+	size_t cnt = 0;
+
+	*ss = 0;
+	metric_parts(metric, &ur, &ul, &ue);
+	if (!rep || !out || !key)
+		goto done;
+	for (size_t i = 0; i < n; i++)
+		reads_identity(&d[i], key + i * KEY, KEY);
+	for (size_t i = 0; i < n; i++) {
+		io_fit f;
+		double obs, pred;
+
+		if (!is_cold(d[i].features) || on_model(d[i].features) != on_model(target) ||
+		    (!ul && rep[i]) || get_num(d[i].metrics, metric, &obs) || obs <= 0)
+			continue;
+		/*
+		 * Left out with it: every run of its partitions and query rows, whose
+		 * pages the refit's reads would otherwise know (a target reads pages
+		 * no design run read).
+		 */
+		memcpy(out, rep, n);
+		for (size_t j = 0; key[i * KEY] && j < n; j++)
+			out[j] |= !strcmp(key + i * KEY, key + j * KEY);
+		/* a run alone in its group would be predicted from the profile: the prior's error, added apart */
+		if (io_fit_rep(d, n, i, d[i].features, out, &f) || (ul && f.prior) ||
+		    io_value(&f, d[i].features, metric, &pred))
+			continue;
+		*ss += log(obs / pred) * log(obs / pred);
+		cnt++;
+	}
+done:
+	free(rep);
+	free(out);
+	free(key);
+	return cnt;
+}
+
 static json_t *run_ids(const holdout_obs *d, size_t n)
 {
 	json_t *a = json_array();
@@ -599,17 +667,20 @@ static json_t *run_ids(const holdout_obs *d, size_t n)
 
 /*
  * The io model's prediction and band. The band is pred x exp(+-t s), with
- * s^2 the sum of the variances of the parameters the metric uses, each from
- * its pooled leave-one-out spread scaled to what the target averages over
- * (its partition queries for reads, its expected reads for latency), and t
- * Student's at the pooled residuals' degrees of freedom.
+ * s^2 the mean square of the metric's own leave-one-out residuals over the
+ * design runs like the target (loo_metric), t Student's at their degrees of
+ * freedom. With fewer than HOLDOUT_LOO_MIN such residuals, s^2 is the sum
+ * of the variances of the parameters the metric uses, each from its pooled
+ * leave-one-out spread scaled to what the target averages over (its
+ * partition queries for reads, its expected reads for latency), and the
+ * band says so.
  */
 static int predict_io(const holdout_obs *d, size_t n, const json_t *target, const char *metric,
 		      double level, holdout_pred *p, cs_err *e)
 {
 	io_fit fit;
-	double pred, ss_r = 0, ss_l = 0, ss_e = 0, var = 0, s, t;
-	size_t n_r = 0, n_l = 0, n_e = 0;
+	double pred, ss_r = 0, ss_l = 0, ss_e = 0, ss_m = 0, var = 0, s, s_comp, t;
+	size_t n_r = 0, n_l = 0, n_e = 0, n_m;
 	double dof;
 	int ur, ul, ue;
 	json_t *band;
@@ -681,16 +752,53 @@ static int predict_io(const holdout_obs *d, size_t n, const json_t *target, cons
 				  "io model: too few design runs share a group to estimate the spread of "
 				  "%s (%zu for reads, %zu for latency; 2 needed)",
 				  metric, n_r, n_l);
+	/*
+	 * The band of record comes from the metric's own residuals where the
+	 * design has HOLDOUT_LOO_MIN of them: the parameters' spreads, summed,
+	 * count each parameter's noise in full although a metric's errors in
+	 * them partly cancel (a wall is reads times latency over concurrency),
+	 * and gave bands several times too wide. What only this target needs
+	 * is added apart: the elasticity's uncertainty over its size step, and
+	 * for a device no design run used how far profiles alone were from
+	 * measurements, which design runs of seen devices cannot show.
+	 */
+	s_comp = sqrt(var);
+	n_m = loo_metric(d, n, target, metric, &ss_m);
+	if (n_m >= HOLDOUT_LOO_MIN) {
+		double cm = ss_m / (double) n_m, den = cm * cm / (double) (n_m - 1);
+
+		var = cm;
+		/* what only this target needs: a size step past the design's, a device prior */
+		if (ur && fit.dx != 0) {
+			double ce = fit.elast_sd * fit.elast_sd * fit.dx * fit.dx;
+
+			var += ce;
+			den += ce * ce / (fit.n_elast > 2 ? (double) (fit.n_elast - 2) : 1.0);
+		}
+		if (ul && fit.prior) {
+			var += fit.calib_var;
+			den += fit.calib_var * fit.calib_var /
+			       (fit.n_calib > 1 ? (double) (fit.n_calib - 1) : 1.0);
+		}
+		dof = den > 0 ? var * var / den : (double) (n_m - 1);
+	}
 	s = sqrt(var);
 	t = holdout_t_quantile((1 + level) / 2, dof > 1 ? dof : 1.0);
 	p->value = pred;
 	p->lo = pred * exp(-t * s);
 	p->hi = pred * exp(t * s);
-	band = json_pack("{s:s,s:f,s:f,s:f,s:I,s:I,s:I}", "method",
-			 "pooled leave-one-out parameter spread, t interval on log scale "
-			 "(Welch-Satterthwaite degrees of freedom)",
-			 "log_sd", s, "t", t, "df", dof, "reads_residuals", (json_int_t) n_r, "latency_residuals",
-			 (json_int_t) n_l, "concurrency_residuals", (json_int_t) n_e);
+	band = json_pack("{s:s,s:f,s:f,s:f,s:I,s:f,s:I,s:I,s:I}", "method",
+			 n_m >= HOLDOUT_LOO_MIN
+				 ? "the metric's own leave-one-out residuals over the design runs, t "
+				   "interval on log scale"
+				 : "pooled leave-one-out parameter spread, t interval on log scale "
+				   "(Welch-Satterthwaite degrees of freedom): too few residuals of the "
+				   "metric itself",
+			 "log_sd", s, "t", t, "df", dof, "metric_residuals", (json_int_t) n_m,
+			 "parameters_log_sd", s_comp, "reads_residuals", (json_int_t) n_r,
+			 "latency_residuals", (json_int_t) n_l, "concurrency_residuals", (json_int_t) n_e);
+	if (n_m)
+		json_object_set_new(band, "metric_log_sd", json_real(sqrt(ss_m / (double) n_m)));
 	p->params = json_pack("{s:f,s:f,s:f,s:f,s:{s:f,s:f,s:I,s:f},s:{s:I,s:I,s:I},s:o,s:o}",
 			      "reads_per_partition_query", fit.rpp, "read_ms", fit.lat_ms,
 			      "effective_concurrency", fit.eff, "cpu_s_per_partition_query", fit.cpu_s,

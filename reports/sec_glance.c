@@ -233,8 +233,9 @@ void rpt_sec_glance(doc *d, const model *m)
 	rpt_p(d, "What does not (rejected or refuted): %s.", fall.len ? fall.p : "nothing");
 	if (mchk.len)
 		rpt_p(d,
-		      "Model checks (every metric their rules compare rests on the device model's "
-		      "parameters alone, so the model decides them; never counted as evidence): %s.",
+		      "Model checks (validate found every comparison their rules make decided by "
+		      "the device model's parameters, whatever the engine measures; never counted "
+		      "as evidence): %s.",
 		      mchk.p);
 	if (open.len)
 		rpt_p(d, "Not settled (provisional or unresolved): %s.", open.p);

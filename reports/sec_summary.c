@@ -56,8 +56,9 @@ void rpt_sec_summary(doc *d, const model *m)
 	      ref, unres, prov);
 	if (nmc)
 		rpt_p(d,
-		      "Model checks (confirmatory hypotheses whose every compared metric rests on "
-		      "the device model's parameters alone; never counted as evidence): %zu: %s.",
+		      "Model checks (confirmatory hypotheses whose every comparison validate found "
+		      "decided by the device model's parameters, whatever the engine measures; "
+		      "never counted as evidence): %zu: %s.",
 		      nmc, mb.p);
 	rb_free(&mb);
 	rpt_p(d,

@@ -141,6 +141,8 @@ void rpt_sec_verdicts(doc *d, const model *m)
 		                  ? (json_is_true(json_object_get(v, "post_hoc"))
 		                         ? "exploratory (post hoc)"
 		                         : "exploratory")
+		              : !strcmp(rpt_str(v, "evidence") ?: "", "model check")
+		                  ? "model check (not evidence)"
 		                  : "confirmatory");
 		rpt_cell_s(r, rpt_str(json_object_get(v, "accept"), "result"));
 		rpt_cell_s(r, rpt_str(json_object_get(v, "reject"), "result"));
@@ -181,6 +183,50 @@ void rpt_sec_verdicts(doc *d, const model *m)
 		} else {
 			rpt_cell_s(r, "none");
 		}
+	}
+	/* Model checks apart: each comparison the device model's parameters decide. */
+	t = NULL;
+	json_array_foreach(m->verdicts, i, v)
+	{
+		const json_t *cl;
+		rbuf b;
+
+		if (strcmp(rpt_str(v, "class") ?: "", "confirmatory") ||
+		    strcmp(rpt_str(v, "evidence") ?: "", "model check"))
+			continue;
+		if (!t)
+			t = rpt_table(d,
+			              "Model checks: confirmatory hypotheses whose every comparison the "
+			              "device model's parameters decide (classified by validate before "
+			              "any run, replaying the model under the engine's figures it cannot "
+			              "know: docs/device-model.md). They verify the model, not the "
+			              "system, and are never counted as evidence.",
+			              "Hypothesis", "Verdict", "Metrics", "Each comparison under the model",
+			              "Classified by", NULL);
+		r = rpt_row(t);
+		rpt_cell_s(r, rpt_str(v, "hypothesis"));
+		rpt_cell_s(r, rpt_str(v, "verdict"));
+		rb_init(&b, 0);
+		json_array_foreach(json_object_get(v, "clauses"), j, cl)
+			rb_printf(&b, "%s%s: %s", j ? "; " : "", rpt_str(cl, "path") ?: "?",
+			          rpt_str(cl, "outcome") ?: rpt_str(cl, "basis") ?: "?");
+		{
+			rbuf mb;
+			const char *k;
+			json_t *x;
+			size_t n = 0;
+
+			rb_init(&mb, 0);
+			json_object_foreach(json_object_get(v, "basis"), k, x)
+				rb_printf(&mb, "%s%s", n++ ? ", " : "", k);
+			rpt_cell_s(r, mb.p ? mb.p : "-");
+			rb_free(&mb);
+		}
+		rpt_cell_s(r, b.p ? b.p : "(from its runs: validate did not classify this version)");
+		rb_free(&b);
+		rpt_cell_s(r, !strcmp(rpt_str(json_object_get(v, "classified"), "by") ?: "", "validate")
+		                  ? "validate (before any run)"
+		                  : "its runs");
 	}
 	/* Hypotheses decided by an interval: the estimate, the interval and n on each side. */
 	t = NULL;

@@ -259,6 +259,16 @@ static size_t print_group(const json_t *all, const char *cls, int provisional, i
 			        : "");
 		print_interval(json_object_get(v, "interval"),
 			       json_is_true(json_object_get(v, "underpowered")), out);
+		if (model == 1) {
+			const json_t *cl;
+			size_t j;
+
+			json_array_foreach(json_object_get(v, "clauses"), j, cl)
+				fprintf(out, "      %s: %s: %s\n",
+					json_string_value(json_object_get(cl, "path")) ?: "?",
+					json_string_value(json_object_get(cl, "basis")) ?: "?",
+					json_string_value(json_object_get(cl, "why")) ?: "");
+		}
 	}
 	return n;
 }
@@ -305,7 +315,7 @@ void report_verdicts_text(const json_t *all, const json_t *test, const json_t *s
 		    "provisional (accept holds; the sceptic runs are missing or none are planned):",
 		    out);
 	print_group(all, "confirmatory", -1, 1,
-		    "model checks (every metric the rules compare rests on the device model's "
+		    "model checks (every comparison of the rules decided by the device model's "
 		    "parameters alone; never counted as confirmatory evidence):", out);
 	print_group(all, "exploratory", -1, -1,
 		    "exploratory (kind exploratory or descriptive, post hoc, or no plan; never "

@@ -49,6 +49,7 @@ typedef struct {
 	json_t *refute; /* id -> [seq...] */
 	json_t *devs;   /* array of {seq, hypothesis|null} */
 	json_t *last;   /* id -> latest verdict payload */
+	json_t *mchk;   /* id -> [{seq, detail}]: validate's model-check:Hn records */
 } gather;
 
 /* The key of an entry's latest verdict: its id, "|amended" for an amended version's entry. */
@@ -103,6 +104,19 @@ static int collect(const ledger_record *r, void *ud)
 						  json_is_string(json_object_get(
 							  json_object_get(p, "spec"), "device")),
 					  "cold", json_is_true(json_object_get(json_object_get(p, "spec"), "cold"))));
+	} else if (!strcmp(r->kind, "validation")) {
+		const char *c = json_string_value(json_object_get(p, "check"));
+
+		if (c && !strncmp(c, "model-check:", 12)) {
+			json_t *a = json_object_get(g->mchk, c + 12);
+
+			if (!a) {
+				a = json_array();
+				json_object_set_new(g->mchk, c + 12, a);
+			}
+			json_array_append_new(a, json_pack("{s:I,s:O?}", "seq", (json_int_t) r->seq,
+							   "detail", json_object_get(p, "detail")));
+		}
 	} else if (!strcmp(r->kind, "refutation")) {
 		const char *h = json_string_value(json_object_get(p, "hypothesis"));
 
@@ -259,7 +273,9 @@ static void rule_metrics(const json_t *x, json_t *out)
 }
 
 /*
- * What decides a hypothesis's rules on its runs (new): each metric's
+ * What decides a hypothesis's rules on its runs (new), for a version that
+ * validate did not classify (harness/modelcheck.c classifies each
+ * comparison before any run, and its record is what counts): each metric's
  * basis, and "finding" or "model check". A metric the engine counts is
  * the engine's; with a cold run on the real disk, the device's; with
  * modelled runs (and warm ones, whose times are CPU alone), a per-read
@@ -317,6 +333,58 @@ static json_t *evidence(const json_t *doc, const json_t *runs)
 	return json_pack("{s:s,s:o}", "evidence",
 			 json_object_size(basis) && model_only ? "model check" : "finding", "basis",
 			 basis);
+}
+
+/*
+ * The classification validate recorded for version seq of hypothesis id
+ * under the plan in force (its plan_sha256), the latest such (borrowed),
+ * or NULL: validated before the classification, or amended since.
+ */
+static const json_t *classified(const gather *g, const char *id, int64_t seq)
+{
+	const json_t *psha = json_object_get(g->plan.rec, "plan_sha256"), *found = NULL, *x;
+	size_t i;
+
+	json_array_foreach(json_object_get(g->mchk, id), i, x) {
+		const json_t *d = json_object_get(x, "detail");
+
+		if (json_integer_value(json_object_get(d, "hypothesis_seq")) == seq &&
+		    json_is_string(json_object_get(d, "evidence")) && psha &&
+		    json_equal(json_object_get(d, "plan_sha256"), (json_t *) psha))
+			found = x;
+	}
+	return found;
+}
+
+/*
+ * The verdict's evidence from validate's record mc (new): "evidence", each
+ * comparison's basis ("clauses"), and each metric's ("basis": "device
+ * model" only where every comparison of it is the model's).
+ */
+static json_t *evidence_recorded(const json_t *mc)
+{
+	const json_t *d = json_object_get(mc, "detail"), *cl, *m;
+	json_t *basis = json_object(), *clauses = json_array();
+	size_t i, j;
+
+	json_array_foreach(json_object_get(d, "clauses"), i, cl) {
+		const char *b = json_string_value(json_object_get(cl, "basis")) ?: "?";
+
+		json_array_append_new(clauses, json_pack("{s:O?,s:s,s:O?,s:O?,s:O?}", "path",
+							 json_object_get(cl, "path"), "basis", b,
+							 "metrics", json_object_get(cl, "metrics"),
+							 "outcome", json_object_get(cl, "outcome"),
+							 "why", json_object_get(cl, "why")));
+		json_array_foreach(json_object_get(cl, "metrics"), j, m) {
+			const char *was = json_string_value(json_object_get(basis, json_string_value(m)));
+
+			if (!was || !strcmp(was, "device model"))
+				json_object_set_new(basis, json_string_value(m), json_string(b));
+		}
+	}
+	return json_pack("{s:O?,s:o,s:o,s:{s:s,s:O}}", "evidence", json_object_get(d, "evidence"),
+			 "basis", basis, "clauses", clauses, "classified", "by", "validate", "seq",
+			 json_object_get(mc, "seq"));
 }
 
 /* The values of metric in the runs sel matches (new arrays: values, run ids). */
@@ -549,8 +617,16 @@ static int judge(gather *g, const char *id, const json_t *h, int amended, json_t
 	if (*out && json_is_true(json_object_get(doc, "underpowered")))
 		json_object_set_new(*out, "underpowered", json_true());
 	if (*out) {
-		json_t *ev = evidence(doc, runs);
+		/* validate's classification of this version under this plan; else from the runs */
+		const json_t *mc = classified(g, id, hseq);
+		json_t *ev = mc ? evidence_recorded(mc) : evidence(doc, runs);
 
+		if (ev && !mc)
+			json_object_set_new(ev, "classified",
+					    json_pack("{s:s,s:s}", "by", "verdicts", "why",
+						      "no model-check record for this version under "
+						      "this plan (validated before the classification, "
+						      "or amended since): from its runs"));
 		json_object_update(*out, ev);
 		json_decref(ev);
 	}
@@ -625,6 +701,7 @@ int report_verdicts(struct ledger *l, int64_t as_of, int record, json_t **out, c
 	g.refute = json_object();
 	g.devs = json_array();
 	g.last = json_object();
+	g.mchk = json_object();
 	/* verdicts look before they answer: an edited log, or a record appended without
 	 * the study's key, is exit 4 and judges nothing */
 	rc = ledger_verify(l, NULL, e);
@@ -694,6 +771,7 @@ out:
 	json_decref(g.refute);
 	json_decref(g.devs);
 	json_decref(g.last);
+	json_decref(g.mchk);
 	ledger_plan_free(&g.plan);
 	return rc;
 }

@@ -10,6 +10,9 @@
 # and pg_statio's), with device reads and io_over_wall recorded; runs that
 # reach production (its data directory, through a symlink too, or its port)
 # are refused (exit 3, recorded); production is never started by a run;
+# a spec of the plan (issue 28 item 3) refuses --seed, runs once as a design
+# run with the binary's version recorded, and a second run is beyond the
+# plan (a deviation);
 # `log verify` passes. With pgvector installed the same serial run is made
 # on a pgvector HNSW table (else that case is skipped, said so).
 # Skips (77) without root, the postgres user, the server binaries or cube.
@@ -216,6 +219,33 @@ else
 	echo "pgvector is not installed here: its case is skipped"
 fi
 
+# ---- evidence bound to the plan (issue 28 item 3): a PostgreSQL spec of the plan ----
+runspec "$T/planned.json" "$T/clone/data" 5433 serial ""
+sed -i 's/"count":6/"count":2/' "$T/planned.json"
+python3 - "$T/study.json" "$T/study-plan.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["plan"] = {"design": ["planned.json"]}
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$cs" study register "$S" "$T/study-plan.json" --amend --rationale "a plan with a PostgreSQL spec" >"$T/out" 2>&1 ||
+	FAILED "plan amendment: $(cat "$T/out")"
+"$cs" run "$S" "$T/planned.json" -q --seed 5 >"$T/out" 2>"$T/err"; got=$?
+[ $got = 3 ] && grep -q "registers no seed" "$T/err" || FAILED "--seed on a planned PostgreSQL spec: exit $got: $(head -c 300 "$T/err")"
+p1=$("$cs" run "$S" "$T/planned.json" -q 2>"$T/err") || FAILED "planned run: $(cat "$T/err")"
+p2=$("$cs" run "$S" "$T/planned.json" -q 2>"$T/err") || FAILED "planned run again: $(cat "$T/err")"
+python3 - "$S/ledger.db" "${p1:-}" "${p2:-}" <<'PY' || FAILED "planned PostgreSQL runs"
+import json, re, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+runs = {r["run_id"]: r for r in (json.loads(p) for (p,) in db.execute("select payload from records where kind='run'"))}
+a, b = runs[sys.argv[2]], runs[sys.argv[3]]
+assert a["class"] == "design" and not a.get("beyond_plan"), (a["class"], a.get("beyond_plan"), a.get("class_why"))
+assert re.fullmatch("[0-9a-f]{64}", a["versions"]["binary_sha256"]) and a["versions"]["coldstudy"], a.get("versions")
+assert b.get("beyond_plan") is True, b.get("beyond_plan")
+devs = [json.loads(p)["because"] for (p,) in db.execute("select payload from records where kind='deviation'")]
+assert any("beyond its registered 1 run" in d for d in devs), devs
+print("planned PostgreSQL runs: %s design, %s beyond the plan (a deviation), versions recorded" % (a["run_id"], b["run_id"]))
+PY
+
 "$cs" log verify "$S" >"$T/out" 2>&1 || FAILED "log verify: $(tail -3 "$T/out")"
-[ $fail = 0 ] && echo "ok: clone, validate, cold serial and fan-out runs on PostgreSQL, refusals, log verify"
+[ $fail = 0 ] && echo "ok: clone, validate, cold serial and fan-out runs on PostgreSQL, refusals, plan bindings, log verify"
 exit $fail

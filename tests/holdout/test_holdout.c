@@ -245,6 +245,73 @@ static void test_io_model_coverage(void **state)
 	assert_true(relerr / (double) total < 0.25);
 }
 
+/*
+ * Bands from each metric's own residuals (issue 28): in the io model's own
+ * world, every metric's band comes from its leave-one-out residuals over the
+ * design runs (not from the parameters' spreads summed), so metrics get
+ * bands of their own widths, each covering at about the nominal rate; the
+ * parameters' sum, kept beside for comparison, is printed.
+ */
+static void test_per_metric_bands(void **state)
+{
+	static const char *const metrics[] = {"wall_s", "engine_read_ms_mean", "reads_per_query"};
+	size_t inside[3] = {0}, inside_par[3] = {0}, total = 0;
+	double sd[3] = {0}, sd_par[3] = {0};
+
+	(void) state;
+	for (int seed = 1; seed <= 16; seed++) {
+		design_set d;
+
+		rng_state = (uint64_t) seed * 104729;
+		make_design(&d, 0.02);
+		for (int t = 0; t < 6; t++) {
+			const char *dev = t % 2 ? "hdd" : "ssd";
+			double fan = t < 2 ? 1 : t < 4 ? 4 : 16;
+			json_t *tf, *tm = synth_run(dev, fan, 1 + (t % 4) * 3, 1, 0.02, &tf);
+
+			for (int k = 0; k < 3; k++) {
+				holdout_pred p;
+				cs_err e;
+				const json_t *band;
+				double obs = json_number_value(json_object_get(tm, metrics[k])), tq, sp;
+
+				assert_int_equal(holdout_predict(d.obs, d.n, tf, metrics[k], "io", &p, &e), 0);
+				band = json_object_get(p.params, "band");
+				assert_true(json_integer_value(json_object_get(band, "metric_residuals")) >=
+					    HOLDOUT_LOO_MIN);
+				assert_non_null(strstr(json_string_value(json_object_get(band, "method")),
+						       "the metric's own leave-one-out residuals"));
+				/* the band is the metric's own spread, not the parameters' */
+				assert_true(fabs(json_number_value(json_object_get(band, "log_sd")) -
+						 json_number_value(json_object_get(band, "metric_log_sd"))) <
+					    1e-12);
+				tq = json_number_value(json_object_get(band, "t"));
+				sp = json_number_value(json_object_get(band, "parameters_log_sd"));
+				inside[k] += obs >= p.lo && obs <= p.hi;
+				inside_par[k] += fabs(log(obs / p.value)) <= tq * sp;
+				sd[k] += json_number_value(json_object_get(band, "log_sd"));
+				sd_par[k] += sp;
+				holdout_pred_clear(&p);
+			}
+			total++;
+			json_decref(tf);
+			json_decref(tm);
+		}
+		free_design(&d);
+	}
+	for (int k = 0; k < 3; k++) {
+		printf("%-20s per-metric band: %zu of %zu inside (%.3f), mean log sd %.3f; parameters' "
+		       "sum: %zu inside (%.3f), mean log sd %.3f\n",
+		       metrics[k], inside[k], total, (double) inside[k] / (double) total,
+		       sd[k] / (double) total, inside_par[k], (double) inside_par[k] / (double) total,
+		       sd_par[k] / (double) total);
+		assert_true((double) inside[k] / (double) total >= 0.88);
+		assert_true((double) inside[k] / (double) total <= 0.995);
+	}
+	/* widths of their own: per-read latency and reads per query do not share one spread */
+	assert_true(fabs(sd[1] / sd[2] - 1) > 0.2);
+}
+
 /* The regression recovers a noiseless power law exactly and covers at about the nominal rate with noise. */
 static void test_loglinear(void **state)
 {
@@ -498,6 +565,7 @@ int main(void)
 		cmocka_unit_test(test_score_summary_by_hand),
 		cmocka_unit_test(test_coverage_two_sided),
 		cmocka_unit_test(test_io_model_coverage),
+		cmocka_unit_test(test_per_metric_bands),
 		cmocka_unit_test(test_loglinear),
 		cmocka_unit_test(test_too_few_runs),
 		cmocka_unit_test(test_reads_identity),

@@ -10,6 +10,9 @@
 #  2 validate's can-fail:Hn check passes for every hypothesis, the seed's
 #    findings (H12-H18, issue 14) among them, each contrast's sides one
 #    spec each;
+#  2b validate classifies every comparison (model-check:Hn): the confirmatory
+#    model checks are H1, H5, H7, H10 and H12; H2, H8 and H15 are findings
+#    (the engine's figures move a comparison), the real-disk ones the device's;
 #  3 and it refuses (exit 3) broken variants of the new designs that could
 #    not fail: H12 with its two fan-out runs sharing one random stream, H14
 #    with its warm side on other queries, H15 with its partition side cold
@@ -113,6 +116,34 @@ for h in ("H12", "H13", "H14", "H15", "H17", "H18", "H19", "H20"):
     if h not in seen or '"treatment_runs"' not in seen[h]:
         bad.append("%s: no can-fail record with a contrast" % h)
 print("\n".join("FAIL: " + b for b in bad) or "ok: %d hypotheses, each selection matches one planned spec and each planned spec a selection; %d can-fail contrasts, one spec a side" % (len(hyps), n))
+sys.exit(1 if bad else 0)
+PY
+
+# ---- the plan's model checks (issue 28): validate's model-check:Hn records, before any run
+q ../S "select substr(json_extract(payload,'\$.check'), 13)||' '||json_extract(payload,'\$.detail') from records where kind='validation' and json_extract(payload,'\$.check') like 'model-check:%'" > "$T/mchk"
+python3 - "$T/mchk" <<'PY' || fail=1
+import json, sys
+d = {l.split(" ", 1)[0]: json.loads(l.split(" ", 1)[1]) for l in open(sys.argv[1])}
+bad = []
+conf = sorted((h for h, x in d.items() if x.get("kind") in ("confirmatory", "non-cause")), key=lambda h: int(h[1:]))
+mc = [h for h in conf if d[h].get("evidence") == "model check"]
+# the model's parameters: a modelled cold wall over a warm one (H1), profile against profile
+# (H5), competing readers and writers in the model's queues (H7, H10), fan-out against fan-out (H12)
+if mc != ["H1", "H5", "H7", "H10", "H12"]:
+    bad.append("confirmatory model checks %s, expected H1, H5, H7, H10, H12" % mc)
+why = lambda h, i: d[h]["clauses"][i]["why"]
+# findings the model multiplies: H8's ids, H15's gate against partition (their reads differ),
+# H2's prewarm of another query's blocks (the pages the two share)
+if d["H8"]["evidence"] != "finding" or d["H8"]["clauses"][1]["basis"] != "engine":
+    bad.append("H8: %s" % d["H8"]["clauses"])
+if d["H15"]["evidence"] != "finding" or "(another)" not in why("H15", 0):
+    bad.append("H15: %s" % why("H15", 0))
+if d["H2"]["evidence"] != "finding" or "resident" not in why("H2", 1):
+    bad.append("H2: %s" % why("H2", 1))
+for h in ("H9", "H14", "H19", "H20"):
+    if d[h]["evidence"] != "finding" or "device" not in {c["basis"] for c in d[h]["clauses"]}:
+        bad.append("%s: not the real device's: %s" % (h, d[h]["clauses"]))
+print("\n".join("FAIL: " + b for b in bad) or "model checks of the plan: %s; findings: %s" % (", ".join(mc), ", ".join(h for h in conf if h not in mc)))
 sys.exit(1 if bad else 0)
 PY
 
