@@ -14,7 +14,7 @@
 # refuse a hypothesis whose runs could not have rejected it: H6, H13 and H16 are
 # registered descriptive, the others compare like with like (issue 14).
 # Issue 25: the specs of H8, H10, H14 and the real-disk H9, H18-H20 register three
-# replicates (H16's drift eight); H10 and H14 are decided by the interval of a ratio
+# replicates (H16's drift eight); H8, H10 and H14 are decided by the interval of a ratio
 # over them, and `plan power` prints each interval hypothesis's power before any run.
 # H9 and H18-H20, whose real-disk spread on a shared machine no budget here could
 # resolve, are registered descriptive (H9, H19, H20 with their intervals, underpowered).
@@ -183,7 +183,7 @@ sed -n '/^## At a glance/,/^Contents:/p' ../report/report.md 2>/dev/null | grep 
 step "the seed's findings (issue 14): each hypothesis beside the seed's figure"
 # seed_vs_demo ID SEED: the seed's figure, and the report's observed figure, unit and verdict
 seed_vs_demo() {
-	row=$(grep "^| $1 |" ../report/report.md | head -1)
+	row=$(grep "^| $1 |" ../report/report.md | head -1 | sed 's/\\\[/[/g; s/\\\]/]/g')
 	printf '%-4s seed: %s\n     demo: %s %s, %s (measured by %s)\n' "$1" "$2" \
 		"$(echo "$row" | awk -F' [|] ' '{print $4}')" "$(echo "$row" | awk -F' [|] ' '{print $6}')" \
 		"$(echo "$row" | awk -F' [|] ' '{print $3}')" "$(echo "$row" | awk -F' [|] ' '{print $8}' | sed 's/ |$//')"
