@@ -114,7 +114,7 @@ python3 - "$T/glance" "$T/v.json" <<'PY' || fail=1
 import json, re, sys
 row = open(sys.argv[1]).read()
 v = [x for x in json.load(open(sys.argv[2])) if x["hypothesis"] == "H1"][0]["interval"]
-m = re.search(r"\| ([0-9.,]+) \[([0-9.,]+), ([0-9.,]+)\] \(interval\) \|", row)
+m = re.search(r"\| ([0-9.,]+) \\?\[([0-9.,]+), ([0-9.,]+)\\?\] \(interval\) \|", row)  # Markdown escapes [ ]
 num = lambda t: float(t.replace(",", ""))
 ok = m and abs(num(m.group(1)) - v["estimate"]) <= 0.06 * v["estimate"] and \
      abs(num(m.group(2)) - v["interval"][0]) <= 0.06 * v["interval"][0] and \
