@@ -300,6 +300,26 @@ static uint64_t derived_seed(uint64_t base, const json_t *study, unsigned replic
 	return s & HARNESS_SEED_MAX;
 }
 
+uint64_t harness_query_first(const json_t *eff, const json_t *study, unsigned replicate)
+{
+	const json_t *q = json_object_get(eff, "queries");
+	const json_t *ps = json_object_get(json_object_get(study, "plan"), "seed");
+	uint64_t first = (uint64_t) json_integer_value(json_object_get(q, "first"));
+	uint64_t draw = (uint64_t) json_integer_value(json_object_get(q, "draw"));
+	uint64_t count = (uint64_t) json_integer_value(json_object_get(q, "count"));
+	uint64_t s;
+
+	if (!json_is_integer(json_object_get(q, "draw")) || !json_is_integer(json_object_get(q, "count")) ||
+	    count >= draw)
+		return first;
+	/* the replicate index alone (and the study's seed): never the spec, so every spec with
+	 * this range reads the same rows at the same index */
+	s = seed_mix((uint64_t) (replicate ? replicate : 1) ^ 0x71756572ull);
+	if (json_is_integer(ps))
+		s = seed_mix(s ^ seed_mix((uint64_t) json_integer_value(ps) ^ 0x706c616eull));
+	return first + s % (draw - count + 1);
+}
+
 /* One client: closed loop, the next query only when the last returned. */
 static void *client(void *p)
 {
@@ -1269,7 +1289,8 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 	{
 		const json_t *q = json_object_get(eff, "queries");
 		const char *qspec = harness_dataset_spec(study, json_string_value(json_object_get(q, "spec")));
-		uint64_t first = (uint64_t) json_integer_value(json_object_get(q, "first"));
+		/* with queries.draw, this replicate's own rows out of the registered range */
+		uint64_t first = harness_query_first(eff, study, o->replicate);
 		uint64_t count;
 		int r;
 
@@ -1994,6 +2015,9 @@ int harness_run(const char *dir, const char *spec_path, harness_run_opts *o, cs_
 					      (json_int_t) (o->replicate ? o->replicate : 1), "of",
 					      (json_int_t) harness_spec_replicates(raw), "group",
 					      o->group ? o->group : run_id));
+		if (json_is_integer(json_object_get(json_object_get(eff, "queries"), "draw")))
+			json_object_set_new(json_object_get(rec, "replicate"), "queries_first",
+					    json_integer((json_int_t) L.first_id));
 		if (beyond)
 			json_object_set_new(rec, "beyond_plan", json_true());
 		if (class_why[0])
