@@ -153,10 +153,10 @@ static json_t *query_set(const json_t *eff)
 	const json_t *q = json_object_get(eff, "queries");
 	json_int_t first = json_integer_value(json_object_get(q, "first"));
 
-	return json_pack("{s:O?, s:I, s:O?, s:O?, s:O?}", "spec", json_object_get(q, "spec"),
-			 "first", first, "count", json_object_get(q, "count"), "query_count",
-			 json_object_get(eff, "query_count"), "duration_s",
-			 json_object_get(eff, "duration_s"));
+	return json_pack("{s:O?, s:I, s:O?, s:O?, s:O?, s:O?}", "spec", json_object_get(q, "spec"),
+			 "first", first, "count", json_object_get(q, "count"), "draw",
+			 json_object_get(q, "draw"), "query_count", json_object_get(eff, "query_count"),
+			 "duration_s", json_object_get(eff, "duration_s"));
 }
 
 /* Knobs compared elsewhere (query set, seed) or that are not knobs (labels, notes). */

@@ -52,6 +52,12 @@ int harness_run_validate(const json_t *doc, const char *name, const char *where,
  * count of a planned spec's runs reads it here.
  */
 unsigned harness_spec_replicates(const json_t *spec);
+/*
+ * The first query row replicate (1..N) of an effective spec reads: queries.first,
+ * or with queries.draw a row drawn from [first, first + draw - count] by the
+ * replicate index and the study's plan.seed (study: NULL or the study spec).
+ */
+uint64_t harness_query_first(const json_t *eff, const json_t *study, unsigned replicate);
 
 /* Load and validate run.json; *doc new, sha_out = spec_sha256 of the file's canonical form. */
 int harness_run_load(const char *path, json_t **doc, char sha_out[65], cs_err *e);

@@ -891,7 +891,8 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 		const json_t *q = json_object_get(eff, "queries");
 		const char *qspec = harness_dataset_spec(study, json_string_value(json_object_get(q, "spec")));
 		const char *b = json_string_value(json_object_get(eff, "base"));
-		uint64_t first = (uint64_t) json_integer_value(json_object_get(q, "first"));
+		/* with queries.draw, this replicate's own rows out of the registered range */
+		uint64_t first = harness_query_first(eff, study, o->replicate);
 		uint64_t count;
 		cv_dataset *qall = NULL;
 

@@ -115,7 +115,7 @@ static json_t *target_rows(const json_t *study, const json_t *teff, qcache *qc)
 {
 	const json_t *q = json_object_get(teff, "queries");
 	const char *qspec = harness_dataset_spec(study, json_string_value(json_object_get(q, "spec")));
-	uint64_t first = (uint64_t) json_integer_value(json_object_get(q, "first"));
+	uint64_t first = harness_query_first(teff, study, 1); /* a target is observed once */
 	cv_dataset *sl = NULL;
 	json_t *rows = NULL;
 	cv_err ce;

@@ -154,7 +154,8 @@ int harness_phase_inputs(harness_run_ctx *R, cs_err *e)
 	{
 		const json_t *q = json_object_get(R->eff, "queries");
 		const char *qspec = harness_dataset_spec(R->study, json_string_value(json_object_get(q, "spec")));
-		uint64_t first = (uint64_t) json_integer_value(json_object_get(q, "first"));
+		/* with queries.draw, this replicate's own rows out of the registered range */
+		uint64_t first = harness_query_first(R->eff, R->study, R->o->replicate);
 		uint64_t count;
 		int r;
 

@@ -186,6 +186,9 @@ int harness_phase_record(harness_run_ctx *R, cs_err *e)
 					      (json_int_t) (R->o->replicate ? R->o->replicate : 1), "of",
 					      (json_int_t) harness_spec_replicates(R->raw), "group",
 					      R->o->group ? R->o->group : R->run_id));
+		if (json_is_integer(json_object_get(json_object_get(R->eff, "queries"), "draw")))
+			json_object_set_new(json_object_get(R->rec, "replicate"), "queries_first",
+					    json_integer((json_int_t) R->L.first_id));
 		if (R->beyond)
 			json_object_set_new(R->rec, "beyond_plan", json_true());
 		if (R->class_why[0])

@@ -106,6 +106,26 @@ uint64_t harness_derived_seed(uint64_t base, const json_t *study, unsigned repli
 	return s & HARNESS_SEED_MAX;
 }
 
+uint64_t harness_query_first(const json_t *eff, const json_t *study, unsigned replicate)
+{
+	const json_t *q = json_object_get(eff, "queries");
+	const json_t *ps = json_object_get(json_object_get(study, "plan"), "seed");
+	uint64_t first = (uint64_t) json_integer_value(json_object_get(q, "first"));
+	uint64_t draw = (uint64_t) json_integer_value(json_object_get(q, "draw"));
+	uint64_t count = (uint64_t) json_integer_value(json_object_get(q, "count"));
+	uint64_t s;
+
+	if (!json_is_integer(json_object_get(q, "draw")) || !json_is_integer(json_object_get(q, "count")) ||
+	    count >= draw)
+		return first;
+	/* the replicate index alone (and the study's seed): never the spec, so every spec with
+	 * this range reads the same rows at the same index */
+	s = seed_mix((uint64_t) (replicate ? replicate : 1) ^ 0x71756572ull);
+	if (json_is_integer(ps))
+		s = seed_mix(s ^ seed_mix((uint64_t) json_integer_value(ps) ^ 0x706c616eull));
+	return first + s % (draw - count + 1);
+}
+
 int harness_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *) a, y = *(const double *) b;

@@ -122,8 +122,9 @@ void rpt_sec_glance(doc *d, const model *m)
 		t = rpt_table(
 		    d,
 		    "Verdicts: the number each accept rule saw (of its comparisons, the one "
-		    "whose threshold lies nearest the band) against the band registered before "
-		    "any run, and how the runs behind it were measured "
+		    "whose threshold lies nearest the band; for a hypothesis decided by an "
+		    "interval, the interval's estimate and bounds) against the band registered "
+		    "before any run, and how the runs behind it were measured "
 		    "(virtual time: reads replayed on a device model's clock; modelled real "
 		    "time: the model's service times slept; real disk: this machine's disk).",
 		    "Hypothesis", "Claim", "Verdict", "Observed", "Predicted [95% band]", "Unit",
@@ -137,7 +138,12 @@ void rpt_sec_glance(doc *d, const model *m)
 			int amended = json_object_get(v, "version") != NULL;
 			int mchk_ = !strcmp(rpt_str(v, "evidence") ?: "", "model check");
 			const json_t *band = json_object_get(pred, "band95");
-			double obs = rpt_verdict_observed(v, band);
+			const json_t *iv = json_object_get(v, "interval");
+			const json_t *ci = json_object_get(iv, "interval");
+			/* an interval rule's own number: its estimate, shown with its bounds */
+			double obs = json_is_number(json_object_get(iv, "estimate"))
+			                 ? json_number_value(json_object_get(iv, "estimate"))
+			                 : rpt_verdict_observed(v, band);
 			double lo = rpt_num_at(band, 0), hi = rpt_num_at(band, 1);
 			int expl_ = !strcmp(rpt_str(v, "class") ?: "", "exploratory");
 			rbuf b;
@@ -155,7 +161,18 @@ void rpt_sec_glance(doc *d, const model *m)
 								      : "");
 			rpt_cell_s(r, b.p);
 			rb_free(&b);
-			rpt_cell_n(r, obs);
+			if (json_is_array(ci) && isfinite(obs)) {
+				char e[REPORT_NUM_MAX], lo_[REPORT_NUM_MAX], hi_[REPORT_NUM_MAX];
+
+				rb_init(&b, 0);
+				rb_printf(&b, "%s [%s, %s] (interval)", report_fmt_num(obs, e),
+				          report_fmt_json(json_array_get(ci, 0), lo_),
+				          report_fmt_json(json_array_get(ci, 1), hi_));
+				rpt_cell_s(r, b.p);
+				rb_free(&b);
+			} else {
+				rpt_cell_n(r, obs);
+			}
 			rb_init(&b, 0);
 			if (pred)
 				rpt_fmt_pred(&b, pred);

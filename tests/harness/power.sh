@@ -108,5 +108,19 @@ PY
 "$cs" report "$T/S3" --out "$T/report" >/dev/null 2>"$T/err" || { echo "FAIL: report: $(cat "$T/err")"; fail=1; }
 grep -q "Decisions from intervals" "$T/report/report.md" || { echo "FAIL: report has no interval table"; fail=1; }
 grep -q "replicate 3 of 3, group" "$T/report/report.md" || { echo "FAIL: report's runs do not show replicates"; fail=1; }
+# the first screen's Observed is the interval rule's own number: its estimate and bounds (issue 25)
+sed -n '/^## At a glance/,/^Contents:/p' "$T/report/report.md" | grep '^| H1 |' > "$T/glance" || true
+python3 - "$T/glance" "$T/v.json" <<'PY' || fail=1
+import json, re, sys
+row = open(sys.argv[1]).read()
+v = [x for x in json.load(open(sys.argv[2])) if x["hypothesis"] == "H1"][0]["interval"]
+m = re.search(r"\| ([0-9.,]+) \\?\[([0-9.,]+), ([0-9.,]+)\\?\] \(interval\) \|", row)  # Markdown escapes [ ]
+num = lambda t: float(t.replace(",", ""))
+ok = m and abs(num(m.group(1)) - v["estimate"]) <= 0.06 * v["estimate"] and \
+     abs(num(m.group(2)) - v["interval"][0]) <= 0.06 * v["interval"][0] and \
+     abs(num(m.group(3)) - v["interval"][1]) <= 0.06 * v["interval"][1]
+print("first screen: " + (row.strip() if ok else "FAIL: H1's Observed is not its interval %r: %r" % (v, row)))
+sys.exit(0 if ok else 1)
+PY
 grep "ratio of geometric means" "$T/report/report.md" | head -1
 exit $fail

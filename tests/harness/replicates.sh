@@ -7,7 +7,10 @@
 # `--seed` alone on a spec of three replicates and `--replicate 4` are
 # usage errors (exit 2); `runs --csv` gives replicate and replicate_group;
 # "replicates" in a study's defaults is refused (exit 5), and so are
-# replicates on a holdout target (exit 5). Skips (77) while
+# replicates on a holdout target (exit 5). With queries.draw each replicate
+# reads its own rows out of the registered range, the same rows as replicate
+# i of another spec with that range; a draw without a count, or not larger
+# than it, is refused (exit 5). Skips (77) while
 # the phnsw kind is not built.
 set -u
 . "$(dirname "$0")/common.sh"
@@ -67,6 +70,53 @@ print("seeds %r, per-read means %r" % (seeds, means))
 print("\n".join("FAIL: " + x for x in bad) or "ok")
 sys.exit(1 if bad else 0)
 PY
+# a query draw (queries.draw): each replicate reads its own count rows out of the registered
+# range, drawn by its index, so replicate i of another spec with the same range reads the same
+# rows (contrasted replicates stay paired); the record names the first row drawn
+for d in hdd-pool nvme; do
+	printf '{"index":"%s","queries":{"spec":"%s","first":4,"count":3,"draw":30},"cold":true,"k":10,%s}' \
+		"$T/clone" "synth:n=40,d=32,clusters=16,seed=7" \
+		"\"partitions\":[0],\"device\":\"$d\",\"device_time\":\"virtual\",\"replicates\":3" > "$T/draw-$d.json"
+	"$cs" run "$S" "$T/draw-$d.json" -q > "$T/draw-$d.ids" 2>"$T/err" || { echo "FAIL: run draw-$d: $(cat "$T/err")"; fail=1; }
+done
+for i in $(cat "$T/draw-hdd-pool.ids" "$T/draw-nvme.ids"); do
+	"$cs" run show "$S" "$i" --queries --csv > "$T/q-$i.csv" 2>"$T/err" || { echo "FAIL: run show $i: $(cat "$T/err")"; fail=1; }
+done
+python3 - "$S/ledger.db" "$T" "$T/draw-hdd-pool.ids" "$T/draw-nvme.ids" <<'PY' || fail=1
+import csv, json, sqlite3, sys
+db, T, a_ids, b_ids = sys.argv[1:]
+runs = {}
+for (p,) in sqlite3.connect(db).execute("select payload from records where kind='run'"):
+    r = json.loads(p)
+    runs[r["run_id"]] = r
+bad = []
+def rows(i):
+    return sorted({int(r["q"]) for r in csv.DictReader(open("%s/q-%s.csv" % (T, i)))})
+firsts = []
+for side in (a_ids, b_ids):
+    ids = open(side).read().split()
+    f = [runs[i]["replicate"].get("queries_first") for i in ids]
+    firsts.append(f)
+    for i, q0 in zip(ids, f):
+        if not isinstance(q0, int) or not 4 <= q0 <= 4 + 30 - 3:
+            bad.append("%s: queries_first %r outside [4, 31]" % (i, q0))
+        elif rows(i) != [q0, q0 + 1, q0 + 2]:
+            bad.append("%s: read rows %r, drew %r" % (i, rows(i), q0))
+if firsts[0] != firsts[1]:
+    bad.append("replicate i of two specs with one range drew differently: %r / %r" % tuple(firsts))
+if len(set(firsts[0])) < 2:
+    bad.append("the three replicates drew the same rows: %r" % firsts[0])
+print("draws %r" % firsts[0])
+print("\n".join("FAIL: " + x for x in bad) or "ok")
+sys.exit(1 if bad else 0)
+PY
+# a draw needs a count, and a range larger than it (exit 5)
+for q in '"first":0,"draw":10' '"first":0,"count":10,"draw":10'; do
+	printf '{"index":"%s","queries":{"spec":"q",%s},"cold":true}' "$T/clone" "$q" > "$T/bad-draw.json"
+	"$cs" schema run --check "$T/bad-draw.json" >/dev/null 2>"$T/err"; got=$?
+	[ "$got" = 5 ] || { echo "FAIL: queries {$q}: exit $got, expected 5"; fail=1; }
+	grep -q 'queries.draw' "$T/err" || { echo "FAIL: queries {$q}: message $(cat "$T/err")"; fail=1; }
+done
 # a study's defaults cannot carry a spec's replicates
 sed 's|"scratch_dir"|"defaults":{"replicates":2},"scratch_dir"|' "$T/study.json" > "$T/study2.json"
 "$cs" schema study --check "$T/study2.json" >/dev/null 2>"$T/err"; got=$?
