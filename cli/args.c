@@ -77,7 +77,7 @@ int cli_args_parse(const cli_spec *spec, int argc, char **argv)
 		int rc;
 
 		if (!o && w[0] != '-') {
-			if (*spec->npos >= spec->maxpos)
+			if (!spec->npos || *spec->npos >= spec->maxpos)
 				return cli_usage(spec->verb, spec->extra, w);
 			spec->pos[(*spec->npos)++] = w;
 			continue;

@@ -10,15 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Parse an unsigned option into *out within [lo, hi]; 0 or a usage exit. */
-int index_opt_uint(const char *name, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	if (cli_parse_u64(s, out) || *out < lo || *out > hi)
-		return cli_usage("index", "%s wants a whole number in %llu..%llu, got '%s'", name,
-				 (unsigned long long) lo, (unsigned long long) hi, s);
-	return 0;
-}
-
 /* LIST: comma-separated numbers and ranges A-B. */
 int index_parse_list(const char *s, uint32_t **out, size_t *n)
 {
