@@ -34,7 +34,10 @@ static int take(const cli_spec *spec, const cli_opt *o, const char *v)
 
 	switch (o->kind) {
 	case CLI_FLAG:
-		*(int *) o->dst = o->set;
+		if (o->fn)
+			o->fn(NULL, o->dst);
+		else
+			*(int *) o->dst = o->set;
 		return 0;
 	case CLI_STR:
 		*(const char **) o->dst = v;
@@ -57,9 +60,13 @@ static int take(const cli_spec *spec, const cli_opt *o, const char *v)
 		*(double *) o->dst = d;
 		return 0;
 	case CLI_FN:
-		if (o->fn(v, o->dst))
-			break;
-		return 0;
+		switch (o->fn(v, o->dst)) {
+		case 0:
+			return 0;
+		case -2:
+			return cli_usage(spec->verb, "%s", o->missing);
+		}
+		break;
 	}
 	if (o->bad)
 		return cli_usage(spec->verb, o->bad, v);

@@ -11,13 +11,13 @@
 #include <stdint.h>
 
 typedef enum cli_arg_kind {
-	CLI_FLAG,   /* no value: *(int *) dst = set */
+	CLI_FLAG,   /* no value: *(int *) dst = set, or fn(NULL, dst) where fn is given */
 	CLI_STR,    /* *(const char **) dst = the value */
 	CLI_U64,    /* whole number in [lo, hi] into *(uint64_t *) dst */
 	CLI_UINT,   /* the same into *(unsigned *) dst */
 	CLI_SIZE_T, /* the same into *(size_t *) dst */
 	CLI_DOUBLE, /* finite number into *(double *) dst (lo, hi unused) */
-	CLI_FN,     /* fn(value, dst): 0 taken, -1 bad */
+	CLI_FN,     /* fn(value, dst): 0 taken, -1 bad, -2 as if missing (the missing line) */
 } cli_arg_kind;
 
 typedef struct cli_opt {
@@ -58,6 +58,10 @@ typedef struct cli_spec {
 #define CLI_OPT_STR(n, d) {.name = (n), .kind = CLI_STR, .dst = (d)}
 #define CLI_OPT_NUM(n, k, d, l, h) {.name = (n), .kind = (k), .dst = (d), .lo = (l), .hi = (h)}
 #define CLI_OPT_FN(n, d, f, b) {.name = (n), .kind = CLI_FN, .dst = (d), .fn = (f), .bad = (b)}
+#define CLI_OPT_DO(n, al, d, f) {.name = (n), .alias = (al), .kind = CLI_FLAG, .dst = (d), .fn = (f)}
+#define CLI_OPT_FNM(n, d, f, b, m) \
+	{.name = (n), .kind = CLI_FN, .dst = (d), .fn = (f), .bad = (b), .missing = (m)}
+#define CLI_OPT_STRM(n, d, m) {.name = (n), .kind = CLI_STR, .dst = (d), .missing = (m)}
 #define CLI_OPT_END {.name = NULL}
 
 /* Walk argv[first..] through spec; 0, or the usage exit with its line printed. */
