@@ -39,6 +39,10 @@ static int take(const cli_spec *spec, const cli_opt *o, const char *v)
 		else
 			*(int *) o->dst = o->set;
 		return 0;
+	case CLI_TEXT:
+		if (!v[0])
+			return cli_usage(spec->verb, "%s", o->missing);
+		/* fall through */
 	case CLI_STR:
 		*(const char **) o->dst = v;
 		return 0;

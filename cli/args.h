@@ -13,6 +13,7 @@
 typedef enum cli_arg_kind {
 	CLI_FLAG,   /* no value: *(int *) dst = set, or fn(NULL, dst) where fn is given */
 	CLI_STR,    /* *(const char **) dst = the value */
+	CLI_TEXT,   /* the same, and an empty value reads as missing */
 	CLI_U64,    /* whole number in [lo, hi] into *(uint64_t *) dst */
 	CLI_UINT,   /* the same into *(unsigned *) dst */
 	CLI_SIZE_T, /* the same into *(size_t *) dst */
@@ -62,6 +63,7 @@ typedef struct cli_spec {
 #define CLI_OPT_FNM(n, d, f, b, m) \
 	{.name = (n), .kind = CLI_FN, .dst = (d), .fn = (f), .bad = (b), .missing = (m)}
 #define CLI_OPT_STRM(n, d, m) {.name = (n), .kind = CLI_STR, .dst = (d), .missing = (m)}
+#define CLI_OPT_TEXT(n, d, m) {.name = (n), .kind = CLI_TEXT, .dst = (d), .missing = (m)}
 #define CLI_OPT_END {.name = NULL}
 
 /* Walk argv[first..] through spec; 0, or the usage exit with its line printed. */

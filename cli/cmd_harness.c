@@ -42,46 +42,38 @@ static int take_quiet(const char *val, void *dst)
 	return 0;
 }
 
-static int take_seed(const char *val, void *dst)
+/* a whole number from lo to max (strtoull's spelling); -2 when val is empty or an option */
+static int take_count(const char *val, unsigned long long lo, unsigned long long max,
+		      unsigned long long *out)
 {
-	harness_run_opts *o = dst;
 	char *end = NULL;
-	unsigned long long v;
 
 	if (!val[0] || val[0] == '-')
 		return -2;
 	errno = 0;
-	v = strtoull(val, &end, 10);
-	if (errno || !end || *end || v > HARNESS_SEED_MAX)
-		return -1;
-	o->seed = (uint64_t) v;
-	o->has_seed = 1;
-	return 0;
+	*out = strtoull(val, &end, 10);
+	return errno || !end || *end || *out < lo || *out > max ? -1 : 0;
+}
+
+static int take_seed(const char *val, void *dst)
+{
+	harness_run_opts *o = dst;
+	unsigned long long v;
+	int rc = take_count(val, 0, HARNESS_SEED_MAX, &v);
+
+	o->seed = rc ? o->seed : (uint64_t) v;
+	o->has_seed |= !rc;
+	return rc;
 }
 
 static int take_replicate(const char *val, void *dst)
 {
 	harness_run_opts *o = dst;
-	char *end = NULL;
-	unsigned long v;
+	unsigned long long v;
+	int rc = take_count(val, 1, HARNESS_REPLICATES_MAX, &v);
 
-	if (!val[0] || val[0] == '-')
-		return -2;
-	errno = 0;
-	v = strtoul(val, &end, 10);
-	if (errno || !end || *end || v < 1 || v > HARNESS_REPLICATES_MAX)
-		return -1;
-	o->replicate = (unsigned) v;
-	return 0;
-}
-
-/* a text that is not empty */
-static int take_text(const char *val, void *dst)
-{
-	if (!val[0])
-		return -2;
-	*(const char **) dst = val;
-	return 0;
+	o->replicate = rc ? o->replicate : (unsigned) v;
+	return rc;
 }
 
 int cmd_validate(int argc, char **argv)
@@ -289,8 +281,7 @@ int cmd_run(int argc, char **argv)
 				    "--seed needs a number (0 to 2^53-1)"),
 			CLI_OPT_FNM("--replicate", &o, take_replicate, rbad,
 				    "--replicate needs a number (1 to the spec's replicates)"),
-			CLI_OPT_FNM("--declare-overlap", &o.declare_overlap, take_text, NULL,
-				    "--declare-overlap needs a text"),
+			CLI_OPT_TEXT("--declare-overlap", &o.declare_overlap, "--declare-overlap needs a text"),
 			CLI_OPT_END,
 		};
 		const cli_spec cs = {.verb = argv[0], .opts = opts, .pos = pos, .maxpos = 2, .npos = &np,
