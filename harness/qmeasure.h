@@ -15,6 +15,7 @@
 #define HARNESS_QMEASURE_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "coldvec.h"
 #include "cs.h"
 #include "harness.h"
@@ -194,6 +195,23 @@ int harness_qbench_passes(harness_qbench *b, const cv_query_opts *qo, harness_qm
 
 /* Everything b holds, the throttle's cgroup removed. */
 void harness_qbench_close(harness_qbench *b);
+
+/* What index query was asked, as its summary names it. */
+typedef struct harness_qbench_shown {
+	const cv_query_opts *qo;
+	cv_io_strategy strategy;
+	int cold, json;
+	uint64_t buffers, warmup;
+	size_t nparts;       /* --partitions' count; 0: the index's */
+	const char *simulate; /* --simulate's profile, or NULL */
+} harness_qbench_shown;
+
+/*
+ * index query's summary of the passes s over b (m: their percentiles, QPS):
+ * text lines, or one JSON object with a->json (qprint.c).
+ */
+void harness_qbench_print(const harness_qbench *b, const harness_qbench_shown *a,
+			  const harness_qm_result *s, const harness_qm_summary *m, FILE *out);
 
 /*
  * An ann-benchmarks (hdf5:) file's `distance` attribute against the metric
