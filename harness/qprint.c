@@ -2,10 +2,12 @@
  * qprint.c - index query's summary of its timed passes: the settings, recall,
  * QPS (the median pass, best and min), latency percentiles, reads, CPU and
  * the buffer pool per query, the virtual time and the kernel's throttle
- * count, as text lines or one JSON object.
+ * count, as text lines or one JSON object; and index sweep's rows, one a
+ * setting of its knob, as a table or JSON lines.
  */
 #include "qmeasure.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -144,4 +146,65 @@ void harness_qbench_print(const harness_qbench *b, const harness_qbench_shown *a
 		    json_string_value(json_object_get(b->throttle, "controller")),
 		    (long long) json_integer_value(json_object_get(b->throttle, "throttle_reads")),
 		    (unsigned long long) s->st.reads);
+}
+
+json_t *harness_sweep_row(const harness_sweep_setting *w, const harness_qm_summary *m, double recall,
+			  const cv_query_stats *st)
+{
+	json_t *row = json_pack(
+		"{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", w->kcol,
+		(json_int_t) w->value, "k", (json_int_t) w->k, "queries", (json_int_t) w->nq, "repeat",
+		(json_int_t) w->repeat, "recall_at_k", recall, "qps", m->qps, "qps_min", m->qps_min,
+		"qps_max", m->qps_best, "lat_p50_ms", m->p50, "lat_p90_ms", m->p90, "lat_p95_ms", m->p95,
+		"lat_p99_ms", m->p99, "lat_p999_ms", m->p999, "reads_per_query",
+		(double) st->reads / (double) (w->nq * w->repeat));
+
+	if (!row)
+		return NULL;
+	json_object_set_new(row, "build_s", isfinite(w->build_s) ? json_real(w->build_s) : json_null());
+	json_object_set_new(row, "index_bytes",
+			    w->index_bytes >= 0 ? json_integer(w->index_bytes) : json_null());
+	json_object_set_new(row, "kind", json_string(w->kind));
+	return row;
+}
+
+void harness_sweep_print_head(const char *kcol, FILE *out)
+{
+	fprintf(out, "%-13s %9s %10s %21s %9s %9s %9s %9s %9s %9s\n", kcol, "recall", "QPS",
+		"(min..max)", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "p99.9 ms", "reads/q");
+}
+
+static double num(const json_t *row, const char *key)
+{
+	return json_number_value(json_object_get(row, key));
+}
+
+void harness_sweep_print_row(const json_t *row, const char *kcol, int json, FILE *out)
+{
+	char mm[64];
+
+	if (json) {
+		json_dumpf(row, out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		fputc('\n', out);
+	} else {
+		snprintf(mm, sizeof(mm), "(%.1f..%.1f)", num(row, "qps_min"), num(row, "qps_max"));
+		fprintf(out, "%-13u %9.4f %10.1f %21s %9.4f %9.4f %9.4f %9.4f %9.4f %9.1f\n",
+			(unsigned) json_integer_value(json_object_get(row, kcol)), num(row, "recall_at_k"),
+			num(row, "qps"), mm, num(row, "lat_p50_ms"), num(row, "lat_p90_ms"),
+			num(row, "lat_p95_ms"), num(row, "lat_p99_ms"), num(row, "lat_p999_ms"),
+			num(row, "reads_per_query"));
+	}
+	fflush(out);
+}
+
+void harness_sweep_print_foot(size_t nq, size_t k, uint64_t repeat, uint64_t warmup, double build_s,
+			      long long index_bytes, FILE *out)
+{
+	char bs[32];
+
+	snprintf(bs, sizeof(bs), isfinite(build_s) ? "%.1f s" : "n/a (no BUILD)", build_s);
+	fprintf(out,
+		"%zu queries, k=%zu, %llu timed passes a setting after %llu warm-up; build %s, "
+		"index %lld bytes\n",
+		nq, k, (unsigned long long) repeat, (unsigned long long) warmup, bs, index_bytes);
 }
