@@ -51,6 +51,7 @@ typedef struct cli_spec {
 	const char *extra;   /* line (%s the operand) for an operand past maxpos */
 	int missing_first;   /* an unknown option as the last word reads as missing its value */
 	int eq;              /* "--name=V" is also taken */
+	int dash_operand;    /* "-" alone is an operand (stdin), not an option */
 } cli_spec;
 
 /* Table entries: a flag storing 1, a string, a number in [lo, hi], a converter; the end. */
