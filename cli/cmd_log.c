@@ -57,7 +57,7 @@ static int log_verify(int argc, char **argv)
 {
 	const char *dir = NULL, *cpf = NULL, *vkey = NULL;
 	int as_json = 0, rc;
-	char *cp = NULL, root[65];
+	char *cp = NULL;
 	ledger_tree_head th;
 	ledger_verify_info info;
 	ledger *l = NULL;
@@ -81,28 +81,7 @@ static int log_verify(int argc, char **argv)
 		rc = cli_fail("log verify", &e);
 		goto out;
 	}
-	cs_hex(info.root, 32, root);
-	if (as_json)
-		printf("{\"checkpoint_size\":%lld,\"ok\":true,\"raw_blobs\":%lld,\"root\":\"%s\","
-		       "\"signed\":%s,\"signed_size\":%lld,\"size\":%lld}\n",
-		       (long long) info.checkpoint_size, (long long) info.raw_blobs, root,
-		       info.keyed ? "true" : "false", (long long) info.signed_size,
-		       (long long) info.size);
-	else {
-		printf("ok: %lld records, %lld raw blobs, root %s\n", (long long) info.size,
-		       (long long) info.raw_blobs, root);
-		if (info.keyed)
-			printf("ok: signed by %s%s at size %lld, covering every record\n",
-			       ledger_origin(l), vkey ? " (the key given)" : " (the study's own key; "
-			       "pin it with --key)", (long long) info.signed_size);
-		else
-			printf("unsigned: this study was made before studies had keys; records "
-			       "appended without the study (or a rewritten log) are caught only "
-			       "against a checkpoint saved elsewhere (--checkpoint)\n");
-		if (cpf)
-			printf("ok: extends checkpoint '%s' at size %lld (%s)\n", th.origin,
-			       (long long) th.size, cpf);
-	}
+	ledger_verify_print(&info, ledger_origin(l), vkey != NULL, cpf ? &th : NULL, cpf, as_json, stdout);
 	rc = CS_EXIT_OK;
 out:
 	ledger_close(l);
