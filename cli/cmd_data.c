@@ -3,6 +3,8 @@
  * ground truth for a base and a query set (cached by content hash).
  */
 #include "cmds.h"
+
+#include "args.h"
 #include "coldvec.h"
 #include "guard.h"
 
@@ -45,15 +47,15 @@ static int data_info(int argc, char **argv)
 	double mn = INFINITY, mx = -INFINITY, norms = 0;
 	int json = 0, rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (argv[i][0] == '-' && argv[i][1])
-			return cli_usage("data", "unknown option '%s'", argv[i]);
-		else if (!spec)
-			spec = argv[i];
-		else
-			return cli_usage("data", "info takes one SPEC");
+	{
+		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json), CLI_OPT_END};
+		size_t np = 0;
+		const cli_spec cs = {.verb = "data", .opts = opts, .pos = &spec, .maxpos = 1, .npos = &np,
+				     .unknown = "unknown option '%s'", .extra = "info takes one SPEC",
+				     .dash_operand = 1};
+
+		if ((rc = cli_args_parse(&cs, argc, argv)))
+			return rc;
 	}
 	if (!spec)
 		return cli_usage("data", "info needs a SPEC");

@@ -11,6 +11,8 @@
  */
 #include "cmds.h"
 
+#include "args.h"
+
 #include "coldvec.h"
 
 #include <errno.h>
@@ -44,19 +46,21 @@ static int device_replay(int argc, char **argv)
 	cv_sim_result r;
 	cv_err e = {{0}};
 
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
-			json = 1;
-		} else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-			profile = argv[++i];
-		} else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
-			if (cli_parse_u64(argv[++i], &seed))
-				return cli_usage("device", "--seed wants a number, got '%s'", argv[i]);
-		} else if (argv[i][0] != '-' && !path) {
-			path = argv[i];
-		} else {
-			return cli_usage("device", "replay: unexpected '%s'", argv[i]);
-		}
+	{
+		const cli_opt opts[] = {
+			CLI_OPT_FLAG("--json", NULL, &json),
+			CLI_OPT_STR("--device", &profile),
+			{.name = "--seed", .kind = CLI_U64, .dst = &seed, .hi = UINT64_MAX,
+			 .bad = "--seed wants a number, got '%s'"},
+			CLI_OPT_END,
+		};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "device", .opts = opts, .first = 2, .pos = &path, .maxpos = 1,
+				       .npos = &np, .unknown = "replay: unexpected '%s'",
+				       .extra = "replay: unexpected '%s'"};
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!path || !profile)
 		return cli_usage("device", "replay needs TRACE and --device PROFILE");

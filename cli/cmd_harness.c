@@ -4,6 +4,7 @@
  */
 #include "cmds.h"
 
+#include "args.h"
 #include "guard.h"
 #include "harness.h"
 #include "ledger.h"
@@ -12,6 +13,68 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* clone's --pg-port: 1..65535 */
+static int take_port(const char *val, void *dst)
+{
+	char *end;
+	long v = strtol(val, &end, 10);
+
+	if (*end || v < 1 || v > 65535)
+		return -1;
+	*(int *) dst = (int) v;
+	return 0;
+}
+
+/* run's -q: no id but the first line, and no progress */
+typedef struct run_flags {
+	harness_run_opts *o;
+	int *quiet;
+} run_flags;
+
+static int take_quiet(const char *val, void *dst)
+{
+	run_flags *f = dst;
+
+	(void) val;
+	*f->quiet = 1;
+	f->o->progress = 0;
+	return 0;
+}
+
+/* a whole number from lo to max (strtoull's spelling); -2 when val is empty or an option */
+static int take_count(const char *val, unsigned long long lo, unsigned long long max,
+		      unsigned long long *out)
+{
+	char *end = NULL;
+
+	if (!val[0] || val[0] == '-')
+		return -2;
+	errno = 0;
+	*out = strtoull(val, &end, 10);
+	return errno || !end || *end || *out < lo || *out > max ? -1 : 0;
+}
+
+static int take_seed(const char *val, void *dst)
+{
+	harness_run_opts *o = dst;
+	unsigned long long v;
+	int rc = take_count(val, 0, HARNESS_SEED_MAX, &v);
+
+	o->seed = rc ? o->seed : (uint64_t) v;
+	o->has_seed |= !rc;
+	return rc;
+}
+
+static int take_replicate(const char *val, void *dst)
+{
+	harness_run_opts *o = dst;
+	unsigned long long v;
+	int rc = take_count(val, 1, HARNESS_REPLICATES_MAX, &v);
+
+	o->replicate = rc ? o->replicate : (unsigned) v;
+	return rc;
+}
 
 int cmd_validate(int argc, char **argv)
 {
@@ -34,19 +97,19 @@ int cmd_validate(int argc, char **argv)
 		       "the batch's validation records as a JSON array instead of the lines.\n");
 		return CS_EXIT_OK;
 	}
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--allow-no-device-stats"))
-			o.allow_no_device_stats = 1;
-		else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q"))
-			o.quiet = 1;
-		else if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (argv[i][0] == '-')
-			return cli_usage(argv[0], "unknown option '%s'", argv[i]);
-		else if (!dir)
-			dir = argv[i];
-		else
-			return cli_usage(argv[0], "unexpected argument '%s'", argv[i]);
+	{
+		const cli_opt opts[] = {
+			CLI_OPT_FLAG("--allow-no-device-stats", NULL, &o.allow_no_device_stats),
+			CLI_OPT_FLAG("--quiet", "-q", &o.quiet),
+			CLI_OPT_FLAG("--json", NULL, &json),
+			CLI_OPT_END,
+		};
+		size_t np = 0;
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
+				       .unknown = "unknown option '%s'", .extra = "unexpected argument '%s'"};
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!dir)
 		return cli_usage(argv[0], "missing study directory");
@@ -94,34 +157,23 @@ int cmd_clone(int argc, char **argv)
 		       "and the backup_label), the server checked to run on SRC itself.\n");
 		return CS_EXIT_OK;
 	}
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--study")) {
-			if (++i >= argc)
-				return cli_usage(argv[0], "--study needs a directory");
-			study = argv[i];
-		} else if (!strcmp(argv[i], "--pg-socket")) {
-			if (++i >= argc)
-				return cli_usage(argv[0], "--pg-socket needs a directory");
-			pg_socket = argv[i];
-		} else if (!strcmp(argv[i], "--pg-port")) {
-			char *end;
-			long v;
+	{
+		const cli_opt opts[] = {
+			CLI_OPT_STRM("--study", &study, "--study needs a directory"),
+			CLI_OPT_STRM("--pg-socket", &pg_socket, "--pg-socket needs a directory"),
+			CLI_OPT_FNM("--pg-port", &pg_port, take_port, "--pg-port: '%s' is not a port number",
+				    "--pg-port needs a port number"),
+			CLI_OPT_END,
+		};
+		const char *pos[2] = {NULL, NULL};
+		size_t np = 0;
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .pos = pos, .maxpos = 2, .npos = &np,
+				       .unknown = "unknown option '%s'", .extra = "unexpected argument '%s'"};
 
-			if (++i >= argc)
-				return cli_usage(argv[0], "--pg-port needs a port number");
-			v = strtol(argv[i], &end, 10);
-			if (*end || v < 1 || v > 65535)
-				return cli_usage(argv[0], "--pg-port: '%s' is not a port number", argv[i]);
-			pg_port = (int) v;
-		} else if (argv[i][0] == '-') {
-			return cli_usage(argv[0], "unknown option '%s'", argv[i]);
-		} else if (!src) {
-			src = argv[i];
-		} else if (!dst) {
-			dst = argv[i];
-		} else {
-			return cli_usage(argv[0], "unexpected argument '%s'", argv[i]);
-		}
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
+		src = pos[0];
+		dst = pos[1];
 	}
 	if (!src || !dst)
 		return cli_usage(argv[0], "need SRC and DST");
@@ -216,58 +268,35 @@ int cmd_run(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "show"))
 		return cmd_run_show(argc - 1, argv + 1);
 	o.progress = -1;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
-			quiet = 1;
-			o.progress = 0;
-		} else if (!strcmp(argv[i], "--json")) {
-			json = 1;
-		} else if (!strcmp(argv[i], "--holdout")) {
-			o.holdout = 1;
-		} else if (!strcmp(argv[i], "--enforce-clean")) {
-			o.enforce_clean = 1;
-		} else if (!strcmp(argv[i], "--progress")) {
-			o.progress = 1;
-		} else if (!strcmp(argv[i], "--no-progress")) {
-			o.progress = 0;
-		} else if (!strcmp(argv[i], "--seed")) {
-			char *end = NULL;
-			unsigned long long v;
+	{
+		char rbad[96];
+		const char *pos[2] = {NULL, NULL};
+		size_t np = 0;
+		run_flags rf = {.o = &o, .quiet = &quiet};
+		const cli_opt opts[] = {
+			CLI_OPT_DO("--quiet", "-q", &rf, take_quiet),
+			CLI_OPT_FLAG("--json", NULL, &json),
+			CLI_OPT_FLAG("--holdout", NULL, &o.holdout),
+			CLI_OPT_FLAG("--enforce-clean", NULL, &o.enforce_clean),
+			CLI_OPT_SET("--progress", &o.progress, 1),
+			CLI_OPT_SET("--no-progress", &o.progress, 0),
+			CLI_OPT_FNM("--seed", &o, take_seed, "--seed '%s': not a number from 0 to 2^53-1",
+				    "--seed needs a number (0 to 2^53-1)"),
+			CLI_OPT_FNM("--replicate", &o, take_replicate, rbad,
+				    "--replicate needs a number (1 to the spec's replicates)"),
+			CLI_OPT_TEXT("--declare-overlap", &o.declare_overlap, "--declare-overlap needs a text"),
+			CLI_OPT_END,
+		};
+		const cli_spec cs = {.verb = argv[0], .opts = opts, .pos = pos, .maxpos = 2, .npos = &np,
+				     .unknown = "unknown option '%s'", .extra = "unexpected argument '%s'"};
+		int rc;
 
-			if (++i >= argc || !argv[i][0] || argv[i][0] == '-')
-				return cli_usage(argv[0], "--seed needs a number (0 to 2^53-1)");
-			errno = 0;
-			v = strtoull(argv[i], &end, 10);
-			if (errno || !end || *end || v > HARNESS_SEED_MAX)
-				return cli_usage(argv[0], "--seed '%s': not a number from 0 to 2^53-1",
-						 argv[i]);
-			o.seed = (uint64_t) v;
-			o.has_seed = 1;
-		} else if (!strcmp(argv[i], "--replicate")) {
-			char *end = NULL;
-			unsigned long v;
-
-			if (++i >= argc || !argv[i][0] || argv[i][0] == '-')
-				return cli_usage(argv[0], "--replicate needs a number (1 to the spec's replicates)");
-			errno = 0;
-			v = strtoul(argv[i], &end, 10);
-			if (errno || !end || *end || v < 1 || v > HARNESS_REPLICATES_MAX)
-				return cli_usage(argv[0], "--replicate '%s': not a number from 1 to %u",
-						 argv[i], HARNESS_REPLICATES_MAX);
-			o.replicate = (unsigned) v;
-		} else if (!strcmp(argv[i], "--declare-overlap")) {
-			if (++i >= argc || !argv[i][0])
-				return cli_usage(argv[0], "--declare-overlap needs a text");
-			o.declare_overlap = argv[i];
-		} else if (argv[i][0] == '-') {
-			return cli_usage(argv[0], "unknown option '%s'", argv[i]);
-		} else if (!dir) {
-			dir = argv[i];
-		} else if (!spec) {
-			spec = argv[i];
-		} else {
-			return cli_usage(argv[0], "unexpected argument '%s'", argv[i]);
-		}
+		snprintf(rbad, sizeof(rbad), "--replicate '%%s': not a number from 1 to %u",
+			 HARNESS_REPLICATES_MAX);
+		if ((rc = cli_args_parse(&cs, argc, argv)))
+			return rc;
+		dir = pos[0];
+		spec = pos[1];
 	}
 	if (!dir || !spec)
 		return cli_usage(argv[0], "need DIR and run.json");
@@ -309,20 +338,22 @@ int cmd_study(int argc, char **argv)
 		int64_t seq = 0;
 		int amend = 0;
 
-		for (int i = 2; i < argc; i++) {
-			if (!strcmp(argv[i], "--amend"))
-				amend = 1;
-			else if (!strcmp(argv[i], "--rationale") && i + 1 < argc)
-				rationale = argv[++i];
-			else if (argv[i][0] == '-')
-				return cli_usage(argv[0], "unknown option '%s'", argv[i]);
-			else if (!dir)
-				dir = argv[i];
-			else if (!path)
-				path = argv[i];
-			else
-				return cli_usage(argv[0], "unexpected argument '%s'", argv[i]);
-		}
+		const cli_opt opts[] = {
+			CLI_OPT_FLAG("--amend", NULL, &amend),
+			CLI_OPT_STR("--rationale", &rationale),
+			CLI_OPT_END,
+		};
+		const char *pos[2] = {NULL, NULL};
+		size_t np = 0;
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = pos, .maxpos = 2,
+				       .npos = &np, .unknown = "unknown option '%s'",
+				       .extra = "unexpected argument '%s'"};
+		int rc;
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
+		dir = pos[0];
+		path = pos[1];
 		if (!dir || !path)
 			return cli_usage(argv[0], "register needs DIR and study.json");
 		if (amend != (rationale != NULL) || (rationale && !*rationale))

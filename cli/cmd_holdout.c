@@ -7,6 +7,8 @@
  */
 #include "cmds.h"
 
+#include "args.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +140,16 @@ static const char holdout_usage[] =
 	"is shown beside it, labelled, and never changes the result or the exit. The log is\n"
 	"verified first (exit 4). Exit 6 when the registered test failed.\n";
 
+static int take_threshold(const char *val, void *dst)
+{
+	holdout_score_opts *so = dst;
+
+	if (cli_parse_double(val, &so->threshold) || so->threshold <= 0)
+		return -1;
+	so->have_threshold = 1;
+	return 0;
+}
+
 int cmd_holdout(int argc, char **argv)
 {
 	const char *sub, *dir, *targets = NULL, *model = "auto";
@@ -152,22 +164,21 @@ int cmd_holdout(int argc, char **argv)
 		return cli_usage("holdout", "expected a subcommand and a study directory");
 	sub = argv[1];
 	dir = argv[2];
-	for (int i = 3; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
-			as_json = 1;
-		} else if (!strcmp(argv[i], "--interim")) {
-			so.interim = 1;
-		} else if (!strcmp(argv[i], "--targets") && i + 1 < argc) {
-			targets = argv[++i];
-		} else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
-			model = argv[++i];
-		} else if (!strcmp(argv[i], "--threshold") && i + 1 < argc) {
-			if (cli_parse_double(argv[++i], &so.threshold) || so.threshold <= 0)
-				return cli_usage("holdout", "--threshold: expected a positive number");
-			so.have_threshold = 1;
-		} else {
-			return cli_usage("holdout", "unexpected argument '%s'", argv[i]);
-		}
+	{
+		const cli_opt opts[] = {
+			CLI_OPT_FLAG("--json", NULL, &as_json),
+			CLI_OPT_FLAG("--interim", NULL, &so.interim),
+			CLI_OPT_STR("--targets", &targets),
+			CLI_OPT_STR("--model", &model),
+			CLI_OPT_FN("--threshold", &so, take_threshold, "--threshold: expected a positive number"),
+			CLI_OPT_END,
+		};
+		const cli_spec spec = {.verb = "holdout", .opts = opts, .first = 3,
+				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+		int rc;
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!strcmp(sub, "predict")) {
 		if (strcmp(model, "auto") && strcmp(model, "io") && strcmp(model, "loglinear"))
@@ -231,17 +242,20 @@ int cmd_deviate(int argc, char **argv)
 		       "Verdicts and scores list the deviations that touch them.\n");
 		return 0;
 	}
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--because") && i + 1 < argc)
-			because = argv[++i];
-		else if (!strcmp(argv[i], "--hypothesis") && i + 1 < argc)
-			hyp = argv[++i];
-		else if (!strcmp(argv[i], "--run") && i + 1 < argc)
-			run = argv[++i];
-		else if (!dir && argv[i][0] != '-')
-			dir = argv[i];
-		else
-			return cli_usage("deviate", "unexpected argument '%s'", argv[i]);
+	{
+		const cli_opt opts[] = {
+			CLI_OPT_STR("--because", &because),
+			CLI_OPT_STR("--hypothesis", &hyp),
+			CLI_OPT_STR("--run", &run),
+			CLI_OPT_END,
+		};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "deviate", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
+				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+		int rc;
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!dir || !because || !*because)
 		return cli_usage("deviate", "expected DIR --because TEXT");
@@ -249,6 +263,22 @@ int cmd_deviate(int argc, char **argv)
 }
 
 /* ---- verdicts ---- */
+
+/* --as-of SEQ: the verdicts as of a record, recomputed and not recorded */
+typedef struct verdict_args {
+	uint64_t *as_of;
+	int *record;
+} verdict_args;
+
+static int take_as_of(const char *val, void *dst)
+{
+	verdict_args *va = dst;
+
+	if (cli_parse_u64(val, va->as_of) || *va->as_of == 0)
+		return -1;
+	*va->record = 0;
+	return 0;
+}
 
 int cmd_verdicts(int argc, char **argv)
 {
@@ -288,19 +318,20 @@ int cmd_verdicts(int argc, char **argv)
 		       "interval and n on each side are printed under its row ('interval' in --json).\n");
 		return 0;
 	}
-	for (int k = 1; k < argc; k++) {
-		if (!strcmp(argv[k], "--json"))
-			as_json = 1;
-		else if (!strcmp(argv[k], "--no-record"))
-			record = 0;
-		else if (!strcmp(argv[k], "--as-of") && k + 1 < argc) {
-			if (cli_parse_u64(argv[++k], &as_of) || as_of == 0)
-				return cli_usage("verdicts", "--as-of: expected a record seq");
-			record = 0;
-		} else if (!dir && argv[k][0] != '-')
-			dir = argv[k];
-		else
-			return cli_usage("verdicts", "unexpected argument '%s'", argv[k]);
+	{
+		verdict_args va = {&as_of, &record};
+		const cli_opt opts[] = {
+			CLI_OPT_FLAG("--json", NULL, &as_json),
+			CLI_OPT_SET("--no-record", &record, 0),
+			CLI_OPT_FN("--as-of", &va, take_as_of, "--as-of: expected a record seq"),
+			CLI_OPT_END,
+		};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "verdicts", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
+				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!dir)
 		return cli_usage("verdicts", "expected a study directory");

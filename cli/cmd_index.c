@@ -18,6 +18,7 @@
  */
 #include "cmd_index.h"
 
+#include "args.h"
 #include "guard.h"
 #include "qmeasure.h"
 
@@ -96,6 +97,16 @@ static int index_fail(int rc, const cv_err *e)
 
 /* ---- build ---- */
 
+static int take_rng_factor(const char *val, void *dst)
+{
+	double d;
+
+	if (cli_parse_double(val, &d) || d <= 0 || d > 100)
+		return -1;
+	*(double *) dst = d;
+	return 0;
+}
+
 static int index_build(int argc, char **argv)
 {
 	const char *kind = NULL, *data = NULL, *out = NULL, *metric = NULL;
@@ -105,74 +116,35 @@ static int index_build(int argc, char **argv)
 	cv_dataset *ds = NULL;
 	cv_err e = {{0}};
 	cs_err ce = {0};
-	uint64_t v;
 	double secs;
 	int rc, json = 0, quiet = 0;
 
 	cv_build_opts_default(&o);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+	const cli_opt opts[] = {
+		CLI_OPT_FLAG("--json", NULL, &json),
+		CLI_OPT_FLAG("--quiet", "-q", &quiet),
+		CLI_OPT_STR("--kind", &kind),
+		CLI_OPT_STR("--data", &data),
+		CLI_OPT_STR("--out", &out),
+		CLI_OPT_STR("--metric", &metric),
+		CLI_OPT_NUM("--m", CLI_UINT, &o.m, 2, 100),
+		CLI_OPT_NUM("--ef-construction", CLI_UINT, &o.ef_construction, 4, 1000),
+		CLI_OPT_NUM("--partitions", CLI_UINT, &o.partitions, 1, 4096),
+		CLI_OPT_NUM("--threads", CLI_UINT, &o.threads, 0, 1024),
+		CLI_OPT_NUM("--seed", CLI_U64, &o.seed, 0, UINT64_MAX),
+		CLI_OPT_NUM("--max-posting-kb", CLI_UINT, &o.max_posting_kb, 8, 1024),
+		CLI_OPT_NUM("--code-bits", CLI_UINT, &o.code_bits, 1, 4),
+		CLI_OPT_NUM("--replicas", CLI_UINT, &o.replicas, 1, 10),
+		CLI_OPT_FN("--rng-factor", &o.rng_factor, take_rng_factor,
+			   "--rng-factor wants a number in (0, 100]"),
+		CLI_OPT_END,
+	};
+	const cli_spec spec = {.verb = "index", .opts = opts, .unknown = "build: unknown argument '%s'",
+			       .missing = "%s needs a value", .extra = "build: unknown argument '%s'",
+			       .missing_first = 1};
 
-		if (!strcmp(a, "--json")) {
-			json = 1;
-			continue;
-		}
-		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			quiet = 1;
-			continue;
-		}
-		if (a[0] == '-' && !val)
-			return cli_usage("index", "%s needs a value", a);
-		if (!strcmp(a, "--kind"))
-			kind = argv[++i];
-		else if (!strcmp(a, "--data"))
-			data = argv[++i];
-		else if (!strcmp(a, "--out"))
-			out = argv[++i];
-		else if (!strcmp(a, "--metric"))
-			metric = argv[++i];
-		else if (!strcmp(a, "--m")) {
-			if ((rc = index_opt_uint(a, argv[++i], 2, 100, &v)))
-				return rc;
-			o.m = (unsigned) v;
-		} else if (!strcmp(a, "--ef-construction")) {
-			if ((rc = index_opt_uint(a, argv[++i], 4, 1000, &v)))
-				return rc;
-			o.ef_construction = (unsigned) v;
-		} else if (!strcmp(a, "--partitions")) {
-			if ((rc = index_opt_uint(a, argv[++i], 1, 4096, &v)))
-				return rc;
-			o.partitions = (unsigned) v;
-		} else if (!strcmp(a, "--threads")) {
-			if ((rc = index_opt_uint(a, argv[++i], 0, 1024, &v)))
-				return rc;
-			o.threads = (unsigned) v;
-		} else if (!strcmp(a, "--seed")) {
-			if ((rc = index_opt_uint(a, argv[++i], 0, UINT64_MAX, &v)))
-				return rc;
-			o.seed = v;
-		} else if (!strcmp(a, "--max-posting-kb")) {
-			if ((rc = index_opt_uint(a, argv[++i], 8, 1024, &v)))
-				return rc;
-			o.max_posting_kb = (unsigned) v;
-		} else if (!strcmp(a, "--code-bits")) {
-			if ((rc = index_opt_uint(a, argv[++i], 1, 4, &v)))
-				return rc;
-			o.code_bits = (unsigned) v;
-		} else if (!strcmp(a, "--replicas")) {
-			if ((rc = index_opt_uint(a, argv[++i], 1, 10, &v)))
-				return rc;
-			o.replicas = (unsigned) v;
-		} else if (!strcmp(a, "--rng-factor")) {
-			double d;
-
-			if (cli_parse_double(argv[++i], &d) || d <= 0 || d > 100)
-				return cli_usage("index", "--rng-factor wants a number in (0, 100]");
-			o.rng_factor = d;
-		} else {
-			return cli_usage("index", "build: unknown argument '%s'", a);
-		}
-	}
+	if ((rc = cli_args_parse(&spec, argc, argv)))
+		return rc;
 	if (!kind || !data || !out || (!metric && strncmp(data, "hdf5:", 5)))
 		return cli_usage("index", "build needs --kind, --data, --metric and --out");
 	if (strcmp(kind, "hnsw") && strcmp(kind, "paged") && strcmp(kind, "phnsw") &&
@@ -265,27 +237,25 @@ static int index_update(int argc, char **argv, int insert)
 	size_t n = 0;
 	int rc;
 
-	guard_held_init(&held);
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i];
+	cli_opt opts[] = {
+		CLI_OPT_STR("--data", &data),
+		CLI_OPT_NUM("--first-id", CLI_U64, &first, 0, UINT32_MAX),
+		CLI_OPT_STR("--ids", &idfile), /* delete's only */
+		CLI_OPT_END,
+	};
+	char unknown[64], extra[64];
+	size_t ndir = 0;
+	const cli_spec spec = {.verb = "index", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &ndir,
+			       .unknown = unknown, .missing = "%s needs a value", .extra = extra,
+			       .missing_first = 1};
 
-		if (o[0] != '-') {
-			if (dir)
-				return cli_usage("index", "%s takes one DIR", argv[0]);
-			dir = o;
-		} else if (i + 1 >= argc) {
-			return cli_usage("index", "%s needs a value", o);
-		} else if (!strcmp(o, "--data")) {
-			data = argv[++i];
-		} else if (!strcmp(o, "--ids") && !insert) {
-			idfile = argv[++i];
-		} else if (!strcmp(o, "--first-id")) {
-			if ((rc = index_opt_uint(o, argv[++i], 0, UINT32_MAX, &first)))
-				return rc;
-		} else {
-			return cli_usage("index", "%s: unknown option '%s'", argv[0], o);
-		}
-	}
+	guard_held_init(&held);
+	if (insert)
+		opts[2] = (cli_opt) CLI_OPT_END;
+	snprintf(unknown, sizeof(unknown), "%s: unknown option '%%s'", argv[0]);
+	snprintf(extra, sizeof(extra), "%s takes one DIR", argv[0]);
+	if ((rc = cli_args_parse(&spec, argc, argv)))
+		return rc;
 	if (!dir || (insert && !data) || (!insert && !data == !idfile))
 		return cli_usage("index", insert ? "insert needs DIR and --data SPEC"
 						 : "delete needs DIR and one of --ids FILE or --data SPEC");

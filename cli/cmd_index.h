@@ -26,9 +26,6 @@ typedef struct qargs {
 /* Parse index query's options into *a (a->parts: caller frees); 0 or a usage exit. */
 int index_query_args(int argc, char **argv, qargs *a);
 
-/* Parse an unsigned option into *out within [lo, hi]; 0 or a usage exit. */
-int index_opt_uint(const char *name, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
-
 /* LIST: comma-separated numbers and ranges A-B (each at most 65535); *out new. 0 or -1. */
 int index_parse_list(const char *s, uint32_t **out, size_t *n);
 

@@ -9,6 +9,8 @@
  */
 #include "cmds.h"
 
+#include "args.h"
+
 #include "coldvec.h"
 #include "guard.h"
 #include "harness.h"
@@ -199,18 +201,19 @@ static int cache_prewarm(int argc, char **argv)
 	size_t n = 0;
 	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--blocks") && i + 1 < argc)
-			blocks = argv[++i];
-		else if (!strcmp(argv[i], "--block-size") && i + 1 < argc) {
-			if (cli_parse_u64(argv[++i], &bs) || !bs || bs > (1u << 30))
-				return cli_usage("cache", "--block-size wants a byte count, got '%s'", argv[i]);
-		} else if (argv[i][0] == '-')
-			return cli_usage("cache", "unknown option '%s'", argv[i]);
-		else if (!file)
-			file = argv[i];
-		else
-			return cli_usage("cache", "prewarm takes one FILE");
+	{
+		const cli_opt opts[] = {
+			CLI_OPT_STR("--blocks", &blocks),
+			{.name = "--block-size", .kind = CLI_U64, .dst = &bs, .lo = 1, .hi = 1u << 30,
+			 .bad = "--block-size wants a byte count, got '%s'"},
+			CLI_OPT_END,
+		};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "cache", .opts = opts, .pos = &file, .maxpos = 1, .npos = &np,
+				       .unknown = "unknown option '%s'", .extra = "prewarm takes one FILE"};
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!file || !blocks)
 		return cli_usage("cache", "prewarm needs FILE and --blocks LIST");

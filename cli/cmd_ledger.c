@@ -7,6 +7,8 @@
  * anything is written, then frozen and recorded in one transaction.
  */
 #include "cmds.h"
+
+#include "args.h"
 #include "guard.h"
 #include "ledger.h"
 #include "register.h"
@@ -83,7 +85,7 @@ int cmd_init(int argc, char **argv)
 int cmd_register(int argc, char **argv)
 {
 	const char *dir = NULL, *rationale = NULL, **paths;
-	int amend = 0, nfiles = 0, rc = 0, missing = 0;
+	int amend = 0, nfiles = 0, rc = 0;
 	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv)) {
@@ -102,21 +104,20 @@ int cmd_register(int argc, char **argv)
 	paths = calloc((size_t) argc, sizeof(*paths));
 	if (!paths)
 		return cli_fail("register", &(cs_err){CS_EXIT_INTERNAL, "out of memory"});
-	for (int i = 1; i < argc; i++) {
-		const char *v;
+	{
+		const cli_opt opts[] = {CLI_OPT_FLAG("--amend", NULL, &amend),
+					CLI_OPT_STR("--rationale", &rationale), CLI_OPT_END};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "register", .opts = opts, .pos = paths, .maxpos = (size_t) argc,
+				       .npos = &np, .unknown = "unknown option '%s'",
+				       .missing = "missing value for '%s'", .eq = 1};
 
-		if (!strcmp(argv[i], "--amend")) {
-			amend = 1;
-		} else if ((v = cli_opt_value(argc, argv, &i, "--rationale", &missing))) {
-			rationale = v;
-		} else if (missing || argv[i][0] == '-') {
-			rc = cli_usage("register", "%s '%s'",
-				       missing ? "missing value for" : "unknown option", argv[i]);
+		if ((rc = cli_args_parse(&spec, argc, argv)))
 			goto out;
-		} else if (!dir) {
-			dir = argv[i];
-		} else {
-			paths[nfiles++] = argv[i];
+		if (np) {
+			dir = paths[0];
+			nfiles = (int) np - 1;
+			memmove(paths, paths + 1, (size_t) nfiles * sizeof(*paths));
 		}
 	}
 	if (!dir || nfiles == 0) {

@@ -4,6 +4,8 @@
  * its options, makes its one call into ledger/ and prints.
  */
 #include "cmds.h"
+
+#include "args.h"
 #include "guard.h"
 #include "ledger.h"
 
@@ -53,25 +55,23 @@ static void log_help(FILE *f)
 
 static int log_verify(int argc, char **argv)
 {
-	const char *dir = NULL, *cpf = NULL, *vkey = NULL, *v;
-	int as_json = 0, missing = 0, rc;
-	char *cp = NULL, root[65];
+	const char *dir = NULL, *cpf = NULL, *vkey = NULL;
+	int as_json = 0, rc;
+	char *cp = NULL;
 	ledger_tree_head th;
 	ledger_verify_info info;
 	ledger *l = NULL;
 	cs_err e = {0};
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			as_json = 1;
-		else if ((v = cli_opt_value(argc, argv, &i, "--checkpoint", &missing)))
-			cpf = v;
-		else if ((v = cli_opt_value(argc, argv, &i, "--key", &missing)))
-			vkey = v;
-		else if (missing || argv[i][0] == '-' || dir)
-			return cli_usage("log verify", "unexpected argument '%s'", argv[i]);
-		else
-			dir = argv[i];
+	{
+		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &as_json), CLI_OPT_STR("--checkpoint", &cpf),
+					CLI_OPT_STR("--key", &vkey), CLI_OPT_END};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "log verify", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
+				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1};
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!dir)
 		return cli_usage("log verify", "missing DIR");
@@ -81,28 +81,7 @@ static int log_verify(int argc, char **argv)
 		rc = cli_fail("log verify", &e);
 		goto out;
 	}
-	cs_hex(info.root, 32, root);
-	if (as_json)
-		printf("{\"checkpoint_size\":%lld,\"ok\":true,\"raw_blobs\":%lld,\"root\":\"%s\","
-		       "\"signed\":%s,\"signed_size\":%lld,\"size\":%lld}\n",
-		       (long long) info.checkpoint_size, (long long) info.raw_blobs, root,
-		       info.keyed ? "true" : "false", (long long) info.signed_size,
-		       (long long) info.size);
-	else {
-		printf("ok: %lld records, %lld raw blobs, root %s\n", (long long) info.size,
-		       (long long) info.raw_blobs, root);
-		if (info.keyed)
-			printf("ok: signed by %s%s at size %lld, covering every record\n",
-			       ledger_origin(l), vkey ? " (the key given)" : " (the study's own key; "
-			       "pin it with --key)", (long long) info.signed_size);
-		else
-			printf("unsigned: this study was made before studies had keys; records "
-			       "appended without the study (or a rewritten log) are caught only "
-			       "against a checkpoint saved elsewhere (--checkpoint)\n");
-		if (cpf)
-			printf("ok: extends checkpoint '%s' at size %lld (%s)\n", th.origin,
-			       (long long) th.size, cpf);
-	}
+	ledger_verify_print(&info, ledger_origin(l), vkey != NULL, cpf ? &th : NULL, cpf, as_json, stdout);
 	rc = CS_EXIT_OK;
 out:
 	ledger_close(l);
@@ -112,21 +91,21 @@ out:
 
 static int log_checkpoint(int argc, char **argv)
 {
-	const char *dir = NULL, *origin = NULL, *v;
-	int missing = 0, rc, json = 0;
+	const char *dir = NULL, *origin = NULL;
+	int rc, json = 0;
 	char *text = NULL;
 	ledger *l = NULL;
 	cs_err e = {0};
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if ((v = cli_opt_value(argc, argv, &i, "--origin", &missing)))
-			origin = v;
-		else if (missing || argv[i][0] == '-' || dir)
-			return cli_usage("log checkpoint", "unexpected argument '%s'", argv[i]);
-		else
-			dir = argv[i];
+	{
+		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json), CLI_OPT_STR("--origin", &origin),
+					CLI_OPT_END};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "log checkpoint", .opts = opts, .pos = &dir, .maxpos = 1,
+				       .npos = &np, .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1};
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!dir)
 		return cli_usage("log checkpoint", "missing DIR");
@@ -172,34 +151,41 @@ static int parse_size(const char *s, int64_t *out)
 	return 0;
 }
 
+static int take_size(const char *val, void *dst)
+{
+	return parse_size(val, dst);
+}
+
+static int take_size_pos(const char *val, void *dst)
+{
+	return parse_size(val, dst) || *(int64_t *) dst == 0 ? -1 : 0;
+}
+
 static int log_prove(int argc, char **argv)
 {
-	const char *dir = NULL, *seqs = NULL, *v;
+	const char *dir = NULL, *seqs = NULL;
 	int64_t seq = 0, old = -1, size = 0;
-	int missing = 0, rc;
+	int rc;
 	ledger_proof p = {0};
 	char *txt = NULL;
 	ledger *l = NULL;
 	cs_err e = {0};
 
-	for (int i = 1; i < argc; i++) {
-		if ((v = cli_opt_value(argc, argv, &i, "--old-size", &missing))) {
-			if (parse_size(v, &old))
-				return cli_usage("log prove", "--old-size: expected a number, got '%s'",
-						 v);
-		} else if ((v = cli_opt_value(argc, argv, &i, "--size", &missing))) {
-			if (parse_size(v, &size) || size == 0)
-				return cli_usage("log prove", "--size: expected a number > 0, got '%s'",
-						 v);
-		} else if (missing || argv[i][0] == '-') {
-			return cli_usage("log prove", "unexpected argument '%s'", argv[i]);
-		} else if (!dir) {
-			dir = argv[i];
-		} else if (!seqs) {
-			seqs = argv[i];
-		} else {
-			return cli_usage("log prove", "unexpected argument '%s'", argv[i]);
-		}
+	{
+		const cli_opt opts[] = {
+			CLI_OPT_FN("--old-size", &old, take_size, "--old-size: expected a number, got '%s'"),
+			CLI_OPT_FN("--size", &size, take_size_pos, "--size: expected a number > 0, got '%s'"),
+			CLI_OPT_END,
+		};
+		const char *pos[2] = {NULL, NULL};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "log prove", .opts = opts, .pos = pos, .maxpos = 2, .npos = &np,
+				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1};
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
+		dir = pos[0];
+		seqs = pos[1];
 	}
 	if (!dir || (!seqs) == (old < 0))
 		return cli_usage("log prove", "expected DIR and either SEQ or --old-size N");
@@ -220,26 +206,23 @@ static int log_prove(int argc, char **argv)
 
 static int log_verify_proof(int argc, char **argv)
 {
-	const char *file = NULL, *cpf = NULL, *oldf = NULL, *roots = NULL, *vkey = NULL, *v;
+	const char *file = NULL, *cpf = NULL, *oldf = NULL, *roots = NULL, *vkey = NULL;
 	char root[65];
 	unsigned char anchor[32];
 	ledger_proof p = {0};
-	int missing = 0;
 	cs_err e = {0};
 
-	for (int i = 1; i < argc; i++) {
-		if ((v = cli_opt_value(argc, argv, &i, "--checkpoint", &missing)))
-			cpf = v;
-		else if ((v = cli_opt_value(argc, argv, &i, "--old-checkpoint", &missing)))
-			oldf = v;
-		else if ((v = cli_opt_value(argc, argv, &i, "--root", &missing)))
-			roots = v;
-		else if ((v = cli_opt_value(argc, argv, &i, "--key", &missing)))
-			vkey = v;
-		else if (missing || (argv[i][0] == '-' && argv[i][1]) || file)
-			return cli_usage("log verify-proof", "unexpected argument '%s'", argv[i]);
-		else
-			file = argv[i];
+	{
+		const cli_opt opts[] = {CLI_OPT_STR("--checkpoint", &cpf), CLI_OPT_STR("--old-checkpoint", &oldf),
+					CLI_OPT_STR("--root", &roots), CLI_OPT_STR("--key", &vkey), CLI_OPT_END};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "log verify-proof", .opts = opts, .pos = &file, .maxpos = 1,
+				       .npos = &np, .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1,
+				       .dash_operand = 1};
+		int rc;
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!file)
 		return cli_usage("log verify-proof", "missing the proof FILE (or - for stdin)");
@@ -293,22 +276,23 @@ static int log_key(int argc, char **argv)
 
 static int log_tiles(int argc, char **argv)
 {
-	const char *dir = NULL, *out = NULL, *v;
+	const char *dir = NULL, *out = NULL;
 	int64_t written = 0, same = 0;
-	int missing = 0, rc;
+	int rc;
 	char *note = NULL, outvia[PATH_MAX + 300];
 	ledger *l = NULL;
 	cs_err e = {0};
 	guard_held outh;
 
 	guard_held_init(&outh);
-	for (int i = 1; i < argc; i++) {
-		if ((v = cli_opt_value(argc, argv, &i, "--out", &missing)))
-			out = v;
-		else if (missing || argv[i][0] == '-' || dir)
-			return cli_usage("log tiles", "unexpected argument '%s'", argv[i]);
-		else
-			dir = argv[i];
+	{
+		const cli_opt opts[] = {CLI_OPT_STR("--out", &out), CLI_OPT_END};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "log tiles", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
+				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1};
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!dir || !out)
 		return cli_usage("log tiles", "expected DIR --out OUTDIR");

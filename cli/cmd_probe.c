@@ -8,6 +8,8 @@
  */
 #include "cmds.h"
 
+#include "args.h"
+
 #include "coldvec.h"
 #include "guard.h"
 #include "harness.h"
@@ -44,6 +46,16 @@ static int parse_bs(const char *s, uint32_t *out)
 	return 0;
 }
 
+static int take_bs(const char *val, void *dst)
+{
+	return parse_bs(val, dst);
+}
+
+static int take_strategy(const char *val, void *dst)
+{
+	return cv_io_strategy_parse(val, dst) ? -1 : 0;
+}
+
 int cmd_probe(int argc, char **argv)
 {
 	const char *file = NULL, *devspec = NULL, *capspec = NULL;
@@ -55,7 +67,6 @@ int cmd_probe(int argc, char **argv)
 	cv_device *dev = NULL;
 	harness_fio fr = { 0 };
 	int json = 0, fio = 0, have_fio = 0, rc;
-	uint64_t v;
 	cv_err e = { { 0 } };
 	cs_err ce = {0};
 	guard_held held;
@@ -73,41 +84,29 @@ int cmd_probe(int argc, char **argv)
 		       "                    where no cgroup controller is writable\n");
 		return CS_EXIT_OK;
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	{
+		const cli_opt opts[] = {
+			CLI_OPT_FLAG("--json", NULL, &json),
+			CLI_OPT_FLAG("--fio", NULL, &fio),
+			{.name = "--qd", .kind = CLI_UINT, .dst = &o.qd, .lo = 1, .hi = 4096,
+			 .bad = "--qd wants 1..4096, got '%s'"},
+			{.name = "--reads", .kind = CLI_U64, .dst = &o.reads, .lo = 1, .hi = UINT64_MAX,
+			 .bad = "--reads wants a positive count, got '%s'"},
+			{.name = "--seed", .kind = CLI_U64, .dst = &o.seed, .hi = UINT64_MAX,
+			 .bad = "--seed wants a number, got '%s'"},
+			CLI_OPT_FN("--bs", &o.bs, take_bs, "--bs wants 4k, 8k, 16k or a multiple of 512, got '%s'"),
+			CLI_OPT_FN("--strategy", &o.strategy, take_strategy,
+				   "--strategy wants uring, pread, direct or mmap, got '%s'"),
+			CLI_OPT_STR("--device", &devspec),
+			CLI_OPT_STR("--throttle", &capspec),
+			CLI_OPT_END,
+		};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "probe", .opts = opts, .pos = &file, .maxpos = 1, .npos = &np,
+				       .unknown = "unknown option '%s'", .extra = "one FILE only"};
 
-		if (!strcmp(a, "--json"))
-			json = 1;
-		else if (!strcmp(a, "--fio"))
-			fio = 1;
-		else if (!strcmp(a, "--qd") && i + 1 < argc) {
-			if (cli_parse_u64(argv[++i], &v) || !v || v > 4096)
-				return cli_usage("probe", "--qd wants 1..4096, got '%s'", argv[i]);
-			o.qd = (unsigned) v;
-		} else if (!strcmp(a, "--reads") && i + 1 < argc) {
-			if (cli_parse_u64(argv[++i], &v) || !v)
-				return cli_usage("probe", "--reads wants a positive count, got '%s'", argv[i]);
-			o.reads = v;
-		} else if (!strcmp(a, "--seed") && i + 1 < argc) {
-			if (cli_parse_u64(argv[++i], &o.seed))
-				return cli_usage("probe", "--seed wants a number, got '%s'", argv[i]);
-		} else if (!strcmp(a, "--bs") && i + 1 < argc) {
-			if (parse_bs(argv[++i], &o.bs))
-				return cli_usage("probe", "--bs wants 4k, 8k, 16k or a multiple of 512, got '%s'", argv[i]);
-		} else if (!strcmp(a, "--strategy") && i + 1 < argc) {
-			if (cv_io_strategy_parse(argv[++i], &o.strategy))
-				return cli_usage("probe", "--strategy wants uring, pread, direct or mmap, got '%s'", argv[i]);
-		} else if (!strcmp(a, "--device") && i + 1 < argc) {
-			devspec = argv[++i];
-		} else if (!strcmp(a, "--throttle") && i + 1 < argc) {
-			capspec = argv[++i];
-		} else if (a[0] == '-') {
-			return cli_usage("probe", "unknown option '%s'", a);
-		} else if (!file) {
-			file = a;
-		} else {
-			return cli_usage("probe", "one FILE only");
-		}
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!file)
 		return cli_usage("probe", "FILE is required");
@@ -153,88 +152,12 @@ int cmd_probe(int argc, char **argv)
 		if (!have_fio)
 			fprintf(stderr, "coldstudy probe: %s\n", fe.msg);
 	}
-	if (json) {
-		json_t *o2 = json_object();
-		char *txt;
-
-		if (!o2)
-			goto oom;
-		json_object_set_new(o2, "file", json_string(shown));
-		json_object_set_new(o2, "strategy", json_string(cv_io_strategy_name(o.strategy)));
-		json_object_set_new(o2, "qd", json_integer(o.qd));
-		json_object_set_new(o2, "bs", json_integer(o.bs));
-		json_object_set_new(o2, "reads", json_integer((json_int_t) r.reads));
-		json_object_set_new(o2, "wall_s", json_real(r.wall_s));
-		json_object_set_new(o2, "iops", json_real(r.iops));
-		json_object_set_new(o2, "mibps", json_real(r.mibps));
-		json_object_set_new(o2, "lat_mean_ms", json_real(r.lat_mean_ms));
-		json_object_set_new(o2, "lat_p50_ms", json_real(r.lat_p50_ms));
-		json_object_set_new(o2, "lat_p99_ms", json_real(r.lat_p99_ms));
-		json_object_set_new(o2, "lat_max_ms", json_real(r.lat_max_ms));
-		json_object_set_new(o2, "device", json_string(dev ? cv_device_name(dev) : "real"));
-		if (capspec) {
-			json_t *tj = harness_throttle_record(&thr, treads, tbytes);
-
-			/* the probe's own count against the kernel's: what validate checks */
-			json_object_set_new(tj, "engine_reads", json_integer((json_int_t) r.reads));
-			json_object_set_new(tj, "iops_of_cap",
-					    cap.riops ? json_real(r.iops / (double) cap.riops) : json_null());
-			json_object_set_new(o2, "throttle", tj);
-		}
-		if (have_fio) {
-			json_object_set_new(o2, "fio",
-					    json_pack("{s:f, s:f, s:f, s:f, s:f, s:s, s:s, s:f, s:f}", "iops",
-						      fr.iops, "mibps", fr.mibps, "lat_mean_ms",
-						      fr.lat_mean_ms, "lat_p50_ms", fr.lat_p50_ms,
-						      "lat_p99_ms", fr.lat_p99_ms, "latency", HARNESS_FIO_LATENCY,
-						      "latency_why", HARNESS_FIO_LATENCY_WHY, "clat_mean_ms",
-						      fr.clat_mean_ms, "slat_mean_ms", fr.slat_mean_ms));
-			json_object_set_new(o2, "iops_ratio", json_real(fr.iops > 0 ? r.iops / fr.iops : 0));
-			/* fio's own output, whole, last (probe:FILE reads the probe's figures above) */
-			json_object_set(o2, "fio_output", fr.out);
-		}
-		txt = json_dumps(o2, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-		json_decref(o2);
-		if (!txt)
-			goto oom;
-		printf("%s\n", txt);
-		free(txt);
-	} else {
-		printf("probe %s: %s, qd %u, bs %u, %llu reads%s%s\n", shown, cv_io_strategy_name(o.strategy),
-		       o.qd, o.bs, (unsigned long long) r.reads, dev ? ", device model " : "",
-		       dev ? cv_device_name(dev) : "");
-		if (capspec) {
-			char of[64] = "";
-
-			if (cap.riops)
-				snprintf(of, sizeof(of), "; IOPS %.3f of the cap", r.iops / (double) cap.riops);
-			printf("throttle %s on %u:%u (%s, %s): %llu reads counted by the kernel's "
-			       "throttle%s\n",
-			       cap.name, thr.maj, thr.min, thr.disk,
-			       thr.v2 ? "cgroup v2 io.max" : "cgroup v1 blkio.throttle",
-			       (unsigned long long) treads, of);
-		}
-		printf("%-12s %12s%s\n", "", "coldstudy", have_fio ? "          fio" : "");
-#define ROW(name, a, b, fmt)                                                   \
-	do {                                                                   \
-		printf("%-12s " fmt, name, a);                                 \
-		if (have_fio)                                                  \
-			printf(" " fmt, b);                                    \
-		printf("\n");                                                  \
-	} while (0)
-		ROW("IOPS", r.iops, fr.iops, "%12.1f");
-		ROW("MiB/s", r.mibps, fr.mibps, "%12.2f");
-		ROW("mean ms", r.lat_mean_ms, fr.lat_mean_ms, "%12.4f");
-		ROW("p50 ms", r.lat_p50_ms, fr.lat_p50_ms, "%12.4f");
-		ROW("p99 ms", r.lat_p99_ms, fr.lat_p99_ms, "%12.4f");
-#undef ROW
-		if (have_fio && fr.iops > 0)
-			printf("%-12s %12.3f\n", "IOPS ratio", r.iops / fr.iops);
-		if (have_fio)
-			printf("fio's latencies are its %s (%.4f ms mean; clat alone %.4f ms): issue to "
-			       "completion, as the probe times a read\n",
-			       HARNESS_FIO_LATENCY, fr.lat_mean_ms, fr.clat_mean_ms);
-	}
+	rc = harness_probe_print(&(harness_probe_report){.shown = shown, .o = &o, .r = &r,
+				 .device = dev ? cv_device_name(dev) : NULL, .cap = capspec ? &cap : NULL,
+				 .thr = &thr, .treads = treads, .tbytes = tbytes,
+				 .fio = have_fio ? &fr : NULL}, json, stdout);
+	if (rc)
+		goto oom;
 	json_decref(fr.out);
 	cv_device_free(dev);
 	guard_held_close(&held);

@@ -9,6 +9,7 @@
  */
 #include "cmds.h"
 
+#include "args.h"
 #include "guard.h"
 #include "harness.h"
 #include "replicate.h"
@@ -30,17 +31,17 @@ static int compare(int argc, char **argv)
 	json_t *rows = NULL;
 	cs_err e = {0};
 
-	for (int k = 1; k < argc; k++) {
-		if (!strcmp(argv[k], "--json"))
-			json = 1;
-		else if (argv[k][0] == '-')
-			return cli_usage("replicate", "unknown option '%s'", argv[k]);
-		else if (!a)
-			a = argv[k];
-		else if (!b)
-			b = argv[k];
-		else
-			return cli_usage("replicate", "compare takes two studies");
+	{
+		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json), CLI_OPT_END};
+		const char *pos[2] = {NULL, NULL};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "replicate", .opts = opts, .pos = pos, .maxpos = 2, .npos = &np,
+				       .unknown = "unknown option '%s'", .extra = "compare takes two studies"};
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
+		a = pos[0];
+		b = pos[1];
 	}
 	if (!a || !b)
 		return cli_usage("replicate", "compare needs S and S2");
@@ -97,23 +98,22 @@ int cmd_replicate(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "compare"))
 		return compare(argc - 1, argv + 1);
-	for (int k = 1; k < argc; k++) {
-		if (!strcmp(argv[k], "--out") && k + 1 < argc) {
-			out = argv[++k];
-		} else if (!strcmp(argv[k], "--specs") && k + 1 < argc) {
-			specs = argv[++k];
-		} else if (!strcmp(argv[k], "--seed") && k + 1 < argc) {
-			if (cli_parse_u64(argv[++k], &seed) || seed > HARNESS_SEED_MAX) {
-				rc = cli_usage("replicate", "--seed '%s': not a number from 0 to 2^53-1", argv[k]);
-				goto out;
-			}
-			has_seed = 1;
-		} else if (argv[k][0] == '-' || src) {
-			rc = cli_usage("replicate", "unexpected argument '%s'", argv[k]);
+	{
+		const cli_opt opts[] = {
+			CLI_OPT_STR("--out", &out),
+			CLI_OPT_STR("--specs", &specs),
+			{.name = "--seed", .kind = CLI_U64, .dst = &seed, .hi = HARNESS_SEED_MAX,
+			 .bad = "--seed '%s': not a number from 0 to 2^53-1"},
+			CLI_OPT_END,
+		};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "replicate", .opts = opts, .pos = &src, .maxpos = 1, .npos = &np,
+				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+
+		seed = UINT64_MAX; /* past HARNESS_SEED_MAX: no --seed */
+		if ((rc = cli_args_parse(&spec, argc, argv)))
 			goto out;
-		} else {
-			src = argv[k];
-		}
+		has_seed = seed != UINT64_MAX;
 	}
 	if (!src || !out) {
 		rc = cli_usage("replicate", "need S and --out S2");

@@ -7,6 +7,8 @@
  */
 #include "cmds.h"
 
+#include "args.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,7 +25,7 @@ int cmd_report(int argc, char **argv)
 	const char *dir = NULL, *out = NULL, *title = NULL;
 	ledger *l = NULL;
 	cs_err e = {0};
-	int rc, i;
+	int rc;
 	guard_held outh;
 	char outvia[PATH_MAX + 300];
 
@@ -37,17 +39,15 @@ int cmd_report(int argc, char **argv)
 		       "nothing but report files. The same ledger gives the same bytes.\n");
 		return CS_EXIT_OK;
 	}
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--out") && i + 1 < argc)
-			out = argv[++i];
-		else if (!strcmp(argv[i], "--title") && i + 1 < argc)
-			title = argv[++i];
-		else if (argv[i][0] == '-')
-			return cli_usage("report", "unknown or incomplete option '%s'", argv[i]);
-		else if (!dir)
-			dir = argv[i];
-		else
-			return cli_usage("report", "unexpected argument '%s'", argv[i]);
+	{
+		const cli_opt opts[] = {CLI_OPT_STR("--out", &out), CLI_OPT_STR("--title", &title), CLI_OPT_END};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "report", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
+				       .unknown = "unknown or incomplete option '%s'",
+				       .extra = "unexpected argument '%s'"};
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!dir || !out)
 		return cli_usage("report", "expected DIR --out R");
@@ -73,7 +73,7 @@ int cmd_log_publish(int argc, char **argv)
 	uint64_t timeout = PUBLISH_TIMEOUT_DEFAULT;
 	ledger *l = NULL;
 	cs_err e = {0};
-	int rc, i, dry = 0;
+	int rc, dry = 0;
 
 	if (cli_wants_help(argc, argv)) {
 		printf(
@@ -98,30 +98,27 @@ int cmd_log_publish(int argc, char **argv)
 		    PUBLISH_TIMEOUT_DEFAULT);
 		return CS_EXIT_OK;
 	}
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--url") && i + 1 < argc)
-			url = argv[++i];
-		else if (!strcmp(argv[i], "--to") && i + 1 < argc)
-			to = argv[++i];
-		else if (!strcmp(argv[i], "--witness") && i + 1 < argc)
-			witness = argv[++i];
-		else if (!strcmp(argv[i], "--origin") && i + 1 < argc)
-			origin = argv[++i];
-		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-			if (cli_parse_u64(argv[++i], &timeout) || timeout < 1 ||
-			    timeout > PUBLISH_TIMEOUT_MAX)
-				return cli_usage("log publish",
-				                 "--timeout: expected 1 to %d seconds, got '%s'",
-				                 PUBLISH_TIMEOUT_MAX, argv[i]);
-		} else if (!strcmp(argv[i], "--dry-run"))
-			dry = 1;
-		else if (argv[i][0] == '-')
-			return cli_usage("log publish", "unknown or incomplete option '%s'",
-			                 argv[i]);
-		else if (!dir)
-			dir = argv[i];
-		else
-			return cli_usage("log publish", "unexpected argument '%s'", argv[i]);
+	{
+		char tbad[80];
+		const cli_opt opts[] = {
+			CLI_OPT_STR("--url", &url),
+			CLI_OPT_STR("--to", &to),
+			CLI_OPT_STR("--witness", &witness),
+			CLI_OPT_STR("--origin", &origin),
+			{.name = "--timeout", .kind = CLI_U64, .dst = &timeout, .lo = 1, .hi = PUBLISH_TIMEOUT_MAX,
+			 .bad = tbad},
+			CLI_OPT_FLAG("--dry-run", NULL, &dry),
+			CLI_OPT_END,
+		};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "log publish", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
+				       .unknown = "unknown or incomplete option '%s'",
+				       .extra = "unexpected argument '%s'"};
+
+		snprintf(tbad, sizeof(tbad), "--timeout: expected 1 to %d seconds, got '%%s'",
+			 PUBLISH_TIMEOUT_MAX);
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!dir || !url == !to)
 		return cli_usage("log publish", "expected DIR and one of --to URL or --url URL");

@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,14 +138,11 @@ int index_sweep(int argc, char **argv)
 	bsecs = harness_index_build_seconds(idir);
 	ibytes = harness_index_bytes(idir);
 	if (!a.json)
-		printf("%-13s %9s %10s %21s %9s %9s %9s %9s %9s %9s\n",
-		       kcol, "recall", "QPS", "(min..max)", "p50 ms", "p90 ms", "p95 ms", "p99 ms",
-		       "p99.9 ms", "reads/q");
+		harness_sweep_print_head(kcol, stdout);
 	for (size_t v = 0; v < nvals; v++) {
 		harness_qm_opts mo = {.warmup = a.warmup, .repeat = a.repeat};
 		harness_qm_result r;
 		harness_qm_summary m;
-		double pct[5], qmin, qmax, qmed;
 		cv_query_stats st;
 		json_t *row;
 
@@ -165,56 +161,23 @@ int index_sweep(int argc, char **argv)
 			exitc = r.query_failed ? rc : cli_fail("index", &e);
 			goto out;
 		}
-		pct[0] = m.p50;
-		pct[1] = m.p90;
-		pct[2] = m.p95;
-		pct[3] = m.p99;
-		pct[4] = m.p999;
-		qmed = m.qps;
-		qmin = m.qps_min;
-		qmax = m.qps_best;
 		recalls[v] = r.recall;
-		qmeds[v] = qmed;
+		qmeds[v] = m.qps;
 		labels[v] = malloc(32);
 		if (labels[v])
 			snprintf(labels[v], 32, "%u", vals[v]);
-		row = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
-				kcol, (json_int_t) vals[v], "k", (json_int_t) a.qo.k, "queries",
-				(json_int_t) b.nq, "repeat", (json_int_t) a.repeat, "recall_at_k", recalls[v],
-				"qps", qmed, "qps_min", qmin, "qps_max", qmax, "lat_p50_ms", pct[0],
-				"lat_p90_ms", pct[1], "lat_p95_ms", pct[2], "lat_p99_ms", pct[3],
-				"lat_p999_ms", pct[4], "reads_per_query",
-				(double) st.reads / (double) (b.nq * a.repeat));
+		row = harness_sweep_row(&(harness_sweep_setting){.kcol = kcol, .value = vals[v],
+					.k = a.qo.k, .nq = b.nq, .repeat = a.repeat, .build_s = bsecs,
+					.index_bytes = ibytes, .kind = cv_index_kind(ix)}, &m, r.recall, &st);
 		if (!row) {
 			exitc = CS_EXIT_INTERNAL;
 			goto out;
 		}
-		json_object_set_new(row, "build_s", isfinite(bsecs) ? json_real(bsecs) : json_null());
-		json_object_set_new(row, "index_bytes", ibytes >= 0 ? json_integer(ibytes) : json_null());
-		json_object_set_new(row, "kind", json_string(cv_index_kind(ix)));
-		if (a.json) {
-			json_dumpf(row, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
-			putchar('\n');
-		} else {
-			char mm[64];
-
-			snprintf(mm, sizeof(mm), "(%.1f..%.1f)", qmin, qmax);
-			printf("%-13u %9.4f %10.1f %21s %9.4f %9.4f %9.4f %9.4f %9.4f %9.1f\n", vals[v],
-			       recalls[v], qmed, mm, pct[0], pct[1], pct[2], pct[3], pct[4],
-			       (double) st.reads / (double) (b.nq * a.repeat));
-		}
+		harness_sweep_print_row(row, kcol, a.json, stdout);
 		json_array_append_new(rows, row);
-		fflush(stdout);
 	}
-	if (!a.json) {
-		char bs[32];
-
-		snprintf(bs, sizeof(bs), isfinite(bsecs) ? "%.1f s" : "n/a (no BUILD)", bsecs);
-		printf("%zu queries, k=%zu, %llu timed passes a setting after %llu warm-up; build %s, "
-		       "index %lld bytes\n",
-		       b.nq, a.qo.k, (unsigned long long) a.repeat, (unsigned long long) a.warmup, bs,
-		       ibytes);
-	}
+	if (!a.json)
+		harness_sweep_print_foot(b.nq, a.qo.k, a.repeat, a.warmup, bsecs, ibytes, stdout);
 	if (prefix) {
 		static const char *const ext[] = {".csv", ".jsonl", ".svg"};
 

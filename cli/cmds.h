@@ -75,11 +75,6 @@ int cli_parse_u64(const char *s, uint64_t *out);
 int cli_parse_double(const char *s, double *out);
 /* Map a negative errno from the engine to an exit code: EBADMSG -> 4, input errors -> 5, else 1. */
 int cli_exit_from_errno(int rc);
-/*
- * The value of option name at argv[*i] ("--name V", *i moved past V, or
- * "--name=V"); NULL if argv[*i] is not it, with *missing set when V is.
- */
-const char *cli_opt_value(int argc, char **argv, int *i, const char *name, int *missing);
 /* Print "coldstudy VERB: what: strerror" and return the exit code for rc. */
 int cli_fail_errno(const char *verb, const char *what, int rc);
 

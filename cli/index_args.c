@@ -5,18 +5,10 @@
  */
 #include "cmd_index.h"
 
-#include <errno.h>
+#include "args.h"
+
 #include <stdlib.h>
 #include <string.h>
-
-/* Parse an unsigned option into *out within [lo, hi]; 0 or a usage exit. */
-int index_opt_uint(const char *name, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	if (cli_parse_u64(s, out) || *out < lo || *out > hi)
-		return cli_usage("index", "%s wants a whole number in %llu..%llu, got '%s'", name,
-				 (unsigned long long) lo, (unsigned long long) hi, s);
-	return 0;
-}
 
 /* LIST: comma-separated numbers and ranges A-B. */
 int index_parse_list(const char *s, uint32_t **out, size_t *n)
@@ -68,38 +60,77 @@ bad:
 	return -1;
 }
 
-/* SIZE: digits with an optional K/M/G suffix. */
-static int parse_size(const char *s, uint64_t *out)
+static int take_mode(const char *val, void *dst)
 {
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
+	cv_query_opts *qo = dst;
+	uint64_t v;
 
-	if (!s || *s < '0' || *s > '9')
+	if (!strcmp(val, "serial")) {
+		qo->mode = CV_MODE_SERIAL;
+		qo->fanout = 1;
+	} else if (!strncmp(val, "fanout:", 7) && !cli_parse_u64(val + 7, &v) && v >= 1 && v <= 4096) {
+		qo->mode = CV_MODE_FANOUT;
+		qo->fanout = (unsigned) v;
+	} else {
 		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	if (*end == 'k' || *end == 'K')
-		mul = 1ull << 10;
-	else if (*end == 'm' || *end == 'M')
-		mul = 1ull << 20;
-	else if (*end == 'g' || *end == 'G')
-		mul = 1ull << 30;
-	else if (*end)
-		return -1;
-	if (*end && (end[1] && strcmp(end + 1, "B") && strcmp(end + 1, "iB")))
-		return -1;
-	if (v > UINT64_MAX / mul)
-		return -1;
-	*out = v * mul;
+	}
 	return 0;
+}
+
+static int take_merge(const char *val, void *dst)
+{
+	cv_query_opts *qo = dst;
+
+	if (!strcmp(val, "stream"))
+		qo->merge = CV_MERGE_STREAM;
+	else if (!strcmp(val, "sort"))
+		qo->merge = CV_MERGE_SORT;
+	else
+		return -1;
+	return 0;
+}
+
+static int take_io(const char *val, void *dst)
+{
+	cv_query_opts *qo = dst;
+	uint64_t v;
+
+	if (!strcmp(val, "serial")) {
+		qo->io_mode = CV_HIO_SERIAL;
+	} else if (!strncmp(val, "concurrent:", 11) && !cli_parse_u64(val + 11, &v) && v >= 1 &&
+		   v <= 4096) {
+		qo->io_mode = CV_HIO_CONCURRENT;
+		qo->io_depth = (unsigned) v;
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+static int take_strategy(const char *val, void *dst)
+{
+	return cv_io_strategy_parse(val, dst) ? -1 : 0;
+}
+
+static int take_buffers(const char *val, void *dst)
+{
+	uint64_t *b = dst;
+
+	return cli_parse_size(val, b) || *b < 8192 ? -1 : 0;
+}
+
+static int take_parts(const char *val, void *dst)
+{
+	qargs *a = dst;
+
+	free(a->parts);
+	a->parts = NULL;
+	return index_parse_list(val, &a->parts, &a->nparts);
 }
 
 int index_query_args(int argc, char **argv, qargs *a)
 {
-	uint64_t v;
+	size_t ndir = 0;
 	int rc;
 
 	memset(a, 0, sizeof(*a));
@@ -107,125 +138,63 @@ int index_query_args(int argc, char **argv, qargs *a)
 	a->strategy = CV_IO_PREAD;
 	a->buffers = 128ull << 20;
 	a->repeat = 1;
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+	const cli_opt opts[] = {
+		CLI_OPT_FLAG("--cold", NULL, &a->cold),
+		CLI_OPT_FLAG("--json", NULL, &a->json),
+		CLI_OPT_FLAG("--quiet", "-q", &a->quiet),
+		CLI_OPT_STR("--queries", &a->queries),
+		CLI_OPT_STR("--data", &a->data),
+		CLI_OPT_STR("--gt", &a->gt),
+		CLI_OPT_STR("--device", &a->device),
+		CLI_OPT_STR("--simulate", &a->simulate),
+		CLI_OPT_STR("--throttle", &a->throttle),
+		CLI_OPT_STR("--record-blocks", &a->record),
+		CLI_OPT_STR("--trace", &a->tracefile),
+		CLI_OPT_STR("--per-query", &a->per_query),
+		CLI_OPT_NUM("--nq", CLI_U64, &a->nq, 1, UINT32_MAX),
+		CLI_OPT_NUM("--repeat", CLI_U64, &a->repeat, 1, 1000),
+		CLI_OPT_NUM("--warmup", CLI_U64, &a->warmup, 0, 1000),
+		CLI_OPT_NUM("--k", CLI_SIZE_T, &a->qo.k, 1, 10000),
+		CLI_OPT_NUM("--ef-search", CLI_UINT, &a->qo.ef_search, 1, 1000),
+		CLI_OPT_NUM("--search-probe", CLI_UINT, &a->qo.search_probe, 1, 1u << 20),
+		CLI_OPT_NUM("--rescore-limit", CLI_UINT, &a->qo.rescore_limit, 0, 1u << 24),
+		CLI_OPT_FN("--mode", &a->qo, take_mode,
+			   "--mode wants serial or fanout:C, got '%s'"),
+		CLI_OPT_FN("--merge", &a->qo, take_merge,
+			   "--merge wants stream or sort, got '%s'"),
+		CLI_OPT_FN("--io", &a->qo, take_io,
+			   "--io wants serial or concurrent:Q, got '%s'"),
+		CLI_OPT_FN("--strategy", &a->strategy, take_strategy,
+			   "--strategy wants mmap, pread, direct or uring, got '%s'"),
+		CLI_OPT_FN("--buffers", &a->buffers, take_buffers,
+			   "--buffers wants a size of at least 8K, got '%s'"),
+		CLI_OPT_FN("--partitions", a, take_parts,
+			   "--partitions wants a list like 0,3,8-15, got '%s'"),
+		CLI_OPT_END,
+	};
+	const cli_spec spec = {.verb = "index", .opts = opts, .pos = &a->dir, .maxpos = 1, .npos = &ndir,
+			       .unknown = "query: unknown option '%s'", .missing = "%s needs a value",
+			       .extra = "query takes one DIR", .missing_first = 1};
 
-		if (!strcmp(o, "--cold")) {
-			a->cold = 1;
-			continue;
-		}
-		if (!strcmp(o, "--json")) {
-			a->json = 1;
-			continue;
-		}
-		if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) {
-			a->quiet = 1;
-			continue;
-		}
-		if (o[0] != '-') {
-			if (a->dir)
-				return cli_usage("index", "query takes one DIR");
-			a->dir = o;
-			continue;
-		}
-		if (!val)
-			return cli_usage("index", "%s needs a value", o);
-		i++;
-		if (!strcmp(o, "--queries"))
-			a->queries = val;
-		else if (!strcmp(o, "--data"))
-			a->data = val;
-		else if (!strcmp(o, "--gt"))
-			a->gt = val;
-		else if (!strcmp(o, "--device"))
-			a->device = val;
-		else if (!strcmp(o, "--simulate"))
-			a->simulate = val;
-		else if (!strcmp(o, "--throttle"))
-			a->throttle = val;
-		else if (!strcmp(o, "--record-blocks"))
-			a->record = val;
-		else if (!strcmp(o, "--trace"))
-			a->tracefile = val;
-		else if (!strcmp(o, "--per-query"))
-			a->per_query = val;
-		else if (!strcmp(o, "--nq")) {
-			if ((rc = index_opt_uint(o, val, 1, UINT32_MAX, &a->nq)))
-				return rc;
-		} else if (!strcmp(o, "--repeat")) {
-			if ((rc = index_opt_uint(o, val, 1, 1000, &a->repeat)))
-				return rc;
-		} else if (!strcmp(o, "--warmup")) {
-			if ((rc = index_opt_uint(o, val, 0, 1000, &a->warmup)))
-				return rc;
-		} else if (!strcmp(o, "--k")) {
-			if ((rc = index_opt_uint(o, val, 1, 10000, &v)))
-				return rc;
-			a->qo.k = v;
-		} else if (!strcmp(o, "--ef-search")) {
-			if ((rc = index_opt_uint(o, val, 1, 1000, &v)))
-				return rc;
-			a->qo.ef_search = (unsigned) v;
-		} else if (!strcmp(o, "--search-probe")) {
-			if ((rc = index_opt_uint(o, val, 1, 1u << 20, &v)))
-				return rc;
-			a->qo.search_probe = (unsigned) v;
-		} else if (!strcmp(o, "--rescore-limit")) {
-			if ((rc = index_opt_uint(o, val, 0, 1u << 24, &v)))
-				return rc;
-			a->qo.rescore_limit = (unsigned) v;
-		} else if (!strcmp(o, "--mode")) {
-			if (!strcmp(val, "serial")) {
-				a->qo.mode = CV_MODE_SERIAL;
-				a->qo.fanout = 1;
-			} else if (!strncmp(val, "fanout:", 7) && !cli_parse_u64(val + 7, &v) && v >= 1 &&
-				   v <= 4096) {
-				a->qo.mode = CV_MODE_FANOUT;
-				a->qo.fanout = (unsigned) v;
-			} else {
-				return cli_usage("index", "--mode wants serial or fanout:C, got '%s'", val);
-			}
-		} else if (!strcmp(o, "--merge")) {
-			if (!strcmp(val, "stream"))
-				a->qo.merge = CV_MERGE_STREAM;
-			else if (!strcmp(val, "sort"))
-				a->qo.merge = CV_MERGE_SORT;
-			else
-				return cli_usage("index", "--merge wants stream or sort, got '%s'", val);
-		} else if (!strcmp(o, "--io")) {
-			if (!strcmp(val, "serial")) {
-				a->qo.io_mode = CV_HIO_SERIAL;
-			} else if (!strncmp(val, "concurrent:", 11) && !cli_parse_u64(val + 11, &v) &&
-				   v >= 1 && v <= 4096) {
-				a->qo.io_mode = CV_HIO_CONCURRENT;
-				a->qo.io_depth = (unsigned) v;
-			} else {
-				return cli_usage("index", "--io wants serial or concurrent:Q, got '%s'", val);
-			}
-		} else if (!strcmp(o, "--strategy")) {
-			if (cv_io_strategy_parse(val, &a->strategy))
-				return cli_usage("index", "--strategy wants mmap, pread, direct or uring, got '%s'",
-						 val);
-		} else if (!strcmp(o, "--buffers")) {
-			if (parse_size(val, &a->buffers) || a->buffers < 8192)
-				return cli_usage("index", "--buffers wants a size of at least 8K, got '%s'", val);
-		} else if (!strcmp(o, "--partitions")) {
-			if (index_parse_list(val, &a->parts, &a->nparts))
-				return cli_usage("index", "--partitions wants a list like 0,3,8-15, got '%s'",
-						 val);
-		} else {
-			return cli_usage("index", "query: unknown option '%s'", o);
-		}
+	if ((rc = cli_args_parse(&spec, argc, argv))) {
+		free(a->parts);
+		a->parts = NULL;
+		return rc;
 	}
+	rc = 0;
 	if (!a->dir || !a->queries)
-		return cli_usage("index", "query needs DIR and --queries SPEC");
-	if (a->repeat > 1 && a->tracefile)
-		return cli_usage("index", "--trace writes one pass: it takes --repeat 1");
-	if (a->throttle && !a->cold)
-		return cli_usage("index", "--throttle caps the disk: it takes --cold (a warm query "
+		rc = cli_usage("index", "query needs DIR and --queries SPEC");
+	else if (a->repeat > 1 && a->tracefile)
+		rc = cli_usage("index", "--trace writes one pass: it takes --repeat 1");
+	else if (a->throttle && !a->cold)
+		rc = cli_usage("index", "--throttle caps the disk: it takes --cold (a warm query "
 				 "reads the page cache, which no throttle sees)");
-	if (a->throttle && a->device)
-		return cli_usage("index", "--device (a model) and --throttle (a real cap) exclude each other");
-	return 0;
+	else if (a->throttle && a->device)
+		rc = cli_usage("index", "--device (a model) and --throttle (a real cap) exclude each other");
+	if (rc) {
+		free(a->parts);
+		a->parts = NULL;
+	}
+	return rc;
 }
 

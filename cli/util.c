@@ -80,24 +80,6 @@ int cli_parse_double(const char *s, double *out)
 	return 0;
 }
 
-/* Value of option name at argv[*i] ("--name V" or "--name=V"); NULL if argv[*i] is not it. */
-const char *cli_opt_value(int argc, char **argv, int *i, const char *name, int *missing)
-{
-	size_t n = strlen(name);
-
-	if (strncmp(argv[*i], name, n))
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = 1;
-		return NULL;
-	}
-	return argv[++*i];
-}
-
 int cli_fail_errno(const char *verb, const char *what, int rc)
 {
 	fprintf(stderr, "coldstudy %s: %s: %s\n", verb, what, strerror(-rc));

@@ -2,7 +2,8 @@
  * probe.c - the probe's measurements: cv_probe's random reads, under a
  * real cap where asked (the kernel's block throttle), and fio beside it:
  * the same reads (block size, queue depth, count, strategy) run by fio,
- * its figures read from its JSON.
+ * its figures read from its JSON; and the probe's output, the two side by
+ * side (harness_probe_print).
  *
  * The probe times a read from its submission to its completion
  * (engine/io/probe.c), which is fio's total latency `lat` (slat + clat:
@@ -188,3 +189,92 @@ out:
 	return rc;
 }
 
+/* The probe's figures beside fio's: text rows, or one JSON object. */
+int harness_probe_print(const harness_probe_report *p, int json, FILE *out)
+{
+	const harness_fio *fio = p->fio;
+
+	if (json) {
+		json_t *o2 = json_object();
+		char *txt;
+
+		if (!o2)
+			return -ENOMEM;
+		json_object_set_new(o2, "file", json_string(p->shown));
+		json_object_set_new(o2, "strategy", json_string(cv_io_strategy_name(p->o->strategy)));
+		json_object_set_new(o2, "qd", json_integer(p->o->qd));
+		json_object_set_new(o2, "bs", json_integer(p->o->bs));
+		json_object_set_new(o2, "reads", json_integer((json_int_t) p->r->reads));
+		json_object_set_new(o2, "wall_s", json_real(p->r->wall_s));
+		json_object_set_new(o2, "iops", json_real(p->r->iops));
+		json_object_set_new(o2, "mibps", json_real(p->r->mibps));
+		json_object_set_new(o2, "lat_mean_ms", json_real(p->r->lat_mean_ms));
+		json_object_set_new(o2, "lat_p50_ms", json_real(p->r->lat_p50_ms));
+		json_object_set_new(o2, "lat_p99_ms", json_real(p->r->lat_p99_ms));
+		json_object_set_new(o2, "lat_max_ms", json_real(p->r->lat_max_ms));
+		json_object_set_new(o2, "device", json_string(p->device ? p->device : "real"));
+		if (p->cap) {
+			json_t *tj = harness_throttle_record(p->thr, p->treads, p->tbytes);
+
+			/* the probe's own count against the kernel's: what validate checks */
+			json_object_set_new(tj, "engine_reads", json_integer((json_int_t) p->r->reads));
+			json_object_set_new(tj, "iops_of_cap",
+					    p->cap->riops ? json_real(p->r->iops / (double) p->cap->riops) : json_null());
+			json_object_set_new(o2, "throttle", tj);
+		}
+		if (fio) {
+			json_object_set_new(o2, "fio",
+					    json_pack("{s:f, s:f, s:f, s:f, s:f, s:s, s:s, s:f, s:f}", "iops",
+						      fio->iops, "mibps", fio->mibps, "lat_mean_ms",
+						      fio->lat_mean_ms, "lat_p50_ms", fio->lat_p50_ms,
+						      "lat_p99_ms", fio->lat_p99_ms, "latency", HARNESS_FIO_LATENCY,
+						      "latency_why", HARNESS_FIO_LATENCY_WHY, "clat_mean_ms",
+						      fio->clat_mean_ms, "slat_mean_ms", fio->slat_mean_ms));
+			json_object_set_new(o2, "iops_ratio", json_real(fio->iops > 0 ? p->r->iops / fio->iops : 0));
+			/* fio's own output, whole, last (probe:FILE reads the probe's figures above) */
+			json_object_set(o2, "fio_output", fio->out);
+		}
+		txt = json_dumps(o2, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+		json_decref(o2);
+		if (!txt)
+			return -ENOMEM;
+		fprintf(out, "%s\n", txt);
+		free(txt);
+	} else {
+		fprintf(out, "probe %s: %s, qd %u, bs %u, %llu reads%s%s\n", p->shown, cv_io_strategy_name(p->o->strategy),
+		       p->o->qd, p->o->bs, (unsigned long long) p->r->reads, p->device ? ", device model " : "",
+		       p->device ? p->device : "");
+		if (p->cap) {
+			char of[64] = "";
+
+			if (p->cap->riops)
+				snprintf(of, sizeof(of), "; IOPS %.3f of the cap", p->r->iops / (double) p->cap->riops);
+			fprintf(out, "throttle %s on %u:%u (%s, %s): %llu reads counted by the kernel's "
+			       "throttle%s\n",
+			       p->cap->name, p->thr->maj, p->thr->min, p->thr->disk,
+			       p->thr->v2 ? "cgroup v2 io.max" : "cgroup v1 blkio.throttle",
+			       (unsigned long long) p->treads, of);
+		}
+		fprintf(out, "%-12s %12s%s\n", "", "coldstudy", fio ? "          fio" : "");
+#define ROW(name, a, b, fmt)                                                   \
+	do {                                                                   \
+		fprintf(out, "%-12s " fmt, name, a);                                 \
+		if (fio)                                                  \
+			fprintf(out, " " fmt, b);                                    \
+		fputc('\n', out);                                                  \
+	} while (0)
+		ROW("IOPS", p->r->iops, fio->iops, "%12.1f");
+		ROW("MiB/s", p->r->mibps, fio->mibps, "%12.2f");
+		ROW("mean ms", p->r->lat_mean_ms, fio->lat_mean_ms, "%12.4f");
+		ROW("p50 ms", p->r->lat_p50_ms, fio->lat_p50_ms, "%12.4f");
+		ROW("p99 ms", p->r->lat_p99_ms, fio->lat_p99_ms, "%12.4f");
+#undef ROW
+		if (fio && fio->iops > 0)
+			fprintf(out, "%-12s %12.3f\n", "IOPS ratio", p->r->iops / fio->iops);
+		if (fio)
+			fprintf(out, "fio's latencies are its %s (%.4f ms mean; clat alone %.4f ms): issue to "
+			       "completion, as the probe times a read\n",
+			       HARNESS_FIO_LATENCY, fio->lat_mean_ms, fio->clat_mean_ms);
+	}
+	return 0;
+}

@@ -8,6 +8,8 @@
 #ifndef HARNESS_PROBE_H
 #define HARNESS_PROBE_H
 
+#include <stdio.h>
+
 #include "coldvec.h"
 #include "cs.h"
 #include "harness.h"
@@ -43,5 +45,24 @@ typedef struct harness_fio {
  * or failing is exit 1; output without the figures, exit 5.
  */
 int harness_fio_run(const char *file, const cv_probe_opts *o, harness_fio *r, cs_err *e);
+
+/* What probe measured, as harness_probe_print shows it. */
+typedef struct harness_probe_report {
+	const char *shown;              /* FILE as typed */
+	const cv_probe_opts *o;
+	const cv_probe_result *r;
+	const char *device;             /* the model's name; NULL: the real device */
+	const harness_cap *cap;         /* the real cap, or NULL */
+	const harness_throttle *thr;    /* with cap: its disk, and the kernel's count: */
+	uint64_t treads, tbytes;
+	const harness_fio *fio;         /* fio's figures beside, or NULL */
+} harness_probe_report;
+
+/*
+ * probe's output: the figures (and fio's beside them, their ratio, and
+ * which latency fio's is) as text rows, or one JSON object with json.
+ * 0 or -ENOMEM.
+ */
+int harness_probe_print(const harness_probe_report *p, int json, FILE *out);
 
 #endif

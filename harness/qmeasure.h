@@ -15,6 +15,7 @@
 #define HARNESS_QMEASURE_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "coldvec.h"
 #include "cs.h"
 #include "harness.h"
@@ -194,6 +195,43 @@ int harness_qbench_passes(harness_qbench *b, const cv_query_opts *qo, harness_qm
 
 /* Everything b holds, the throttle's cgroup removed. */
 void harness_qbench_close(harness_qbench *b);
+
+/* What index query was asked, as its summary names it. */
+typedef struct harness_qbench_shown {
+	const cv_query_opts *qo;
+	cv_io_strategy strategy;
+	int cold, json;
+	uint64_t buffers, warmup;
+	size_t nparts;       /* --partitions' count; 0: the index's */
+	const char *simulate; /* --simulate's profile, or NULL */
+} harness_qbench_shown;
+
+/*
+ * index query's summary of the passes s over b (m: their percentiles, QPS):
+ * text lines, or one JSON object with a->json (qprint.c).
+ */
+void harness_qbench_print(const harness_qbench *b, const harness_qbench_shown *a,
+			  const harness_qm_result *s, const harness_qm_summary *m, FILE *out);
+
+/* One setting of index sweep's knob, with what every row repeats. */
+typedef struct harness_sweep_setting {
+	const char *kcol;      /* the knob's column: ef_search or search_probe */
+	unsigned value;
+	size_t k, nq;
+	uint64_t repeat;       /* timed passes */
+	double build_s;        /* NaN: no BUILD */
+	long long index_bytes; /* < 0: unknown */
+	const char *kind;
+} harness_sweep_setting;
+
+/* The row of a setting (m: its passes' summary; st: their counters); new, or NULL. */
+json_t *harness_sweep_row(const harness_sweep_setting *w, const harness_qm_summary *m, double recall,
+			  const cv_query_stats *st);
+/* sweep's table: its head, a row (or the row as a JSON line with json), the closing line. */
+void harness_sweep_print_head(const char *kcol, FILE *out);
+void harness_sweep_print_row(const json_t *row, const char *kcol, int json, FILE *out);
+void harness_sweep_print_foot(size_t nq, size_t k, uint64_t repeat, uint64_t warmup, double build_s,
+			      long long index_bytes, FILE *out);
 
 /*
  * An ann-benchmarks (hdf5:) file's `distance` attribute against the metric

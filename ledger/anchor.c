@@ -106,3 +106,37 @@ out:
 	free(ocp);
 	return rc;
 }
+
+void ledger_verify_print(const ledger_verify_info *info, const char *origin, int pinned,
+                         const ledger_tree_head *th, const char *cpf, int json, FILE *out)
+{
+	char root[65];
+
+	cs_hex(info->root, 32, root);
+	if (json)
+		fprintf(out,
+		        "{\"checkpoint_size\":%lld,\"ok\":true,\"raw_blobs\":%lld,\"root\":\"%s\","
+		        "\"signed\":%s,\"signed_size\":%lld,\"size\":%lld}\n",
+		        (long long) info->checkpoint_size, (long long) info->raw_blobs, root,
+		        info->keyed ? "true" : "false", (long long) info->signed_size,
+		        (long long) info->size);
+	else {
+		fprintf(out, "ok: %lld records, %lld raw blobs, root %s\n", (long long) info->size,
+		        (long long) info->raw_blobs, root);
+		if (info->keyed)
+			fprintf(out, "ok: signed by %s%s at size %lld, covering every record\n",
+			        origin,
+			        pinned ? " (the key given)"
+			               : " (the study's own key; "
+			                 "pin it with --key)",
+			        (long long) info->signed_size);
+		else
+			fprintf(out,
+			        "unsigned: this study was made before studies had keys; records "
+			        "appended without the study (or a rewritten log) are caught only "
+			        "against a checkpoint saved elsewhere (--checkpoint)\n");
+		if (th)
+			fprintf(out, "ok: extends checkpoint '%s' at size %lld (%s)\n", th->origin,
+			        (long long) th->size, cpf);
+	}
+}

@@ -336,6 +336,15 @@ int ledger_proof_check(const char *file, const char *cpf, const char *vkey,
 		       ledger_proof *p, cs_err *e);
 
 /*
+ * `log verify`'s report of info: the records, raw blobs and root; who
+ * signed (origin; pinned: the key was given, not the study's own) or that
+ * the study is unsigned; with th, the checkpoint cpf it extends. Lines, or
+ * one JSON object with json.
+ */
+void ledger_verify_print(const ledger_verify_info *info, const char *origin, int pinned,
+			 const ledger_tree_head *th, const char *cpf, int json, FILE *out);
+
+/*
  * Write the log as JSONL: per record, the canonical JSON of
  * {"hash","kind","payload","prev","seq","ts"}, one line each, in seq order;
  * byte-identical for the same ledger.
