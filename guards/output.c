@@ -309,7 +309,8 @@ FILE *guard_output_fopen(const char *out, const char *verb, const char *role, cs
 			h.fd = fd;
 			h.exists = 1;
 			h.st = st;
-			snprintf(h.shown, sizeof(h.shown), "%s", shown);
+			if (snprintf(h.shown, sizeof(h.shown), "%s", shown) >= (int) sizeof(h.shown))
+				h.shown[sizeof(h.shown) - 2] = '~'; /* shown cut short: for messages only */
 			if (guard_check_held(NULL, NULL, &h, verb, role, e)) {
 				close(fd);
 				close(dfd);
@@ -391,7 +392,10 @@ int guard_tmpdir(struct ledger *l, guard_prodset *ps, const char *verb, cs_err *
 	snprintf(via, sizeof(via), "%s", guard_held_via(&h));
 	guard_held_close(&held);
 	held = h;
-	snprintf(held_via, sizeof(held_via), "%s", via);
+	if (snprintf(held_via, sizeof(held_via), "%s", via) >= (int) sizeof(held_via)) {
+		guard_held_close(&held);
+		return cs_err_set(e, CS_EXIT_BADINPUT, "TMPDIR %s: its held path is too long", env);
+	}
 	setenv("TMPDIR", held_via, 1);
 	return 0;
 }
