@@ -268,6 +268,8 @@ json_t *harness_query_digests(const struct cv_dataset *q);
  */
 int harness_holdout_reached(struct ledger *l, const json_t *study, const json_t *eff,
 			    const json_t *digests, json_t **reached, cs_err *e);
+/* Has a prediction been recorded? (0 on error too: then reach is checked, the safe side.) */
+int harness_predictions_made(struct ledger *l);
 
 /* ---- validate (validate.c) ---- */
 

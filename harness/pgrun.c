@@ -118,6 +118,8 @@ typedef struct pgrun {
 	int holdout, repeat;
 	int beyond;             /* a planned spec run beyond its registered count */
 	char class_why[512];    /* why a planned spec's run is exploratory (its clone's content) */
+	json_t *qrows;          /* the digest of each query row this run sends */
+	json_t *reached;        /* the holdout targets it reads before the predictions */
 } pgrun;
 
 /* ---- plans, from auto_explain's LOG messages ---- */
@@ -916,6 +918,29 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 		cv_dataset_free(qall);
 		if (rc)
 			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory slicing queries");
+		/* holdout targets by what the run reads (its query rows), as an engine run's are */
+		R->qrows = harness_query_digests(R->queries);
+		if (R->holdout && R->qrows) {
+			json_t *ov = json_copy((json_t *) eff);
+
+			if (ov)
+				json_object_set(ov, "query_rows", R->qrows);
+			rc = ov ? guard_holdout_overlap(R->l, ov, o->declare_overlap, "run", e)
+				: cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+			json_decref(ov);
+			if (rc)
+				return rc;
+		} else if (R->qrows && !harness_predictions_made(R->l)) {
+			rc = harness_holdout_reached(R->l, study, eff, R->qrows, &R->reached, e);
+			if (rc)
+				return rc;
+			if (json_array_size(R->reached))
+				fprintf(stderr, "coldstudy run: this run reads what %zu holdout target(s) hold "
+					"out (first: %s, %s): they are marked seen before the predictions\n",
+					json_array_size(R->reached),
+					json_string_value(json_object_get(json_array_get(R->reached, 0), "target")),
+					json_string_value(json_object_get(json_array_get(R->reached, 0), "why")));
+		}
 		if (b) {
 			if (cv_dataset_load(guard_dataset_via(harness_dataset_spec(study, b)), &R->base,
 					    &ce))
@@ -1200,6 +1225,8 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 		if (R.class_why[0])
 			json_object_set_new(rec, "class_why", json_string(R.class_why));
 		json_object_set_new(rec, "versions", harness_versions(NULL));
+		if (json_array_size(R.reached))
+			json_object_set(rec, "holdout_reached", R.reached);
 		rc = ledger_append(l, "run", rec, NULL, e);
 		if (rc) {
 			ledger_rollback(l);
@@ -1234,6 +1261,8 @@ out:
 	free(R.gt);
 	cv_dataset_free(R.queries);
 	cv_dataset_free(R.base);
+	json_decref(R.qrows);
+	json_decref(R.reached);
 	guard_held_close(&R.hold);
 	free(rows);
 	json_decref(marker);

@@ -140,6 +140,24 @@ static json_t *target_rows(const json_t *study, const json_t *teff, qcache *qc)
 	return rows;
 }
 
+static int first_pred_cb(const ledger_record *r, void *ud)
+{
+	(void) r;
+	*(int *) ud = 1;
+	return 1;
+}
+
+/* Has a prediction been recorded? (0 on error too: then reach is checked, the safe side.) */
+int harness_predictions_made(struct ledger *l)
+{
+	cs_err le = {0};
+	int made = 0;
+
+	if (ledger_foreach(l, "prediction", first_pred_cb, &made, &le))
+		return 0;
+	return made;
+}
+
 int harness_holdout_reached(struct ledger *l, const json_t *study, const json_t *eff,
 			    const json_t *digests, json_t **reached, cs_err *e)
 {

@@ -15,24 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int first_pred_cb(const ledger_record *r, void *ud)
-{
-	(void) r;
-	*(int *) ud = 1;
-	return 1;
-}
-
-/* Has a prediction been recorded? (0 on error too: then reach is checked, the safe side.) */
-static int predictions_made(ledger *l)
-{
-	cs_err le = {0};
-	int made = 0;
-
-	if (ledger_foreach(l, "prediction", first_pred_cb, &made, &le))
-		return 0;
-	return made;
-}
-
 /*
  * The base dataset for recall: run.base, else the study index whose clone
  * is this index (the clone resolved against the study folder, compared by
@@ -192,7 +174,7 @@ int harness_phase_inputs(harness_run_ctx *R, cs_err *e)
 		json_decref(ov);
 		if (rc)
 			return rc;
-	} else if (R->qrows && !predictions_made(R->l)) {
+	} else if (R->qrows && !harness_predictions_made(R->l)) {
 		/* a run that reads what a holdout target holds out, before the predictions */
 		rc = harness_holdout_reached(R->l, R->study, R->eff, R->qrows, &R->reached, e);
 		if (rc)

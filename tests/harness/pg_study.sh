@@ -12,7 +12,9 @@
 # are refused (exit 3, recorded); production is never started by a run;
 # a spec of the plan (issue 28 item 3) refuses --seed, runs once as a design
 # run with the binary's version recorded, and a second run is beyond the
-# plan (a deviation);
+# plan (a deviation); a run spelling a holdout target's query rows as the raw
+# dataset file and a range, before any prediction, marks that target seen
+# (issue 28 item 4: holdout targets by what a run reads, PostgreSQL runs too);
 # `log verify` passes. With pgvector installed the same serial run is made
 # on a pgvector HNSW table (else that case is skipped, said so).
 # Skips (77) without root, the postgres user, the server binaries or cube.
@@ -222,9 +224,14 @@ fi
 # ---- evidence bound to the plan (issue 28 item 3): a PostgreSQL spec of the plan ----
 runspec "$T/planned.json" "$T/clone/data" 5433 serial ""
 sed -i 's/"count":6/"count":2/' "$T/planned.json"
+# and a holdout target on queries 4-5, which a run spelling them as the raw file then reads
+runspec "$T/target.json" "$T/clone/data" 5433 serial ""
+sed -i 's/"count":6/"first":4,"count":2/' "$T/target.json"
 python3 - "$T/study.json" "$T/study-plan.json" <<'PY'
 import json, sys
-d = json.load(open(sys.argv[1])); d["plan"] = {"design": ["planned.json"]}
+d = json.load(open(sys.argv[1]))
+d["plan"] = {"design": ["planned.json"],
+             "holdout": {"targets": ["target.json"], "metrics": ["wall_s"], "threshold": 0.35}}
 json.dump(d, open(sys.argv[2], "w"))
 PY
 "$cs" study register "$S" "$T/study-plan.json" --amend --rationale "a plan with a PostgreSQL spec" >"$T/out" 2>&1 ||
@@ -244,6 +251,23 @@ assert b.get("beyond_plan") is True, b.get("beyond_plan")
 devs = [json.loads(p)["because"] for (p,) in db.execute("select payload from records where kind='deviation'")]
 assert any("beyond its registered 1 run" in d for d in devs), devs
 print("planned PostgreSQL runs: %s design, %s beyond the plan (a deviation), versions recorded" % (a["run_id"], b["run_id"]))
+PY
+
+# ---- holdout targets by what a run reads (issue 28 item 4) on PostgreSQL: the target's rows
+# spelled as the raw dataset file and a range, before any prediction, mark the target seen ----
+runspec "$T/peek.json" "$T/clone/data" 5433 serial ""
+sed -i "s|\"queries\":{\"spec\":\"queries\",\"count\":6}|\"queries\":{\"spec\":\"fvecs:$T/queries.fvecs\",\"first\":3,\"count\":2}|" "$T/peek.json"
+grep -q '"first":3' "$T/peek.json" || FAILED "peek.json was not made"
+pk=$("$cs" run "$S" "$T/peek.json" -q 2>"$T/err") || FAILED "peek run: $(cat "$T/err")"
+grep -q "holdout target(s) hold out" "$T/err" || FAILED "the peek run did not say it reads a holdout target: $(cat "$T/err")"
+python3 - "$S/ledger.db" "${pk:-}" <<'PY' || FAILED "the peek run's record"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+r = [json.loads(p) for (p,) in db.execute("select payload from records where kind='run'") if json.loads(p)["run_id"] == sys.argv[2]][0]
+hr = r.get("holdout_reached") or []
+assert r["class"] == "exploratory", r["class"]
+assert any(h["target"].endswith("target.json") for h in hr), hr
+print("a PostgreSQL run reading a holdout target's rows by another spelling: %s, holdout_reached %s" % (r["run_id"], [h["why"] for h in hr]))
 PY
 
 "$cs" log verify "$S" >"$T/out" 2>&1 || FAILED "log verify: $(tail -3 "$T/out")"
