@@ -33,6 +33,17 @@ echo "plan specs hashed: $n"
 	{ echo "FAIL: validate: $(grep -i 'can-fail\|refused' "$T/v" | head -5)"; fail=1; }
 np=$(sqlite3 ../S/ledger.db "select count(*) from records where kind='validation' and json_extract(payload,'\$.check') like 'can-fail:%' and json_extract(payload,'\$.passed')" 2>/dev/null || echo 0)
 [ "$np" -ge 12 ] || { echo "FAIL: $np can-fail checks passed, expected 12"; fail=1; }
+# issue 25: the interval hypotheses (H7, H10, H12) pass validate's power check with the
+# replicates the plan registers, and `plan power` prints each with its power and exits 0
+# (validate may have run twice, with --allow-no-device-stats: count hypotheses, not records)
+npw=$(sqlite3 ../S/ledger.db "select group_concat(h) from (select distinct substr(json_extract(payload,'\$.check'), 7) h from records where kind='validation' and json_extract(payload,'\$.check') like 'power:%' and json_extract(payload,'\$.passed') order by h)" 2>/dev/null || echo "?")
+nfail=$(sqlite3 ../S/ledger.db "select count(*) from records where kind='validation' and json_extract(payload,'\$.check') like 'power:%' and not json_extract(payload,'\$.passed')" 2>/dev/null || echo "?")
+[ "$npw" = "H10,H12,H7" ] && [ "$nfail" = 0 ] ||
+	{ echo "FAIL: power checks passed for '$npw' ($nfail failed), expected H10,H12,H7 and none failed"; fail=1; }
+"$cs" plan power ../S >"$T/pw" 2>&1 || { echo "FAIL: plan power: $(cat "$T/pw")"; fail=1; }
+for h in H7 H10 H12; do
+	grep -q "^$h .* ok\$" "$T/pw" || { echo "FAIL: plan power has no passing row for $h: $(cat "$T/pw")"; fail=1; }
+done
 python3 - "$src/studies/disk-tier" <<'PY' || fail=1
 import glob, json, os, sys
 top = sys.argv[1]
@@ -73,6 +84,18 @@ for h, m in plan["hypotheses"].items():
                 diff = [k for k in a if a[k] != b[k]]
                 if len(diff) != 1:
                     bad.append("%s %s: the ratio's runs differ in %s, not one knob" % (h, group, diff))
+        # an interval's two groups: each matches one planned spec, registered with two or more replicates
+        iv = hyps[h].get("interval")
+        if hyps[h].get("decision") == "interval":
+            for side in ("select", "over"):
+                sel = iv.get(side, {})
+                hit = [f for f, s in runs.items() if set(sel.get("tags", [])) <= set(s["tags"])
+                       and not set(sel.get("not_tags", [])) & set(s["tags"])]
+                if len(hit) != 1 or runs[hit[0]].get("replicates", 1) < 2:
+                    bad.append("%s %s: interval %s matches %s (one spec with replicates >= 2 wanted)"
+                               % (h, group, side, [(f, runs[f].get("replicates", 1)) for f in hit]))
+        if hyps[h]["kind"] == "descriptive" and not hyps[h].get("underpowered_rationale"):
+            bad.append("%s: descriptive without the reason (underpowered_rationale)" % h)
         if group == "sceptic":
             for f, s in runs.items():
                 if s["queries"]["first"] == 0:
