@@ -268,8 +268,15 @@ json_t *harness_query_digests(const struct cv_dataset *q);
  */
 int harness_holdout_reached(struct ledger *l, const json_t *study, const json_t *eff,
 			    const json_t *digests, json_t **reached, cs_err *e);
-/* Has a prediction been recorded? (0 on error too: then reach is checked, the safe side.) */
-int harness_predictions_made(struct ledger *l);
+/*
+ * A run's query rows (digests) against the plan's holdout targets, for both
+ * run paths: a holdout run's overlap with another target is decided on its
+ * rows (guard_holdout_overlap); any other run before the predictions gets
+ * *reached (new, or NULL) with the targets it reads, and a line on stderr.
+ */
+int harness_holdout_rows(struct ledger *l, const json_t *study, const json_t *eff,
+			 const json_t *digests, int holdout, const char *declare_overlap, json_t **reached,
+			 cs_err *e);
 
 /* ---- validate (validate.c) ---- */
 

@@ -920,27 +920,10 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory slicing queries");
 		/* holdout targets by what the run reads (its query rows), as an engine run's are */
 		R->qrows = harness_query_digests(R->queries);
-		if (R->holdout && R->qrows) {
-			json_t *ov = json_copy((json_t *) eff);
-
-			if (ov)
-				json_object_set(ov, "query_rows", R->qrows);
-			rc = ov ? guard_holdout_overlap(R->l, ov, o->declare_overlap, "run", e)
-				: cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-			json_decref(ov);
-			if (rc)
-				return rc;
-		} else if (R->qrows && !harness_predictions_made(R->l)) {
-			rc = harness_holdout_reached(R->l, study, eff, R->qrows, &R->reached, e);
-			if (rc)
-				return rc;
-			if (json_array_size(R->reached))
-				fprintf(stderr, "coldstudy run: this run reads what %zu holdout target(s) hold "
-					"out (first: %s, %s): they are marked seen before the predictions\n",
-					json_array_size(R->reached),
-					json_string_value(json_object_get(json_array_get(R->reached, 0), "target")),
-					json_string_value(json_object_get(json_array_get(R->reached, 0), "why")));
-		}
+		rc = harness_holdout_rows(R->l, study, eff, R->qrows, R->holdout, o->declare_overlap,
+					  &R->reached, e);
+		if (rc)
+			return rc;
 		if (b) {
 			if (cv_dataset_load(guard_dataset_via(harness_dataset_spec(study, b)), &R->base,
 					    &ce))

@@ -19,6 +19,7 @@
 
 #include "cv_data.h"
 #include "harness_int.h"
+#include "guard.h"
 #include "ledger.h"
 
 #include <limits.h>
@@ -148,7 +149,7 @@ static int first_pred_cb(const ledger_record *r, void *ud)
 }
 
 /* Has a prediction been recorded? (0 on error too: then reach is checked, the safe side.) */
-int harness_predictions_made(struct ledger *l)
+static int predictions_made(struct ledger *l)
 {
 	cs_err le = {0};
 	int made = 0;
@@ -213,5 +214,35 @@ out:
 	json_decref(targets);
 	cv_dataset_free(qc.all);
 	ledger_plan_free(&plan);
+	return rc;
+}
+
+int harness_holdout_rows(struct ledger *l, const json_t *study, const json_t *eff,
+			 const json_t *digests, int holdout, const char *declare_overlap, json_t **reached,
+			 cs_err *e)
+{
+	int rc;
+
+	*reached = NULL;
+	if (holdout) {
+		json_t *ov = json_copy((json_t *) eff);
+
+		if (ov && digests)
+			json_object_set(ov, "query_rows", (json_t *) digests);
+		rc = ov ? guard_holdout_overlap(l, ov, declare_overlap, "run", e)
+			: cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		json_decref(ov);
+		return rc;
+	}
+	if (!digests || predictions_made(l))
+		return 0;
+	/* a run that reads what a holdout target holds out, before the predictions */
+	rc = harness_holdout_reached(l, study, eff, digests, reached, e);
+	if (!rc && json_array_size(*reached))
+		fprintf(stderr, "coldstudy run: this run reads what %zu holdout target(s) hold "
+			"out (first: %s, %s): they are marked seen before the predictions\n",
+			json_array_size(*reached),
+			json_string_value(json_object_get(json_array_get(*reached, 0), "target")),
+			json_string_value(json_object_get(json_array_get(*reached, 0), "why")));
 	return rc;
 }

@@ -164,28 +164,10 @@ int harness_phase_inputs(harness_run_ctx *R, cs_err *e)
 	}
 	/* what the run reads, by the rows it resolves to, not by how its spec spells them */
 	R->qrows = harness_query_digests(R->queries);
-	if (R->holdout) {
-		json_t *ov = json_copy(R->eff);
-
-		if (ov && R->qrows)
-			json_object_set(ov, "query_rows", R->qrows);
-		rc = ov ? guard_holdout_overlap(R->l, ov, R->o->declare_overlap, "run", e)
-			: cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-		json_decref(ov);
-		if (rc)
-			return rc;
-	} else if (R->qrows && !harness_predictions_made(R->l)) {
-		/* a run that reads what a holdout target holds out, before the predictions */
-		rc = harness_holdout_reached(R->l, R->study, R->eff, R->qrows, &R->reached, e);
-		if (rc)
-			return rc;
-		if (json_array_size(R->reached))
-			fprintf(stderr, "coldstudy run: this run reads what %zu holdout target(s) hold "
-				"out (first: %s, %s): they are marked seen before the predictions\n",
-				json_array_size(R->reached),
-				json_string_value(json_object_get(json_array_get(R->reached, 0), "target")),
-				json_string_value(json_object_get(json_array_get(R->reached, 0), "why")));
-	}
+	rc = harness_holdout_rows(R->l, R->study, R->eff, R->qrows, R->holdout, R->o->declare_overlap,
+				  &R->reached, e);
+	if (rc)
+		return rc;
 	{
 		cv_open_opts oo;
 		int r;
