@@ -105,6 +105,46 @@ typedef struct cv_block_list {
 /* Append (file, block) to bl, growing it; NULL bl: nothing. 0 or -ENOMEM. */
 CV_API int cv_block_list_add(cv_block_list *bl, uint32_t file, uint64_t block);
 
+/*
+ * A pool of reader threads kept for a session (an `index query`, a run's
+ * load), so a fan-out of C readers starts no thread per query once the
+ * pool has them (engine/pool.c). Threads start on demand, as many as the
+ * teams running on the pool need at once, at most max_threads (0:
+ * CV_POOL_MAX_THREADS), and end at cv_pool_free; several callers (a
+ * run's clients) may share one pool.
+ *
+ * A new thread starts in its creator's cgroup. cv_pool_set_join(p, join,
+ * ctx) makes every thread of the pool, started before the call or after,
+ * run join(ctx) once before its next task (a block throttle's "move this
+ * thread into the cap", harness/throttle.c), so none reads outside a cap
+ * set after it started; a join that fails runs no task and the team
+ * returns its -errno. NULL join: nothing more is joined.
+ */
+#define CV_POOL_MAX_THREADS 4096
+typedef struct cv_pool cv_pool;
+
+/* A new, empty pool (caller frees with cv_pool_free). 0, -EINVAL or -ENOMEM. */
+CV_API int cv_pool_new(unsigned max_threads, cv_pool **out);
+/* Every thread ended; no team may be running. NULL: nothing. */
+CV_API void cv_pool_free(cv_pool *p);
+CV_API void cv_pool_set_join(cv_pool *p, int (*join)(void *ctx), void *ctx);
+/*
+ * fn(ctx, w) for w = 0 .. n-1 together: w = 0 on the calling thread, the
+ * others each on a pool thread of its own (started if the pool lacks an
+ * idle one); returns once all returned. 0, -ENOMEM, -EAGAIN (no pool
+ * thread could be started: nothing ran), or the -errno of a failed join
+ * (that task did not run; the others did).
+ */
+CV_API int cv_pool_team(cv_pool *p, unsigned n, void (*fn)(void *ctx, unsigned w), void *ctx);
+
+typedef struct cv_pool_counts {
+	unsigned threads;  /* started over the pool's life (none ends before cv_pool_free) */
+	uint64_t teams;    /* cv_pool_team calls that used a pool thread */
+	uint64_t tasks;    /* tasks those ran on pool threads */
+} cv_pool_counts;
+
+CV_API void cv_pool_stats(cv_pool *p, cv_pool_counts *out);
+
 typedef struct cv_query_opts {
 	size_t k;                 /* 10 */
 	unsigned ef_search;       /* hnsw/paged/phnsw: 40 */
@@ -118,6 +158,8 @@ typedef struct cv_query_opts {
 	const uint32_t *partitions; /* phnsw: only these partitions (NULL: all) */
 	size_t npartitions;
 	cv_block_list *blocks;    /* optional: record every block read (borrowed) */
+	cv_pool *pool;            /* phnsw fanout:C: the session's reader threads (borrowed);
+				     NULL: a thread per reader, started for this query */
 } cv_query_opts;
 
 CV_API void cv_query_opts_default(cv_query_opts *o);

@@ -334,6 +334,15 @@ int harness_throttle_begin(const harness_cap *cap, int fd, harness_throttle *t, 
  */
 int harness_throttle_enter(harness_throttle *t);
 int harness_throttle_leave(harness_throttle *t);
+/*
+ * The calling thread (v1; v2: the process) into the cgroup, counting
+ * nothing, from any thread: a reader pool's join (cv_pool_set_join, ctx
+ * the harness_throttle), so a pool thread started before the cap reads
+ * inside it. The threads go back at harness_throttle_end. 0 or -errno
+ * (-EBADF once the throttle has ended: a pool thread never reads uncapped
+ * by mistake).
+ */
+int harness_throttle_join(void *t);
 /* The throttle's own counters of reads and bytes on the disk since begin. 0 or -errno. */
 int harness_throttle_counters(const harness_throttle *t, uint64_t *reads, uint64_t *bytes);
 /* What a record says of it: cap, controller, cgroup, disk, the counters given (new). */

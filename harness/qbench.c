@@ -54,6 +54,21 @@ void harness_qbench_init(harness_qbench *b)
 	harness_throttle_init(&b->thr);
 }
 
+int harness_reader_pool(const cv_query_opts *qo, harness_throttle *thr, cv_pool **out, cs_err *e)
+{
+	const char *env = getenv("COLDSTUDY_FANOUT_POOL");
+	int rc;
+
+	*out = NULL;
+	if (qo->mode != CV_MODE_FANOUT || qo->fanout <= 1 || (env && !strcmp(env, "0")))
+		return 0;
+	if ((rc = cv_pool_new(0, out)))
+		return cs_err_set(e, CS_EXIT_INTERNAL, "cannot make the reader pool: %s", strerror(-rc));
+	if (thr && thr->dirfd >= 0)
+		cv_pool_set_join(*out, harness_throttle_join, thr);
+	return 0;
+}
+
 int harness_qbench_open(harness_qbench *b, const char *dir, uint64_t buffers, cs_err *e)
 {
 	cv_open_opts oo;
@@ -216,8 +231,13 @@ int harness_qbench_io(harness_qbench *b, const harness_qbench_io_opts *o, const 
 int harness_qbench_passes(harness_qbench *b, const cv_query_opts *qo, harness_qm_opts *o,
 			  harness_qm_result *r, cs_err *e)
 {
+	cv_query_opts pq = *qo;
 	int rc;
 
+	/* made at the first passes that fan out (a sweep's first fan-out setting), kept for the rest */
+	if (!b->pool && (rc = harness_reader_pool(qo, b->throttled ? &b->thr : NULL, &b->pool, e)))
+		return rc;
+	pq.pool = b->pool;
 	o->files = b->files;
 	o->nfiles = b->nfiles;
 	o->base = b->base;
@@ -225,7 +245,7 @@ int harness_qbench_passes(harness_qbench *b, const cv_query_opts *qo, harness_qm
 	o->metric = cv_index_metric(b->ix);
 	o->trace = b->trace;
 	o->simdev = b->simdev;
-	rc = harness_qm_passes(b->ix, b->io, b->qs, b->nq, qo, o, r, e);
+	rc = harness_qm_passes(b->ix, b->io, b->qs, b->nq, &pq, o, r, e);
 	if (b->throttled) {
 		uint64_t tr = 0, tb = 0;
 
@@ -247,6 +267,7 @@ void harness_qbench_close(harness_qbench *b)
 		return;
 	free(b->gt);
 	cv_index_files_free(b->files, b->nfiles);
+	cv_pool_free(b->pool); /* its threads out of the cap's cgroup before the throttle ends */
 	cv_io_free(b->io);
 	cv_trace_free(b->trace);
 	cv_device_free(b->dev);

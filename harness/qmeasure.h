@@ -128,11 +128,23 @@ typedef struct harness_qbench {
 	harness_throttle thr;     /* a real cap on the disk (harness_qbench_io with a cap) */
 	int throttled;
 	json_t *throttle;         /* after the passes: the cap and the kernel's counters, or NULL */
+	cv_pool *pool;            /* a fan-out's reader threads for every pass, or NULL */
 	char data_spec[1024];     /* DIR/DATA when it named the base */
 } harness_qbench;
 
 /* Empty; harness_qbench_close accepts it. */
 void harness_qbench_init(harness_qbench *b);
+
+/*
+ * The reader pool of a session whose queries fan out (qo fanout:C, C > 1;
+ * otherwise *out stays NULL): its threads start at the first fan-out and
+ * serve every query after it; with thr begun (a real cap) each joins the
+ * cap before its first read, wherever it was started. The caller frees it
+ * (cv_pool_free) before harness_throttle_end. $COLDSTUDY_FANOUT_POOL=0:
+ * no pool, a thread per reader per query (to compare the two). 0 or an
+ * exit code (e filled).
+ */
+int harness_reader_pool(const cv_query_opts *qo, harness_throttle *thr, cv_pool **out, cs_err *e);
 
 /*
  * Open the index at dir (the guards' held spelling) with a buffer pool of

@@ -38,6 +38,15 @@ void harness_qbench_print(const harness_qbench *b, const harness_qbench_shown *a
 			        cv_fanout_via_name(s->st.fanout_via));
 		else
 			fprintf(out, "\"fanout_via\":null,");
+		if (b->pool) {
+			cv_pool_counts pc;
+
+			/* the session's reader pool: threads started over every pass, warm-up included */
+			cv_pool_stats(b->pool, &pc);
+			fprintf(out, "\"reader_threads\":%u,", pc.threads);
+		} else {
+			fprintf(out, "\"reader_threads\":null,");
+		}
 		if (s->have_recall)
 			fprintf(out, "\"recall_at_k\":%.6f,", s->recall);
 		else

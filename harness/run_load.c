@@ -64,6 +64,7 @@ static void *client(void *p)
 	load *L = a->L;
 	unsigned c = a->c;
 	cv_io_opts io = L->io;
+	cv_query_opts qo = L->qo;
 	cv_io *ctx = NULL;
 	uint32_t *ids = NULL;
 	float *dists = NULL;
@@ -71,6 +72,7 @@ static void *client(void *p)
 	int rc;
 
 	io.stream = c;
+	qo.pool = L->pool;
 	if (L->cpus && (rc = harness_pin_self(L->cpus))) {
 		fail(L, "cannot pin the client to client_cpus", rc);
 		goto out;
@@ -143,7 +145,7 @@ static void *client(void *p)
 		cv_io_stats_get(ctx, &before);
 		/* timed as index query times a query (qmeasure.c); CPU clocks are the
 		 * process's, so with several clients they are not read */
-		rc = harness_qm_one(L->ix, ctx, cv_row(L->queries, q), &L->qo, ids, dists, &qs, 0, &sm);
+		rc = harness_qm_one(L->ix, ctx, cv_row(L->queries, q), &qo, ids, dists, &qs, 0, &sm);
 		t1 = sm.t0_ns;
 		t2 = sm.t1_ns;
 		nout = sm.nout;
@@ -324,6 +326,14 @@ int harness_phase_load(harness_run_ctx *R, cs_err *e)
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		return rc;
 	}
+	/*
+	 * A fan-out's readers: one pool for every client and repeat, its threads
+	 * started by the first queries that need them and kept; under a cap each
+	 * joins it before its first read (the warm-up queries, outside the cap,
+	 * start their own). run.c frees it before the throttle ends.
+	 */
+	if ((rc = harness_reader_pool(&R->L.qo, R->thr.dirfd >= 0 ? &R->thr : NULL, &R->L.pool, e)))
+		return rc;
 	/*
 	 * Competing load starts before the first query and stops after the
 	 * last; in virtual time it is modelled beside each query's replay, in

@@ -21,7 +21,9 @@
  *   enter  the calling thread joins the cgroup (v1 `tasks` takes a thread
  *          id); threads it starts then inherit it, so a caller enters,
  *          starts its reader threads and leaves, and only the readers stay
- *          capped. v2's io controller is not threaded: there the whole
+ *          capped. A reader pool's threads may have started before
+ *          (engine/pool.c): harness_throttle_join is the pool's join, which
+ *          each of them runs before its next read. v2's io controller is not threaded: there the whole
  *          process joins (the harness's own reads, few and mostly cached,
  *          are capped too; said in the record's "scope").
  *   count  the throttle's own counters for the disk: v1
@@ -510,6 +512,15 @@ int harness_throttle_enter(harness_throttle *t)
 	if (!rc)
 		t->entered++;
 	return rc;
+}
+
+int harness_throttle_join(void *ctx)
+{
+	const harness_throttle *t = ctx;
+
+	if (!t || t->dirfd < 0)
+		return -EBADF;
+	return move_to(t, t->dir, t->dirfd);
 }
 
 int harness_throttle_leave(harness_throttle *t)

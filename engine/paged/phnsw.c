@@ -24,7 +24,9 @@
  *              inside submit, C synchronous readers (a thread and a
  *              cv_io each, stream = the reader) take the scans, as C
  *              database connections would. Same pages, same results;
- *              the query's stats say which (fanout_via).
+ *              the query's stats say which (fanout_via). The threads are
+ *              the session's pool (cv_query_opts.pool, engine/pool.c) when
+ *              the caller gives one, else started for the query.
  *   stream     k-way merge on the executor's distance (double, from the
  *              heap row) trusting each child's order, as Merge Append:
  *              after a row is returned its child is advanced (one more
@@ -739,6 +741,26 @@ static void *fan_worker_main(void *arg)
 	return NULL;
 }
 
+/* A pooled uring fan-out: driver 0 on the querying thread (its io), helpers on the pool's. */
+typedef struct fan_team {
+	fan_shared *sh;
+	fan_worker *w;   /* helpers 1..T-1 */
+	unsigned C0;
+	cv_io *io;
+	unsigned maxinfl;
+	int rc;
+} fan_team;
+
+static void fan_team_job(void *ctx, unsigned t)
+{
+	fan_team *ft = ctx;
+
+	if (t == 0)
+		ft->rc = run_fanout(ft->sh, ft->C0, 0, ft->io, &ft->maxinfl);
+	else
+		fan_worker_main(&ft->w[t - 1]);
+}
+
 /*
  * How many threads drive a fan-out of C: one by default (the seed's design:
  * many reads in flight from one thread); COLDSTUDY_FANOUT_THREADS=N splits
@@ -839,19 +861,28 @@ static void *sync_reader_main(void *arg)
 	return NULL;
 }
 
-/* The most synchronous readers one fan-out starts (a thread each). */
+/* The most synchronous readers one fan-out runs (a thread each). */
 #define FANOUT_MAX_READERS 256
+
+/* Reader t of a pooled fan-out (0 on the querying thread, the others on the pool's). */
+static void sync_reader_job(void *ctx, unsigned t)
+{
+	sync_reader_main((sync_reader *) ctx + t);
+}
 
 /*
  * fanout:C without io_uring (pread, direct, mmap): C synchronous readers,
  * each a thread with one read in flight, take the scans. Every page is
- * read exactly as in serial mode (the pool is shared; a page another
- * reader is reading is waited for, then a hit), so reads and results are
- * serial's. The readers' counters are folded into io, with the in-flight
- * samples and maximum taken across the readers. -EAGAIN when no reader
- * thread could be started (never a silent serial run).
+ * read exactly as in serial mode (the buffer pool is shared; a page
+ * another reader is reading is waited for, then a hit), so reads and
+ * results are serial's. The readers' counters are folded into io, with
+ * the in-flight samples and maximum taken across the readers. With a
+ * thread pool (cv_query_opts.pool) the querying thread is reader 0 and
+ * the pool's threads the others, started once for the session; without
+ * one, every reader is a thread started for this query. -EAGAIN when no
+ * reader thread could be started (never a silent serial run).
  */
-static int fanout_threads_run(fan_shared *sh, unsigned C, cv_io *io)
+static int fanout_threads_run(fan_shared *sh, unsigned C, cv_io *io, cv_pool *pool)
 {
 	unsigned T = C, started = 0;
 	sync_reader *r;
@@ -866,20 +897,28 @@ static int fanout_threads_run(fan_shared *sh, unsigned C, cv_io *io)
 	r = calloc(T, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	for (unsigned t = 0; t < T; t++) {
+	for (unsigned t = 0; t < T; t++)
 		r[t] = (sync_reader){.sh = sh, .o = cv_io_get_opts(io), .stream = t};
-		if (pthread_create(&r[t].tid, NULL, sync_reader_main, &r[t]))
-			break;
-		started++;
+	if (pool) {
+		/* a failed join (the reader outside the session's cap) ran nothing: fail the query */
+		rc = cv_pool_team(pool, T, sync_reader_job, r);
+		started = rc == -EAGAIN || rc == -ENOMEM ? 0 : T;
+	} else {
+		for (unsigned t = 0; t < T; t++) {
+			if (pthread_create(&r[t].tid, NULL, sync_reader_main, &r[t]))
+				break;
+			started++;
+		}
 	}
 	for (unsigned t = 0; t < started; t++) {
-		pthread_join(r[t].tid, NULL);
+		if (!pool)
+			pthread_join(r[t].tid, NULL);
 		r[t].st.inflight = r[t].inflight;
 		cv_io_stats_add(io, &r[t].st, atomic_load(&sh->inflight_max));
 		if (!rc && r[t].rc)
 			rc = r[t].rc;
 	}
-	if (!started)
+	if (!started && !rc)
 		rc = -EAGAIN;
 	free(r);
 	return rc;
@@ -891,10 +930,11 @@ static int fanout_threads_run(fan_shared *sh, unsigned C, cv_io *io)
  * its own io_uring. Every page is read exactly as in serial mode (the
  * pool is shared; a heap page another driver is reading is waited for,
  * then a hit), so reads and results do not depend on T. The helpers'
- * counters are folded into io.
+ * counters are folded into io. With a thread pool (cv_query_opts.pool)
+ * the helpers run on the pool's threads instead of threads of their own.
  */
 static int fanout(phnsw_state *st, ps_scan **scans, size_t n, unsigned C, cv_io *io,
-		  cv_block_list *bl, uint32_t *via)
+		  cv_block_list *bl, cv_pool *pool, uint32_t *via)
 {
 	fan_shared sh = {.st = st, .scans = scans, .n = n, .bl = bl};
 	unsigned T = fanout_threads(C), started = 0, base = C / T, extra = C % T;
@@ -911,7 +951,7 @@ static int fanout(phnsw_state *st, ps_scan **scans, size_t n, unsigned C, cv_io 
 	if (cv_io_get_opts(io)->strategy != CV_IO_URING) {
 		/* no ring: a synchronous submit completes at once, so C need C threads */
 		*via = CV_FANOUT_THREADS;
-		rc = fanout_threads_run(&sh, C, io);
+		rc = fanout_threads_run(&sh, C, io, pool);
 		pthread_mutex_destroy(&sh.bl_mu);
 		return rc;
 	}
@@ -929,16 +969,33 @@ static int fanout(phnsw_state *st, ps_scan **scans, size_t n, unsigned C, cv_io 
 		*x = (fan_worker){.sh = &sh, .o = cv_io_get_opts(io),
 				  .C = base + (t < extra), .stream0 = stream0};
 		stream0 += x->C;
+		if (pool)
+			continue;
 		if (pthread_create(&x->tid, NULL, fan_worker_main, x))
 			break;
 		started = t;
 	}
-	/* a helper that did not start takes no scans: the running drivers take them all */
-	rc = run_fanout(&sh, base + (extra > 0), 0, io, &maxinfl);
+	if (pool && T > 1) {
+		fan_team ft = {.sh = &sh, .w = w, .C0 = base + (extra > 0), .io = io};
+		int prc = cv_pool_team(pool, T, fan_team_job, &ft);
+
+		if (prc == -EAGAIN || prc == -ENOMEM) {
+			/* nothing ran: this thread drives every scan, as when no helper starts */
+			rc = run_fanout(&sh, base + (extra > 0), 0, io, &maxinfl);
+		} else {
+			started = T - 1;
+			rc = ft.rc ? ft.rc : prc;
+			maxinfl = ft.maxinfl;
+		}
+	} else {
+		/* a helper that did not start takes no scans: the running drivers take them all */
+		rc = run_fanout(&sh, base + (extra > 0), 0, io, &maxinfl);
+	}
 	for (unsigned t = 1; t <= started; t++) {
 		fan_worker *x = &w[t - 1];
 
-		pthread_join(x->tid, NULL);
+		if (!pool)
+			pthread_join(x->tid, NULL);
 		/* the drivers' reads were in flight together: their maxima add */
 		maxinfl += x->maxinfl;
 		cv_io_stats_add(io, &x->st, maxinfl);
@@ -1024,7 +1081,7 @@ static int phnsw_query(void *state, cv_io *io, const float *q, const cv_query_op
 	if (o->mode == CV_MODE_FANOUT && o->fanout > 1) {
 		uint32_t via = CV_FANOUT_NONE;
 
-		rc = fanout(st, scans, np, o->fanout, io, o->blocks, &via);
+		rc = fanout(st, scans, np, o->fanout, io, o->blocks, o->pool, &via);
 		if (stats)
 			stats->fanout_via = via;
 		if (rc)

@@ -6,7 +6,9 @@
 #  2. The throttle cgroup is gone after a normal probe, a failed probe, a
 #     capped study run, a run stopped by SIGTERM, and a kill -9 followed by
 #     any command (here `coldstudy device list`); `index query --cold
-#     --throttle` caps a serial query and a fan-out's reader threads alike.
+#     --throttle` caps a serial query and a fan-out's reader threads alike
+#     (the fan-out's readers a pool started once, not a thread a query),
+#     and so does a capped run whose clients fan out on the run's pool.
 # Skips (77) where no cgroup controller is writable (not root, no blkio or
 # io controller) or the scratch directory has no block device.
 set -u
@@ -182,8 +184,26 @@ er, tr = d.get("engine_reads"), t.get("throttle_reads")
 print("index query --mode %s on gp3-3000: engine reads %s, throttle reads %s (%s)" % (sys.argv[2], er, tr, t.get("scope")))
 if t.get("riops") != 3000 or not er or tr is None or abs(tr - er) > 0.02 * er:
     print("FAIL: the query's reads were not all counted by the cap: %s" % t); sys.exit(1)
+# a fan-out of 4 over 4 queries: 3 pool threads (the querying thread is the 4th reader), once
+want = 3 if sys.argv[2] != "serial" else None
+if d.get("reader_threads") != want:
+    print("FAIL: reader_threads %s, want %s (a pool for the session, not threads per query)" % (d.get("reader_threads"), want)); sys.exit(1)
 PY
 done
+# 2e. a capped run whose 2 clients each fan out 4 ways on the run's reader pool
+printf '{"index":"%s","queries":{"spec":"synth:n=40,d=32,clusters=16,seed=7"},"cold":true,"throttle":"gp3-3000","strategy":"direct","mode":"fanout","fanout":4,"clients":2,"query_count":24,"buffers_bytes":1048576}' "$T/clone" > "$T/rf.json"
+sh -c 'echo $$ > "$1"; exec "$2" run "$3" "$4" -q' sh "$T/pid" "$cs" "$S" "$T/rf.json" > "$T/rf.out" 2> "$T/rf.err" ||
+	{ echo "FAIL: capped fan-out run: $(cat "$T/rf.err")"; fail=1; }
+[ -z "$(left "$(cat "$T/pid")")" ] || { echo "FAIL: cgroup left after a capped fan-out run"; fail=1; }
+python3 - "$S/ledger.db" <<'PY' || fail=1
+import json, sqlite3, sys
+r = [json.loads(p) for (p,) in sqlite3.connect(sys.argv[1]).execute("select payload from records where kind='run'")][-1]
+m, t = r["metrics"], r.get("throttle") or {}
+print("capped fan-out run %s: fanout_via %s, engine reads %s, throttle reads %s" % (r["run_id"], m.get("fanout_via"), m.get("engine_reads"), t.get("throttle_reads")))
+er, tr = m.get("engine_reads"), t.get("throttle_reads")
+if m.get("fanout_via") != "threads" or not er or tr is None or abs(tr - er) > 0.02 * er:
+    print("FAIL: the pooled readers' reads were not all counted by the cap"); sys.exit(1)
+PY
 
 # 3. a file on a loop device: the cap goes on the whole disk under the loop's backing file
 LOOPDEV=""

@@ -13,6 +13,13 @@
  *   near-tie    a partition returning a slightly farther row first (float32
  *               index order against double executor order): the stream
  *               merge keeps that order, the sort merge fixes it
+ *   pool        a fan-out on a session's reader pool returns what the
+ *               thread-per-reader fan-out returns, bit for bit (ids,
+ *               distances, every counter), on every strategy, alone and
+ *               from two querying threads at once, and starts its readers
+ *               once for the session; a pool thread runs the session's
+ *               join once before its next task, and a failed join fails
+ *               the query
  *   corrupt     a damaged page gives -EBADMSG on query and on verify
  *   cap         one scan returns at most ef_search elements
  */
@@ -25,6 +32,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -480,6 +490,268 @@ static void test_fanout_threads(void **state)
 	cv_dataset_free(all);
 }
 
+/* ---- a session's reader pool ---- */
+
+typedef struct team_seen {
+	pthread_t who[6];
+	atomic_int ran;
+	atomic_int arrived;   /* members that reached the meeting point */
+	atomic_int together;  /* members that saw all 6 there at once */
+} team_seen;
+
+/* A member notes its thread and waits (up to 10 s) until all 6 are running at once. */
+static void team_note(void *ctx, unsigned w)
+{
+	team_seen *t = ctx;
+	uint64_t t0 = now_ns();
+
+	t->who[w] = pthread_self();
+	atomic_fetch_add(&t->ran, 1);
+	atomic_fetch_add(&t->arrived, 1);
+	while (atomic_load(&t->arrived) < 6 && now_ns() - t0 < 10000000000ull)
+		sched_yield();
+	if (atomic_load(&t->arrived) >= 6)
+		atomic_fetch_add(&t->together, 1);
+}
+
+/* cv_pool_team: w = 0 on the caller, every other on a thread of its own, kept for the next team. */
+static void test_pool_team(void **state)
+{
+	team_seen a = {0}, b = {0};
+	cv_pool_counts pc;
+	cv_pool *p = NULL;
+
+	(void) state;
+	assert_int_equal(cv_pool_new(CV_POOL_MAX_THREADS + 1, &p), -EINVAL);
+	assert_null(p);
+	assert_int_equal(cv_pool_new(0, &p), 0);
+	atomic_init(&a.ran, 0);
+	atomic_init(&b.ran, 0);
+	atomic_init(&a.arrived, 0);
+	atomic_init(&b.arrived, 0);
+	atomic_init(&a.together, 0);
+	atomic_init(&b.together, 0);
+	assert_int_equal(cv_pool_team(p, 6, team_note, &a), 0);
+	assert_int_equal(atomic_load(&a.ran), 6);
+	/* the members ran together (a fan-out's readers overlap), so on 6 threads */
+	assert_int_equal(atomic_load(&a.together), 6);
+	assert_true(pthread_equal(a.who[0], pthread_self()));
+	for (int i = 1; i < 6; i++)
+		for (int j = 0; j < i; j++)
+			assert_false(pthread_equal(a.who[i], a.who[j]));
+	assert_int_equal(cv_pool_team(p, 6, team_note, &b), 0);
+	assert_int_equal(atomic_load(&b.together), 6);
+	cv_pool_stats(p, &pc);
+	/* the second team ran on the first one's threads: none started for it */
+	assert_int_equal(pc.threads, 5);
+	assert_int_equal(pc.teams, 2);
+	assert_int_equal(pc.tasks, 10);
+	for (int i = 1; i < 6; i++) {
+		int found = 0;
+
+		for (int j = 1; j < 6; j++)
+			found |= pthread_equal(b.who[i], a.who[j]);
+		assert_true(found);
+	}
+	/* a team of one runs on the caller alone */
+	atomic_store(&b.arrived, 5);
+	assert_int_equal(cv_pool_team(p, 1, team_note, &b), 0);
+	assert_true(pthread_equal(b.who[0], pthread_self()));
+	cv_pool_stats(p, &pc);
+	assert_int_equal(pc.teams, 2);
+	cv_pool_free(p);
+	cv_pool_free(NULL);
+}
+
+static void query_on(cv_index *ix, cv_io *io, const float *q, unsigned fan, cv_pool *pool, int want,
+		     res *r)
+{
+	cv_query_opts qo;
+
+	cv_query_opts_default(&qo);
+	qo.k = 10;
+	qo.ef_search = 40;
+	qo.mode = CV_MODE_FANOUT;
+	qo.fanout = fan;
+	qo.pool = pool;
+	memset(r, 0, sizeof(*r));
+	cv_index_drop_buffers(ix);
+	assert_int_equal(cv_index_query(ix, io, q, &qo, r->ids, r->d, &r->n, &r->st), want);
+}
+
+static void assert_same(const res *a, const res *b)
+{
+	assert_int_equal(a->n, b->n);
+	assert_memory_equal(a->ids, b->ids, sizeof(a->ids));
+	assert_memory_equal(a->d, b->d, sizeof(a->d));
+	assert_int_equal(a->st.reads, b->st.reads);
+	assert_int_equal(a->st.bytes, b->st.bytes);
+	assert_int_equal(a->st.buffer_hits, b->st.buffer_hits);
+	assert_int_equal(a->st.heap_reads, b->st.heap_reads);
+	assert_int_equal(a->st.distances, b->st.distances);
+	assert_int_equal(a->st.fanout_via, b->st.fanout_via);
+}
+
+typedef struct joins {
+	atomic_int calls;
+	int rc;
+} joins;
+
+static int join_count(void *ctx)
+{
+	joins *j = ctx;
+
+	atomic_fetch_add(&j->calls, 1);
+	return j->rc;
+}
+
+typedef struct pool_client {
+	cv_index *ix;
+	cv_pool *pool;
+	const cv_dataset *all;
+	const res *want;   /* the thread-per-reader answers, query by query */
+	size_t q0, nq;
+	int bad;
+} pool_client;
+
+/* A querying thread of its own (a run's client): its answers against the thread-per-reader ones. */
+static void *pool_client_main(void *arg)
+{
+	pool_client *c = arg;
+	cv_io_opts o;
+	cv_io *io = NULL;
+	cv_query_opts qo;
+
+	cv_io_opts_default(&o);
+	o.strategy = CV_IO_PREAD;
+	if (cv_io_new(&o, &io)) {
+		c->bad = 1;
+		return NULL;
+	}
+	cv_query_opts_default(&qo);
+	qo.k = 10;
+	qo.ef_search = 40;
+	qo.mode = CV_MODE_FANOUT;
+	qo.fanout = 8;
+	qo.pool = c->pool;
+	for (size_t i = 0; i < c->nq; i++) {
+		res r = {0};
+
+		/* the buffer pool is shared and not dropped: answers (not counters) are compared */
+		if (cv_index_query(c->ix, io, cv_row(c->all, c->q0 + i), &qo, r.ids, r.d, &r.n, &r.st) ||
+		    r.n != c->want[i].n || memcmp(r.ids, c->want[i].ids, sizeof(r.ids)) ||
+		    memcmp(r.d, c->want[i].d, sizeof(r.d)))
+			c->bad = 1;
+	}
+	cv_io_free(io);
+	return NULL;
+}
+
+static void test_fanout_pool(void **state)
+{
+	static const cv_io_strategy strats[] = {CV_IO_PREAD, CV_IO_DIRECT, CV_IO_MMAP, CV_IO_URING};
+	enum { NQ = 12 };
+	cv_dataset *all = NULL, *base = NULL;
+	cv_err e = {{0}};
+	cv_index *ix = NULL;
+	cv_pool *pool = NULL;
+	cv_pool_counts pc;
+	res want[NQ];
+	uint64_t teams = 0;
+	joins j;
+	char *dir;
+
+	(void) state;
+	assert_int_equal(cv_dataset_load("synth:n=2030,d=16,clusters=8,seed=11", &all, &e), 0);
+	assert_int_equal(cv_dataset_slice(all, 0, 2000, &base), 0);
+	dir = build("phnsw", base, 8, CV_METRIC_L2);
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	assert_int_equal(cv_pool_new(0, &pool), 0);
+	for (size_t si = 0; si < sizeof(strats) / sizeof(strats[0]); si++) {
+		cv_io *io = new_io(strats[si]);
+
+		/* uring: three drivers, two of them helpers on the pool */
+		if (strats[si] == CV_IO_URING)
+			setenv("COLDSTUDY_FANOUT_THREADS", "3", 1);
+		for (size_t qi = 0; qi < NQ; qi++) {
+			const float *q = cv_row(all, 2000 + qi);
+			res t, p;
+			cv_io_stats b, a;
+
+			query_on(ix, io, q, 8, NULL, 0, &t);
+			cv_io_stats_get(io, &b);
+			query_on(ix, io, q, 8, pool, 0, &p);
+			cv_io_stats_get(io, &a);
+			assert_same(&t, &p);
+			/* every pooled reader's reads are folded into the caller's context */
+			assert_int_equal(a.reads - b.reads, p.st.reads);
+			assert_true(p.st.reads > 8);
+			teams++;
+			want[qi] = t;
+		}
+		unsetenv("COLDSTUDY_FANOUT_THREADS");
+		cv_io_free(io);
+	}
+	cv_pool_stats(pool, &pc);
+	/* 4 x 12 fan-outs of 8 readers (uring: 3 drivers): 7 threads for the session, not 7 a query */
+	assert_int_equal(pc.threads, 7);
+	assert_int_equal(pc.teams, teams);
+
+	/* two querying threads at once on the one pool: each team still has threads of its own */
+	{
+		pool_client c[2] = {{.ix = ix, .pool = pool, .all = all, .want = want, .q0 = 2000, .nq = NQ},
+				    {.ix = ix, .pool = pool, .all = all, .want = want, .q0 = 2000, .nq = NQ}};
+		pthread_t th[2];
+
+		cv_index_drop_buffers(ix);
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(pthread_create(&th[i], NULL, pool_client_main, &c[i]), 0);
+		for (int i = 0; i < 2; i++) {
+			pthread_join(th[i], NULL);
+			assert_int_equal(c[i].bad, 0);
+		}
+		cv_pool_stats(pool, &pc);
+		assert_true(pc.threads >= 7 && pc.threads <= 14);
+	}
+
+	/* the join: once a thread, before its next task, whenever the thread started */
+	{
+		cv_io *io = new_io(CV_IO_PREAD);
+		unsigned before;
+		res r;
+
+		atomic_init(&j.calls, 0);
+		j.rc = 0;
+		cv_pool_stats(pool, &pc);
+		before = pc.threads;
+		cv_pool_set_join(pool, join_count, &j);
+		assert_int_equal(atomic_load(&j.calls), 0);
+		query_on(ix, io, cv_row(all, 2000), 8, pool, 0, &r);
+		assert_true(atomic_load(&j.calls) >= 1 && atomic_load(&j.calls) <= 7);
+		for (int k = 0; k < 20; k++)
+			query_on(ix, io, cv_row(all, 2001 + k % 20), 8, pool, 0, &r);
+		cv_pool_stats(pool, &pc);
+		assert_int_equal(pc.threads, before);
+		/* every thread that took a task joined exactly once, however many tasks it took */
+		assert_true(atomic_load(&j.calls) <= (int) before);
+		/* a join that fails: the task does not run and the query fails with it */
+		j.rc = -EPERM;
+		cv_pool_set_join(pool, join_count, &j);
+		query_on(ix, io, cv_row(all, 2000), 8, pool, -EPERM, &r);
+		/* no join: queries run again */
+		cv_pool_set_join(pool, NULL, NULL);
+		query_on(ix, io, cv_row(all, 2000), 8, pool, 0, &r);
+		assert_memory_equal(r.ids, want[0].ids, sizeof(r.ids));
+		cv_io_free(io);
+	}
+	cv_pool_free(pool);
+	cv_index_close(ix);
+	rm_index(dir);
+	free(dir);
+	cv_dataset_free(base);
+	cv_dataset_free(all);
+}
+
 /* ---- at most ef_search elements per scan ---- */
 
 static void test_ef_cap(void **state)
@@ -671,6 +943,7 @@ int main(void)
 		cmocka_unit_test(test_checksum_simd),
 		cmocka_unit_test(test_bufpool),   cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_modes),     cmocka_unit_test(test_fanout_threads),
+		cmocka_unit_test(test_pool_team), cmocka_unit_test(test_fanout_pool),
 		cmocka_unit_test(test_ef_cap),
 		cmocka_unit_test(test_near_tie),  cmocka_unit_test(test_corrupt),
 	};
