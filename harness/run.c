@@ -71,7 +71,6 @@ static void run_free(harness_run_ctx *R)
 	json_decref(R->reps_real);
 	json_decref(R->vinfo);
 	json_decref(R->treat);
-	cv_pool_free(R->L.pool); /* the clients are joined: its threads are idle */
 	harness_memcap_release(R->cgdir);
 	harness_throttle_end(&R->thr);
 	for (unsigned c = 0; R->L.rows && c < R->L.clients; c++)

@@ -66,17 +66,28 @@ static void *client(void *p)
 	cv_io_opts io = L->io;
 	cv_query_opts qo = L->qo;
 	cv_io *ctx = NULL;
+	cv_pool *pool = NULL;
 	uint32_t *ids = NULL;
 	float *dists = NULL;
 	cv_trace *trace = NULL;
+	cs_err pe = {0};
 	int rc;
 
 	io.stream = c;
-	qo.pool = L->pool;
 	if (L->cpus && (rc = harness_pin_self(L->cpus))) {
 		fail(L, "cannot pin the client to client_cpus", rc);
 		goto out;
 	}
+	/*
+	 * A fan-out's readers: this client's pool for its whole loop, started
+	 * here, after the pin (they run where the client runs) and inside the
+	 * cap; each also joins the cap before its first read.
+	 */
+	if (harness_reader_pool(&L->qo, L->thr, &pool, &pe)) {
+		fail(L, "cannot make the client's reader pool", -ENOMEM);
+		goto out;
+	}
+	qo.pool = pool;
 	json_decref(L->placement[c]); /* a later repeat's client: where it runs now */
 	L->placement[c] = harness_affinity_now();
 	if (L->vdev) {
@@ -248,6 +259,7 @@ static void *client(void *p)
 	}
 	cv_io_stats_get(ctx, &L->stats[c]);
 out:
+	cv_pool_free(pool);
 	cv_io_free(ctx);
 	cv_trace_free(trace);
 	free(ids);
@@ -326,14 +338,8 @@ int harness_phase_load(harness_run_ctx *R, cs_err *e)
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		return rc;
 	}
-	/*
-	 * A fan-out's readers: one pool for every client and repeat, its threads
-	 * started by the first queries that need them and kept; under a cap each
-	 * joins it before its first read (the warm-up queries, outside the cap,
-	 * start their own). run.c frees it before the throttle ends.
-	 */
-	if ((rc = harness_reader_pool(&R->L.qo, R->thr.dirfd >= 0 ? &R->thr : NULL, &R->L.pool, e)))
-		return rc;
+	/* each client's fan-out readers join the cap (client(); the warm-up's start their own) */
+	R->L.thr = R->thr.dirfd >= 0 ? &R->thr : NULL;
 	/*
 	 * Competing load starts before the first query and stops after the
 	 * last; in virtual time it is modelled beside each query's replay, in

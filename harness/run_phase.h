@@ -73,7 +73,7 @@ typedef struct load {
 	cv_metric metric;
 	cv_query_opts qo;
 	cv_io_opts io;
-	cv_pool *pool;         /* the clients' fan-out readers for the whole load, or NULL */
+	harness_throttle *thr; /* the run's cap while the clients run, or NULL: their readers join it */
 	uint64_t query_count;  /* 0: until the deadline */
 	uint64_t deadline_ns;  /* 0: none */
 	uint64_t t0;

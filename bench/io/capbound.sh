@@ -7,7 +7,7 @@
 #   hfresh  100,000 x 128 (synth, 135 postings of at most 96 KB, searchProbe
 #           64): `coldstudy run`, 32 clients, cold start, QUERIES queries
 #   phnsw   the paged comparator, 20,000 x 128 in 16 partitions, fanned out
-#           16 ways: `coldstudy run`, 4 clients on the run's reader pool,
+#           16 ways: `coldstudy run`, 4 clients each on its reader pool,
 #           PQUERIES queries, with an 8 MiB buffer pool (the index is 28 MB:
 #           misses a query stay about the same from the first query to the
 #           last, where the default 128 MiB would end up holding all of it

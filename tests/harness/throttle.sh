@@ -8,7 +8,7 @@
 #     any command (here `coldstudy device list`); `index query --cold
 #     --throttle` caps a serial query and a fan-out's reader threads alike
 #     (the fan-out's readers a pool started once, not a thread a query),
-#     and so does a capped run whose clients fan out on the run's pool.
+#     and so does a capped run whose clients fan out on their reader pools.
 # Skips (77) where no cgroup controller is writable (not root, no blkio or
 # io controller) or the scratch directory has no block device.
 set -u
@@ -190,7 +190,7 @@ if d.get("reader_threads") != want:
     print("FAIL: reader_threads %s, want %s (a pool for the session, not threads per query)" % (d.get("reader_threads"), want)); sys.exit(1)
 PY
 done
-# 2e. a capped run whose 2 clients each fan out 4 ways on the run's reader pool
+# 2e. a capped run whose 2 clients each fan out 4 ways on a reader pool of its own
 printf '{"index":"%s","queries":{"spec":"synth:n=40,d=32,clusters=16,seed=7"},"cold":true,"throttle":"gp3-3000","strategy":"direct","mode":"fanout","fanout":4,"clients":2,"query_count":24,"buffers_bytes":1048576}' "$T/clone" > "$T/rf.json"
 sh -c 'echo $$ > "$1"; exec "$2" run "$3" "$4" -q' sh "$T/pid" "$cs" "$S" "$T/rf.json" > "$T/rf.out" 2> "$T/rf.err" ||
 	{ echo "FAIL: capped fan-out run: $(cat "$T/rf.err")"; fail=1; }
