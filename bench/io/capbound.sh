@@ -36,6 +36,9 @@ case "$W" in /var/tmp/*|/tmp/*) ;; *) echo "WORK must be under /var/tmp or /tmp"
 rm -rf "$W"
 mkdir -p "$W"
 trap 'rm -rf "$W"' EXIT INT TERM
+# The bench's own production registry, gone with its folder: nothing it
+# registers outlives it in the machine's (/var/lib/coldstudy).
+export COLDSTUDY_PRODUCTION_REGISTRY="$W/production-registry.json"
 HDATA="synth:n=100000,d=128,clusters=64,seed=1"
 PDATA="synth:n=20000,d=128,clusters=64,seed=1"
 QSPEC="synth:n=400,d=128,clusters=64,seed=2"
