@@ -27,10 +27,12 @@
  *     wall): the coordinator's remote sessions are closed
  *     (postgres_fdw_disconnect_all) and the shards' backends waited out, so
  *     every statistic they hold is flushed (a backend flushes at exit);
- *     before the query, one LIMIT 0 statement a foreign table opens the
- *     remote sessions again (catalogs and relation caches, as the
- *     single-server run's plan-only EXPLAIN does), then each shard's
- *     pg_statio is read; after it, read again: the query's data blocks read
+ *     before the query, the statement is planned on every shard (an EXPLAIN
+ *     with use_remote_estimate, rolled back: catalogs and relation caches,
+ *     as the single-server run's plan-only EXPLAIN does), those sessions
+ *     closed again, one LIMIT 0 statement a foreign table opens the remote
+ *     sessions, then each shard's pg_statio is read; after it, read again:
+ *     the query's data blocks read
  *     on every shard (user relations; catalogs apart) and its read time
  *     (pg_stat_database.blk_read_time, track_io_timing).
  *
@@ -256,7 +258,8 @@ static int exec1(PGconn *c, const char *sql, PGresult **res, char *why, size_t c
 	ExecStatusType st = PQresultStatus(r);
 
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-		snprintf(why, cap, "\"%.200s\": %s", sql, PQresultErrorMessage(r));
+		if (why)
+			snprintf(why, cap, "\"%.200s\": %s", sql, PQresultErrorMessage(r));
 		PQclear(r);
 		return -1;
 	}
@@ -505,7 +508,7 @@ int harness_pgfdw_repoint(harness_pgfdw *f, struct ledger *l, const harness_pg *
 		rc = check_servers(f, c, 1, why, sizeof(why));
 	PQfinish(c);
 	if (rc == 1)
-		return guard_refuse(l, "production", "run", guard_held_via(coord->pgdata), e, "%s",
+		return guard_refuse(l, "production", "run", coord->pgdata->shown, e, "%s",
 				    why);
 	if (rc)
 		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: the coordinator's foreign servers: %s",
@@ -632,6 +635,49 @@ static int take_plan(harness_pgfdw *f, PGconn *coord, const char *sql, const cha
 	return 0;
 }
 
+/*
+ * The statement planned on every shard, nothing executed: in one transaction
+ * rolled back, the coordinator's servers use_remote_estimate 'true' and an
+ * EXPLAIN of the statement, so each shard plans its part (postgres_fdw's
+ * remote EXPLAIN) and reads its catalogs and relation caches here, in setup,
+ * as the single-server run's plan-only EXPLAIN does. 0 or -1 with why.
+ */
+static int remote_plan(PGconn *coord, const char *sql, const char *vtext, char *why, size_t cap)
+{
+	size_t len = strlen(sql);
+	char *ex;
+	PGresult *r;
+	int rc;
+
+	if (exec1(coord, "BEGIN", NULL, why, cap))
+		return -1;
+	rc = exec1(coord,
+		   "DO $$DECLARE s record; BEGIN FOR s IN SELECT srvname, coalesce(srvoptions, "
+		   "'{}') AS o FROM pg_foreign_server LOOP EXECUTE format('ALTER SERVER %I OPTIONS "
+		   "(%s use_remote_estimate %L)', s.srvname, CASE WHEN EXISTS (SELECT 1 FROM "
+		   "unnest(s.o) x WHERE x LIKE 'use\\_remote\\_estimate=%') THEN 'SET' ELSE 'ADD' "
+		   "END, 'true'); END LOOP; END$$",
+		   NULL, why, cap);
+	if (!rc && !(ex = malloc(len + 16))) {
+		snprintf(why, cap, "out of memory");
+		rc = -1;
+	} else if (!rc) {
+		memcpy(ex, "EXPLAIN ", 8);
+		memcpy(ex + 8, sql, len + 1);
+		r = PQexecParams(coord, ex, 1, NULL, &vtext, NULL, NULL, 0);
+		free(ex);
+		if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+			snprintf(why, cap, "EXPLAIN with remote estimates: %s", PQresultErrorMessage(r));
+			rc = -1;
+		}
+		PQclear(r);
+	}
+	/* the servers' options as they were, whatever happened */
+	if (exec1(coord, "ROLLBACK", NULL, rc ? NULL : why, rc ? 0 : cap) && !rc)
+		rc = -1;
+	return rc;
+}
+
 int harness_pgfdw_before(harness_pgfdw *f, PGconn *coord, const char *sql, const char *vtext,
 			 cs_err *e)
 {
@@ -643,13 +689,16 @@ int harness_pgfdw_before(harness_pgfdw *f, PGconn *coord, const char *sql, const
 		return 0;
 	if ((rc = shard_sessions(f, e)) || (rc = disconnect_wait(f, coord, e)))
 		return rc;
-	if (!f->planned) {
-		PQsetnonblocking(coord, 0);
+	PQsetnonblocking(coord, 0);
+	if (!f->planned)
 		rc = take_plan(f, coord, sql, vtext, e);
-		PQsetnonblocking(coord, 1);
-		if (rc)
-			return rc;
-	}
+	if (!rc && remote_plan(coord, sql, vtext, why, sizeof(why)))
+		rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: planning on the shards: %s", f->spec_path,
+				why);
+	PQsetnonblocking(coord, 1);
+	/* ... and those sessions closed, so their reads are flushed before the counts */
+	if (rc || (rc = disconnect_wait(f, coord, e)))
+		return rc;
 	/* Open the remote sessions again: catalogs and relation caches, no data read. */
 	PQsetnonblocking(coord, 0);
 	rc = exec1(coord,

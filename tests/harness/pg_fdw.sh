@@ -225,6 +225,7 @@ assert len(sh) == 4, sh
 for i, x in enumerate(sh):
     assert x["server"] == "shard%d" % i and x["port"] == 5913 + i, x
     assert x["data_blocks_read"] > 0, x                  # every shard read its partition cold
+    assert x["catalog_blocks_read"] == 0, x              # catalogs were read in setup (remote plan)
     assert x["repointed_from"] == "host %s/s%d/sock, port %d" % (t, i, 5903 + i), x
 assert mb["fanout_via"] == "postgres_fdw", mb["fanout_via"]
 assert g["plan"]["async_foreign_scans"] == 4, g["plan"]
