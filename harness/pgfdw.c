@@ -50,6 +50,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,27 @@ static const char *const keep_opts[] = {
 /* ... that name a place: replaced by the shard's private socket and port. */
 static const char *const place_opts[] = {"host", "hostaddr", "port", "service", "passfile",
 					 "requirepeer", NULL};
+
+/* snprintf for messages and names: what does not fit is cut, never overrun. */
+__attribute__((format(printf, 3, 4))) static void sayf(char *out, size_t cap, const char *f, ...)
+{
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(out, cap, f, ap);
+	va_end(ap);
+}
+
+/* Copy an option's value; -1 when it does not fit (then it is refused, never cut). */
+static int copy_value(char *dst, size_t cap, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= cap)
+		return -1;
+	memcpy(dst, src, n + 1);
+	return 0;
+}
 
 static int in_list(const char *const *l, const char *s)
 {
@@ -146,9 +168,9 @@ int harness_pgfdw_prepare(struct ledger *l, guard_prodset *prod, const json_t *p
 
 		guard_held_init(&s->hold);
 		f->n = ++i;
-		snprintf(s->name, sizeof(s->name), "%s", name);
+		sayf(s->name, sizeof(s->name), "%s", name);
 		s->index = json_string_value(json_object_get(v, "index"));
-		snprintf(role, sizeof(role), "postgres.shards.%s.port", name);
+		sayf(role, sizeof(role), "postgres.shards.%s.port", name);
 		/* The shard's clone: held once, not production by identity, this study's cluster clone. */
 		if ((rc = guard_existing(l, prod, s->index, AT_FDCWD, "run", "shard index", &s->hold,
 					 e)) ||
@@ -259,7 +281,7 @@ static int exec1(PGconn *c, const char *sql, PGresult **res, char *why, size_t c
 
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
 		if (why)
-			snprintf(why, cap, "\"%.200s\": %s", sql, PQresultErrorMessage(r));
+			sayf(why, cap, "\"%.200s\": %s", sql, PQresultErrorMessage(r));
 		PQclear(r);
 		return -1;
 	}
@@ -310,8 +332,8 @@ static const char *next_opt(const char *p, char *key, size_t kcap, char *val, si
 	}
 	item[n] = '\0';
 	eq = strchr(item, '=');
-	snprintf(key, kcap, "%.*s", eq ? (int) (eq - item) : (int) n, item);
-	snprintf(val, vcap, "%s", eq ? eq + 1 : "");
+	sayf(key, kcap, "%.*s", eq ? (int) (eq - item) : (int) n, item);
+	sayf(val, vcap, "%s", eq ? eq + 1 : "");
 	return p;
 }
 
@@ -341,7 +363,7 @@ static int check_servers(harness_pgfdw *f, PGconn *c, int repointed, char *why, 
 		int other_place = 0;
 
 		if (strcmp(fdw, "postgres_fdw")) {
-			snprintf(why, cap,
+			sayf(why, cap,
 				 "the coordinator's foreign server %s uses the wrapper %s; a sharded run "
 				 "reaches its shards through postgres_fdw only",
 				 name, fdw);
@@ -349,27 +371,34 @@ static int check_servers(harness_pgfdw *f, PGconn *c, int repointed, char *why, 
 			break;
 		}
 		while ((p = next_opt(p, key, sizeof(key), val, sizeof(val)))) {
-			if (!strcmp(key, "host"))
-				snprintf(host, sizeof(host), "%s", val);
-			else if (!strcmp(key, "port"))
-				snprintf(port, sizeof(port), "%s", val);
-			else if (in_list(place_opts, key))
+			if ((!strcmp(key, "host") && copy_value(host, sizeof(host), val)) ||
+			    (!strcmp(key, "port") && copy_value(port, sizeof(port), val)) ||
+			    (!strcmp(key, "dbname") && s &&
+			     copy_value(s->dbname, sizeof(s->dbname), val))) {
+				sayf(why, cap,
+				     "the coordinator's foreign server %s has a %s longer than a sharded "
+				     "run reads (refused, fail closed)",
+				     name, key);
+				rc = 1;
+				break;
+			}
+			if (!strcmp(key, "host") || !strcmp(key, "port") || !strcmp(key, "dbname"))
+				continue;
+			if (in_list(place_opts, key))
 				other_place = 1;
 			else if (!in_list(keep_opts, key)) {
-				snprintf(why, cap,
+				sayf(why, cap,
 					 "the coordinator's foreign server %s has the option %s, which a "
 					 "sharded run does not know to name no place (refused, fail closed)",
 					 name, key);
 				rc = 1;
 				break;
 			}
-			if (!strcmp(key, "dbname") && s)
-				snprintf(s->dbname, sizeof(s->dbname), "%s", val);
 		}
 		if (rc)
 			break;
 		if (!s) {
-			snprintf(why, cap,
+			sayf(why, cap,
 				 "the coordinator's foreign server %s (host %s, port %s) is not one of "
 				 "%s's $.postgres.shards: a query could reach it, and it may be "
 				 "production",
@@ -380,14 +409,14 @@ static int check_servers(harness_pgfdw *f, PGconn *c, int repointed, char *why, 
 		}
 		if (!repointed && !s->from[0]) {
 			/* the first look, before any repointing: where the coordinator pointed */
-			snprintf(s->from, sizeof(s->from), "host %s, port %s", host[0] ? host : "default",
+			sayf(s->from, sizeof(s->from), "host %s, port %s", host[0] ? host : "default",
 				 port[0] ? port : "default");
 		} else {
 			char want[16];
 
-			snprintf(want, sizeof(want), "%d", s->srv.port);
+			sayf(want, sizeof(want), "%d", s->srv.port);
 			if (other_place || strcmp(host, s->srv.sockdir) || strcmp(port, want)) {
-				snprintf(why, cap,
+				sayf(why, cap,
 					 "the coordinator's foreign server %s points at host %s, port %s "
 					 "after repointing, not at its shard's private server (%s, %d)",
 					 name, host, port, s->srv.sockdir, s->srv.port);
@@ -410,7 +439,7 @@ static int has_dblink(PGconn *c, char *why, size_t cap)
 	has = strcmp(PQgetvalue(r, 0, 0), "0") != 0;
 	PQclear(r);
 	if (has)
-		snprintf(why, cap,
+		sayf(why, cap,
 			 "the coordinator's database has dblink, which connects wherever a "
 			 "statement says: a sharded run reaches its shards through postgres_fdw only");
 	return has;
@@ -456,7 +485,7 @@ int harness_pgfdw_repoint(harness_pgfdw *f, struct ledger *l, const harness_pg *
 			}
 		}
 		if (!s->dbname[0])
-			snprintf(s->dbname, sizeof(s->dbname), "%s", "postgres");
+			sayf(s->dbname, sizeof(s->dbname), "%s", "postgres");
 		if (!harness_pg_name_ok(s->dbname)) {
 			PQfinish(c);
 			return cs_err_set(e, CS_EXIT_BADINPUT,
@@ -464,7 +493,7 @@ int harness_pgfdw_repoint(harness_pgfdw *f, struct ledger *l, const harness_pg *
 					  "(a name without quotes, '=' or whitespace is expected)",
 					  s->name, s->dbname);
 		}
-		snprintf(num, sizeof(num), "%d", s->srv.port);
+		sayf(num, sizeof(num), "%d", s->srv.port);
 		id = PQescapeIdentifier(c, s->name, strlen(s->name));
 		host = PQescapeLiteral(c, s->srv.sockdir, strlen(s->srv.sockdir));
 		port = PQescapeLiteral(c, num, strlen(num));
@@ -473,7 +502,7 @@ int harness_pgfdw_repoint(harness_pgfdw *f, struct ledger *l, const harness_pg *
 			PQfreemem(host);
 			PQfreemem(port);
 			rc = -1;
-			snprintf(why, sizeof(why), "cannot quote: %s", PQerrorMessage(c));
+			sayf(why, sizeof(why), "cannot quote: %s", PQerrorMessage(c));
 			break;
 		}
 		/* Drop every place option the server has, then set the shard's two. */
@@ -483,21 +512,30 @@ int harness_pgfdw_repoint(harness_pgfdw *f, struct ledger *l, const harness_pg *
 			if (!lit) {
 				rc = -1;
 			} else {
-				snprintf(sql, sizeof(sql),
+				if (snprintf(sql, sizeof(sql),
 					 "DO $$DECLARE o text; BEGIN FOR o IN SELECT split_part(x, '=', 1) "
 					 "FROM pg_foreign_server, unnest(srvoptions) x WHERE srvname = %s "
 					 "AND split_part(x, '=', 1) = ANY (ARRAY['host','hostaddr','port',"
 					 "'service','passfile','requirepeer']) LOOP EXECUTE format('ALTER "
 					 "SERVER %%I OPTIONS (DROP %%I)', %s, o); END LOOP; END$$",
-					 lit, lit);
-				rc = exec1(c, sql, NULL, why, sizeof(why));
+					 lit, lit) >= (int) sizeof(sql)) {
+					sayf(why, sizeof(why), "server %s: the statement does not fit",
+					     s->name);
+					rc = -1;
+				} else {
+					rc = exec1(c, sql, NULL, why, sizeof(why));
+				}
 				PQfreemem(lit);
 			}
 		}
 		if (!rc) {
-			snprintf(sql, sizeof(sql), "ALTER SERVER %s OPTIONS (ADD host %s, ADD port %s)", id,
-				 host, port);
-			rc = exec1(c, sql, NULL, why, sizeof(why));
+			if (snprintf(sql, sizeof(sql), "ALTER SERVER %s OPTIONS (ADD host %s, ADD port %s)",
+				     id, host, port) >= (int) sizeof(sql)) {
+				sayf(why, sizeof(why), "server %s: the statement does not fit", s->name);
+				rc = -1;
+			} else {
+				rc = exec1(c, sql, NULL, why, sizeof(why));
+			}
 		}
 		PQfreemem(id);
 		PQfreemem(host);
@@ -659,7 +697,7 @@ static int remote_plan(PGconn *coord, const char *sql, const char *vtext, char *
 		   "END, 'true'); END LOOP; END$$",
 		   NULL, why, cap);
 	if (!rc && !(ex = malloc(len + 16))) {
-		snprintf(why, cap, "out of memory");
+		sayf(why, cap, "out of memory");
 		rc = -1;
 	} else if (!rc) {
 		memcpy(ex, "EXPLAIN ", 8);
@@ -667,7 +705,7 @@ static int remote_plan(PGconn *coord, const char *sql, const char *vtext, char *
 		r = PQexecParams(coord, ex, 1, NULL, &vtext, NULL, NULL, 0);
 		free(ex);
 		if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-			snprintf(why, cap, "EXPLAIN with remote estimates: %s", PQresultErrorMessage(r));
+			sayf(why, cap, "EXPLAIN with remote estimates: %s", PQresultErrorMessage(r));
 			rc = -1;
 		}
 		PQclear(r);
