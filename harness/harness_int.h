@@ -289,4 +289,37 @@ int harness_run_interrupted(void);
 struct harness_run_ctx;
 int harness_pg_run(struct harness_run_ctx *run, cs_err *e);
 
+/*
+ * A run over N servers (pgfdw.c): a coordinator whose foreign servers are
+ * repointed at the shards' private servers, each shard a guarded clone,
+ * evicted and proven cold on its own. NULL (no $.postgres.shards): every
+ * call below does nothing.
+ */
+typedef struct harness_pgfdw harness_pgfdw;
+struct guard_prodset;
+/* Phase 1: hold and guard every shard of $.postgres.shards; *out (free with _free). */
+int harness_pgfdw_prepare(struct ledger *l, struct guard_prodset *prod, const json_t *pgspec,
+			  const char *spec_path, harness_pgfdw **out, cs_err *e);
+/* Stop every shard server (e may be NULL). */
+int harness_pgfdw_stop(harness_pgfdw *f, cs_err *e);
+/* Evict every shard's files and prove each shard cold. */
+int harness_pgfdw_evict(harness_pgfdw *f, struct ledger *l, cs_err *e);
+/* Start every shard server. */
+int harness_pgfdw_start(harness_pgfdw *f, cs_err *e);
+/*
+ * On the started coordinator, before any other statement: check every foreign
+ * server (refused, recorded, when one is not a named shard), repoint each at
+ * its shard's private socket and port, read back and check again.
+ */
+int harness_pgfdw_repoint(harness_pgfdw *f, struct ledger *l, const harness_pg *coord,
+			  const char *db, const char *user, cs_err *e);
+/* Before a query (setup): remote sessions closed, opened again, shards' counts taken. */
+int harness_pgfdw_before(harness_pgfdw *f, PGconn *coord, const char *sql, const char *vtext,
+			 cs_err *e);
+/* After it: remote sessions closed; *data the shards' data blocks read, *ms their read time. */
+int harness_pgfdw_after(harness_pgfdw *f, PGconn *coord, int64_t *data, double *ms, cs_err *e);
+/* The record's "shards" and *plan {async_foreign_scans, text} (new references; NULL for f NULL). */
+json_t *harness_pgfdw_record(const harness_pgfdw *f, json_t **plan);
+void harness_pgfdw_free(harness_pgfdw *f);
+
 #endif

@@ -611,7 +611,7 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 {
 	char port[16], sb[64], hba[PATH_MAX + 16], ident[PATH_MAX + 16], conf[PATH_MAX + 32];
 	char exe[PATH_MAX + 16], tail[400];
-	char *argv[64];
+	char *argv[64], **env;
 	size_t a = 0;
 	pgparams pp;
 	pid_t parent = getpid(), pid;
@@ -660,11 +660,32 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 	argv[a++] = "-c";
 	argv[a++] = ident;
 	argv[a] = NULL;
+	/*
+	 * The server's environment without PG* variables: a PGHOSTADDR or
+	 * PGSERVICE of the harness's would steer the libpq inside the server
+	 * (postgres_fdw's connections, pgfdw.c) away from where its options say.
+	 */
+	{
+		extern char **environ;
+		size_t ne = 0;
+
+		for (char **v = environ; *v; v++)
+			ne++;
+		if (!(env = calloc(ne + 1, sizeof(*env))))
+			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		ne = 0;
+		for (char **v = environ; *v; v++)
+			if (strncmp(*v, "PG", 2))
+				env[ne++] = *v;
+	}
 	logfd = open(s->log, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
-	if (logfd < 0)
+	if (logfd < 0) {
+		free(env);
 		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", s->log, strerror(errno));
+	}
 	pid = fork();
 	if (pid < 0) {
+		free(env);
 		close(logfd);
 		return cs_err_set(e, CS_EXIT_INTERNAL, "cannot start the server: %s", strerror(errno));
 	}
@@ -683,9 +704,10 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 			dup2(devnull, 0);
 		dup2(logfd, 1);
 		dup2(logfd, 2);
-		execv(exe, argv);
+		execve(exe, argv, env);
 		_exit(127);
 	}
+	free(env);
 	close(logfd);
 	s->pid = pid;
 	conn_params(s, "postgres", NULL, &pp);

@@ -120,6 +120,7 @@ typedef struct pgrun {
 	char class_why[512];    /* why a planned spec's run is exploratory (its clone's content) */
 	json_t *qrows;          /* the digest of each query row this run sends */
 	json_t *reached;        /* the holdout targets it reads before the predictions */
+	harness_pgfdw *fdw;     /* a run over N servers ($.postgres.shards), else NULL */
 } pgrun;
 
 /* ---- plans, from auto_explain's LOG messages ---- */
@@ -336,8 +337,10 @@ static int cold_start(pgrun *R, double *resident, cs_err *e)
 	int rc;
 
 	close_conns(R);
-	if ((rc = harness_pg_stop(&R->srv, e)) || (rc = evict_clone(R, resident, e)) ||
-	    (rc = harness_pg_start(&R->srv, e)))
+	if ((rc = harness_pg_stop(&R->srv, e)) || (rc = harness_pgfdw_stop(R->fdw, e)) ||
+	    (rc = evict_clone(R, resident, e)) || (rc = harness_pgfdw_evict(R->fdw, R->l, e)) ||
+	    (rc = harness_pgfdw_start(R->fdw, e)) || (rc = harness_pg_start(&R->srv, e)) ||
+	    (rc = harness_pgfdw_repoint(R->fdw, R->l, &R->srv, R->db, R->user, e)))
 		return rc;
 	R->restarts++;
 	return sessions_up(R, e);
@@ -615,7 +618,8 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "query vector: %s", strerror(-qr));
 			goto out;
 		}
-		if ((rc = statio_before(R, &st0, e)))
+		if ((rc = harness_pgfdw_before(R->fdw, R->conns[0].c, R->sql, R->vtext, e)) ||
+		    (rc = statio_before(R, &st0, e)))
 			goto out;
 		for (unsigned i = 0; i < R->nconns; i++)
 			plan_reset(&R->conns[i]);
@@ -662,6 +666,17 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 		if ((rc = statio_after(R, &st1, e)))
 			goto out;
 		r->statio = st1 - st0;
+		if (R->fdw) {
+			/* the shards' data blocks read and read time: the query's reads are theirs */
+			int64_t sd;
+			double sms;
+
+			if ((rc = harness_pgfdw_after(R->fdw, R->conns[0].c, &sd, &sms, e)))
+				goto out;
+			r->reads += sd;
+			r->statio += sd;
+			r->read_ms += sms;
+		}
 		r->n = (uint32_t) nout;
 		r->recall = R->gt ? cv_recall_at_k(R->base, cv_row(R->queries, q), CV_METRIC_L2,
 						   R->gt + q * R->k, R->k, ids, nout)
@@ -747,7 +762,9 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 			    harness_num_or_null(wall_s > 0 ? rms / 1e3 / wall_s : NAN));
 	json_object_set_new(m, "inflight_median", json_null());
 	json_object_set_new(m, "inflight_max", json_null());
-	json_object_set_new(m, "fanout_via", R->partsql ? json_string("libpq") : json_null());
+	json_object_set_new(m, "fanout_via", R->fdw       ? json_string("postgres_fdw")
+					      : R->partsql ? json_string("libpq")
+							   : json_null());
 	json_object_set_new(m, "resident_fraction_before", harness_num_or_null(resident_before));
 	json_object_set_new(m, "mem_peak_bytes", json_null());
 	free(lat);
@@ -854,6 +871,9 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 		    (rc = guard_holdout_overlap(R->l, eff, o->declare_overlap, "run", e)))
 			return rc;
 	}
+	/* a run over N servers: every shard held and guarded as the coordinator is */
+	if ((rc = harness_pgfdw_prepare(R->l, prod, pg, R->spec_path, &R->fdw, e)))
+		return rc;
 	rc = harness_pg_init(&R->srv, &R->hold, port,
 			     json_string_value(json_object_get(pg, "shared_buffers")), e);
 	if (rc)
@@ -1042,7 +1062,11 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 	if (cold) {
 		rc = cold_start(&R, &resident_before, e);
 	} else {
-		rc = harness_pg_start(&R.srv, e);
+		rc = harness_pgfdw_start(R.fdw, e);
+		if (!rc)
+			rc = harness_pg_start(&R.srv, e);
+		if (!rc)
+			rc = harness_pgfdw_repoint(R.fdw, l, &R.srv, R.db, R.user, e);
 		if (!rc)
 			rc = sessions_up(&R, e);
 	}
@@ -1103,6 +1127,8 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 	}
 	close_conns(&R);
 	rc = harness_pg_stop(&R.srv, e);
+	if (!rc)
+		rc = harness_pgfdw_stop(R.fdw, e);
 	if (rc)
 		goto out;
 
@@ -1149,7 +1175,9 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 				"restarts", (json_int_t) R.restarts, "server", "shared_buffers",
 				R.srv.shared_buffers, "listen_addresses", "", "autovacuum", "off",
 				"track_io_timing", "on", "session", json_object_get(R.pgspec, "session"),
-				"connections", R.partsql ? "fanout: one thread, libpq non-blocking"
+				"connections", R.fdw ? "one session on the coordinator: postgres_fdw over "
+						       "the shards (PostgreSQL's async Append)"
+						 : R.partsql ? "fanout: one thread, libpq non-blocking"
 							 : "serial: one session",
 				"sessions", (json_int_t) R.nconns, "measured",
 				"per query: auto_explain (EXPLAIN ANALYZE, BUFFERS, FORMAT JSON) of the "
@@ -1161,6 +1189,12 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 				     : cold ? "once: stop, evict every clone file, residency 0.0, start"
 					    : "warm: one untimed pass first",
 				"owner", R.srv.user);
+		if (pgj && R.fdw) {
+			json_t *plan;
+
+			json_object_set_new(pgj, "shards", harness_pgfdw_record(R.fdw, &plan));
+			json_object_set_new(pgj, "plan", plan);
+		}
 	}
 
 	/* 6. one transaction: the raw series and the run record */
@@ -1236,6 +1270,7 @@ out:
 	harness_samplers_stop(smp, NULL, NULL, NULL, NULL, NULL);
 	close_conns(&R);
 	harness_pg_fini(&R.srv);
+	harness_pgfdw_free(R.fdw);
 	free(R.conns);
 	for (size_t p = 0; R.partsql && p < R.nparts; p++)
 		free(R.partsql[p]);

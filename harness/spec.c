@@ -76,6 +76,18 @@ static const char *const vector_texts[] = {"array", "pgvector", NULL};
 /* A database or role name: never a quote, '=', whitespace or control character (issue 31). */
 #define PG_NAME_PATTERN "^[^\"'= \x01-\x1f\x7f]+$"
 #define PG_NAME_EXPECT "a name without quotes, '=', whitespace or control characters"
+/* One shard of a run over N servers (pgfdw.c): the coordinator's foreign server's clone. */
+static const jv_key pg_shard_keys[] = {
+	{.name = "index", .type = JK_STRING, .flags = JK_REQUIRED, .max = PATH_MAX_BYTES,
+	 .desc = "the shard's cloned data directory (coldstudy clone of the stopped shard)"},
+	{.name = "port", .type = JK_INT, .flags = JK_REQUIRED, .lo = 1024, .hi = 65535,
+	 .desc = "the port that names the shard's private socket file (never production's)"},
+	{.name = "shared_buffers", .type = JK_STRING, .max = 32, .pattern = "^[0-9]+(kB|MB|GB)?$",
+	 .expect = "a size like \"16MB\" (digits, then kB, MB or GB)",
+	 .desc = "the shard server's shared_buffers (default: the coordinator's)"},
+	{0},
+};
+
 static const jv_key postgres_keys[] = {
 	{.name = "sql", .type = JK_STRING, .flags = JK_REQUIRED, .max = 65536, .pattern = "[$]1",
 	 .expect = "SQL with $1 for the query vector",
@@ -102,6 +114,13 @@ static const jv_key postgres_keys[] = {
 	{.name = "vector_text", .type = JK_ENUM, .vals = vector_texts,
 	 .desc = "how $1 is written: array ({a,b,...}, cast it, e.g. cube($1::float8[])) or "
 		 "pgvector ([a,b,...])"},
+	{.name = "shards", .type = JK_OBJECT_MAP, .pattern = "^[a-z_][a-z0-9_]{0,62}$",
+	 .sub = pg_shard_keys,
+	 .expect = "a foreign server's name (lower case letters, digits, '_')",
+	 .desc = "a run over N servers: the index is the coordinator's clone, and each of its "
+		 "postgres_fdw foreign servers (by name) is a cloned shard {index, port, "
+		 "shared_buffers}, started privately, evicted and proven cold; the coordinator's "
+		 "servers are repointed at the shards' private sockets"},
 	{0},
 };
 
@@ -269,7 +288,7 @@ static const jv_key run_keys[] = {
 		 "server on a cloned cluster; index is its data directory)"},
 	{.name = "postgres", .type = JK_OBJECT, .sub = postgres_keys,
 	 .desc = "target postgres: {sql, partition_sql, session, shared_buffers, port, database, "
-		 "user, vector_text}"},
+		 "user, vector_text, shards}"},
 	{.schema = "{\"not\": {\"required\": [\"query_count\", \"duration_s\"]},"
 		   " \"if\": {\"required\": [\"target\"], \"properties\": {\"target\": {\"const\": \"postgres\"}}},"
 		   " \"then\": {\"required\": [\"postgres\"]}}"},
@@ -516,6 +535,11 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 			return bad(e, name, "$", "clients",
 				   "a postgres run is one client: serial (one query at a time) or a "
 				   "fan-out over \"fanout\" connections");
+		if (json_object_get(pg, "shards") &&
+		    !strcmp(json_string_value(json_object_get(eff, "mode")), "fanout"))
+			return bad(e, name, "$", "mode",
+				   "a run over shards is one statement on the coordinator (PostgreSQL's "
+				   "async Append fans it out): needs mode serial");
 		if (!strcmp(json_string_value(json_object_get(eff, "mode")), "fanout") &&
 		    (!json_object_get(pg, "partition_sql") ||
 		     !json_is_array(json_object_get(eff, "partitions"))))

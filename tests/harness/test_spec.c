@@ -372,6 +372,53 @@ static void test_postgres(void **state)
 	json_decref(doc);
 }
 
+/* A run over N servers: shards by foreign server name, each a clone and a port; serial only. */
+static void test_postgres_shards(void **state)
+{
+	static const char *fdw_run =
+		"{\"target\":\"postgres\",\"index\":\"/x/coord\",\"postgres\":{\"port\":5912,"
+		"\"sql\":\"SELECT id FROM t ORDER BY v <-> $1::vector LIMIT 10\","
+		"\"shards\":{\"shard0\":{\"index\":\"/x/s0\",\"port\":5913},"
+		"\"shard1\":{\"index\":\"/x/s1\",\"port\":5914,\"shared_buffers\":\"16MB\"}}},"
+		"\"queries\":{\"spec\":\"q\"},\"cold\":true}";
+	json_t *doc = NULL, *eff = NULL;
+	cs_err e = {0};
+
+	(void) state;
+	assert_int_equal(check(fdw_run, 1, NULL), 0);
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\",\"postgres\":{"
+			       "\"sql\":\"SELECT $1\",\"shards\":{\"s0\":{\"index\":\"/x/s0\"}}},"
+			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
+			       1, "missing key \"port\""),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\",\"postgres\":{"
+			       "\"sql\":\"SELECT $1\",\"shards\":{\"s0\":{\"port\":5913}}},"
+			       "\"queries\":{\"spec\":\"q\"},\"cold\":true}",
+			       1, "missing key \"index\""),
+			 CS_EXIT_BADINPUT);
+	/* a name PostgreSQL would fold or need quoted is no foreign server's name here */
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\",\"postgres\":{"
+			       "\"sql\":\"SELECT $1\",\"shards\":{\"Shard'0\":{\"index\":\"/s\","
+			       "\"port\":5913}}},\"queries\":{\"spec\":\"q\"},\"cold\":true}",
+			       1, "$.postgres.shards"),
+			 CS_EXIT_BADINPUT);
+	assert_int_equal(check("{\"target\":\"postgres\",\"index\":\"/x\",\"postgres\":{"
+			       "\"sql\":\"SELECT $1\",\"shards\":{\"s0\":{\"index\":\"/s\","
+			       "\"port\":80}}},\"queries\":{\"spec\":\"q\"},\"cold\":true}",
+			       1, "$.postgres.shards.s0.port"),
+			 CS_EXIT_BADINPUT);
+	/* the fan-out is PostgreSQL's: a shards run is one statement (mode serial) */
+	assert_int_equal(cs_json_load_buf(fdw_run, strlen(fdw_run), "f.json", &doc, &e), 0);
+	assert_int_equal(harness_run_effective(doc, NULL, &eff, &e), 0);
+	assert_int_equal(harness_run_check_treatments(eff, "f.json", &e), 0);
+	json_object_set_new(eff, "mode", json_string("fanout"));
+	json_object_set_new(eff, "partitions", json_pack("[i,i]", 0, 1));
+	assert_int_equal(harness_run_check_treatments(eff, "f.json", &e), CS_EXIT_BADINPUT);
+	assert_non_null(strstr(e.msg, "$.mode"));
+	json_decref(eff);
+	json_decref(doc);
+}
+
 static void test_committed_specs(void **state)
 {
 	const char *src = getenv("COLDSTUDY_SRC");
@@ -501,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_cold_each_query),
 		cmocka_unit_test(test_effective_and_features),
 		cmocka_unit_test(test_postgres),
+		cmocka_unit_test(test_postgres_shards),
 		cmocka_unit_test(test_committed_specs),
 	};
 
