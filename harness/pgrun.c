@@ -130,16 +130,17 @@ typedef struct pgrun {
 
 /* ---- plans, from auto_explain's LOG messages ---- */
 
-/* Plan nodes that scan a relation (an index scan of one partition is one). */
-static int scans(const json_t *node)
+/* The relations a plan's nodes scan, by name, into set (a partition's index scan names it). */
+static void scans(const json_t *node, json_t *set)
 {
 	const json_t *kids = json_object_get(node, "Plans"), *k;
-	int n = json_is_string(json_object_get(node, "Relation Name"));
+	const char *rel = json_string_value(json_object_get(node, "Relation Name"));
 	size_t i;
 
+	if (rel)
+		json_object_set_new(set, rel, json_true());
 	json_array_foreach(kids, i, k)
-		n += scans(k);
-	return n;
+		scans(k, set);
 }
 
 /* libpq notice receiver: add a plan's buffer counts to its connection. */
@@ -159,7 +160,13 @@ static void on_notice(void *arg, const PGresult *res)
 		pc->read_blocks += json_integer_value(json_object_get(p, "Shared Read Blocks"));
 		pc->hit_blocks += json_integer_value(json_object_get(p, "Shared Hit Blocks"));
 		pc->read_ms += json_number_value(json_object_get(p, "I/O Read Time"));
-		pc->rels += scans(p);
+		json_t *set = json_object();
+
+		if (set) {
+			scans(p, set);
+			pc->rels += (int) json_object_size(set);
+		}
+		json_decref(set);
 	}
 	json_decref(j);
 }
@@ -664,6 +671,7 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 			r->reads += R->conns[i].read_blocks;
 			r->hits += R->conns[i].hit_blocks;
 			r->read_ms += R->conns[i].read_ms;
+			r->rels += R->conns[i].rels; /* before statio's own statement adds its plan */
 			if (!R->conns[i].plans && (!R->partsql || i < R->nparts)) {
 				rc = cs_err_set(e, CS_EXIT_INTERNAL,
 						"query %zu: no plan came back from auto_explain on "
@@ -683,8 +691,6 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 		r->statio = st1 - st0;
 		r->n = (uint32_t) nout;
 		r->ids_hash = harness_ids_hash(ids, nout);
-		for (unsigned i = 0; i < R->nconns; i++)
-			r->rels += R->conns[i].rels;
 		if (nout < R->k) {
 			/* the seed's pitfall: ef_search below k per partition returns short lists */
 			if (!R->short_queries)

@@ -13,6 +13,9 @@
  *                     in a study's layout that is production): residency 0 pages
  *                     by a trustworthy method (the fincore caveat: mincore
  *                     without write access lies, so -EACCES is a failure);
+ *                     a PostgreSQL clone's top-level files and an even
+ *                     sample of its base/ and global/ relation files (a
+ *                     cluster lacking either fails);
  *   engine_vs_device  after eviction, N random O_DIRECT reads (io_uring, batches of 32, so the window is short) through a
  *                     cv_io, and the block device's read counter over the
  *                     same window: the ratio engine/device is recorded and
