@@ -1161,14 +1161,7 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
 	}
-	if (!R.partsql) {
-		/* a serial run reads the partitions its plan scans (Merge Append's children) */
-		int most = 0;
 
-		for (size_t i = 0; i < nq; i++)
-			most = rows[i].rels > most ? rows[i].rels : most;
-		json_object_set_new(features, "partitions", most ? json_integer(most) : json_null());
-	}
 	for (size_t i = 0; i < nq; i++) {
 		const pgrow *r = &rows[i];
 
@@ -1214,6 +1207,17 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 				     : cold ? "once: stop, evict every clone file, residency 0.0, start"
 					    : "warm: one untimed pass first",
 				"owner", R.srv.user);
+		/*
+		 * a serial run reads the partitions its plans scanned (Merge Append's
+		 * children); its features keep the spec's (null), which holdout predicted from
+		 */
+		int most = 0;
+
+		for (size_t i = 0; i < nq; i++)
+			most = rows[i].rels > most ? rows[i].rels : most;
+		json_object_set_new(pgj, "partitions_read",
+				    R.partsql ? json_integer((json_int_t) R.nparts)
+					      : most ? json_integer(most) : json_null());
 		json_object_set_new(pgj, "short_queries", json_integer((json_int_t) R.short_queries));
 		json_object_set_new(pgj, "fewest_rows", R.short_queries
 								? json_integer((json_int_t) R.fewest_rows)
