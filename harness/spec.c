@@ -1178,7 +1178,8 @@ int harness_run_tags(const json_t *eff, const json_t *defaults, const char *kind
 			continue;
 		vocab = cs_in_list(tag_vocab, s) || numbered(s, "fanout") || numbered(s, "ef") ||
 			numbered(s, "clients") || numbered(s, "probe") || numbered(s, "rescore") ||
-			sized(s, "sb") || (kind && *kind && cs_in_list(kind_tags, s));
+			(kind && !strcmp(kind, "postgres") && sized(s, "sb")) ||
+			(kind && *kind && cs_in_list(kind_tags, s));
 		/* a postgres run's "gate" or "partition" is what its author says its SQL reads */
 		if (kind && !strcmp(kind, "postgres") && (!strcmp(s, "gate") || !strcmp(s, "partition"))) {
 			add_tag(t, s);
