@@ -164,12 +164,58 @@ static const char *const not_knobs[] = {"tags", "hypotheses", "notes", "samplers
 					"queries", "query_count", "duration_s", "cold",
 					"cold_each_query", NULL}; /* the last two: the cold mode */
 
+/*
+ * A postgres run's "postgres" object as knobs, each its own factor: the
+ * session's SETs one by one ("postgres.session:hnsw.ef_search"),
+ * "postgres.shared_buffers" in kB (the default made explicit), and the
+ * other members by name; the port only names the private server's socket
+ * file and is no knob (new object).
+ */
+static json_t *pg_knobs(const json_t *pg)
+{
+	json_t *out = json_object(), *set = harness_pg_settings(pg), *v;
+	const char *k;
+	char name[160];
+
+	json_object_foreach((json_t *) pg, k, v)
+		if (strcmp(k, "session") && strcmp(k, "shared_buffers") && strcmp(k, "port")) {
+			snprintf(name, sizeof(name), "postgres.%s", k);
+			json_object_set(out, name, v);
+		}
+	json_object_foreach(set, k, v) {
+		snprintf(name, sizeof(name), "postgres.session:%s", k);
+		json_object_set(out, name, v);
+	}
+	json_object_set_new(out, "postgres.shared_buffers",
+			    json_integer(harness_pg_shared_buffers_kb(pg)));
+	json_decref(set);
+	return out;
+}
+
 /* The knobs in which two effective specs differ (new array of names). */
 static json_t *knob_diff(const json_t *a, const json_t *b)
 {
 	json_t *out = json_array();
 	const char *k;
 	json_t *v;
+	const json_t *pa = json_object_get(a, "postgres"), *pb = json_object_get(b, "postgres");
+
+	/* two postgres runs: their server's settings one by one, not the whole object */
+	if (json_is_object(pa) && json_is_object(pb)) {
+		json_t *ka = pg_knobs(pa), *kb = pg_knobs(pb), *sa = json_deep_copy(a), *sb = json_deep_copy(b);
+
+		json_object_del(sa, "postgres");
+		json_object_del(sb, "postgres");
+		json_object_update(sa, ka);
+		json_object_update(sb, kb);
+		json_decref(out);
+		out = knob_diff(sa, sb);
+		json_decref(ka);
+		json_decref(kb);
+		json_decref(sa);
+		json_decref(sb);
+		return out;
+	}
 
 	/* a device's timing means nothing without a device: the device difference says it */
 	int timed = json_is_string(json_object_get(a, "device")) &&
@@ -186,12 +232,23 @@ static json_t *knob_diff(const json_t *a, const json_t *b)
 	return out;
 }
 
-/* Is knob k one the factor's tags stand for? labels: the factor's tags outside the vocabulary. */
-static int explained(const json_t *factor, const char *k, int *label_used)
+/*
+ * Is knob k one the factor's tags stand for? labels: the factor's tags
+ * outside the vocabulary. pg_whole: a postgres pair of which one side is
+ * serial over the whole table (its SQL, no "partitions") and the other a
+ * fan-out: the fan-out's "partitions" are how it spells that table, the
+ * mode's own knob.
+ */
+static int explained(const json_t *factor, const char *k, int pg_whole, int *label_used)
 {
 	size_t i;
 	json_t *t;
 	int label = 0;
+
+	if (pg_whole && !strcmp(k, "partitions"))
+		json_array_foreach(factor, i, t)
+			if (cs_in_list(harness_tag_knobs(json_string_value(t)), "mode"))
+				return 1;
 
 	json_array_foreach(factor, i, t) {
 		const char *s = json_string_value(t);
@@ -314,6 +371,11 @@ static void check_pair(cfctx *c, const json_t *ts, const json_t *bs, const json_
 	json_t *qa = query_set(a), *qb = query_set(b), *d = knob_diff(a, b), *v;
 	int cache_factor = cs_json_has_string(factor, "warm"); /* cold against warm: the cache state is the factor */
 	int label_used = 0;
+	const char *mda = json_string_value(json_object_get(a, "mode")) ?: "";
+	const char *mdb = json_string_value(json_object_get(b, "mode")) ?: "";
+	int pg_whole = json_is_object(json_object_get(a, "postgres")) &&
+		       json_is_object(json_object_get(b, "postgres")) && strcmp(mda, mdb) &&
+		       !json_is_array(json_object_get(!strcmp(mda, "serial") ? a : b, "partitions"));
 	char f[1024];
 	size_t i;
 
@@ -346,7 +408,7 @@ static void check_pair(cfctx *c, const json_t *ts, const json_t *bs, const json_
 
 		if (cache_factor && !strcmp(k, "prewarm"))
 			; /* the cache state is the factor */
-		else if (!explained(factor, k, &label_used)) {
+		else if (!explained(factor, k, pg_whole, &label_used)) {
 			char *fs = json_dumps(factor, JSON_COMPACT);
 
 			snprintf(f, sizeof(f), "%s runs %s and %s differ in %s, which the factor %s does not name",

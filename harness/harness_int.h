@@ -282,6 +282,29 @@ int harness_cmp_double(const void *a, const void *b);
 json_t *harness_num_or_null(double v);
 const char *harness_dataset_spec(const json_t *study, const char *s);
 
+/*
+ * A postgres run's settings (spec.c), read from its "postgres" object: the
+ * session's SETs as {name: value} (names lowercased, "SET [SESSION|LOCAL]
+ * name = value" or "TO value", a quoted value unquoted; new, NULL when out
+ * of memory); shared_buffers in kB (the server's 128MB when absent, a bare
+ * number as 8 kB buffers; -1 when unreadable); hnsw.ef_search as the
+ * session sets it (-1 when it does not, or not to a positive integer).
+ */
+json_t *harness_pg_settings(const json_t *pg);
+int64_t harness_pg_shared_buffers_kb(const json_t *pg);
+int64_t harness_pg_ef_search(const json_t *pg);
+
+/*
+ * The results digest (run_measure.c), one definition for every target: a
+ * query's returned ids hashed in rank order (FNV-1a), and the digest of a
+ * run's (query row, ids hash) pairs, kept to 52 bits so JSON holds it.
+ */
+typedef struct harness_qhash {
+	uint64_t q, h;
+} harness_qhash;
+uint64_t harness_ids_hash(const uint32_t *ids, size_t n);
+double harness_results_digest(harness_qhash *v, size_t n);
+
 /* The signal (SIGINT, SIGTERM) that asked the running `run` to stop, or 0 (run_util.c). */
 int harness_run_interrupted(void);
 

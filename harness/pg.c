@@ -225,8 +225,12 @@ static void params_of(pgparams *p, const char *sockdir, int port, const char *db
 	p->kw[i] = "dbname", p->val[i++] = db;
 	p->kw[i] = "user", p->val[i++] = user;
 	p->kw[i] = "connect_timeout", p->val[i++] = "10";
-	/* no password file, no service file, no environment defaults beyond these */
-	p->kw[i] = "passfile", p->val[i++] = "/dev/null";
+	/*
+	 * no password file, no service file, no environment defaults beyond these;
+	 * a path beneath /dev/null can never exist (ENOTDIR), so libpq skips it
+	 * quietly, where /dev/null itself drew a warning on every connection
+	 */
+	p->kw[i] = "passfile", p->val[i++] = "/dev/null/none";
 	p->kw[i] = NULL, p->val[i] = NULL;
 }
 

@@ -75,6 +75,7 @@ typedef struct pgconn {
 	int64_t read_blocks;   /* their "Shared Read Blocks" */
 	int64_t hit_blocks;    /* "Shared Hit Blocks" */
 	double read_ms;        /* "I/O Read Time" */
+	int rels;              /* relations its plans scanned (a serial run's partitions) */
 	int busy;              /* fan-out: a statement in flight */
 	int part;              /* ... for this partition slot */
 } pgconn;
@@ -88,6 +89,8 @@ typedef struct pgrow {
 	uint64_t dev_reads, dev_read_ms, dev_ticks, dev_sectors;
 	double recall;
 	uint32_t n;
+	uint64_t ids_hash; /* the returned ids in rank order (harness_ids_hash) */
+	int rels;          /* relations the plans scanned */
 } pgrow;
 
 typedef struct pgrun {
@@ -103,6 +106,7 @@ typedef struct pgrun {
 	char **partsql; /* fan-out: partition_sql with {p} replaced, one per partition */
 	size_t nparts;
 	int vec_pgvector;
+	uint64_t first; /* the first query row (this replicate's) */
 	cv_dataset *queries, *base;
 	int32_t *gt;
 	size_t k;
@@ -121,9 +125,24 @@ typedef struct pgrun {
 	json_t *qrows;          /* the digest of each query row this run sends */
 	json_t *reached;        /* the holdout targets it reads before the predictions */
 	harness_pgfdw *fdw;     /* a run over N servers ($.postgres.shards), else NULL */
+	size_t short_queries;   /* queries that returned fewer than k rows */
+	size_t fewest_rows;     /* ... the fewest */
 } pgrun;
 
 /* ---- plans, from auto_explain's LOG messages ---- */
+
+/* The relations a plan's nodes scan, by name, into set (a partition's index scan names it). */
+static void scans(const json_t *node, json_t *set)
+{
+	const json_t *kids = json_object_get(node, "Plans"), *k;
+	const char *rel = json_string_value(json_object_get(node, "Relation Name"));
+	size_t i;
+
+	if (rel)
+		json_object_set_new(set, rel, json_true());
+	json_array_foreach(kids, i, k)
+		scans(k, set);
+}
 
 /* libpq notice receiver: add a plan's buffer counts to its connection. */
 static void on_notice(void *arg, const PGresult *res)
@@ -142,13 +161,20 @@ static void on_notice(void *arg, const PGresult *res)
 		pc->read_blocks += json_integer_value(json_object_get(p, "Shared Read Blocks"));
 		pc->hit_blocks += json_integer_value(json_object_get(p, "Shared Hit Blocks"));
 		pc->read_ms += json_number_value(json_object_get(p, "I/O Read Time"));
+		json_t *set = json_object();
+
+		if (set) {
+			scans(p, set);
+			pc->rels += (int) json_object_size(set);
+		}
+		json_decref(set);
 	}
 	json_decref(j);
 }
 
 static void plan_reset(pgconn *pc)
 {
-	pc->plans = 0;
+	pc->plans = pc->rels = 0;
 	pc->read_blocks = pc->hit_blocks = 0;
 	pc->read_ms = 0;
 }
@@ -649,6 +675,7 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 			r->reads += R->conns[i].read_blocks;
 			r->hits += R->conns[i].hit_blocks;
 			r->read_ms += R->conns[i].read_ms;
+			r->rels += R->conns[i].rels; /* before statio's own statement adds its plan */
 			if (!R->conns[i].plans && (!R->partsql || i < R->nparts)) {
 				rc = cs_err_set(e, CS_EXIT_INTERNAL,
 						"query %zu: no plan came back from auto_explain on "
@@ -678,6 +705,18 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 			r->read_ms += sms;
 		}
 		r->n = (uint32_t) nout;
+		r->ids_hash = harness_ids_hash(ids, nout);
+		if (nout < R->k) {
+			/* the seed's pitfall: ef_search below k per partition returns short lists */
+			if (!R->short_queries)
+				fprintf(stderr,
+					"coldstudy run: warning: %s: query %zu returned %zu rows, fewer "
+					"than k %zu (is hnsw.ef_search below k?)\n",
+					R->spec_path, q, nout, R->k);
+			R->short_queries++;
+			if (nout < R->fewest_rows || R->short_queries == 1)
+				R->fewest_rows = nout;
+		}
 		r->recall = R->gt ? cv_recall_at_k(R->base, cv_row(R->queries, q), CV_METRIC_L2,
 						   R->gt + q * R->k, R->k, ids, nout)
 				  : NAN;
@@ -702,17 +741,21 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 			  double resident_before)
 {
 	double *lat = malloc((n ? n : 1) * sizeof(*lat)), sl = 0, rms = 0, rec = 0;
+	harness_qhash *qh = malloc((n ? n : 1) * sizeof(*qh));
 	uint64_t dr = 0, dms = 0, dt = 0, dsec = 0;
 	int64_t reads = 0;
 	size_t nrec = 0;
 	json_t *m = json_object();
 
-	if (!lat || !m) {
+	if (!lat || !qh || !m) {
 		free(lat);
+		free(qh);
 		json_decref(m);
 		return NULL;
 	}
 	for (size_t i = 0; i < n; i++) {
+		/* the query's row in the dataset, as an engine run's digest keys it */
+		qh[i] = (harness_qhash){rows[i].q + R->first, rows[i].ids_hash};
 		lat[i] = rows[i].lat_ms;
 		sl += rows[i].lat_ms;
 		rms += rows[i].read_ms;
@@ -737,7 +780,8 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 	json_object_set_new(m, "lat_p99_ms", harness_num_or_null(cs_quantile(lat, n, 0.99)));
 	json_object_set_new(m, "lat_p999_ms", harness_num_or_null(cs_quantile(lat, n, 0.999)));
 	json_object_set_new(m, "recall_at_k", harness_num_or_null(nrec ? rec / (double) nrec : NAN));
-	json_object_set_new(m, "results_digest", json_null()); /* not computed on a PostgreSQL target */
+	json_object_set_new(m, "results_digest", harness_num_or_null(n ? harness_results_digest(qh, n) : NAN));
+	free(qh);
 	json_object_set_new(m, "engine_reads", json_integer((json_int_t) reads));
 	json_object_set_new(m, "engine_read_ms_mean", harness_num_or_null(reads ? rms / (double) reads : NAN));
 	json_object_set_new(m, "engine_iops", harness_num_or_null(wall_s > 0 ? (double) reads / wall_s : NAN));
@@ -934,6 +978,7 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 					  R->spec_path, (unsigned long long) first,
 					  (unsigned long long) (first + count));
 		}
+		R->first = first;
 		rc = cv_dataset_slice(qall, first, count, &R->queries);
 		cv_dataset_free(qall);
 		if (rc)
@@ -1142,6 +1187,7 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
 	}
+
 	for (size_t i = 0; i < nq; i++) {
 		const pgrow *r = &rows[i];
 
@@ -1195,6 +1241,21 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 			json_object_set_new(pgj, "shards", harness_pgfdw_record(R.fdw, &plan));
 			json_object_set_new(pgj, "plan", plan);
 		}
+		/*
+		 * a serial run reads the partitions its plans scanned (Merge Append's
+		 * children); its features keep the spec's (null), which holdout predicted from
+		 */
+		int most = 0;
+
+		for (size_t i = 0; i < nq; i++)
+			most = rows[i].rels > most ? rows[i].rels : most;
+		json_object_set_new(pgj, "partitions_read",
+				    R.partsql ? json_integer((json_int_t) R.nparts)
+					      : most ? json_integer(most) : json_null());
+		json_object_set_new(pgj, "short_queries", json_integer((json_int_t) R.short_queries));
+		json_object_set_new(pgj, "fewest_rows", R.short_queries
+								? json_integer((json_int_t) R.fewest_rows)
+								: json_null());
 	}
 
 	/* 6. one transaction: the raw series and the run record */
@@ -1244,6 +1305,15 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 		json_object_set_new(rec, "versions", harness_versions(NULL));
 		if (json_array_size(R.reached))
 			json_object_set(rec, "holdout_reached", R.reached);
+		if (R.short_queries) {
+			char w[256];
+
+			snprintf(w, sizeof(w),
+				 "%zu of %zu queries returned fewer than k %zu rows (fewest %zu): is "
+				 "hnsw.ef_search below k?",
+				 R.short_queries, nq, R.k, R.fewest_rows);
+			json_object_set_new(rec, "warnings", json_pack("[s]", w));
+		}
 		rc = ledger_append(l, "run", rec, NULL, e);
 		if (rc) {
 			ledger_rollback(l);

@@ -20,19 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* FNV-1a over a query's returned ids in rank order: what results_digest folds. */
-static uint64_t ids_hash(const uint32_t *ids, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < n; i++)
-		for (unsigned b = 0; b < 4; b++) {
-			h ^= (ids[i] >> (8 * b)) & 0xffu;
-			h *= 0x100000001b3ull;
-		}
-	return h;
-}
-
 static void fail(load *L, const char *msg, int rc)
 {
 	pthread_mutex_lock(&L->mu);
@@ -187,7 +174,7 @@ static void *client(void *p)
 		r->bytes = after.bytes - before.bytes;
 		r->read_ms = (double) (after.lat_ns.sum - before.lat_ns.sum) / 1e6;
 		r->n = (uint32_t) nout;
-		r->ids_hash = ids_hash(ids, nout);
+		r->ids_hash = harness_ids_hash(ids, nout);
 		r->recall = NAN;
 		r->setup_ms = setup_ms;
 		r->prewarm_ms = r->prewarm_ms_real = prewarm_ms;

@@ -15,9 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-typedef struct qhash {
-	uint64_t q, h;
-} qhash;
+typedef harness_qhash qhash;
 
 static int cmp_qhash(const void *a, const void *b)
 {
@@ -28,13 +26,25 @@ static int cmp_qhash(const void *a, const void *b)
 	return x->h < y->h ? -1 : x->h > y->h;
 }
 
+uint64_t harness_ids_hash(const uint32_t *ids, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		for (unsigned b = 0; b < 4; b++) {
+			h ^= (ids[i] >> (8 * b)) & 0xffu;
+			h *= 0x100000001b3ull;
+		}
+	return h;
+}
+
 /*
  * results_digest: every distinct (query row, returned ids) pair, in query
  * order, folded by FNV-1a and kept to 52 bits so a JSON number holds it
  * exactly. Two runs over the same queries have equal digests exactly when
  * every query returned the same ids in the same order (up to a collision).
  */
-static double results_digest(qhash *v, size_t n)
+double harness_results_digest(qhash *v, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 
@@ -105,7 +115,7 @@ static json_t *make_metrics(const load *L, const cv_io_stats *all, double wall_s
 	json_object_set_new(m, "lat_p99_ms", harness_num_or_null(cs_quantile(lat, n, 0.99)));
 	json_object_set_new(m, "lat_p999_ms", harness_num_or_null(cs_quantile(lat, n, 0.999)));
 	json_object_set_new(m, "recall_at_k", harness_num_or_null(nrec ? sum_rec / (double) nrec : NAN));
-	json_object_set_new(m, "results_digest", harness_num_or_null(n ? results_digest(qh, n) : NAN));
+	json_object_set_new(m, "results_digest", harness_num_or_null(n ? harness_results_digest(qh, n) : NAN));
 	free(qh);
 	json_object_set_new(m, "engine_reads", json_integer((json_int_t) all->reads));
 	json_object_set_new(m, "engine_read_ms_mean",

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- small helpers ---- */
 
@@ -793,7 +794,25 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 		qc = json_object_get(json_object_get(eff, "queries"), "count");
 	json_object_set(f, "queries", qc ? qc : json_null());
 	parts = json_object_get(eff, "partitions");
-	if (!strcmp(kind, "phnsw") || !strcmp(kind, "paged"))
+	if (!strcmp(kind, "postgres")) {
+		/*
+		 * The server's settings, not the engine's defaults: ef_search as the
+		 * session SETs it, buffers_bytes its shared_buffers, no engine read
+		 * strategy or HFresh knob; partitions: a fan-out's count, a serial
+		 * run's unknown until its plan says (pgrun.c fills it in).
+		 */
+		const json_t *pg = json_object_get(eff, "postgres");
+		int64_t ef = harness_pg_ef_search(pg), kb = harness_pg_shared_buffers_kb(pg);
+
+		json_object_set_new(f, "ef_search", ef > 0 ? json_integer(ef) : json_null());
+		json_object_set_new(f, "search_probe", json_null());
+		json_object_set_new(f, "rescore_limit", json_null());
+		json_object_set_new(f, "strategy", json_null());
+		json_object_set_new(f, "buffers_bytes", kb >= 0 ? json_integer(kb * 1024) : json_null());
+		json_object_set_new(f, "partitions", json_is_array(parts)
+							    ? json_integer((json_int_t) json_array_size(parts))
+							    : json_null());
+	} else if (!strcmp(kind, "phnsw") || !strcmp(kind, "paged"))
 		paged_features(f, dir, parts);
 	else if (json_is_array(parts))
 		json_object_set_new(f, "partitions", json_integer((json_int_t) json_array_size(parts)));
@@ -804,6 +823,107 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 	json_decref(eff);
 	*features = f;
 	return 0;
+}
+
+/* ---- a postgres run's settings ---- */
+
+json_t *harness_pg_settings(const json_t *pg)
+{
+	json_t *out = json_object(), *v;
+	size_t i;
+
+	if (!out)
+		return NULL;
+	json_array_foreach(json_object_get(pg, "session"), i, v) {
+		const char *s = json_string_value(v), *n, *x;
+		char name[128], val[256];
+		size_t nl = 0, vl;
+
+		if (!s || strncasecmp(s, "set ", 4))
+			continue;
+		s += 4;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		/* SET SESSION name ... and SET LOCAL name ... set the same name */
+		if (!strncasecmp(s, "session ", 8) || !strncasecmp(s, "local ", 6))
+			for (s += s[0] == 's' || s[0] == 'S' ? 8 : 6; *s == ' ' || *s == '\t'; s++)
+				;
+		for (n = s; *n && *n != ' ' && *n != '\t' && *n != '=' && nl + 1 < sizeof(name); n++)
+			name[nl++] = (char) (*n >= 'A' && *n <= 'Z' ? *n - 'A' + 'a' : *n);
+		name[nl] = '\0';
+		while (*n == ' ' || *n == '\t')
+			n++;
+		if (*n == '=')
+			n++;
+		else if (!strncasecmp(n, "to ", 3) || !strncasecmp(n, "to\t", 3))
+			n += 3;
+		else
+			continue; /* not "name = value": the server will say so */
+		while (*n == ' ' || *n == '\t')
+			n++;
+		x = n;
+		vl = strlen(x);
+		while (vl && (x[vl - 1] == ' ' || x[vl - 1] == '\t'))
+			vl--;
+		if (vl >= 2 && x[0] == '\'' && x[vl - 1] == '\'') {
+			x++;
+			vl -= 2;
+		}
+		if (!nl || vl >= sizeof(val))
+			continue;
+		memcpy(val, x, vl);
+		val[vl] = '\0';
+		json_object_set_new(out, name, json_string(val));
+	}
+	return out;
+}
+
+int64_t harness_pg_shared_buffers_kb(const json_t *pg)
+{
+	const char *s = json_string_value(json_object_get(pg, "shared_buffers"));
+	char *end = NULL;
+	long long v;
+
+	if (!s)
+		return 128 * 1024; /* the server's default, and the private server's */
+	v = strtoll(s, &end, 10);
+	if (end == s || v < 0)
+		return -1;
+	if (!*end || !strcmp(end, "kB"))
+		return !*end ? v * 8 : v; /* a bare number counts 8 kB buffers, as the server reads it */
+	if (!strcmp(end, "MB"))
+		return v * 1024;
+	if (!strcmp(end, "GB"))
+		return v * 1024 * 1024;
+	return -1;
+}
+
+int64_t harness_pg_ef_search(const json_t *pg)
+{
+	json_t *set = harness_pg_settings(pg);
+	const char *v = json_string_value(json_object_get(set, "hnsw.ef_search"));
+	char *end = NULL;
+	long long n = v ? strtoll(v, &end, 10) : -1;
+
+	if (v && (end == v || *end || n < 1))
+		n = -1;
+	json_decref(set);
+	return n;
+}
+
+/* The shared_buffers tag of a postgres run: "sb" and its size in the largest whole unit. */
+static void sb_tag(const json_t *pg, char *out, size_t cap)
+{
+	int64_t kb = harness_pg_shared_buffers_kb(pg);
+
+	if (kb < 0)
+		snprintf(out, cap, "sb?");
+	else if (kb && kb % (1024 * 1024) == 0)
+		snprintf(out, cap, "sb%lldGB", (long long) (kb / (1024 * 1024)));
+	else if (kb && kb % 1024 == 0)
+		snprintf(out, cap, "sb%lldMB", (long long) (kb / 1024));
+	else
+		snprintf(out, cap, "sb%lldkB", (long long) kb);
 }
 
 /* ---- tags from settings ---- */
@@ -829,12 +949,14 @@ static const char *const treatment_keys[] = {"prewarm", "load", "bulkwrite", "cl
 
 /* The knobs each tag of the vocabulary stands for (harness_tag_knobs): what derived_tags reads. */
 static const char *const k_cache[] = {"cold", "cold_each_query", "warmup_queries", NULL};
-static const char *const k_mode[] = {"mode", "fanout", "merge", NULL};
+/* a postgres fan-out sends partition_sql where serial sends sql: the mode's too */
+static const char *const k_mode[] = {"mode", "fanout", "merge", "postgres.partition_sql", NULL};
 static const char *const k_merge[] = {"merge", NULL};
 static const char *const k_parts[] = {"partitions", NULL};
 static const char *const k_device[] = {"device", NULL};
 static const char *const k_time[] = {"device_time", NULL};
-static const char *const k_ef[] = {"ef_search", NULL};
+static const char *const k_ef[] = {"ef_search", "postgres.session:hnsw.ef_search", NULL};
+static const char *const k_sb[] = {"postgres.shared_buffers", "buffers_bytes", NULL};
 static const char *const k_prewarm[] = {"prewarm", NULL};
 static const char *const k_load[] = {"load", NULL};
 static const char *const k_bulk[] = {"bulkwrite", NULL};
@@ -876,6 +998,18 @@ static int numbered(const char *s, const char *prefix)
 	return 1;
 }
 
+/* "<prefix><digits>kB", "...MB" or "...GB" */
+static int sized(const char *s, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (strncmp(s, prefix, n) || !(s[n] >= '0' && s[n] <= '9'))
+		return 0;
+	for (s += n; *s >= '0' && *s <= '9'; s++)
+		;
+	return !strcmp(s, "kB") || !strcmp(s, "MB") || !strcmp(s, "GB");
+}
+
 static void add_tag(json_t *tags, const char *t)
 {
 	if (!cs_json_has_string(tags, t))
@@ -911,7 +1045,9 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 	} else {
 		add_tag(t, "serial");
 	}
-	add_tag(t, json_is_array(json_object_get(eff, "partitions")) ? "partition" : "gate");
+	/* a postgres run's SQL says which partitions it reads: "gate" or "partition" only when asked */
+	if (!kind || strcmp(kind, "postgres"))
+		add_tag(t, json_is_array(json_object_get(eff, "partitions")) ? "partition" : "gate");
 	if (json_is_string(dev)) {
 		const char *d = json_string_value(dev), *dt;
 
@@ -930,6 +1066,18 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 	if (!kind || strcmp(kind, "postgres")) {
 		snprintf(buf, sizeof(buf), "ef%lld",
 			 (long long) json_integer_value(json_object_get(eff, "ef_search")));
+		add_tag(t, buf);
+	} else {
+		const json_t *pg = json_object_get(eff, "postgres");
+		int64_t ef = harness_pg_ef_search(pg);
+
+		if (ef > 0) {
+			snprintf(buf, sizeof(buf), "ef%lld", (long long) ef);
+			add_tag(t, buf);
+			/* a SET away from the study's ef_search is a treatment, as the engine's knob is */
+			treated |= ef != json_integer_value(json_object_get(eff0, "ef_search"));
+		}
+		sb_tag(pg, buf, sizeof(buf));
 		add_tag(t, buf);
 	}
 	if (json_is_object(pw)) {
@@ -1015,6 +1163,8 @@ const char *const *harness_tag_knobs(const char *tag)
 		return k_rescore;
 	if (numbered(tag, "riops"))
 		return k_throttle;
+	if (sized(tag, "sb"))
+		return k_sb;
 	if (!strcmp(tag, "baseline"))
 		return baseline_knobs;
 	for (size_t i = 0; tag_knobs[i].tag; i++)
@@ -1034,6 +1184,10 @@ int harness_run_tags(const json_t *eff, const json_t *defaults, const char *kind
 	*out = NULL;
 	if (!empty)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	/* a postgres target's kind is its target, whatever its index directory holds yet */
+	if (json_is_string(json_object_get(eff, "target")) &&
+	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres"))
+		kind = "postgres";
 	rc = harness_run_effective(empty, defaults, &eff0, e);
 	json_decref(empty);
 	if (rc)
@@ -1048,7 +1202,13 @@ int harness_run_tags(const json_t *eff, const json_t *defaults, const char *kind
 			continue;
 		vocab = cs_in_list(tag_vocab, s) || numbered(s, "fanout") || numbered(s, "ef") ||
 			numbered(s, "clients") || numbered(s, "probe") || numbered(s, "rescore") ||
+			(kind && !strcmp(kind, "postgres") && sized(s, "sb")) ||
 			(kind && *kind && cs_in_list(kind_tags, s));
+		/* a postgres run's "gate" or "partition" is what its author says its SQL reads */
+		if (kind && !strcmp(kind, "postgres") && (!strcmp(s, "gate") || !strcmp(s, "partition"))) {
+			add_tag(t, s);
+			continue;
+		}
 		if (vocab && !cs_json_has_string(t, s)) {
 			char w[64], *have = json_dumps(t, JSON_COMPACT);
 

@@ -13,6 +13,9 @@
  *                     in a study's layout that is production): residency 0 pages
  *                     by a trustworthy method (the fincore caveat: mincore
  *                     without write access lies, so -EACCES is a failure);
+ *                     a PostgreSQL clone's top-level files and an even
+ *                     sample of its base/ and global/ relation files (a
+ *                     cluster lacking either fails);
  *   engine_vs_device  after eviction, N random O_DIRECT reads (io_uring, batches of 32, so the window is short) through a
  *                     cv_io, and the block device's read counter over the
  *                     same window: the ratio engine/device is recorded and
@@ -259,9 +262,59 @@ static int evict_one(const char *path, json_t *files)
 	return r.resident == 0;
 }
 
+/*
+ * A PostgreSQL clone's files are its relations, not a few top-level files:
+ * every top-level file, and an even sample of base/ (the databases'
+ * relations) and global/ (the shared catalogs), at most PG_SAMPLE of each,
+ * evicted through the held directory and proven non-resident. 1 when all
+ * were; *sampled says how many of how many.
+ */
+#define PG_SAMPLE 32
+static int evict_cluster(const char *dir, json_t *files, json_t **sampled)
+{
+	static const char *const parts[] = {"base/", "global/", NULL};
+	char **names = NULL, p[PATH_MAX * 2];
+	size_t n = 0, have[2] = {0, 0};
+	int good = 1;
+	cs_err e = {0};
+
+	*sampled = json_object();
+	if (guard_dir_files(dir, &names, &n, &e)) {
+		json_object_set_new(*sampled, "error", json_string(e.msg));
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		for (int d = 0; parts[d]; d++)
+			have[d] += !strncmp(names[i], parts[d], strlen(parts[d]));
+	for (int d = 0; parts[d]; d++) {
+		size_t step = have[d] > PG_SAMPLE ? (have[d] + PG_SAMPLE - 1) / PG_SAMPLE : 1, seen = 0, took = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			if (strncmp(names[i], parts[d], strlen(parts[d])))
+				continue;
+			if (seen++ % step)
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+			good &= evict_one(p, files);
+			took++;
+		}
+		json_object_set_new(*sampled, parts[d], json_pack("{s:I, s:I}", "evicted", (json_int_t) took,
+								  "of", (json_int_t) have[d]));
+		good &= have[d] > 0; /* a cluster without its relations is not one */
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!strchr(names[i], '/')) {
+			snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+			good &= evict_one(p, files);
+		}
+	guard_dir_files_free(names, n);
+	return good;
+}
+
 static json_t *check_eviction(const json_t *study, int study_fd, guard_prodset *ps,
 			      const char *scratch_file, int *ok)
 {
+	json_t *clusters = json_object();
 	json_t *files = json_array(), *skipped = json_array(), *refusedj = json_array();
 	const char *k;
 	json_t *ix;
@@ -283,6 +336,14 @@ static json_t *check_eviction(const json_t *study, int study_fd, guard_prodset *
 			good = 0;
 			continue;
 		}
+		if (h.exists && !strcmp(json_string_value(json_object_get(ix, "kind")) ?: "", "postgres")) {
+			json_t *sampled = NULL;
+
+			good &= evict_cluster(guard_held_via(&h), files, &sampled);
+			json_object_set_new(clusters, c, sampled);
+			guard_held_close(&h);
+			continue;
+		}
 		if (!h.exists || cv_index_files(guard_held_via(&h), &paths, &n)) {
 			json_array_append_new(skipped, json_string(c));
 			guard_held_close(&h);
@@ -294,8 +355,8 @@ static json_t *check_eviction(const json_t *study, int study_fd, guard_prodset *
 		guard_held_close(&h);
 	}
 	*ok = good;
-	return json_pack("{s:o, s:o, s:o}", "files", files, "not_built_yet", skipped, "refused",
-			 refusedj);
+	return json_pack("{s:o, s:o, s:o, s:o}", "files", files, "not_built_yet", skipped, "refused",
+			 refusedj, "clusters", clusters);
 }
 
 /*

@@ -274,6 +274,10 @@ static json_t *run_row(const char *id, const json_t *rec, const json_t *start)
 
 		if (!v && !strcmp(setting_cols[i][0], "device_time"))
 			v = json_object_get(rec, "device_time");
+		/* a serial PostgreSQL run's partitions: what its plans scanned, known only after it ran */
+		if (json_is_null(v) && !strcmp(setting_cols[i][0], "partitions") &&
+		    json_is_integer(json_object_get(json_object_get(rec, "postgres"), "partitions_read")))
+			v = json_object_get(json_object_get(rec, "postgres"), "partitions_read");
 		if (rec && bool_setting(setting_cols[i][0]))
 			json_object_set_new(row, setting_cols[i][0], json_boolean(json_is_true(v)));
 		else

@@ -5,7 +5,7 @@
 #
 #   ./scripts/deps.sh && meson setup build --buildtype=release && ninja -C build && ./scripts/demo.sh build
 #
-# Usage: scripts/demo.sh [BUILD_DIR] [cold-query|disk-tier] [WORK_DIR]
+# Usage: scripts/demo.sh [BUILD_DIR] [cold-query|disk-tier|pg-pgvector] [WORK_DIR]
 #        (defaults: build, cold-query, BUILD_DIR/demo)
 # The device-profile runs replay their reads in virtual time
 # ("device_time": "virtual"), so the seed's hard-disk gate (minutes per
@@ -29,10 +29,12 @@
 # "with a different seed"; compare the verdicts of two such runs).
 set -eu
 # Which study: `demo.sh BUILD disk-tier [WORK]` runs the blog seed's study
-# (scripts/demo-disk-tier.sh); `demo.sh BUILD cold-query [WORK]` or no name
-# runs this one.
+# (scripts/demo-disk-tier.sh); `demo.sh BUILD pg-pgvector [WORK]` the study
+# seed's shape on real PostgreSQL + pgvector (studies/pg-pgvector/run.sh, as
+# root); `demo.sh BUILD cold-query [WORK]` or no name runs this one.
 case "${2:-}" in
 disk-tier) exec "$(dirname "$0")/demo-disk-tier.sh" "${1:-build}" ${3:+"$3"} ;;
+pg-pgvector) exec "$(dirname "$0")/../studies/pg-pgvector/run.sh" "${1:-build}" ${3:+"$3"} ;;
 cold-query) set -- "${1:-build}" ${3:+"$3"} ;;
 esac
 top=$(cd "$(dirname "$0")/.." && pwd)

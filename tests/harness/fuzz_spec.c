@@ -5,6 +5,7 @@
  * crash, a leak or an invalid effective spec.
  */
 #include "harness.h"
+#include "harness_int.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,6 +50,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (cs_json_canonical(eff, &canon, &len, &e))
 			abort();
 		free(canon);
+		{
+			/* a postgres run's session SETs and shared_buffers, read as settings and tags */
+			json_t *set = harness_pg_settings(json_object_get(eff, "postgres")), *feat = NULL,
+			       *tags = NULL;
+
+			if (!set)
+				abort();
+			(void) harness_pg_ef_search(json_object_get(eff, "postgres"));
+			(void) harness_pg_shared_buffers_kb(json_object_get(eff, "postgres"));
+			memset(&e, 0, sizeof(e));
+			if (harness_spec_features(eff, &feat, &e) && !e.msg[0])
+				abort();
+			memset(&e, 0, sizeof(e));
+			if (harness_run_tags(eff, NULL, NULL, "design", "fuzz.json", &tags, &e) && !e.msg[0])
+				abort(); /* a contradicted tag names itself */
+			json_decref(set);
+			json_decref(feat);
+			json_decref(tags);
+		}
 		json_decref(eff);
 	} else if (!e.msg[0]) {
 		abort();

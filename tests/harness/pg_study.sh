@@ -125,6 +125,14 @@ for (p,) in db.execute("select payload from records where kind='run'"):
     print("restarts=%s" % g["restarts"])
     print("resident=%s" % m["resident_fraction_before"])
     print("kind=%s" % r["index"]["kind"])
+    f = r["features"]
+    print("digest=%s" % m["results_digest"])
+    print("partitions=%s" % g["partitions_read"])
+    print("fpartitions=%s" % f["partitions"])
+    print("settings=%s" % ",".join("%s:%s" % (k, f.get(k)) for k in ("ef_search", "search_probe", "rescore_limit", "strategy")))
+    print("buffers=%s" % f.get("buffers_bytes"))
+    print("gate=%s" % ("gate" in r["tags"]))
+    print("short=%s" % g.get("short_queries"))
 PY
 }
 check_run() { # what run-id max-io_over_wall
@@ -144,6 +152,16 @@ check_run() { # what run-id max-io_over_wall
 	python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.99 else 1)" "$(get recall)" ||
 		FAILED "$1: recall $(get recall) (GiST KNN is exact)"
 	[ "$(get restarts)" = 6 ] || FAILED "$1: $(get restarts) cold restarts, expected one per query"
+	# issue 32 item 6: the server's own settings, not the engine's defaults
+	[ "$(get partitions)" = 4 ] || FAILED "$1: partitions_read $(get partitions), expected the 4 it reads"
+	# features are the spec's, as holdout predicted them: a fan-out's count, serial's unknown before
+	case "$1:$(get fpartitions)" in serial:None|fanout:4) ;; *) FAILED "$1: features.partitions $(get fpartitions)" ;; esac
+	[ "$(get settings)" = "ef_search:None,search_probe:None,rescore_limit:None,strategy:None" ] ||
+		FAILED "$1: engine settings on a postgres run: $(get settings)"
+	[ "$(get buffers)" = 16777216 ] || FAILED "$1: buffers_bytes $(get buffers), expected shared_buffers 16MB"
+	[ "$(get gate)" = False ] || FAILED "$1: tagged gate, which it did not ask for"
+	[ "$(get short)" = 0 ] || FAILED "$1: $(get short) short queries on LIMIT 10 over 20,000 rows"
+	case "$(get digest)" in ""|None|0) FAILED "$1: no results_digest" ;; esac
 	python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) == 0 else 1)" "$(get resident)" ||
 		FAILED "$1: residency before $(get resident), expected 0.0"
 }
@@ -151,6 +169,21 @@ r1=$("$cs" run "$S" "$T/serial.json" -q 2>"$T/err") || { echo "FAIL: serial run:
 check_run serial "$r1" 1.0
 r2=$("$cs" run "$S" "$T/fanout.json" -q 2>"$T/err") || { echo "FAIL: fan-out run: $(cat "$T/err")"; exit 1; }
 check_run fanout "$r2" 4.0
+# GiST KNN is exact: Merge Append and the fan-out's stream merge return the same top-k
+d1=$(record "$r1" | sed -n 's/^digest=//p')
+d2=$(record "$r2" | sed -n 's/^digest=//p')
+[ "$d1" = "$d2" ] || FAILED "serial and fan-out top-k differ: results_digest $d1 and $d2"
+echo "results_digest: serial $d1, fan-out $d2"
+# runs --csv shows the same settings (empty cells for the engine's knobs)
+"$cs" runs "$S" --csv >"$T/runs.csv" 2>&1 || FAILED "runs --csv: $(head -3 "$T/runs.csv")"
+python3 - "$T/runs.csv" "$r1" <<'PY' || FAILED "runs --csv on a postgres run"
+import csv, sys
+row = [r for r in csv.DictReader(open(sys.argv[1])) if r["run_id"] == sys.argv[2]][0]
+got = {k: row[k] for k in ("ef_search", "search_probe", "rescore_limit", "strategy", "partitions", "buffers_bytes")}
+assert got == {"ef_search": "", "search_probe": "", "rescore_limit": "", "strategy": "", "partitions": "4",
+               "buffers_bytes": "16777216"}, got
+assert row["results_digest"] not in ("", "0"), row["results_digest"]
+PY
 # The per-query rows add up to the run's reads.
 python3 - "$S" "$r1" "$cs" <<'PY' || FAILED "per-query rows do not add up to engine_reads"
 import json, subprocess, sys
@@ -216,6 +249,25 @@ if [ $havevec = 1 ]; then
  "queries":{"spec":"queries","count":6},"base":"base","k":10,"cold":true,"cold_each_query":true}
 J
 	r3=$("$cs" run "$S" "$T/vec.json" -q 2>"$T/err") || FAILED "pgvector run: $(cat "$T/err")"
+	grep -q "fewer than k" "$T/err" && FAILED "ef_search 40, LIMIT 10: a short-result warning: $(cat "$T/err")"
+	python3 - "$S/ledger.db" "${r3:-}" <<'PY' || FAILED "the pgvector run's settings"
+import json, sqlite3, sys
+r = [json.loads(p) for (p,) in sqlite3.connect(sys.argv[1]).execute("select payload from records where kind='run'") if json.loads(p)["run_id"] == sys.argv[2]][0]
+assert r["features"]["ef_search"] == 40 and "ef40" in r["tags"] and "sb16MB" in r["tags"], (r["features"], r["tags"])
+assert r["postgres"]["partitions_read"] == 1 and "gate" not in r["tags"], (r["postgres"]["partitions_read"], r["tags"])
+PY
+	# the seed's pitfall: hnsw.ef_search below k returns fewer than k rows; said, and recorded
+	sed 's/SET hnsw.ef_search = 40/SET hnsw.ef_search = 4/' "$T/vec.json" > "$T/vec4.json"
+	r5=$("$cs" run "$S" "$T/vec4.json" -q 2>"$T/err") || FAILED "pgvector ef_search 4 run: $(cat "$T/err")"
+	grep -q "returned 4 rows, fewer than k 10" "$T/err" || FAILED "no warning of short results: $(cat "$T/err")"
+	python3 - "$S/ledger.db" "${r5:-}" <<'PY' || FAILED "the short results' record"
+import json, sqlite3, sys
+r = [json.loads(p) for (p,) in sqlite3.connect(sys.argv[1]).execute("select payload from records where kind='run'") if json.loads(p)["run_id"] == sys.argv[2]][0]
+assert r["postgres"]["short_queries"] == 6 and r["postgres"]["fewest_rows"] == 4, r["postgres"]
+assert any("fewer than k 10" in w for w in r.get("warnings", [])), r.get("warnings")
+assert "ef4" in r["tags"] and r["features"]["ef_search"] == 4, (r["tags"], r["features"])
+print("ef_search 4 below k 10: %s, warned and recorded (%s)" % (r["run_id"], r["warnings"][0]))
+PY
 	echo "pgvector $(cat "$SH/extension/vector.control" | sed -n "s/^default_version = '\(.*\)'/\1/p"): cold serial run ${r3:-none} on an HNSW table"
 else
 	echo "pgvector is not installed here: its case is skipped"
