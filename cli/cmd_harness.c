@@ -131,7 +131,7 @@ int cmd_clone(int argc, char **argv)
 {
 	const char *src = NULL, *dst = NULL, *study = NULL, *pg_socket = NULL;
 	harness_clone_info info;
-	int pg_port = 5432;
+	int pg_port = 0; /* 0: the port the running server registered */
 	ledger *l = NULL;
 	guard_held held;
 	json_t *note;
@@ -154,7 +154,8 @@ int cmd_clone(int argc, char **argv)
 		       "modes kept. A running cluster is refused (exit 5) unless --pg-socket DIR\n"
 		       "[--pg-port N] names its server's socket: then it is copied through the\n"
 		       "low-level backup API (pg_backup_start, the files, pg_backup_stop, pg_wal\n"
-		       "and the backup_label), the server checked to run on SRC itself.\n");
+		       "and the backup_label), the server checked to run on SRC itself. Without\n"
+		       "--pg-port the port is the one the server registered in SRC/postmaster.pid.\n");
 		return CS_EXIT_OK;
 	}
 	{

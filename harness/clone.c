@@ -344,6 +344,34 @@ static int copy_listed(const char *src, const char *dst, const char *name, int k
 	return 0;
 }
 
+/* The port a running server registered: line 4 of its postmaster.pid; -1 when none. */
+static int pid_file_port(const char *path)
+{
+	char buf[4096], *line, *end;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), i;
+	ssize_t n;
+	long v = -1;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* pid, data directory, start time, port: empty lines count, so no strtok */
+	for (line = buf, i = 1; line && i < 4; i++) {
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+	}
+	if (line) {
+		v = strtol(line, &end, 10);
+		if (end == line || (*end != '\n' && *end != '\0') || v < 1 || v > 65535)
+			v = -1;
+	}
+	return (int) v;
+}
+
 /*
  * A running cluster, through the low-level backup API: pg_backup_start
  * (a fast checkpoint) on the server found at sockdir/port, which must run
@@ -450,6 +478,12 @@ int harness_clone_cluster(const char *src, const char *dst, const char *study_di
 					  src);
 		if (stat(srcabs, &pst) < 0)
 			return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s", src, strerror(errno));
+		/* no --pg-port: the port the running server registered (postmaster.pid), never a guess */
+		if (online && port <= 0 && (port = pid_file_port(pid)) <= 0)
+			return cs_err_set(e, CS_EXIT_BADINPUT,
+					  "%s: line 4 of postmaster.pid names no port; name it with "
+					  "--pg-port N",
+					  src);
 	}
 	rc = guard_dir_files(srcabs, &names, &n, e);
 	if (rc)
