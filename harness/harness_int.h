@@ -248,7 +248,8 @@ int harness_pg_init(harness_pg *s, const struct guard_held *pgdata, int port,
 		    const char *shared_buffers, cs_err *e);
 /*
  * The clone's configuration (postgresql.conf with its includes,
- * postgresql.auto.conf, pg_tblspc) checked to name only the clone: 0 and
+ * postgresql.auto.conf) checked to name only the clone (its tablespaces'
+ * links are guard_clone's and the run's to check): 0 and
  * the checked copy written to the private directory (the server's
  * config_file), 1 with why filled when it points outside the clone (the
  * caller refuses), or CS_EXIT_* when it cannot be read.

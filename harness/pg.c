@@ -565,27 +565,14 @@ int harness_pg_conf(harness_pg *s, char *why, size_t cap, cs_err *e)
 {
 	confcheck c = {.s = s, .why = why, .whycap = cap};
 	char path[PATH_MAX + 32];
-	int rc, fd;
-	DIR *d;
-	struct dirent *de;
+	int rc;
 
 	why[0] = '\0';
-	/* tablespaces: pg_tblspc's links lead out of the clone by construction */
-	fd = open_beneath(s->pgdata->fd, "pg_tblspc", O_RDONLY | O_DIRECTORY);
-	if (fd >= 0 && (d = fdopendir(fd))) {
-		while ((de = readdir(d)))
-			if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-				pathf(why, cap,
-				      "%s/pg_tblspc/%s: a tablespace lies outside the clone; a clone "
-				      "with tablespaces is not run",
-				      s->pgdata->shown, de->d_name);
-				closedir(d);
-				return 1;
-			}
-		closedir(d);
-	} else if (fd >= 0) {
-		close(fd);
-	}
+	/*
+	 * Tablespaces: pg_tblspc's links lead out of the clone by construction,
+	 * each to the tablespace's clone its marker names (guard_clone), held
+	 * and guarded like the data directory by the run (pgrun.c).
+	 */
 	pathf(path, sizeof(path), "%s/postgresql.auto.conf", s->pgdata->shown);
 	rc = conf_file(&c, s->pgdata->fd, "postgresql.auto.conf", path, 0, 0, 1);
 	if (!rc && !c.refused) {

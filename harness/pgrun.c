@@ -146,6 +146,9 @@ typedef struct pgrun {
 	double prewarm_ms;      /* this repeat's pg_prewarm calls (setup, outside the wall) */
 	int64_t prewarm_blocks; /* the blocks they loaded, over the run */
 	pginfl infl;
+	guard_held *ts;         /* the clone's tablespaces' folders, held (its marker's) */
+	const char **ts_oid;    /* their OIDs, for names (pg_tblspc/OID/...; the marker's) */
+	size_t nts;
 } pgrun;
 
 /* ---- the device's reads in flight ---- */
@@ -407,39 +410,70 @@ static void paths_free(char **paths, size_t n)
 	free(paths);
 }
 
+/* Append dir's files (through held folder via) to paths/names under prefix; 0 or CS_EXIT_*. */
+static int add_paths(const char *via, const char *prefix, char ***paths, char ***names, size_t *n,
+		     cs_err *e)
+{
+	char **nm = NULL, **np, **nn;
+	size_t k = 0;
+	int rc = guard_dir_files(via, &nm, &k, e);
+
+	if (rc)
+		return rc;
+	np = realloc(*paths, (*n + k + 1) * sizeof(*np));
+	if (np)
+		*paths = np;
+	nn = np ? realloc(*names, (*n + k + 1) * sizeof(*nn)) : NULL;
+	if (nn)
+		*names = nn;
+	for (size_t i = 0; nn && i < k; i++) {
+		size_t pl = strlen(via) + strlen(nm[i]) + 2, ml = strlen(prefix) + strlen(nm[i]) + 1;
+		char *p = malloc(pl), *m = malloc(ml);
+
+		if (!p || !m) {
+			free(p);
+			free(m);
+			nn = NULL;
+			break;
+		}
+		snprintf(p, pl, "%s/%s", via, nm[i]);
+		snprintf(m, ml, "%s%s", prefix, nm[i]);
+		(*paths)[*n] = p;
+		(*names)[(*n)++] = m;
+	}
+	guard_dir_files_free(nm, k);
+	return nn ? 0 : cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+}
+
 /*
- * Every file of the clone, through the held directory: *paths (new, free
- * with paths_free) and, when names is not NULL, their names in the clone.
+ * Every file of the clone, through the held directory, and of its
+ * tablespaces, through theirs: *paths (new, free with paths_free) and,
+ * when names is not NULL, their names in the clone (a tablespace's as
+ * pg_tblspc/OID/...).
  */
 static int clone_paths(pgrun *R, char ***paths, char ***names, size_t *n, cs_err *e)
 {
-	char **nm = NULL, **ps;
+	char **ps = NULL, **nm = NULL;
 	size_t k = 0;
-	int rc = guard_dir_files(guard_held_via(&R->hold), &nm, &k, e);
+	int rc = add_paths(guard_held_via(&R->hold), "", &ps, &nm, &k, e);
 
+	for (size_t t = 0; !rc && t < R->nts; t++) {
+		char prefix[64];
+
+		snprintf(prefix, sizeof(prefix), "pg_tblspc/%.20s/", R->ts_oid[t]);
+		rc = add_paths(guard_held_via(&R->ts[t]), prefix, &ps, &nm, &k, e);
+	}
 	*paths = NULL;
 	*n = 0;
-	if (rc)
+	if (rc) {
+		paths_free(ps, k);
+		paths_free(nm, k);
 		return rc;
-	ps = calloc(k ? k : 1, sizeof(*ps));
-	for (size_t i = 0; ps && i < k; i++) {
-		size_t len = strlen(guard_held_via(&R->hold)) + strlen(nm[i]) + 2;
-
-		if (!(ps[i] = malloc(len))) {
-			paths_free(ps, k);
-			ps = NULL;
-			break;
-		}
-		snprintf(ps[i], len, "%s/%s", guard_held_via(&R->hold), nm[i]);
-	}
-	if (!ps) {
-		guard_dir_files_free(nm, k);
-		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 	}
 	if (names)
 		*names = nm;
 	else
-		guard_dir_files_free(nm, k);
+		paths_free(nm, k);
 	*paths = ps;
 	*n = k;
 	return 0;
@@ -467,29 +501,29 @@ static int evict_clone(pgrun *R, double *resident, cs_err *e)
 	rc = guard_cold(R->l, paths, n, "run", resident, e);
 out:
 	paths_free(paths, n);
-	guard_dir_files_free(names, n);
+	paths_free(names, n);
 	return rc;
 }
 
-/* The resident fraction of the clone's files now (NaN when it cannot be measured). */
+/* The resident fraction of the clone's files (its tablespaces' too) now (NaN when unknown). */
 static double clone_resident(pgrun *R)
 {
-	char **names = NULL, p[PATH_MAX * 2];
+	char **paths = NULL;
 	size_t n = 0;
 	uint64_t pages = 0, res = 0;
+	cs_err ce = {0};
 
-	if (guard_dir_files(guard_held_via(&R->hold), &names, &n, NULL))
+	if (clone_paths(R, &paths, NULL, &n, &ce))
 		return NAN;
 	for (size_t i = 0; i < n; i++) {
 		cv_residency r;
 
-		snprintf(p, sizeof(p), "%s/%s", guard_held_via(&R->hold), names[i]);
-		if (cv_cache_residency(p, &r) == 0) {
+		if (cv_cache_residency(paths[i], &r) == 0) {
 			pages += r.pages;
 			res += r.resident;
 		}
 	}
-	guard_dir_files_free(names, n);
+	paths_free(paths, n);
 	return pages ? (double) res / (double) pages : 0.0;
 }
 
@@ -1061,6 +1095,43 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 				    "index %s: its clone marker is not a cluster's (clone the "
 				    "stopped cluster's data directory with coldstudy clone)",
 				    pgdata);
+	/*
+	 * Its tablespaces (guard_clone matched each pg_tblspc link to the folder
+	 * the marker names): each folder held and guarded like the data
+	 * directory, so a tablespace that is, lies in or contains production is
+	 * refused, and the same folder by identity.
+	 */
+	{
+		const json_t *tl = json_object_get(*marker, "tablespaces");
+		size_t i;
+		json_t *t;
+
+		R->ts = calloc(json_array_size(tl) + 1, sizeof(*R->ts));
+		R->ts_oid = calloc(json_array_size(tl) + 1, sizeof(*R->ts_oid));
+		if (!R->ts || !R->ts_oid)
+			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		json_array_foreach(tl, i, t) {
+			const char *cl = json_string_value(json_object_get(t, "clone"));
+
+			guard_held_init(&R->ts[i]);
+			if (!cl)
+				return guard_refuse(R->l, "clone", "run", pgdata, e,
+						    "%s: its clone marker names a tablespace without "
+						    "its clone",
+						    pgdata);
+			R->ts_oid[i] = json_string_value(json_object_get(t, "oid"));
+			if ((rc = guard_existing(R->l, prod, cl, AT_FDCWD, "run", "tablespace",
+						 &R->ts[i], e)))
+				return rc;
+			R->nts = i + 1;
+			if ((json_int_t) R->ts[i].st.st_dev != json_integer_value(json_object_get(t, "dev")) ||
+			    (json_int_t) R->ts[i].st.st_ino != json_integer_value(json_object_get(t, "ino")))
+				return guard_refuse(R->l, "clone", "run", cl, e,
+						    "%s: tablespace %s is not the folder the clone "
+						    "made (device and inode differ)",
+						    cl, R->ts_oid[i]);
+		}
+	}
 	if ((rc = guard_port(R->l, prod, port, "run", "postgres.port", e)))
 		return rc;
 	/* what the run is comes from the plan, by its spec hash, not from the flag (as run.c) */
@@ -1574,6 +1645,22 @@ static int pg_run(harness_run_ctx *run, cs_err *e)
 					  (json_int_t) R.prewarm_blocks, "how",
 					  "pg_prewarm (contrib) after every cold start, before the "
 					  "queries: setup, timed as prewarm_s, outside the wall"));
+		if (pgj && R.nts) {
+			json_t *ta = json_array();
+
+			for (size_t t = 0; ta && t < R.nts; t++) {
+				char **nm = NULL;
+				size_t n = 0;
+				cs_err ce = {0};
+
+				if (guard_dir_files(guard_held_via(&R.ts[t]), &nm, &n, &ce) == 0)
+					json_array_append_new(ta, json_pack("{s:s, s:s, s:I}", "oid", R.ts_oid[t],
+									    "dir", R.ts[t].shown,
+									    "files", (json_int_t) n));
+				guard_dir_files_free(nm, n);
+			}
+			json_object_set_new(pgj, "tablespaces", ta);
+		}
 		if (pgj)
 			json_object_set_new(
 				pgj, "inflight",
@@ -1681,6 +1768,10 @@ out:
 	json_decref(R.qrows);
 	json_decref(R.reached);
 	guard_held_close(&R.hold);
+	for (size_t t = 0; t < R.nts; t++)
+		guard_held_close(&R.ts[t]);
+	free(R.ts);
+	free((void *) R.ts_oid);
 	free(rows);
 	json_decref(marker);
 	json_decref(features);

@@ -279,7 +279,7 @@ static const jv_key run_keys[] = {
 		 "server on a cloned cluster; index is its data directory)"},
 	{.name = "postgres", .type = JK_OBJECT, .sub = postgres_keys,
 	 .desc = "target postgres: {sql, partition_sql, session, shared_buffers, port, database, "
-		 "user, vector_text}"},
+		 "user, vector_text, prewarm, prewarm_mode}"},
 	{.schema = "{\"not\": {\"required\": [\"query_count\", \"duration_s\"]},"
 		   " \"if\": {\"required\": [\"target\"], \"properties\": {\"target\": {\"const\": \"postgres\"}}},"
 		   " \"then\": {\"required\": [\"postgres\"]}}"},
