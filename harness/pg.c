@@ -15,8 +15,13 @@
  *   - has archiving, autovacuum and SSL off (a clone must not push WAL to
  *     production's archive, background reads would mix with the measured
  *     ones), track_io_timing on, and the run's shared_buffers;
+ *   - runs in a memory cgroup of its own (coldstudy-PID, made by init;
+ *     the postmaster joins it before exec, its backends follow), whose
+ *     peak is the run's mem_peak_bytes;
  *   - is stopped with a fast shutdown (SIGINT) at the end, and receives
- *     SIGINT too if the harness dies (PR_SET_PDEATHSIG).
+ *     SIGINT too if the harness dies (PR_SET_PDEATHSIG); what a killed
+ *     run leaves (the cgroup, the socket directory) the next command
+ *     removes (harness_pg_leftovers, from live.c's sweep).
  * Every connection is checked to reach that server: its data_directory is
  * the held directory (device and inode) and its socket directory is the
  * private one.

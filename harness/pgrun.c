@@ -1,9 +1,11 @@
 /*
  * pgrun.c - a run whose target is "postgres": the same study run as
  * run.c's, measured on a private PostgreSQL server over a cloned cluster.
- * harness_run hands over after phase 0 (run_spec.c); harness_pg_run runs
+ * harness_run hands over after phase 0 (run_spec.c); harness_pg_run reads
+ * the same settings (harness_phase_settings: repeat, warmup_queries), runs
  * the same input guards (harness_guard_inputs, run_guard.c) and then the
- * phases below, its own.
+ * phases below, its own. Replicates are harness_run_replicates', as for
+ * every run.
  *
  * Phases, in order, each refusing before anything is measured:
  *   1. guards: the tree is clean (--enforce-clean), validate has passed,
@@ -11,7 +13,8 @@
  *      run's "index") is held
  *      and is not production (guard_existing: by identity, so a symlink,
  *      a bind mount or a hard link to production's cluster is refused), it
- *      carries this study's clone marker for a cluster, the port is not a
+ *      carries this study's clone marker for a cluster, each tablespace's
+ *      folder is held and is not production either, the port is not a
  *      production port, the private socket directory is not production;
  *      a holdout run has frozen predictions and no undeclared overlap;
  *   2. a `run_start` record;
@@ -19,10 +22,15 @@
  *      (through the held directory) and its residency proven 0.0
  *      (guard_cold), then the server started, connected, and each session
  *      set up (auto_explain, the run's SETs, a plan-only EXPLAIN that loads
- *      the catalogs): all of it setup, outside the wall. cold_each_query
- *      repeats this before every query, as the study seed did. Warm: one
- *      untimed pass over the queries first;
- *   4. the load, from this one thread: serial sends one query at a time on
+ *      the catalogs), then postgres.prewarm's pg_prewarm calls (timed
+ *      apart: prewarm_s): all of it setup, outside the wall.
+ *      cold_each_query repeats this before every query, as the study seed
+ *      did. Warm: one untimed pass over the queries first (or
+ *      warmup_queries);
+ *   4. the load, `repeat` times (each repeat from the run's state again,
+ *      after warmup_queries untimed queries: before_repeat), beside the
+ *      competing readers and bulk writer of `load` and `bulkwrite`
+ *      (treat.c), from this one thread: serial sends one query at a time on
  *      one connection; fan-out sends each partition's query over `fanout`
  *      connections with libpq's non-blocking API (PQsendQueryParams, poll,
  *      PQconsumeInput), a connection taking the next partition when its
@@ -42,8 +50,11 @@
  * engine_read_ms_mean = their I/O read time / reads, bytes_per_read = the
  * server's block size; device_* are the device's counters over the query
  * windows only (a restart's reads are setup); io_over_wall = I/O read
- * time / wall. inflight_* and mem_peak_bytes are null: the server's reads
- * and memory are not this process's to count.
+ * time / wall; inflight_* = the block device's reads in flight, sampled
+ * while a query runs (pginfl); mem_peak_bytes = the peak of the server's
+ * own memory cgroup (pg.c puts the postmaster there), one for the run.
+ * Several repeats: each one's metrics kept, the run's their means
+ * (harness_mean_metrics, as run_measure.c).
  */
 #include "harness.h"
 #include "harness_int.h"
