@@ -1285,12 +1285,15 @@ static int before_repeat(pgrun *R, uint64_t nwarm, int cold, double *resident, c
 			 size_t whycap, cs_err *e)
 {
 	if (nwarm) {
-		pgrow *w = calloc((size_t) nwarm, sizeof(*w));
-		int rc;
+		/* a pass over the queries at a time: bounded memory whatever warmup_queries says */
+		size_t chunk = nwarm < R->queries->n ? (size_t) nwarm : R->queries->n;
+		pgrow *w = calloc(chunk, sizeof(*w));
+		int rc = 0;
 
 		if (!w)
 			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-		rc = run_load(R, w, (size_t) nwarm, 0, why, whycap, e);
+		for (uint64_t left = nwarm; left && !rc; left -= left < chunk ? left : chunk)
+			rc = run_load(R, w, left < chunk ? (size_t) left : chunk, 0, why, whycap, e);
 		free(w);
 		if (rc)
 			return rc;
@@ -1595,7 +1598,7 @@ static int pg_run(harness_run_ctx *run, cs_err *e)
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < nq * run->nrep; i++) {
+	for (size_t i = 0; i < nq * run->nrep && i < ROWS_MAX; i++) { /* rows kept as an engine run's */
 		const pgrow *r = &rows[i];
 		json_t *row;
 
