@@ -132,7 +132,7 @@ int cmd_clone(int argc, char **argv)
 {
 	const char *src = NULL, *dst = NULL, *study = NULL, *pg_socket = NULL;
 	harness_clone_info info;
-	int pg_port = 5432;
+	int pg_port = 0; /* 0: the port the running server registered */
 	ledger *l = NULL;
 	guard_held held;
 	json_t *note;
@@ -152,10 +152,14 @@ int cmd_clone(int argc, char **argv)
 		       "marker is authenticated with the study's clone key (HMAC-SHA-256) and the\n"
 		       "clone is noted in the ledger; only such clones are accepted by `run`.\n\n"
 		       "SRC may be a PostgreSQL data directory: every directory is made, owner and\n"
-		       "modes kept. A running cluster is refused (exit 5) unless --pg-socket DIR\n"
-		       "[--pg-port N] names its server's socket: then it is copied through the\n"
-		       "low-level backup API (pg_backup_start, the files, pg_backup_stop, pg_wal\n"
-		       "and the backup_label), the server checked to run on SRC itself.\n");
+		       "modes kept; its tablespaces (pg_tblspc/OID) are cloned beside DST, in\n"
+		       "DST.tblspc/OID (refused, exit 3, when that is production), and the clone's\n"
+		       "links repointed there. A running cluster is refused (exit 5) unless\n"
+		       "--pg-socket DIR [--pg-port N] names its server's socket: then it is copied\n"
+		       "through the low-level backup API (pg_backup_start, the files,\n"
+		       "pg_backup_stop, pg_wal and the backup_label), the server checked to run on\n"
+		       "SRC itself; without --pg-port, on the port the server registered in\n"
+		       "SRC/postmaster.pid. A running cluster with tablespaces is refused (exit 5).\n");
 		return CS_EXIT_OK;
 	}
 	{

@@ -109,8 +109,24 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-/* Collect regular files under root/rel (bounded depth and count). */
-static int list_rec(const char *root, const char *rel, int depth, name_list *nl, cs_err *e)
+/* A tablespace's link of a PostgreSQL cluster: pg_tblspc/OID (the name digits only). */
+static int tablespace_link(const char *rel, const char *name)
+{
+	if (strcmp(rel, "pg_tblspc") || !*name)
+		return 0;
+	for (const char *c = name; *c; c++)
+		if (*c < '0' || *c > '9')
+			return 0;
+	return 1;
+}
+
+/*
+ * Collect regular files under root/rel (bounded depth and count). In a
+ * cluster (pg) the tablespaces' links pg_tblspc/OID are not files of the
+ * directory and are left out; their folders are the caller's to list
+ * (guard_clone checks them against the clone marker).
+ */
+static int list_rec(const char *root, const char *rel, int depth, int pg, name_list *nl, cs_err *e)
 {
 	char path[PATH_MAX];
 	struct dirent *de;
@@ -138,9 +154,11 @@ static int list_rec(const char *root, const char *rel, int depth, name_list *nl,
 			break;
 		}
 		if (S_ISDIR(st.st_mode)) {
-			rc = list_rec(root, sub, depth + 1, nl, e);
+			rc = list_rec(root, sub, depth + 1, pg, nl, e);
 			continue;
 		}
+		if (pg && S_ISLNK(st.st_mode) && tablespace_link(rel, de->d_name))
+			continue;
 		if (!S_ISREG(st.st_mode)) {
 			rc = cs_err_set(e, CS_EXIT_BADINPUT,
 					"%s: not a regular file (links do not belong in an index)", full);
@@ -178,9 +196,18 @@ int guard_dir_files(const char *dir, char ***names, size_t *n, cs_err *e)
 	name_list nl = {0};
 	int rc;
 
+	char pv[PATH_MAX];
+	struct stat st;
+	int pg;
+
 	*names = NULL;
 	*n = 0;
-	rc = list_rec(dir, "", 0, &nl, e);
+	/* a PostgreSQL cluster (PG_VERSION and global/pg_control): its tablespace links are not files */
+	fmt(pv, sizeof(pv), "%s/PG_VERSION", dir);
+	pg = lstat(pv, &st) == 0 && S_ISREG(st.st_mode);
+	fmt(pv, sizeof(pv), "%s/global/pg_control", dir);
+	pg = pg && lstat(pv, &st) == 0 && S_ISREG(st.st_mode);
+	rc = list_rec(dir, "", 0, pg, &nl, e);
 	if (rc) {
 		guard_dir_files_free(nl.v, nl.n);
 		return rc;
@@ -253,6 +280,72 @@ out:
 }
 
 /* ---- clone marker ---- */
+
+/*
+ * A cluster's clone with tablespaces: every link pg_tblspc/OID leads to
+ * the folder its (HMAC'd) marker names for that OID, by device and inode,
+ * and every file in it has one link. Anything else is refused: a link to
+ * a folder the clone did not make could be production's tablespace.
+ */
+static int clone_tablespaces(struct ledger *l, const char *dir, const json_t *m,
+			     const char *verb, cs_err *e)
+{
+	const json_t *ts = json_object_get(m, "tablespaces");
+	char p[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	fmt(p, sizeof(p), "%s/pg_tblspc", dir);
+	if (!(d = opendir(p)))
+		return 0; /* no pg_tblspc: no tablespaces (the server says what is missing) */
+	while (!rc && (de = readdir(d))) {
+		const json_t *t = NULL, *x;
+		char lp[PATH_MAX * 2];
+		struct stat lst, st;
+		char **names = NULL;
+		size_t n = 0, i;
+		cs_err le = {0};
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		json_array_foreach(ts, i, x) {
+			const char *oid = json_string_value(json_object_get(x, "oid"));
+
+			if (oid && !strcmp(oid, de->d_name))
+				t = x;
+		}
+		fmt(lp, sizeof(lp), "%s/%s", p, de->d_name);
+		if (lstat(lp, &lst) < 0 || !S_ISLNK(lst.st_mode) || stat(lp, &st) < 0 ||
+		    !S_ISDIR(st.st_mode) || !t ||
+		    (json_int_t) st.st_dev != json_integer_value(json_object_get(t, "dev")) ||
+		    (json_int_t) st.st_ino != json_integer_value(json_object_get(t, "ino"))) {
+			rc = guard_refuse(l, "clone", verb, dir, e,
+					  "%s: tablespace %s does not lead to the folder its clone marker "
+					  "names (a tablespace of a clone is cloned with it)",
+					  dir, de->d_name);
+			break;
+		}
+		if (guard_dir_files(lp, &names, &n, &le)) {
+			rc = guard_refuse(l, "clone", verb, dir, e, "%s: %s", lp, le.msg);
+			break;
+		}
+		for (i = 0; i < n && !rc; i++) {
+			char fp[PATH_MAX * 3];
+			struct stat fst;
+
+			fmt(fp, sizeof(fp), "%s/%s", lp, names[i]);
+			if (lstat(fp, &fst) == 0 && fst.st_nlink > 1)
+				rc = guard_refuse(l, "clone", verb, dir, e,
+						  "%s: tablespace %s's file %s has %lu links: a clone's "
+						  "files are its own",
+						  dir, de->d_name, names[i], (unsigned long) fst.st_nlink);
+		}
+		guard_dir_files_free(names, n);
+	}
+	closedir(d);
+	return rc;
+}
 
 #define CLONE_KEY_FILE "clone.key"
 
@@ -420,6 +513,8 @@ int guard_clone(struct ledger *l, const char *study_dir, const char *dir, const 
 				goto out;
 			}
 		}
+		if ((rc = clone_tablespaces(l, dir, m, verb, e)))
+			goto out;
 		goto valid;
 	}
 	json_array_foreach(files, i, f) {

@@ -116,7 +116,10 @@ int guard_clone_mac(const json_t *marker, const unsigned char key[32], char out[
 /*
  * The files of an index directory: regular files, recursively, as sorted
  * relative paths, without the clone marker. Caller frees with
- * guard_dir_files_free. 0 or CS_EXIT_*.
+ * guard_dir_files_free. 0 or CS_EXIT_*. Any other link or special file is
+ * refused, except in a PostgreSQL cluster (PG_VERSION, global/pg_control)
+ * its tablespaces' links pg_tblspc/OID, which are left out (a cluster's
+ * clone: guard_clone checks them against its marker).
  */
 int guard_dir_files(const char *dir, char ***names, size_t *n, cs_err *e);
 void guard_dir_files_free(char **names, size_t n);

@@ -27,6 +27,7 @@
 
 #include "guard.h"
 #include "harness_int.h"
+#include "ledger.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -201,10 +202,13 @@ static int is_pgdata(const char *src)
  * Make every directory of the cluster src/rel under dst (empty ones too:
  * PostgreSQL needs pg_notify, pg_snapshots, ...), each with its source's
  * mode and owner (the server refuses a data directory it does not own).
- * A symlink (a tablespace, a pg_wal elsewhere) is refused: its target
+ * A tablespace's link (pg_tblspc/OID) is collected into ts ({oid,
+ * source}: its folder, resolved) when ts is given, for the caller to
+ * clone; any other symlink (a pg_wal elsewhere) is refused: its target
  * would not be cloned.
  */
-static int pg_dirs(const char *src, const char *dst, const char *rel, int depth, cs_err *e)
+static int pg_dirs(const char *src, const char *dst, const char *rel, int depth, json_t *ts,
+		   cs_err *e)
 {
 	char sp[PATH_MAX], dp[PATH_MAX];
 	struct dirent *de;
@@ -229,11 +233,25 @@ static int pg_dirs(const char *src, const char *dst, const char *rel, int depth,
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", full, strerror(errno));
 			break;
 		}
+		if (S_ISLNK(st.st_mode) && ts && !strcmp(rel, "pg_tblspc") &&
+		    strspn(de->d_name, "0123456789") == strlen(de->d_name)) {
+			char target[PATH_MAX];
+			struct stat tst;
+
+			if (!realpath(full, target) || stat(target, &tst) < 0 || !S_ISDIR(tst.st_mode)) {
+				rc = cs_err_set(e, CS_EXIT_BADINPUT,
+						"%s: a tablespace whose folder cannot be found", full);
+				break;
+			}
+			json_array_append_new(ts, json_pack("{s:s, s:s}", "oid", de->d_name,
+							    "source", target));
+			continue;
+		}
 		if (S_ISLNK(st.st_mode)) {
 			rc = cs_err_set(e, CS_EXIT_BADINPUT,
-					"%s: a symlink (a tablespace or a linked pg_wal): clusters with "
-					"storage outside the data directory are not cloned",
-					full);
+					"%s: a symlink (%s): clusters with storage outside the data "
+					"directory are not cloned",
+					full, ts ? "a linked pg_wal" : "a tablespace or a linked pg_wal");
 			break;
 		}
 		if (!S_ISDIR(st.st_mode))
@@ -244,7 +262,7 @@ static int pg_dirs(const char *src, const char *dst, const char *rel, int depth,
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot create: %s", dp, strerror(errno));
 			break;
 		}
-		rc = pg_dirs(src, dst, sub, depth + 1, e);
+		rc = pg_dirs(src, dst, sub, depth + 1, ts, e);
 	}
 	closedir(d);
 	return rc;
@@ -344,6 +362,34 @@ static int copy_listed(const char *src, const char *dst, const char *name, int k
 	return 0;
 }
 
+/* The port a running server registered: line 4 of its postmaster.pid; -1 when none. */
+static int pid_file_port(const char *path)
+{
+	char buf[4096], *line, *end;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), i;
+	ssize_t n;
+	long v = -1;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* pid, data directory, start time, port: empty lines count, so no strtok */
+	for (line = buf, i = 1; line && i < 4; i++) {
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+	}
+	if (line) {
+		v = strtol(line, &end, 10);
+		if (end == line || (*end != '\n' && *end != '\0') || v < 1 || v > 65535)
+			v = -1;
+	}
+	return (int) v;
+}
+
 /*
  * A running cluster, through the low-level backup API: pg_backup_start
  * (a fast checkpoint) on the server found at sockdir/port, which must run
@@ -412,6 +458,103 @@ out:
 	return rc;
 }
 
+/*
+ * A cluster's tablespaces (ts: pg_dirs's {oid, source}), each cloned beside
+ * the clone's data directory: DST.tblspc/OID, its directories made with
+ * the source's owner and modes, its files reflinked or copied, the clone's
+ * link pg_tblspc/OID repointed there. DST.tblspc is refused (exit 3) when
+ * it is, lies in or contains production (the study's with l, and the
+ * machine registry's), and must be new. Each entry gains {clone, dev, ino,
+ * files, sha256}; *sha gets the source's content hash with the tablespaces'
+ * (the data directory's alone when there are none).
+ */
+static int clone_tablespaces(const char *dst, const char *study_dir, json_t *ts,
+			     const char *dir_sha, harness_clone_info *info, char sha[65],
+			     char *made_root, size_t rootcap, cs_err *e)
+{
+	char root[PATH_MAX], dstabs[PATH_MAX], *acc = NULL;
+	size_t i, alen = 0, acap;
+	struct ledger *l = NULL;
+	guard_held h;
+	json_t *t;
+	int rc = 0;
+
+	made_root[0] = '\0';
+	if (!json_array_size(ts)) {
+		memcpy(sha, dir_sha, 65);
+		return 0;
+	}
+	guard_held_init(&h);
+	if (!realpath(dst, dstabs))
+		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", dst, strerror(errno));
+	pathf(root, sizeof(root), "%s.tblspc", dstabs);
+	if (study_dir && (rc = ledger_open(study_dir, &l, e)))
+		return rc;
+	rc = guard_target(l, NULL, root, AT_FDCWD, "clone", "tablespace clone", &h, e);
+	if (!rc && h.exists)
+		rc = cs_err_set(e, CS_EXIT_REFUSED,
+				"%s: already exists; a clone's tablespaces are cloned fresh", root);
+	if (!rc)
+		rc = guard_held_mkdirs(&h, e);
+	guard_held_close(&h);
+	ledger_close(l);
+	if (rc)
+		return rc;
+	pathf(made_root, rootcap, "%s", root);
+	acap = 65 + 96 * json_array_size(ts); /* the directory's hash, then "\nOID HASH" each */
+	acc = malloc(acap);
+	if (!acc)
+		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+	memcpy(acc, dir_sha, 64);
+	alen = 64;
+	json_array_foreach(ts, i, t) {
+		const char *oid = json_string_value(json_object_get(t, "oid"));
+		const char *src = json_string_value(json_object_get(t, "source"));
+		char tdst[PATH_MAX + 32], link[PATH_MAX + 32], tsha[65];
+		char **names = NULL;
+		size_t n = 0;
+		struct stat st;
+		json_t *files = json_array();
+
+		pathf(tdst, sizeof(tdst), "%s/%s", root, oid);
+		if (stat(src, &st) < 0 || mkdir(tdst, st.st_mode & 07777) < 0 ||
+		    chown(tdst, st.st_uid, st.st_gid) < 0 || chmod(tdst, st.st_mode & 07777) < 0) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot make it: %s", tdst,
+					strerror(errno));
+			json_decref(files);
+			break;
+		}
+		if ((rc = pg_dirs(src, tdst, "", 0, NULL, e)) ||
+		    (rc = guard_dir_files(src, &names, &n, e)) || (rc = guard_dir_sha256(src, tsha, e))) {
+			guard_dir_files_free(names, n);
+			json_decref(files);
+			break;
+		}
+		for (size_t k = 0; k < n && !rc; k++)
+			rc = copy_listed(src, tdst, names[k], 1, files, info, e);
+		guard_dir_files_free(names, n);
+		pathf(link, sizeof(link), "%s/pg_tblspc/%s", dst, oid);
+		if (!rc && (symlink(tdst, link) < 0 || lchown(link, st.st_uid, st.st_gid) < 0 ||
+			    stat(tdst, &st) < 0))
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot link it to %s: %s", link, tdst,
+					strerror(errno));
+		if (rc) {
+			json_decref(files);
+			break;
+		}
+		json_object_set_new(t, "clone", json_string(tdst));
+		json_object_set_new(t, "dev", json_integer((json_int_t) st.st_dev));
+		json_object_set_new(t, "ino", json_integer((json_int_t) st.st_ino));
+		json_object_set_new(t, "files", files);
+		json_object_set_new(t, "sha256", json_string(tsha));
+		alen += (size_t) snprintf(acc + alen, acap - alen, "\n%.20s %s", oid, tsha);
+	}
+	if (!rc)
+		cs_sha256_hex(acc, alen, sha);
+	free(acc);
+	return rc;
+}
+
 int harness_clone(const char *src, const char *dst, const char *study_dir,
 		  harness_clone_info *info, cs_err *e)
 {
@@ -422,8 +565,9 @@ int harness_clone_cluster(const char *src, const char *dst, const char *study_di
 			  const char *sockdir, int port, harness_clone_info *info, cs_err *e)
 {
 	char **names = NULL, srcabs[PATH_MAX], sha[65], ts[32], mpath[PATH_MAX];
+	char tsroot[PATH_MAX] = "", allsha[65];
 	size_t n = 0, made = 0;
-	json_t *marker = NULL, *files;
+	json_t *marker = NULL, *files, *tsl = NULL;
 	char *canon = NULL;
 	struct stat st, pst;
 	size_t clen;
@@ -450,6 +594,12 @@ int harness_clone_cluster(const char *src, const char *dst, const char *study_di
 					  src);
 		if (stat(srcabs, &pst) < 0)
 			return cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s", src, strerror(errno));
+		/* no --pg-port: the port the running server registered (postmaster.pid), never a guess */
+		if (online && port <= 0 && (port = pid_file_port(pid)) <= 0)
+			return cs_err_set(e, CS_EXIT_BADINPUT,
+					  "%s: line 4 of postmaster.pid names no port; name it with "
+					  "--pg-port N",
+					  src);
 	}
 	rc = guard_dir_files(srcabs, &names, &n, e);
 	if (rc)
@@ -472,9 +622,17 @@ int harness_clone_cluster(const char *src, const char *dst, const char *study_di
 					dst, strerror(errno));
 			goto fail;
 		}
-		rc = pg_dirs(srcabs, dst, "", 0, e);
+		tsl = json_array();
+		rc = pg_dirs(srcabs, dst, "", 0, tsl, e);
 		if (rc)
 			goto fail;
+		if (online && json_array_size(tsl)) {
+			rc = cs_err_set(e, CS_EXIT_BADINPUT,
+					"%s: a running cluster with tablespaces is not copied through the "
+					"backup API here: stop it, then clone it",
+					src);
+			goto fail;
+		}
 	}
 	files = json_array();
 	marker = json_object();
@@ -515,6 +673,13 @@ int harness_clone_cluster(const char *src, const char *dst, const char *study_di
 							       (json_int_t) fst.st_ino));
 		}
 	}
+	/* tablespaces beside the data directory, its links repointed; the hash covers them */
+	rc = clone_tablespaces(dst, study_dir, tsl, sha, info, allsha, tsroot, sizeof(tsroot), e);
+	if (rc)
+		goto fail;
+	memcpy(sha, allsha, sizeof(sha));
+	if (json_array_size(tsl))
+		json_object_set(marker, "tablespaces", tsl);
 	snprintf(info->method, sizeof(info->method), "%s",
 		 info->reflinked_files == info->files ? "reflink" : "copy");
 	snprintf(info->source_sha256, sizeof(info->source_sha256), "%s", sha);
@@ -561,7 +726,12 @@ fail:
 		rm_tree(dst, 0);
 		rmdir(dst);
 	}
+	if (tsroot[0]) {
+		rm_tree(tsroot, 0);
+		rmdir(tsroot);
+	}
 out:
+	json_decref(tsl);
 	free(canon);
 	json_decref(marker);
 	guard_dir_files_free(names, n);

@@ -223,8 +223,9 @@ int harness_clone(const char *src, const char *dst, const char *study_dir,
  * sockdir (its server's socket directory) and port, a running cluster is
  * copied through the low-level backup API (pg_backup_start, the files,
  * pg_backup_stop, then pg_wal and the backup_label), after checking that
- * the server there runs on src itself. Without sockdir a running cluster
- * is bad input (exit 5).
+ * the server there runs on src itself; port 0 is the port the server
+ * registered (line 4 of src/postmaster.pid). Without sockdir a running
+ * cluster is bad input (exit 5).
  */
 int harness_clone_cluster(const char *src, const char *dst, const char *study_dir,
 			  const char *sockdir, int port, harness_clone_info *info, cs_err *e);

@@ -88,6 +88,14 @@ int64_t harness_rss(void);
  */
 json_t *harness_memcap_apply(uint64_t bytes, char *cleanup_path, size_t cap);
 void harness_memcap_release(const char *cleanup_path);
+/*
+ * A memory cgroup for a server the run starts (coldstudy-PID beside this
+ * process's own; no cap, this process left where it is): the server's
+ * postmaster joins it itself, its backends follow. Returns the object
+ * harness_memcap_apply returns (new); dir gets the cgroup's directory,
+ * "" when none could be made (the object says why).
+ */
+json_t *harness_server_cgroup(char *dir, size_t cap);
 
 /*
  * The peak of a cgroup's own memory counter (v2 memory.peak, v1
@@ -112,6 +120,8 @@ void harness_live_init(harness_live *lv);
 int harness_live_begin(const char *dir, const char *run_id, harness_live *lv, cs_err *e);
 /* Note the run's memory cgroup (harness_memcap_apply's object) in the marker. */
 void harness_live_cgroup(harness_live *lv, const json_t *memcap);
+/* Note a PostgreSQL run's private socket directory, port and server cgroup in the marker. */
+void harness_live_postgres(harness_live *lv, const char *sockdir, int port, const char *cgdir);
 /* Remove and unlock (once the run record or a deviation is committed); accepts an unused one. */
 void harness_live_end(harness_live *lv);
 
@@ -227,6 +237,8 @@ typedef struct harness_pg {
 	char bindir[PATH_MAX];
 	char sockdir[PATH_MAX];          /* private, 0700, the owner's; removed by fini */
 	char log[PATH_MAX + 32];         /* the server's stderr */
+	char cgdir[1024];                /* its memory cgroup (the postmaster joins it); "" none */
+	json_t *cgroup;                  /* harness_server_cgroup's object (owned) */
 } harness_pg;
 
 /* The server binaries: COLDSTUDY_PG_BINDIR, pg_config --bindir, Debian's; exit 5 when none. */
@@ -236,7 +248,8 @@ int harness_pg_init(harness_pg *s, const struct guard_held *pgdata, int port,
 		    const char *shared_buffers, cs_err *e);
 /*
  * The clone's configuration (postgresql.conf with its includes,
- * postgresql.auto.conf, pg_tblspc) checked to name only the clone: 0 and
+ * postgresql.auto.conf) checked to name only the clone (its tablespaces'
+ * links are guard_clone's and the run's to check): 0 and
  * the checked copy written to the private directory (the server's
  * config_file), 1 with why filled when it points outside the clone (the
  * caller refuses), or CS_EXIT_* when it cannot be read.
@@ -248,8 +261,20 @@ int harness_pg_name_ok(const char *name);
 int harness_pg_start(harness_pg *s, cs_err *e);
 /* Fast shutdown and wait (e may be NULL). */
 int harness_pg_stop(harness_pg *s, cs_err *e);
-/* Stop the server if running and remove the private directory. */
+/* Stop the server if running and remove the private directory and its cgroup. */
 void harness_pg_fini(harness_pg *s);
+/*
+ * What a run killed (kill -9) left, removed by the next command (live.c):
+ * the processes still in its server's cgroup cgdir (may be NULL; only
+ * coldstudy-OWNER, owner the dead run's pid, and only when that process is
+ * gone) killed after a grace of 2 s for the fast shutdown the run's death
+ * sent, the cgroup removed, then its private socket directory's files and
+ * the directory. Only a
+ * directory that is what harness_pg_init makes (/tmp/coldstudy-pg-XXXXXX,
+ * not a link) is touched, only the names the server and init put there.
+ * 0, or -errno of the last step that failed.
+ */
+int harness_pg_leftovers(const char *sockdir, int port, const char *cgdir, pid_t owner);
 /*
  * Connect to the run's own server (its socket only) and check it is the
  * one on the held clone; CS_EXIT_REFUSED when not. Caller PQfinish()es.

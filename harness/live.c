@@ -21,7 +21,10 @@
  * else "killed or crashed" -- and appends one deviation
  * {"because","run_id","access_state","cause",...}, checked again inside
  * the write transaction so two commands sweeping at once write it once.
- * Then the cgroup and the marker go.
+ * Then the cgroup and the marker go; for a PostgreSQL run (pgrun.c) also
+ * what is left of its private server: the processes in the server's
+ * cgroup, the cgroup, and the private socket directory
+ * (harness_pg_leftovers).
  *
  * Error convention: begin returns 0 or CS_EXIT_* with e filled; the sweep
  * reports on stderr and never fails the command that opened the study.
@@ -123,6 +126,20 @@ void harness_live_cgroup(harness_live *lv, const json_t *memcap)
 			memcap);
 	if (doc)
 		(void) live_write(lv, doc); /* best effort: without it the cause is only "killed" */
+	json_decref(doc);
+}
+
+void harness_live_postgres(harness_live *lv, const char *sockdir, int port, const char *cgdir)
+{
+	json_t *doc;
+
+	if (lv->fd < 0)
+		return;
+	doc = json_pack("{s:s, s:i, s:{s:s, s:i, s:s?}}", "run_id", lv->run_id, "pid",
+			(int) getpid(), "postgres", "sockdir", sockdir, "port", port, "cgroup",
+			cgdir && cgdir[0] ? cgdir : NULL);
+	if (doc)
+		(void) live_write(lv, doc); /* best effort: without it the leftovers stay */
 	json_decref(doc);
 }
 
@@ -341,6 +358,22 @@ static void reap_one(ledger *l, int dirfd, const char *run_id, int fd)
 	else if (seq)
 		fprintf(stderr, "coldstudy: %s (deviation recorded, seq %lld)\n",
 			json_string_value(json_object_get(d, "because")), (long long) seq);
+	if (!rc && json_is_object(json_object_get(marker, "postgres"))) {
+		/* a PostgreSQL run's server (fast-shut down at the run's death) and socket directory */
+		const json_t *pg = json_object_get(marker, "postgres");
+		const char *sd = json_string_value(json_object_get(pg, "sockdir"));
+		int r = harness_pg_leftovers(
+			sd, (int) json_integer_value(json_object_get(pg, "port")),
+			json_string_value(json_object_get(pg, "cgroup")),
+			(pid_t) json_integer_value(json_object_get(marker, "pid")));
+
+		if (r)
+			fprintf(stderr, "coldstudy: warning: run %s's private socket directory %s: "
+					"not removed: %s\n", run_id, sd ? sd : "?", strerror(-r));
+		else
+			fprintf(stderr, "coldstudy: run %s's private socket directory %s removed\n",
+				run_id, sd ? sd : "?");
+	}
 	if (!rc) {
 		if (cg[0])
 			remove_cgroup(cg);

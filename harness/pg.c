@@ -15,8 +15,13 @@
  *   - has archiving, autovacuum and SSL off (a clone must not push WAL to
  *     production's archive, background reads would mix with the measured
  *     ones), track_io_timing on, and the run's shared_buffers;
+ *   - runs in a memory cgroup of its own (coldstudy-PID, made by init;
+ *     the postmaster joins it before exec, its backends follow), whose
+ *     peak is the run's mem_peak_bytes;
  *   - is stopped with a fast shutdown (SIGINT) at the end, and receives
- *     SIGINT too if the harness dies (PR_SET_PDEATHSIG).
+ *     SIGINT too if the harness dies (PR_SET_PDEATHSIG); what a killed
+ *     run leaves (the cgroup, the socket directory) the next command
+ *     removes (harness_pg_leftovers, from live.c's sweep).
  * Every connection is checked to reach that server: its data_directory is
  * the held directory (device and inode) and its socket directory is the
  * private one.
@@ -162,6 +167,8 @@ int harness_pg_init(harness_pg *s, const guard_held *pgdata, int port, const cha
 		return cs_err_set(e, CS_EXIT_INTERNAL, "cannot make a private socket directory: %s",
 				  strerror(errno));
 	pathf(s->sockdir, sizeof(s->sockdir), "%s", tmpl);
+	/* the server's own memory cgroup: its peak is the server's (a run without one says why) */
+	s->cgroup = harness_server_cgroup(s->cgdir, sizeof(s->cgdir));
 	if (chown(s->sockdir, s->uid, s->gid) < 0 || chmod(s->sockdir, 0700) < 0) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", s->sockdir, strerror(errno));
 		goto fail;
@@ -567,27 +574,14 @@ int harness_pg_conf(harness_pg *s, char *why, size_t cap, cs_err *e)
 {
 	confcheck c = {.s = s, .why = why, .whycap = cap};
 	char path[PATH_MAX + 32];
-	int rc, fd;
-	DIR *d;
-	struct dirent *de;
+	int rc;
 
 	why[0] = '\0';
-	/* tablespaces: pg_tblspc's links lead out of the clone by construction */
-	fd = open_beneath(s->pgdata->fd, "pg_tblspc", O_RDONLY | O_DIRECTORY);
-	if (fd >= 0 && (d = fdopendir(fd))) {
-		while ((de = readdir(d)))
-			if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-				pathf(why, cap,
-				      "%s/pg_tblspc/%s: a tablespace lies outside the clone; a clone "
-				      "with tablespaces is not run",
-				      s->pgdata->shown, de->d_name);
-				closedir(d);
-				return 1;
-			}
-		closedir(d);
-	} else if (fd >= 0) {
-		close(fd);
-	}
+	/*
+	 * Tablespaces: pg_tblspc's links lead out of the clone by construction,
+	 * each to the tablespace's clone its marker names (guard_clone), held
+	 * and guarded like the data directory by the run (pgrun.c).
+	 */
 	pathf(path, sizeof(path), "%s/postgresql.auto.conf", s->pgdata->shown);
 	rc = conf_file(&c, s->pgdata->fd, "postgresql.auto.conf", path, 0, 0, 1);
 	if (!rc && !c.refused) {
@@ -619,7 +613,7 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 	size_t a = 0;
 	pgparams pp;
 	pid_t parent = getpid(), pid;
-	int logfd, status;
+	int logfd, status, cgfd = -1;
 
 	if (s->pid)
 		return 0;
@@ -687,15 +681,26 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 		free(env);
 		return cs_err_set(e, CS_EXIT_INTERNAL, "%s: %s", s->log, strerror(errno));
 	}
+	if (s->cgdir[0]) {
+		char procs[1100];
+
+		pathf(procs, sizeof(procs), "%s/cgroup.procs", s->cgdir);
+		cgfd = open(procs, O_WRONLY | O_CLOEXEC);
+	}
 	pid = fork();
 	if (pid < 0) {
 		free(env);
 		close(logfd);
+		if (cgfd >= 0)
+			close(cgfd);
 		return cs_err_set(e, CS_EXIT_INTERNAL, "cannot start the server: %s", strerror(errno));
 	}
 	if (pid == 0) {
 		int devnull = open("/dev/null", O_RDONLY);
 
+		/* Into the server's cgroup before anything forks from it ("0": the writer itself). */
+		if (cgfd >= 0 && write(cgfd, "0", 1) != 1)
+			_exit(125);
 		/* The held data directory, whatever its name says now; then the owner's identity. */
 		if (fchdir(s->pgdata->fd) < 0 || setgroups(0, NULL) < 0 ||
 		    setresgid(s->gid, s->gid, s->gid) < 0 || setresuid(s->uid, s->uid, s->uid) < 0)
@@ -713,6 +718,8 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 	}
 	free(env);
 	close(logfd);
+	if (cgfd >= 0)
+		close(cgfd);
 	s->pid = pid;
 	conn_params(s, "postgres", NULL, &pp);
 	for (int i = 0; i < PG_START_S * 20; i++) {
@@ -771,6 +778,11 @@ void harness_pg_fini(harness_pg *s)
 					    "server.log", NULL};
 
 	harness_pg_stop(s, NULL);
+	if (s->cgdir[0])
+		(void) rmdir(s->cgdir); /* empty once the postmaster and its backends are gone */
+	s->cgdir[0] = '\0';
+	json_decref(s->cgroup);
+	s->cgroup = NULL;
 	if (!s->sockdir[0])
 		return;
 	for (size_t i = 0; names[i]; i++) {
@@ -779,6 +791,84 @@ void harness_pg_fini(harness_pg *s)
 	}
 	rmdir(s->sockdir);
 	s->sockdir[0] = '\0';
+}
+
+/* A dead run's server cgroup: /sys/fs/cgroup/.../coldstudy-PID, PID the run's and gone. */
+static int dead_runs_cgroup(const char *cgdir, pid_t owner)
+{
+	const char *base = strrchr(cgdir, '/');
+	char *end;
+	long pid;
+
+	if (strncmp(cgdir, "/sys/fs/cgroup/", 15) || strstr(cgdir, "/../") || !base ||
+	    strncmp(base + 1, "coldstudy-", 10))
+		return 0;
+	errno = 0;
+	pid = strtol(base + 11, &end, 10);
+	if (errno || *end || pid <= 0 || pid != (long) owner)
+		return 0;
+	return kill((pid_t) pid, 0) < 0 && errno == ESRCH;
+}
+
+int harness_pg_leftovers(const char *sockdir, int port, const char *cgdir, pid_t owner)
+{
+	static const char prefix[] = "/tmp/coldstudy-pg-";
+	static const char *const names[] = {"pg_hba.conf", "pg_ident.conf", "postgresql.conf",
+					    "server.log", NULL};
+	char sock[64], lock[64];
+	struct stat st;
+	int fd, rc = 0;
+
+	/* 1. the dead run's server: what is still in its cgroup (ours by name) goes */
+	if (cgdir && cgdir[0] && dead_runs_cgroup(cgdir, owner)) {
+		char procs[1100], line[32];
+
+		pathf(procs, sizeof(procs), "%s/cgroup.procs", cgdir);
+		for (int tries = 0; tries < 500; tries++) {
+			FILE *f = fopen(procs, "re");
+			int any = 0;
+
+			if (!f)
+				break;
+			while (fgets(line, sizeof(line), f)) {
+				long pid = strtol(line, NULL, 10);
+
+				if (pid > 1) {
+					any = 1;
+					/* it had SIGINT when the run died: a fast shutdown, then no waiting */
+					if (tries == 200)
+						kill((pid_t) pid, SIGKILL);
+				}
+			}
+			fclose(f);
+			if (!any)
+				break;
+			sleep_ms(10);
+		}
+		if (rmdir(cgdir) < 0 && errno != ENOENT)
+			rc = -errno;
+	}
+	/* 2. the private socket directory: only what harness_pg_init makes */
+	if (!sockdir || strncmp(sockdir, prefix, sizeof(prefix) - 1) ||
+	    strlen(sockdir) != sizeof(prefix) - 1 + 6 || strchr(sockdir + sizeof(prefix) - 1, '/'))
+		return rc ? rc : -EINVAL;
+	fd = open(sockdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? rc : -errno;
+	if (fstat(fd, &st) < 0 || (st.st_mode & 07777) != 0700) {
+		close(fd);
+		return -EPERM;
+	}
+	for (size_t i = 0; names[i]; i++)
+		(void) unlinkat(fd, names[i], 0);
+	pathf(sock, sizeof(sock), ".s.PGSQL.%d", port);
+	pathf(lock, sizeof(lock), ".s.PGSQL.%d.lock", port);
+	(void) unlinkat(fd, sock, 0);
+	(void) unlinkat(fd, lock, 0);
+	close(fd);
+	if (rmdir(sockdir) < 0)
+		rc = -errno;
+	return rc;
 }
 
 /* One value of a one-row query, into out; 0 or -1. */

@@ -1,9 +1,11 @@
 /*
  * pgrun.c - a run whose target is "postgres": the same study run as
  * run.c's, measured on a private PostgreSQL server over a cloned cluster.
- * harness_run hands over after phase 0 (run_spec.c); harness_pg_run runs
+ * harness_run hands over after phase 0 (run_spec.c); harness_pg_run reads
+ * the same settings (harness_phase_settings: repeat, warmup_queries), runs
  * the same input guards (harness_guard_inputs, run_guard.c) and then the
- * phases below, its own.
+ * phases below, its own. Replicates are harness_run_replicates', as for
+ * every run.
  *
  * Phases, in order, each refusing before anything is measured:
  *   1. guards: the tree is clean (--enforce-clean), validate has passed,
@@ -11,7 +13,8 @@
  *      run's "index") is held
  *      and is not production (guard_existing: by identity, so a symlink,
  *      a bind mount or a hard link to production's cluster is refused), it
- *      carries this study's clone marker for a cluster, the port is not a
+ *      carries this study's clone marker for a cluster, each tablespace's
+ *      folder is held and is not production either, the port is not a
  *      production port, the private socket directory is not production;
  *      a holdout run has frozen predictions and no undeclared overlap;
  *   2. a `run_start` record;
@@ -19,10 +22,15 @@
  *      (through the held directory) and its residency proven 0.0
  *      (guard_cold), then the server started, connected, and each session
  *      set up (auto_explain, the run's SETs, a plan-only EXPLAIN that loads
- *      the catalogs): all of it setup, outside the wall. cold_each_query
- *      repeats this before every query, as the study seed did. Warm: one
- *      untimed pass over the queries first;
- *   4. the load, from this one thread: serial sends one query at a time on
+ *      the catalogs), then postgres.prewarm's pg_prewarm calls (timed
+ *      apart: prewarm_s): all of it setup, outside the wall.
+ *      cold_each_query repeats this before every query, as the study seed
+ *      did. Warm: one untimed pass over the queries first (or
+ *      warmup_queries);
+ *   4. the load, `repeat` times (each repeat from the run's state again,
+ *      after warmup_queries untimed queries: before_repeat), beside the
+ *      competing readers and bulk writer of `load` and `bulkwrite`
+ *      (treat.c), from this one thread: serial sends one query at a time on
  *      one connection; fan-out sends each partition's query over `fanout`
  *      connections with libpq's non-blocking API (PQsendQueryParams, poll,
  *      PQconsumeInput), a connection taking the next partition when its
@@ -42,8 +50,11 @@
  * engine_read_ms_mean = their I/O read time / reads, bytes_per_read = the
  * server's block size; device_* are the device's counters over the query
  * windows only (a restart's reads are setup); io_over_wall = I/O read
- * time / wall. inflight_* and mem_peak_bytes are null: the server's reads
- * and memory are not this process's to count.
+ * time / wall; inflight_* = the block device's reads in flight, sampled
+ * while a query runs (pginfl); mem_peak_bytes = the peak of the server's
+ * own memory cgroup (pg.c puts the postmaster there), one for the run.
+ * Several repeats: each one's metrics kept, the run's their means
+ * (harness_mean_metrics, as run_measure.c).
  */
 #include "harness.h"
 #include "harness_int.h"
@@ -57,10 +68,13 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -92,6 +106,24 @@ typedef struct pgrow {
 	uint64_t ids_hash; /* the returned ids in rank order (harness_ids_hash) */
 	int rels;          /* relations the plans scanned */
 } pgrow;
+
+/*
+ * The block device's reads in flight, sampled every millisecond while a
+ * query runs (the device's inflight file: what the kernel has issued and
+ * not completed). A sample with no read in flight is no submission's
+ * view and is left out, so the median is the queue depth the reads met,
+ * as an engine run's samples at each submission are.
+ */
+typedef struct pginfl {
+	int fd;                 /* /sys/block/.../inflight, or -1: the stat file's in_flight */
+	const cv_blkdev *bd;
+	pthread_t th;
+	int started;
+	atomic_int stop, on;
+	pthread_mutex_t mu;
+	cv_hist h;              /* samples with a read in flight (mu) */
+	uint64_t max, samples;  /* the largest; every sample taken in a query window (mu) */
+} pginfl;
 
 typedef struct pgrun {
 	ledger *l;
@@ -127,7 +159,121 @@ typedef struct pgrun {
 	harness_pgfdw *fdw;     /* a run over N servers ($.postgres.shards), else NULL */
 	size_t short_queries;   /* queries that returned fewer than k rows */
 	size_t fewest_rows;     /* ... the fewest */
+	const json_t *prewarm;  /* postgres.prewarm: relations, or ["all indexes"] */
+	const char *prewarm_mode;
+	double prewarm_ms;      /* this repeat's pg_prewarm calls (setup, outside the wall) */
+	int64_t prewarm_blocks; /* the blocks they loaded, over the run */
+	pginfl infl;
+	guard_held *ts;         /* the clone's tablespaces' folders, held (its marker's) */
+	const char **ts_oid;    /* their OIDs, for names (pg_tblspc/OID/...; the marker's) */
+	size_t nts;
 } pgrun;
+
+/* ---- the device's reads in flight ---- */
+
+static int infl_read(pginfl *I, uint64_t *v)
+{
+	char buf[64];
+	ssize_t n;
+
+	if (I->fd < 0) {
+		cv_blkstat b;
+
+		if (cv_blkdev_stat(I->bd, &b))
+			return -1;
+		*v = b.in_flight;
+		return 0;
+	}
+	n = pread(I->fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	*v = strtoull(buf, NULL, 10); /* "reads writes": the reads */
+	return 0;
+}
+
+static void *infl_main(void *arg)
+{
+	pginfl *I = arg;
+	struct timespec ms = {0, 1000000L}, idle = {0, 5000000L};
+
+	while (!atomic_load(&I->stop)) {
+		uint64_t v;
+
+		if (!atomic_load(&I->on)) {
+			nanosleep(&idle, NULL);
+			continue;
+		}
+		if (infl_read(I, &v) == 0) {
+			pthread_mutex_lock(&I->mu);
+			I->samples++;
+			if (v) {
+				cv_hist_add(&I->h, v);
+				if (v > I->max)
+					I->max = v;
+			}
+			pthread_mutex_unlock(&I->mu);
+		}
+		nanosleep(&ms, NULL);
+	}
+	return NULL;
+}
+
+/* Start sampling bd (0, or -1: no sampler, inflight_* then null). */
+static int infl_start(pginfl *I, const cv_blkdev *bd)
+{
+	char p[sizeof(bd->stat_path) + 16], *sl;
+
+	memset(I, 0, sizeof(*I));
+	I->fd = -1;
+	I->bd = bd;
+	snprintf(p, sizeof(p), "%s", bd->stat_path);
+	if ((sl = strrchr(p, '/')))
+		snprintf(sl + 1, sizeof(p) - (size_t) (sl + 1 - p), "inflight");
+	I->fd = open(p, O_RDONLY | O_CLOEXEC);
+	pthread_mutex_init(&I->mu, NULL);
+	if (pthread_create(&I->th, NULL, infl_main, I)) {
+		pthread_mutex_destroy(&I->mu);
+		if (I->fd >= 0)
+			close(I->fd);
+		I->fd = -1;
+		return -1;
+	}
+	I->started = 1;
+	return 0;
+}
+
+static void infl_stop(pginfl *I)
+{
+	if (!I->started)
+		return;
+	atomic_store(&I->stop, 1);
+	pthread_join(I->th, NULL);
+	pthread_mutex_destroy(&I->mu);
+	if (I->fd >= 0)
+		close(I->fd);
+	I->fd = -1;
+	I->started = 0;
+}
+
+/* A repeat's samples: inflight_median and inflight_max into m (null without samples); reset. */
+static void infl_take(pginfl *I, json_t *m)
+{
+	json_t *med = json_null(), *mx = json_null();
+
+	if (I->started) {
+		pthread_mutex_lock(&I->mu);
+		if (I->samples) {
+			med = I->h.count ? json_real(cv_hist_quantile(&I->h, 0.5)) : json_integer(0);
+			mx = json_integer((json_int_t) I->max);
+		}
+		memset(&I->h, 0, sizeof(I->h));
+		I->max = I->samples = 0;
+		pthread_mutex_unlock(&I->mu);
+	}
+	json_object_set_new(m, "inflight_median", med);
+	json_object_set_new(m, "inflight_max", mx);
+}
 
 /* ---- plans, from auto_explain's LOG messages ---- */
 
@@ -294,6 +440,83 @@ static int sessions_up(pgrun *R, cs_err *e)
 	return 0;
 }
 
+/* Free what clone_paths made. */
+static void paths_free(char **paths, size_t n)
+{
+	for (size_t i = 0; paths && i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
+/* Append dir's files (through held folder via) to paths/names under prefix; 0 or CS_EXIT_*. */
+static int add_paths(const char *via, const char *prefix, char ***paths, char ***names, size_t *n,
+		     cs_err *e)
+{
+	char **nm = NULL, **np, **nn;
+	size_t k = 0;
+	int rc = guard_dir_files(via, &nm, &k, e);
+
+	if (rc)
+		return rc;
+	np = realloc(*paths, (*n + k + 1) * sizeof(*np));
+	if (np)
+		*paths = np;
+	nn = np ? realloc(*names, (*n + k + 1) * sizeof(*nn)) : NULL;
+	if (nn)
+		*names = nn;
+	for (size_t i = 0; nn && i < k; i++) {
+		size_t pl = strlen(via) + strlen(nm[i]) + 2, ml = strlen(prefix) + strlen(nm[i]) + 1;
+		char *p = malloc(pl), *m = malloc(ml);
+
+		if (!p || !m) {
+			free(p);
+			free(m);
+			nn = NULL;
+			break;
+		}
+		snprintf(p, pl, "%s/%s", via, nm[i]);
+		snprintf(m, ml, "%s%s", prefix, nm[i]);
+		(*paths)[*n] = p;
+		(*names)[(*n)++] = m;
+	}
+	guard_dir_files_free(nm, k);
+	return nn ? 0 : cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+}
+
+/*
+ * Every file of the clone, through the held directory, and of its
+ * tablespaces, through theirs: *paths (new, free with paths_free) and,
+ * when names is not NULL, their names in the clone (a tablespace's as
+ * pg_tblspc/OID/...).
+ */
+static int clone_paths(pgrun *R, char ***paths, char ***names, size_t *n, cs_err *e)
+{
+	char **ps = NULL, **nm = NULL;
+	size_t k = 0;
+	int rc = add_paths(guard_held_via(&R->hold), "", &ps, &nm, &k, e);
+
+	for (size_t t = 0; !rc && t < R->nts; t++) {
+		char prefix[64];
+
+		snprintf(prefix, sizeof(prefix), "pg_tblspc/%.20s/", R->ts_oid[t]);
+		rc = add_paths(guard_held_via(&R->ts[t]), prefix, &ps, &nm, &k, e);
+	}
+	*paths = NULL;
+	*n = 0;
+	if (rc) {
+		paths_free(ps, k);
+		paths_free(nm, k);
+		return rc;
+	}
+	if (names)
+		*names = nm;
+	else
+		paths_free(nm, k);
+	*paths = ps;
+	*n = k;
+	return 0;
+}
+
 /* Evict every file of the clone through the held directory and prove residency 0.0. */
 static int evict_clone(pgrun *R, double *resident, cs_err *e)
 {
@@ -301,25 +524,12 @@ static int evict_clone(pgrun *R, double *resident, cs_err *e)
 	size_t n = 0;
 	int rc;
 
-	rc = guard_dir_files(guard_held_via(&R->hold), &names, &n, e);
+	rc = clone_paths(R, &paths, &names, &n, e);
 	if (rc)
 		return rc;
-	paths = calloc(n ? n : 1, sizeof(*paths));
-	if (!paths) {
-		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-		goto out;
-	}
 	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(guard_held_via(&R->hold)) + strlen(names[i]) + 2;
-		int r;
+		int r = cv_cache_evict(paths[i]);
 
-		paths[i] = malloc(len);
-		if (!paths[i]) {
-			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
-			goto out;
-		}
-		snprintf(paths[i], len, "%s/%s", guard_held_via(&R->hold), names[i]);
-		r = cv_cache_evict(paths[i]);
 		if (r) {
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s/%s: eviction failed: %s",
 					R->hold.shown, names[i], strerror(-r));
@@ -328,36 +538,95 @@ static int evict_clone(pgrun *R, double *resident, cs_err *e)
 	}
 	rc = guard_cold(R->l, paths, n, "run", resident, e);
 out:
-	for (size_t i = 0; paths && i < n; i++)
-		free(paths[i]);
-	free(paths);
-	guard_dir_files_free(names, n);
+	paths_free(paths, n);
+	paths_free(names, n);
 	return rc;
 }
 
-/* The resident fraction of the clone's files now (NaN when it cannot be measured). */
+/* The resident fraction of the clone's files (its tablespaces' too) now (NaN when unknown). */
 static double clone_resident(pgrun *R)
 {
-	char **names = NULL, p[PATH_MAX * 2];
+	char **paths = NULL;
 	size_t n = 0;
 	uint64_t pages = 0, res = 0;
+	cs_err ce = {0};
 
-	if (guard_dir_files(guard_held_via(&R->hold), &names, &n, NULL))
+	if (clone_paths(R, &paths, NULL, &n, &ce))
 		return NAN;
 	for (size_t i = 0; i < n; i++) {
 		cv_residency r;
 
-		snprintf(p, sizeof(p), "%s/%s", guard_held_via(&R->hold), names[i]);
-		if (cv_cache_residency(p, &r) == 0) {
+		if (cv_cache_residency(paths[i], &r) == 0) {
 			pages += r.pages;
 			res += r.resident;
 		}
 	}
-	guard_dir_files_free(names, n);
+	paths_free(paths, n);
 	return pages ? (double) res / (double) pages : 0.0;
 }
 
-/* Cold: stop, evict, prove 0.0, start, set the sessions up. */
+/* One prewarm statement with its parameters on the first session; its blocks added up. */
+static int prewarm_exec(pgrun *R, const char *sql, int nparams, const char *const *vals,
+			const char *where, cs_err *e)
+{
+	PGresult *r = PQexecParams(R->conns[0].c, sql, nparams, NULL, vals, NULL, NULL, 0);
+	int rc = 0;
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
+		rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: %s: %s", R->spec_path, where,
+				PQresultErrorMessage(r));
+	else if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+		R->prewarm_blocks += strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	return rc;
+}
+
+/*
+ * postgres.prewarm: pg_prewarm (contrib) on each named relation, or on
+ * every index of the database outside the catalogs ("all indexes"), in
+ * postgres.prewarm_mode (buffer: into shared_buffers, the default; read:
+ * into the page cache). Setup, timed apart: prewarm_s, outside the wall.
+ * Relation names go as parameters (::regclass), never as SQL text.
+ */
+static int prewarm(pgrun *R, cs_err *e)
+{
+	const char *mode = R->prewarm_mode ? R->prewarm_mode : "buffer";
+	uint64_t t0 = cs_mono_ns();
+	size_t i;
+	json_t *x;
+	int rc;
+
+	if (!json_array_size(R->prewarm))
+		return 0;
+	PQsetnonblocking(R->conns[0].c, 0);
+	rc = prewarm_exec(R, "CREATE EXTENSION IF NOT EXISTS pg_prewarm", 0, NULL,
+			  "$.postgres.prewarm (contrib's pg_prewarm)", e);
+	json_array_foreach(R->prewarm, i, x) {
+		const char *rel = json_string_value(x);
+		const char *vals[2] = {rel, mode};
+		char w[64];
+
+		if (rc)
+			break;
+		snprintf(w, sizeof(w), "$.postgres.prewarm[%zu]", i);
+		if (!strcmp(rel, "all indexes"))
+			rc = prewarm_exec(R,
+					  "SELECT coalesce(sum(pg_prewarm(c.oid, $1)), 0)::bigint "
+					  "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+					  "WHERE c.relkind = 'i' AND n.nspname NOT IN ('pg_catalog', "
+					  "'information_schema') AND n.nspname NOT LIKE 'pg_toast%'",
+					  1, vals + 1, w, e);
+		else
+			rc = prewarm_exec(R, "SELECT pg_prewarm($1::regclass, $2)", 2, vals, w, e);
+	}
+	/* its statistics flushed here, so a query's pg_statio window holds the query alone */
+	PQclear(PQexec(R->conns[0].c, "SELECT pg_stat_force_next_flush()"));
+	PQsetnonblocking(R->conns[0].c, 1);
+	R->prewarm_ms += (double) (cs_mono_ns() - t0) / 1e6;
+	return rc;
+}
+
+/* Cold: stop, evict, prove 0.0, start, set the sessions up, prewarm when asked. */
 static int cold_start(pgrun *R, double *resident, cs_err *e)
 {
 	int rc;
@@ -369,7 +638,9 @@ static int cold_start(pgrun *R, double *resident, cs_err *e)
 	    (rc = harness_pgfdw_repoint(R->fdw, R->l, &R->srv, R->db, R->user, e)))
 		return rc;
 	R->restarts++;
-	return sessions_up(R, e);
+	if ((rc = sessions_up(R, e)))
+		return rc;
+	return prewarm(R, e);
 }
 
 /* Every session flushes its statistics now (they are otherwise sent at most once a second). */
@@ -640,7 +911,7 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 			if ((rc = cold_start(R, &res, e)))
 				goto out;
 		}
-		if ((qr = vec_text(R, cv_row(R->queries, q), R->queries->d))) {
+		if ((qr = vec_text(R, cv_row(R->queries, q % R->queries->n), R->queries->d))) {
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "query vector: %s", strerror(-qr));
 			goto out;
 		}
@@ -651,6 +922,7 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 			plan_reset(&R->conns[i]);
 		if (R->have_dev && cv_blkdev_stat(&R->bd, &b0))
 			R->have_dev = 0;
+		atomic_store(&R->infl.on, 1);
 		t1 = cs_mono_ns();
 		if (R->partsql) {
 			qr = query_fanout(R, prow, pdist, pn, why, whycap);
@@ -660,6 +932,7 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 			qr = query_serial(R, ids, &nout, why, whycap);
 		}
 		t2 = cs_mono_ns();
+		atomic_store(&R->infl.on, 0);
 		if (R->have_dev && cv_blkdev_stat(&R->bd, &b1))
 			R->have_dev = 0;
 		if (qr) {
@@ -717,8 +990,9 @@ static int run_load(pgrun *R, pgrow *rows, size_t nq, int each, char *why, size_
 			if (nout < R->fewest_rows || R->short_queries == 1)
 				R->fewest_rows = nout;
 		}
-		r->recall = R->gt ? cv_recall_at_k(R->base, cv_row(R->queries, q), CV_METRIC_L2,
-						   R->gt + q * R->k, R->k, ids, nout)
+		r->recall = R->gt ? cv_recall_at_k(R->base, cv_row(R->queries, q % R->queries->n),
+						   CV_METRIC_L2, R->gt + (q % R->queries->n) * R->k,
+						   R->k, ids, nout)
 				  : NAN;
 		if (R->gt && isnan(r->recall)) {
 			rc = cs_err_set(e, CS_EXIT_BADINPUT,
@@ -737,7 +1011,7 @@ out:
 
 
 /* DESIGN.md's vocabulary from the rows (new reference). */
-static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wall_s,
+static json_t *pg_metrics(pgrun *R, const pgrow *rows, size_t n, double wall_s,
 			  double resident_before)
 {
 	double *lat = malloc((n ? n : 1) * sizeof(*lat)), sl = 0, rms = 0, rec = 0;
@@ -804,13 +1078,16 @@ static json_t *pg_metrics(const pgrun *R, const pgrow *rows, size_t n, double wa
 	}
 	json_object_set_new(m, "io_over_wall",
 			    harness_num_or_null(wall_s > 0 ? rms / 1e3 / wall_s : NAN));
-	json_object_set_new(m, "inflight_median", json_null());
-	json_object_set_new(m, "inflight_max", json_null());
+	infl_take(&R->infl, m);
 	json_object_set_new(m, "fanout_via", R->fdw       ? json_string("postgres_fdw")
 					      : R->partsql ? json_string("libpq")
 							   : json_null());
 	json_object_set_new(m, "resident_fraction_before", harness_num_or_null(resident_before));
+	/* the server's cgroup's peak, one for the run: set when the run's server is stopped */
 	json_object_set_new(m, "mem_peak_bytes", json_null());
+	json_object_set_new(m, "prewarm_s", json_array_size(R->prewarm)
+						    ? json_real(R->prewarm_ms / 1e3)
+						    : json_null());
 	free(lat);
 	return m;
 }
@@ -890,6 +1167,43 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 				    "index %s: its clone marker is not a cluster's (clone the "
 				    "stopped cluster's data directory with coldstudy clone)",
 				    pgdata);
+	/*
+	 * Its tablespaces (guard_clone matched each pg_tblspc link to the folder
+	 * the marker names): each folder held and guarded like the data
+	 * directory, so a tablespace that is, lies in or contains production is
+	 * refused, and the same folder by identity.
+	 */
+	{
+		const json_t *tl = json_object_get(*marker, "tablespaces");
+		size_t i;
+		json_t *t;
+
+		R->ts = calloc(json_array_size(tl) + 1, sizeof(*R->ts));
+		R->ts_oid = calloc(json_array_size(tl) + 1, sizeof(*R->ts_oid));
+		if (!R->ts || !R->ts_oid)
+			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		json_array_foreach(tl, i, t) {
+			const char *cl = json_string_value(json_object_get(t, "clone"));
+
+			guard_held_init(&R->ts[i]);
+			if (!cl)
+				return guard_refuse(R->l, "clone", "run", pgdata, e,
+						    "%s: its clone marker names a tablespace without "
+						    "its clone",
+						    pgdata);
+			R->ts_oid[i] = json_string_value(json_object_get(t, "oid"));
+			if ((rc = guard_existing(R->l, prod, cl, AT_FDCWD, "run", "tablespace",
+						 &R->ts[i], e)))
+				return rc;
+			R->nts = i + 1;
+			if ((json_int_t) R->ts[i].st.st_dev != json_integer_value(json_object_get(t, "dev")) ||
+			    (json_int_t) R->ts[i].st.st_ino != json_integer_value(json_object_get(t, "ino")))
+				return guard_refuse(R->l, "clone", "run", cl, e,
+						    "%s: tablespace %s is not the folder the clone "
+						    "made (device and inode differ)",
+						    cl, R->ts_oid[i]);
+		}
+	}
 	if ((rc = guard_port(R->l, prod, port, "run", "postgres.port", e)))
 		return rc;
 	/* what the run is comes from the plan, by its spec hash, not from the flag (as run.c) */
@@ -1026,10 +1340,112 @@ static int pg_prepare(pgrun *R, guard_prodset *prod, const json_t *study, harnes
 	return 0;
 }
 
-static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, const json_t *eff,
-		  const char *sha, const char *spec_path, harness_run_opts *o, cs_err *e)
+/*
+ * Before a repeat (or before the first when warm-up queries are asked), as
+ * an engine run's (run_cold.c): nwarm untimed queries, then for a cold run
+ * cold again (stopped, evicted, proven cold, started, prewarmed when
+ * asked); a warm run's resident fraction measured again.
+ */
+static int before_repeat(pgrun *R, uint64_t nwarm, int cold, double *resident, char *why,
+			 size_t whycap, cs_err *e)
 {
+	if (nwarm) {
+		/* a pass over the queries at a time: bounded memory whatever warmup_queries says */
+		size_t chunk = nwarm < R->queries->n ? (size_t) nwarm : R->queries->n;
+		pgrow *w = calloc(chunk, sizeof(*w));
+		int rc = 0;
+
+		if (!w)
+			return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		for (uint64_t left = nwarm; left && !rc; left -= left < chunk ? left : chunk)
+			rc = run_load(R, w, left < chunk ? (size_t) left : chunk, 0, why, whycap, e);
+		free(w);
+		if (rc)
+			return rc;
+	}
+	if (!cold) {
+		*resident = clone_resident(R);
+		return 0;
+	}
+	R->prewarm_ms = 0; /* this repeat's prewarm is the one that follows */
+	return cold_start(R, resident, e);
+}
+
+/* The competing load of the engine's knobs, load and bulkwrite, beside the server (treat.c). */
+static int competing_start(pgrun *R, const guard_held *whold, harness_readers **rd,
+			   harness_writer **wr, cs_err *e)
+{
+	const json_t *ld = json_object_get(R->eff, "load"), *bw = json_object_get(R->eff, "bulkwrite");
+	int rc = 0;
+
+	if (json_is_object(ld)) {
+		char **paths = NULL;
+		size_t n = 0;
+
+		rc = clone_paths(R, &paths, NULL, &n, e);
+		if (!rc)
+			rc = harness_readers_start(
+				paths, n, (unsigned) json_integer_value(json_object_get(ld, "readers")),
+				json_is_integer(json_object_get(ld, "block_bytes"))
+					? (uint32_t) json_integer_value(json_object_get(ld, "block_bytes"))
+					: HARNESS_BLOCK,
+				NULL, rd, e);
+		paths_free(paths, n);
+		if (rc)
+			return rc;
+	}
+	if (json_is_object(bw))
+		rc = harness_writer_start(
+			guard_held_via(whold), json_string_value(json_object_get(R->eff, "index")),
+			json_is_integer(json_object_get(bw, "max_bytes"))
+				? (uint64_t) json_integer_value(json_object_get(bw, "max_bytes"))
+				: (uint64_t) 1 << 30,
+			json_is_number(json_object_get(bw, "max_s"))
+				? json_number_value(json_object_get(bw, "max_s"))
+				: 600.0,
+			json_is_integer(json_object_get(bw, "chunk_bytes"))
+				? (uint64_t) json_integer_value(json_object_get(bw, "chunk_bytes"))
+				: (uint64_t) 1 << 20,
+			json_is_integer(json_object_get(bw, "sync_bytes"))
+				? (uint64_t) json_integer_value(json_object_get(bw, "sync_bytes"))
+				: (uint64_t) 8 << 20,
+			NULL, wr, e);
+	return rc;
+}
+
+/* Stop the competing load; what each did into *treat (new object, or NULL when none ran). */
+static int competing_stop(harness_readers **rd, harness_writer **wr, json_t **treat, cs_err *e)
+{
+	cs_err te = {0};
+	json_t *rj = *rd ? harness_readers_stop(*rd, &te) : NULL;
+	json_t *wj;
+	int failed = *rd && !rj;
+
+	*rd = NULL;
+	wj = *wr ? harness_writer_stop(*wr, failed ? NULL : &te) : NULL;
+	failed |= *wr && !wj;
+	*wr = NULL;
+	if (rj || wj) {
+		*treat = json_object();
+		if (rj)
+			json_object_set_new(*treat, "load", rj);
+		if (wj)
+			json_object_set_new(*treat, "bulkwrite", wj);
+	}
+	return failed ? cs_err_set(e, CS_EXIT_INTERNAL, "competing load: %s", te.msg) : 0;
+}
+
+static int pg_run(harness_run_ctx *run, cs_err *e)
+{
+	struct ledger *l = run->l;
+	guard_prodset *prod = run->prod;
+	const json_t *study = run->study, *eff = run->eff;
+	const char *sha = run->sha, *spec_path = run->spec_path;
+	harness_run_opts *o = run->o;
 	pgrun R;
+	json_t *reps = NULL, *treat = NULL, *mempeak = NULL;
+	harness_readers *readers = NULL;
+	harness_writer *writer = NULL;
 	json_t *marker = NULL, *features = NULL, *host = NULL, *metrics = NULL, *rowsj = NULL;
 	json_t *ios = NULL, *mems = NULL, *proms = NULL, *rec = NULL, *tmp, *pgj = NULL, *tags = NULL;
 	harness_samplers *smp = NULL;
@@ -1037,7 +1453,7 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 	size_t nq = 0;
 	int64_t runs = 0;
 	char run_id[32], started[32], ended[32], why[512] = "", ver[64] = "", bs[32] = "";
-	double resident_before = 0, wall_s, setup_ms = 0;
+	double resident_before = 0;
 	harness_live live;
 	json_t *smp_health = NULL;
 	int rc, cold, each, run_started = 0, recorded = 0;
@@ -1056,13 +1472,21 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 	R.vec_pgvector = json_is_string(json_object_get(R.pgspec, "vector_text")) &&
 			 !strcmp(json_string_value(json_object_get(R.pgspec, "vector_text")), "pgvector");
 	R.k = (size_t) json_integer_value(json_object_get(eff, "k"));
+	R.prewarm = json_object_get(R.pgspec, "prewarm");
+	R.prewarm_mode = json_string_value(json_object_get(R.pgspec, "prewarm_mode"));
+	R.infl.fd = -1;
 
 	/* 1. guards and inputs */
 	rc = pg_prepare(&R, prod, study, o, sha, &marker, e);
 	if (rc)
 		goto out;
 	nq = R.queries->n;
-	rows = calloc(nq, sizeof(*rows));
+	rows = calloc(nq * run->nrep, sizeof(*rows));
+	reps = json_array();
+	if (!reps) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		goto out;
+	}
 	if (!rows) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
@@ -1092,6 +1516,8 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 	rc = harness_live_begin(ledger_dir(l), run_id, &live, e);
 	if (rc)
 		goto out;
+	/* a run killed from here on leaves its server and socket directory to the next command */
+	harness_live_postgres(&live, R.srv.sockdir, R.srv.port, R.srv.cgdir);
 	tmp = json_pack("{s:s, s:s, s:b, s:s}", "run_id", run_id, "spec_sha256", sha, "holdout",
 			R.holdout, "class", R.cls);
 	rc = ledger_append(l, "run_start", tmp, NULL, e);
@@ -1128,8 +1554,8 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 		PQclear(r);
 		R.block_size = strtoll(bs, NULL, 10);
 	}
-	if (!cold) {
-		/* One untimed pass warms shared_buffers and the page cache. */
+	if (!cold && !run->nwarm) {
+		/* One untimed pass warms shared_buffers and the page cache (warmup_queries: those). */
 		R.t0 = cs_mono_ns();
 		rc = run_load(&R, rows, nq, 0, why, sizeof(why), e);
 		if (rc)
@@ -1150,10 +1576,47 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 		if (rc)
 			goto out;
 	}
+	/* competing readers and bulk writes from before the first query to after the last */
+	rc = competing_start(&R, &run->whold, &readers, &writer, e);
+	if (rc)
+		goto out;
+	if (R.have_dev)
+		(void) infl_start(&R.infl, &R.bd); /* none: inflight_* null */
 	cs_format_rfc3339(cs_now_us(), started);
 	R.t0 = cs_mono_ns();
-	rc = run_load(&R, rows, nq, each, why, sizeof(why), e);
+	/*
+	 * The load, `repeat` times, as an engine run's (run_load.c): each repeat
+	 * from the run's state again (cold: stopped, evicted, proven cold,
+	 * started, prewarmed), after `warmup_queries` untimed queries, with its
+	 * own metrics; the run's are their means (harness_mean_metrics).
+	 */
+	for (unsigned rep = 0; rep < run->nrep && !rc; rep++) {
+		pgrow *rr = rows + (size_t) rep * nq;
+		double setup_ms = 0, wall_s;
+		json_t *m;
+
+		if ((rep > 0 || run->nwarm) &&
+		    (rc = before_repeat(&R, run->nwarm, cold, &resident_before, why, sizeof(why), e)))
+			break;
+		if ((rc = run_load(&R, rr, nq, each, why, sizeof(why), e)))
+			break;
+		/* the wall runs from the first query's start to the last one's end, less setup */
+		for (size_t i = 1; i < nq; i++)
+			setup_ms += rr[i].setup_ms;
+		wall_s = (rr[nq - 1].t_ms + rr[nq - 1].lat_ms - rr[0].t_ms - setup_ms) / 1e3;
+		m = pg_metrics(&R, rr, nq, wall_s, resident_before);
+		if (!m || json_array_append_new(reps, m))
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+		R.prewarm_ms = 0;
+	}
 	cs_format_rfc3339(cs_now_us(), ended);
+	infl_stop(&R.infl);
+	{
+		int crc = competing_stop(&readers, &writer, &treat, rc ? NULL : e);
+
+		if (!rc)
+			rc = crc;
+	}
 	harness_samplers_stop(smp, &ios, &mems, &proms, NULL, &smp_health);
 	smp = NULL;
 	if (rc)
@@ -1177,22 +1640,40 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 	if (rc)
 		goto out;
 
-	/* 5. metrics: the wall runs from the first query's start to the last one's end, less setup */
-	for (size_t i = 1; i < nq; i++)
-		setup_ms += rows[i].setup_ms;
-	wall_s = (rows[nq - 1].t_ms + rows[nq - 1].lat_ms - rows[0].t_ms - setup_ms) / 1e3;
-	metrics = pg_metrics(&R, rows, nq, wall_s, resident_before);
+	/* 5. metrics: the repeats' (their means), the server's memory peak over the whole run */
+	{
+		char which[64] = "";
+		int64_t pk = R.srv.cgdir[0] ? harness_cgroup_peak(R.srv.cgdir, which, sizeof(which))
+					    : -1;
+		size_t i;
+		json_t *m;
+		char src[160];
+
+		if (pk >= 0)
+			snprintf(src, sizeof(src),
+				 "cgroup %s of the server (the postmaster and its backends)", which);
+		else
+			snprintf(src, sizeof(src), "none: %s",
+				 json_string_value(json_object_get(R.srv.cgroup, "why"))
+					 ? json_string_value(json_object_get(R.srv.cgroup, "why"))
+					 : "the server's cgroup has no peak counter");
+		mempeak = json_pack("{s:o, s:s, s:O?}", "bytes", pk >= 0 ? json_integer(pk) : json_null(),
+				    "source", src, "cgroup", R.srv.cgroup);
+		json_array_foreach(reps, i, m)
+			json_object_set_new(m, "mem_peak_bytes",
+					    pk >= 0 ? json_integer((json_int_t) pk) : json_null());
+	}
+	metrics = run->nrep > 1 ? harness_mean_metrics(reps) : json_incref(json_array_get(reps, 0));
 	rowsj = json_array();
 	if (!metrics || !rowsj) {
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 		goto out;
 	}
-
-	for (size_t i = 0; i < nq; i++) {
+	for (size_t i = 0; i < nq * run->nrep && i < ROWS_MAX; i++) { /* rows kept as an engine run's */
 		const pgrow *r = &rows[i];
+		json_t *row;
 
-		json_array_append_new(
-			rowsj, json_pack("{s:I, s:I, s:f, s:f, s:I, s:I, s:f, s:o, s:I, s:I, s:I, s:f, s:o}",
+		row = json_pack("{s:I, s:I, s:f, s:f, s:I, s:I, s:f, s:o, s:I, s:I, s:I, s:f, s:o}",
 					 "q", (json_int_t) (r->q + json_integer_value(json_object_get(
 									   json_object_get(eff, "queries"), "first"))),
 					 "client", (json_int_t) 0, "t_ms", r->t_ms, "lat_ms", r->lat_ms,
@@ -1202,13 +1683,20 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 					 "hit_blocks", (json_int_t) r->hits, "statio_reads",
 					 (json_int_t) r->statio, "setup_ms", r->setup_ms,
 					 "device_reads",
-					 R.have_dev ? json_integer((json_int_t) r->dev_reads) : json_null()));
+					 R.have_dev ? json_integer((json_int_t) r->dev_reads) : json_null());
+		if (row && run->nrep > 1) /* which repeat, as an engine run's rows say */
+			json_object_set_new(row, "repeat", json_integer((json_int_t) (i / nq)));
+		if (!row || json_array_append_new(rowsj, row)) {
+			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
+			goto out;
+		}
 	}
 	{
-		int64_t plan_reads = json_integer_value(json_object_get(metrics, "engine_reads"));
-		int64_t hits = 0, statio = 0;
+		int64_t plan_reads = 0, hits = 0, statio = 0;
 
-		for (size_t i = 0; i < nq; i++) {
+		/* over every repeat: the plans' blocks read against pg_statio's */
+		for (size_t i = 0; i < nq * run->nrep; i++) {
+			plan_reads += rows[i].reads;
 			hits += rows[i].hits;
 			statio += rows[i].statio;
 		}
@@ -1233,7 +1721,8 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 				each ? "before every query: stop, evict every clone file, residency 0.0, "
 				       "start, sessions set up (outside the wall)"
 				     : cold ? "once: stop, evict every clone file, residency 0.0, start"
-					    : "warm: one untimed pass first",
+					    : run->nwarm ? "warm: warmup_queries untimed queries first"
+							 : "warm: one untimed pass first",
 				"owner", R.srv.user);
 		if (pgj && R.fdw) {
 			json_t *plan;
@@ -1256,6 +1745,38 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 		json_object_set_new(pgj, "fewest_rows", R.short_queries
 								? json_integer((json_int_t) R.fewest_rows)
 								: json_null());
+		if (pgj && json_array_size(R.prewarm))
+			json_object_set_new(
+				pgj, "prewarm",
+				json_pack("{s:O, s:s, s:I, s:s}", "relations", R.prewarm, "mode",
+					  R.prewarm_mode ? R.prewarm_mode : "buffer", "blocks",
+					  (json_int_t) R.prewarm_blocks, "how",
+					  "pg_prewarm (contrib) after every cold start, before the "
+					  "queries: setup, timed as prewarm_s, outside the wall"));
+		if (pgj && R.nts) {
+			json_t *ta = json_array();
+
+			for (size_t t = 0; ta && t < R.nts; t++) {
+				char **nm = NULL;
+				size_t n = 0;
+				cs_err ce = {0};
+
+				if (guard_dir_files(guard_held_via(&R.ts[t]), &nm, &n, &ce) == 0)
+					json_array_append_new(ta, json_pack("{s:s, s:s, s:I}", "oid", R.ts_oid[t],
+									    "dir", R.ts[t].shown,
+									    "files", (json_int_t) n));
+				guard_dir_files_free(nm, n);
+			}
+			json_object_set_new(pgj, "tablespaces", ta);
+		}
+		if (pgj)
+			json_object_set_new(
+				pgj, "inflight",
+				json_pack("{s:s, s:s}", "source",
+					  R.have_dev ? R.bd.part : "none: no block device under the clone",
+					  "how",
+					  "the block device's reads in flight sampled every 1 ms while "
+					  "a query runs; samples with none in flight left out"));
 	}
 
 	/* 6. one transaction: the raw series and the run record */
@@ -1303,6 +1824,13 @@ static int pg_run(struct ledger *l, guard_prodset *prod, const json_t *study, co
 		if (R.class_why[0])
 			json_object_set_new(rec, "class_why", json_string(R.class_why));
 		json_object_set_new(rec, "versions", harness_versions(NULL));
+		/* as an engine run's record: each repeat's metrics, how mem_peak_bytes was had,
+		 * what the competing load did */
+		if (run->nrep > 1)
+			json_object_set(rec, "repeats", reps);
+		json_object_set(rec, "mem_peak", mempeak);
+		if (treat)
+			json_object_set(rec, "treatments", treat);
 		if (json_array_size(R.reached))
 			json_object_set(rec, "holdout_reached", R.reached);
 		if (R.short_queries) {
@@ -1338,6 +1866,12 @@ out:
 	harness_live_end(&live);
 	json_decref(smp_health);
 	harness_samplers_stop(smp, NULL, NULL, NULL, NULL, NULL);
+	infl_stop(&R.infl);
+	harness_readers_stop(readers, NULL);
+	harness_writer_stop(writer, NULL);
+	json_decref(reps);
+	json_decref(treat);
+	json_decref(mempeak);
 	close_conns(&R);
 	harness_pg_fini(&R.srv);
 	harness_pgfdw_free(R.fdw);
@@ -1352,6 +1886,10 @@ out:
 	json_decref(R.qrows);
 	json_decref(R.reached);
 	guard_held_close(&R.hold);
+	for (size_t t = 0; t < R.nts; t++)
+		guard_held_close(&R.ts[t]);
+	free(R.ts);
+	free((void *) R.ts_oid);
 	free(rows);
 	json_decref(marker);
 	json_decref(features);
@@ -1377,9 +1915,19 @@ int harness_pg_run(harness_run_ctx *run, cs_err *e)
 {
 	int rc;
 
-	if ((rc = guard_prodset_load(run->l, &run->prod, e)) ||
+	/* bulk writes beside the index need the held clone, which is held later: a folder named */
+	if (json_is_object(json_object_get(run->eff, "bulkwrite")) &&
+	    !json_object_get(json_object_get(run->eff, "bulkwrite"), "dir") &&
+	    !json_is_string(json_object_get(run->study, "scratch_dir")))
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+				  "%s: $.bulkwrite.dir: a postgres run's bulk writes need a folder "
+				  "(bulkwrite.dir, or the study's scratch_dir)",
+				  run->spec_path);
+	/* the settings an engine run reads (repeat, warmup_queries, ...), by the same phase */
+	if ((rc = harness_phase_settings(run, e)) ||
+	    (rc = guard_prodset_load(run->l, &run->prod, e)) ||
 	    (rc = harness_guard_inputs(run->l, run->prod, run->study, run->eff, &run->ihold,
 				       &run->whold, e)))
 		return rc;
-	return pg_run(run->l, run->prod, run->study, run->eff, run->sha, run->spec_path, run->o, e);
+	return pg_run(run, e);
 }

@@ -288,8 +288,9 @@ static void set_all(json_t *arr, const char *key, json_int_t v)
  * The repeats' metrics as one: each metric's mean over the repeats where
  * it is a number (null when it is a number in none); the spread is
  * reported from the repeats themselves (reports/results.c). New reference.
+ * The PostgreSQL path's repeats are averaged here too (pgrun.c).
  */
-static json_t *mean_metrics(const json_t *reps)
+json_t *harness_mean_metrics(const json_t *reps)
 {
 	json_t *out = json_object(), *first = json_array_get(reps, 0), *v;
 	const char *k;
@@ -365,9 +366,9 @@ int harness_phase_metrics(harness_run_ctx *R, cs_err *e)
 		/* One peak for the whole run: the repeats share the process. */
 		set_all(R->reps, "mem_peak_bytes", (json_int_t) R->mem_peak);
 		set_all(R->reps_real, "mem_peak_bytes", (json_int_t) R->mem_peak);
-		R->metrics = R->nrep > 1 ? mean_metrics(R->reps) : json_incref(json_array_get(R->reps, 0));
+		R->metrics = R->nrep > 1 ? harness_mean_metrics(R->reps) : json_incref(json_array_get(R->reps, 0));
 		if (R->virt)
-			R->metrics_real = R->nrep > 1 ? mean_metrics(R->reps_real)
+			R->metrics_real = R->nrep > 1 ? harness_mean_metrics(R->reps_real)
 						: json_incref(json_array_get(R->reps_real, 0));
 		if (!R->metrics || (R->virt && !R->metrics_real)) {
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");

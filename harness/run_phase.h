@@ -215,6 +215,9 @@ int harness_repeat_metrics(const load *L, uint64_t t_end, int virt, int have_dev
 			   int several, json_t *reps, json_t *reps_real, json_t *rowsj, uint64_t *vd,
 			   uint64_t *vh, cs_err *e);
 
+/* Several repeats' metrics as one: each metric's mean where it is a number (run_measure.c). */
+json_t *harness_mean_metrics(const json_t *reps);
+
 /* run_util.c: stop signals, exit codes, seeds. */
 void harness_run_signals(struct sigaction *old_int, struct sigaction *old_term);
 int harness_errno_exit(int rc);

@@ -243,31 +243,30 @@ static int sweep_stale(const char *parent)
 	return n;
 }
 
-json_t *harness_memcap_apply(uint64_t bytes, char *cleanup_path, size_t cap)
+/*
+ * Make the memory cgroup coldstudy-PID beside this process's own (stale
+ * ones of dead processes swept first) into dir; file gets its limit
+ * file's path. 0, or -1 with why in r.
+ */
+static int memcg_make(json_t *r, char *dir, size_t dcap, char *file, size_t fcap)
 {
-	char cg[512], dir[1024], file[1100], num[32], pid[32];
-	json_t *r = bytes ? json_pack("{s:I}", "requested_bytes", (json_int_t) bytes)
-			  : json_pack("{s:n}", "requested_bytes");
-	int rc = 0;
+	char cg[512];
 
-	cleanup_path[0] = '\0';
-	snprintf(num, sizeof(num), "%llu", (unsigned long long) bytes);
-	snprintf(pid, sizeof(pid), "%d", (int) getpid());
 	if (cgroup_path("", cg, sizeof(cg)) == 0 &&
 	    access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0) {
-		snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s/coldstudy-%s", strcmp(cg, "/") ? cg : "",
-			 pid);
+		snprintf(dir, dcap, "/sys/fs/cgroup%s/coldstudy-%d", strcmp(cg, "/") ? cg : "",
+			 (int) getpid());
 		json_object_set_new(r, "cgroup", json_string("v2"));
-		snprintf(file, sizeof(file), "%s/memory.max", dir);
+		snprintf(file, fcap, "%s/memory.max", dir);
 	} else if (cgroup_path("memory", cg, sizeof(cg)) == 0) {
-		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/memory%s/coldstudy-%s",
-			 strcmp(cg, "/") ? cg : "", pid);
+		snprintf(dir, dcap, "/sys/fs/cgroup/memory%s/coldstudy-%d",
+			 strcmp(cg, "/") ? cg : "", (int) getpid());
 		json_object_set_new(r, "cgroup", json_string("v1"));
-		snprintf(file, sizeof(file), "%s/memory.limit_in_bytes", dir);
+		snprintf(file, fcap, "%s/memory.limit_in_bytes", dir);
 	} else {
 		json_object_set_new(r, "applied", json_false());
 		json_object_set_new(r, "why", json_string("no memory cgroup found"));
-		return r;
+		return -1;
 	}
 	{
 		char parent[1024], *sl;
@@ -281,8 +280,23 @@ json_t *harness_memcap_apply(uint64_t bytes, char *cleanup_path, size_t cap)
 	if (mkdir(dir, 0755) < 0) {
 		json_object_set_new(r, "applied", json_false());
 		json_object_set_new(r, "why", json_sprintf("mkdir %s: %s", dir, strerror(errno)));
-		return r;
+		return -1;
 	}
+	return 0;
+}
+
+json_t *harness_memcap_apply(uint64_t bytes, char *cleanup_path, size_t cap)
+{
+	char dir[1024], file[1100], num[32], pid[32];
+	json_t *r = bytes ? json_pack("{s:I}", "requested_bytes", (json_int_t) bytes)
+			  : json_pack("{s:n}", "requested_bytes");
+	int rc = 0;
+
+	cleanup_path[0] = '\0';
+	snprintf(num, sizeof(num), "%llu", (unsigned long long) bytes);
+	snprintf(pid, sizeof(pid), "%d", (int) getpid());
+	if (memcg_make(r, dir, sizeof(dir), file, sizeof(file)))
+		return r;
 	snprintf(cleanup_path, cap, "%s", dir);
 	if (bytes) /* without a cap: a cgroup of its own, unlimited, for the peak counter */
 		rc = write_str(file, num);
@@ -295,6 +309,22 @@ json_t *harness_memcap_apply(uint64_t bytes, char *cleanup_path, size_t cap)
 	json_object_set_new(r, "path", json_string(dir));
 	if (rc)
 		json_object_set_new(r, "why", json_sprintf("%s: %s", file, strerror(-rc)));
+	return r;
+}
+
+json_t *harness_server_cgroup(char *dir, size_t cap)
+{
+	char file[1100];
+	json_t *r = json_pack("{s:n}", "requested_bytes");
+
+	dir[0] = '\0';
+	if (!r || memcg_make(r, dir, cap, file, sizeof(file))) {
+		dir[0] = '\0';
+		return r;
+	}
+	json_object_set_new(r, "applied", json_false());
+	json_object_set_new(r, "own_cgroup", json_true());
+	json_object_set_new(r, "path", json_string(dir));
 	return r;
 }
 

@@ -67,6 +67,7 @@ static const char *const prewarm_ofs[] = {"self", "other", NULL};
 static const char *const index_kinds[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
 static const char *const targets[] = {"engine", "postgres", NULL};
 static const char *const vector_texts[] = {"array", "pgvector", NULL};
+static const char *const pg_prewarm_modes[] = {"buffer", "read", "prefetch", NULL};
 
 /*
  * A run on a PostgreSQL clone (target "postgres", harness/pgrun.c): the
@@ -122,6 +123,15 @@ static const jv_key postgres_keys[] = {
 		 "postgres_fdw foreign servers (by name) is a cloned shard {index, port, "
 		 "shared_buffers}, started privately, evicted and proven cold; the coordinator's "
 		 "servers are repointed at the shards' private sockets"},
+	{.name = "prewarm", .type = JK_STRINGS, .max = 256,
+	 .pattern = "^([A-Za-z_][A-Za-z0-9_$]*[.])?[A-Za-z_][A-Za-z0-9_$]*$|^all indexes$",
+	 .expect = "a relation name (schema.name allowed), or \"all indexes\"",
+	 .desc = "pg_prewarm (contrib) after every cold start, before the queries: these relations, "
+		 "or \"all indexes\" (every index outside the catalogs); setup, timed as prewarm_s "
+		 "outside the wall; needs cold"},
+	{.name = "prewarm_mode", .type = JK_ENUM, .vals = pg_prewarm_modes,
+	 .desc = "pg_prewarm's mode: buffer (into shared_buffers, the default), read (into the "
+		 "page cache) or prefetch (asynchronous read-ahead)"},
 	{0},
 };
 
@@ -289,7 +299,7 @@ static const jv_key run_keys[] = {
 		 "server on a cloned cluster; index is its data directory)"},
 	{.name = "postgres", .type = JK_OBJECT, .sub = postgres_keys,
 	 .desc = "target postgres: {sql, partition_sql, session, shared_buffers, port, database, "
-		 "user, vector_text, shards}"},
+		 "user, vector_text, prewarm, prewarm_mode, shards}"},
 	{.schema = "{\"not\": {\"required\": [\"query_count\", \"duration_s\"]},"
 		   " \"if\": {\"required\": [\"target\"], \"properties\": {\"target\": {\"const\": \"postgres\"}}},"
 		   " \"then\": {\"required\": [\"postgres\"]}}"},
@@ -522,9 +532,8 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 		return bad(e, name, "$", "prewarm", "a prewarm run starts cold: needs \"cold\": true");
 	if (json_is_string(json_object_get(eff, "target")) &&
 	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres")) {
-		static const char *const engine_only[] = {"device", "seed", "prewarm", "load", "bulkwrite", "throttle",
-							  "client_cpus", "repeat", "warmup_queries",
-							  NULL};
+		static const char *const engine_only[] = {"device", "seed", "prewarm", "throttle",
+							  "client_cpus", NULL};
 		const json_t *pg = json_object_get(eff, "postgres");
 
 		for (size_t i = 0; engine_only[i]; i++)
@@ -541,6 +550,12 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 			return bad(e, name, "$", "mode",
 				   "a run over shards is one statement on the coordinator (PostgreSQL's "
 				   "async Append fans it out): needs mode serial");
+		if (json_object_get(pg, "prewarm") && !json_is_true(json_object_get(eff, "cold")))
+			return bad(e, name, "$", "postgres.prewarm",
+				   "prewarms after each cold start: needs \"cold\": true");
+		if (json_object_get(pg, "prewarm_mode") && !json_object_get(pg, "prewarm"))
+			return bad(e, name, "$", "postgres.prewarm_mode",
+				   "is pg_prewarm's mode: needs postgres.prewarm");
 		if (!strcmp(json_string_value(json_object_get(eff, "mode")), "fanout") &&
 		    (!json_object_get(pg, "partition_sql") ||
 		     !json_is_array(json_object_get(eff, "partitions"))))

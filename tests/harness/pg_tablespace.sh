@@ -1,0 +1,139 @@
+#!/bin/sh
+# A production cluster whose indexes live in their own tablespace (issue 32
+# item 6, as the seed's did): the pg-cube cluster with every index moved to
+# a tablespace in a folder outside the data directory (pg_tblspc/OID a
+# symlink to it). Cloned: the tablespace cloned beside the clone's data
+# directory (DST.tblspc/OID), the clone's link repointed there, the marker
+# naming it; run cold (its files evicted and proven cold with the data
+# directory's), engine reads equal to pg_statio's, recall 1. Refused (exit
+# 3, a refusal record): the clone's link pointed back at production's
+# tablespace or at a copy the clone did not make, and a tablespace folder
+# that is production. Production's
+# tablespace is never written. Skips (77) as harness-postgres.
+set -u
+cs=${COLDSTUDY:?}
+src=${COLDSTUDY_SRC:?}
+[ "$(id -u)" = 0 ] || { echo "needs root (the server runs as postgres)"; exit 77; }
+id postgres >/dev/null 2>&1 || { echo "no postgres user"; exit 77; }
+command -v python3 >/dev/null 2>&1 || exit 77
+B=$(pg_config --bindir 2>/dev/null)
+[ -x "$B/postgres" ] || B=/usr/lib/postgresql/15/bin
+[ -x "$B/postgres" ] && [ -x "$B/initdb" ] && [ -x "$B/pg_ctl" ] && [ -x "$B/psql" ] ||
+	{ echo "PostgreSQL server binaries missing"; exit 77; }
+SH=$(pg_config --sharedir 2>/dev/null)
+[ -f "$SH/extension/cube.control" ] || SH=/usr/share/postgresql/15
+[ -f "$SH/extension/cube.control" ] || { echo "contrib cube missing"; exit 77; }
+export COLDSTUDY_PG_BINDIR="$B"
+
+T=$(mktemp -d /var/tmp/cs-pgts-XXXXXX)
+chmod 755 "$T"
+export COLDSTUDY_PRODUCTION_REGISTRY="$T/registry.json"
+PORT=5853
+cleanup() {
+	[ -f "$T/prod/data/postmaster.pid" ] &&
+		runuser -u postgres -- "$B/pg_ctl" -D "$T/prod/data" -m immediate stop >/dev/null 2>&1
+	rm -rf "$T"
+}
+trap cleanup EXIT INT TERM
+fail=0
+FAILED() { echo "FAIL: $*"; fail=1; }
+pg() { runuser -u postgres -- "$@"; }
+psqlp() { "$B/psql" -X -q -A -t -v ON_ERROR_STOP=1 -h "$T/prodsock" -p $PORT -U postgres -d postgres "$@"; }
+
+sh "$src/studies/pg-cube/make_cluster.sh" "$B" "$T" $PORT >"$T/make.log" 2>&1 ||
+	{ echo "FAIL: making the production cluster: $(tail -5 "$T/make.log")"; exit 1; }
+mkdir "$T/prodts" && chown postgres "$T/prodts" && chmod 700 "$T/prodts"
+pg "$B/pg_ctl" -D "$T/prod/data" -l "$T/prod/log" -w -t 60 \
+	-o "-k $T/prodsock -p $PORT -c listen_addresses=''" start >/dev/null ||
+	{ echo "FAIL: production start"; exit 1; }
+psqlp -c "CREATE TABLESPACE ixspace LOCATION '$T/prodts'" \
+	-c "ALTER INDEX ALL IN TABLESPACE pg_default SET TABLESPACE ixspace" >"$T/out" 2>&1 ||
+	{ echo "FAIL: moving the indexes to a tablespace: $(cat "$T/out")"; exit 1; }
+nix=$(psqlp -c "SELECT count(*) FROM pg_class c JOIN pg_tablespace t ON t.oid = c.reltablespace WHERE t.spcname = 'ixspace' AND c.relkind = 'i'")
+[ "${nix:-0}" -ge 4 ] || { echo "FAIL: $nix indexes in the tablespace, expected the 4 partitions'"; exit 1; }
+pg "$B/pg_ctl" -D "$T/prod/data" -m fast -w stop >/dev/null || { echo "FAIL: production stop"; exit 1; }
+oid=$(ls "$T/prod/data/pg_tblspc")
+[ -L "$T/prod/data/pg_tblspc/$oid" ] || { echo "FAIL: no tablespace link in production"; exit 1; }
+prod_ts_sum=$(find "$T/prodts" -type f -exec md5sum {} + | sort | md5sum)
+
+S=$T/S
+"$cs" init "$S" >/dev/null || exit 1
+cat > "$T/study.json" <<J
+{"id":"pgts","production":{"paths":["$T/prod/data","$T/prodts"],"sockets":["$T/prodsock"],"ports":[$PORT]},
+ "datasets":{"base":"fvecs:$T/base.fvecs","queries":"fvecs:$T/queries.fvecs"},
+ "indexes":{"items":{"kind":"postgres","source":"$T/prod/data","clone":"$T/clone/data"}}}
+J
+"$cs" study register "$S" "$T/study.json" >/dev/null || { echo "FAIL: study register"; exit 1; }
+"$cs" clone "$T/prod/data" "$T/clone/data" --study "$S" >"$T/out" 2>&1 ||
+	{ echo "FAIL: clone of a cluster with a tablespace: $(cat "$T/out")"; exit 1; }
+tsc="$T/clone/data.tblspc/$oid"
+[ -d "$tsc" ] || FAILED "the tablespace was not cloned beside the data directory ($tsc)"
+[ "$(readlink "$T/clone/data/pg_tblspc/$oid")" = "$tsc" ] ||
+	FAILED "the clone's pg_tblspc/$oid leads to $(readlink "$T/clone/data/pg_tblspc/$oid"), not $tsc"
+nf=$(find "$tsc" -type f | wc -l)
+[ "$nf" -ge 4 ] && [ "$nf" = "$(find "$T/prodts" -type f | wc -l)" ] ||
+	FAILED "the tablespace's clone holds $nf files, production's $(find "$T/prodts" -type f | wc -l)"
+[ "$(stat -c %U:%a "$tsc")" = "postgres:700" ] || FAILED "the tablespace's clone is $(stat -c %U:%a "$tsc")"
+echo "cloned: tablespace $oid ($nf files) at $tsc, the clone's link repointed"
+"$cs" validate "$S" --quiet --allow-no-device-stats >"$T/out" 2>&1 ||
+	{ echo "FAIL: validate: $(tail -5 "$T/out")"; exit 1; }
+
+SQL="SELECT id FROM items ORDER BY v <-> cube(\$1::float8[]) LIMIT 10"
+cat > "$T/run.json" <<J
+{"target":"postgres","index":"$T/clone/data",
+ "postgres":{"port":5854,"sql":"$SQL","session":["SET enable_seqscan = off"],"shared_buffers":"16MB"},
+ "queries":{"spec":"queries","count":3},"base":"base","k":10,"cold":true,"cold_each_query":true}
+J
+# the tablespace's files made resident first: the run's cold proof must cover them
+cat "$tsc"/*/*/* >/dev/null 2>&1
+r=$("$cs" run "$S" "$T/run.json" -q 2>"$T/err") || { echo "FAIL: run on the clone: $(cat "$T/err")"; exit 1; }
+python3 - "$S/ledger.db" "$r" "$oid" <<'PY' || FAILED "the run on a clone with a tablespace"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+r = [json.loads(p) for (p,) in db.execute("select payload from records where kind='run'") if json.loads(p)["run_id"] == sys.argv[2]][0]
+m, g = r["metrics"], r["postgres"]
+assert m["engine_reads"] > 0 and g["statio_agrees"], (m["engine_reads"], g["statio_blocks_read"])
+assert m["recall_at_k"] >= 0.99, m["recall_at_k"]
+assert m["resident_fraction_before"] == 0, m["resident_fraction_before"]
+ts = g.get("tablespaces") or []
+assert [t["oid"] for t in ts] == [sys.argv[3]] and ts[0]["files"] >= 4, ts
+print("run %s: %d blocks read cold (pg_statio agrees), recall %.2f, tablespace %s's %d files held, evicted and proven cold" % (r["run_id"], m["engine_reads"], m["recall_at_k"], ts[0]["oid"], ts[0]["files"]))
+PY
+
+refusals() { python3 - "$S/ledger.db" <<'PY'
+import sqlite3, sys
+print(sqlite3.connect(sys.argv[1]).execute("select count(*) from records where kind='refusal'").fetchone()[0])
+PY
+}
+expect_refused() { # what
+	r0=$(refusals)
+	"$cs" run "$S" "$T/run.json" -q >"$T/out" 2>"$T/err"; got=$?
+	[ $got = 3 ] || FAILED "$1: exit $got, expected 3: $(head -c 300 "$T/err")"
+	[ "$(refusals)" -gt "$r0" ] || FAILED "$1: no refusal record"
+	echo "refused ($1): $(head -c 200 "$T/err")"
+}
+# the clone's link pointed back at production's tablespace
+ln -sfn "$T/prodts" "$T/clone/data/pg_tblspc/$oid"
+expect_refused "the clone's tablespace link leads to production's tablespace"
+# ... or at a copy made by hand, which is not the folder the clone made (its marker says which)
+cp -a "$tsc" "$T/bycopy"
+ln -sfn "$T/bycopy" "$T/clone/data/pg_tblspc/$oid"
+expect_refused "the clone's tablespace link leads to a folder the clone did not make"
+grep -q "does not lead to the folder its clone marker names" "$T/err" ||
+	FAILED "the copy's refusal does not name the clone marker: $(cat "$T/err")"
+ln -sfn "$tsc" "$T/clone/data/pg_tblspc/$oid"
+# a tablespace folder that is production
+python3 - "$T/study.json" "$T/study2.json" "$T/clone/data.tblspc" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["production"]["paths"].append(sys.argv[3])
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$cs" study register "$S" "$T/study2.json" --amend --rationale "the tablespace's folder is production" >"$T/out" 2>&1 ||
+	FAILED "study amendment: $(cat "$T/out")"
+expect_refused "a tablespace that is production"
+[ "$(find "$T/prodts" -type f -exec md5sum {} + | sort | md5sum)" = "$prod_ts_sum" ] ||
+	FAILED "production's tablespace changed"
+"$cs" log verify "$S" >"$T/out" 2>&1 || FAILED "log verify: $(tail -3 "$T/out")"
+[ $fail = 0 ] && echo "ok: a cluster with a tablespace cloned, run cold, production tablespaces refused"
+exit $fail
