@@ -83,20 +83,8 @@ int cmd_validate(int argc, char **argv)
 	int json = 0, rc;
 	cs_err e = {0};
 
-	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy validate DIR [--allow-no-device-stats] [-q|--quiet] [--json]\n\n"
-		       "Run the checks that must pass before any study run, each a validation record:\n"
-		       "ledger verifies, clock monotonic, O_DIRECT, io_uring, eviction (residency 0.0\n"
-		       "on every index file), engine vs block-device read counts (ratio in [0.9, 1.1]),\n"
-		       "the guard refuses a planted production path, the clone marker validates, host;\n"
-		       "per hypothesis can-fail:Hn, power:Hn (interval decisions) and model-check:Hn:\n"
-		       "each comparison of its rules classified by what decides it (the engine, a real\n"
-		       "device, or the device model's parameters; docs/device-model.md).\n"
-		       "--allow-no-device-stats waives the device comparison where the device has no\n"
-		       "stats, recorded as a deviation. Exit 4 when a check failed. --json prints\n"
-		       "the batch's validation records as a JSON array instead of the lines.\n");
-		return CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help("validate", stdout, CS_EXIT_OK);
 	{
 		const cli_opt opts[] = {
 			CLI_OPT_FLAG("--allow-no-device-stats", NULL, &o.allow_no_device_stats),
@@ -139,24 +127,8 @@ int cmd_clone(int argc, char **argv)
 	int rc;
 
 	guard_held_init(&held);
-	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy clone SRC DST [--study DIR] [--pg-socket DIR [--pg-port N]]\n\n"
-		       "Clone index directory SRC into DST (which must not exist): FICLONE reflinks\n"
-		       "where the file system can, a full copy otherwise, recorded as which in the\n"
-		       "clone marker DST/.coldstudy-clone (bound to DST's device and inode, each\n"
-		       "file's inode and size, and SRC's content hash). DST is resolved once and\n"
-		       "refused (exit 3) when it is, lies inside, or contains a production item of\n"
-		       "the machine registry (and, with --study, of the study); it is created beneath\n"
-		       "its held parent and filled through the held directory. With --study the\n"
-		       "marker is authenticated with the study's clone key (HMAC-SHA-256) and the\n"
-		       "clone is noted in the ledger; only such clones are accepted by `run`.\n\n"
-		       "SRC may be a PostgreSQL data directory: every directory is made, owner and\n"
-		       "modes kept. A running cluster is refused (exit 5) unless --pg-socket DIR\n"
-		       "[--pg-port N] names its server's socket: then it is copied through the\n"
-		       "low-level backup API (pg_backup_start, the files, pg_backup_stop, pg_wal\n"
-		       "and the backup_label), the server checked to run on SRC itself.\n");
-		return CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help("clone", stdout, CS_EXIT_OK);
 	{
 		const cli_opt opts[] = {
 			CLI_OPT_STRM("--study", &study, "--study needs a directory"),
@@ -233,38 +205,8 @@ int cmd_run(int argc, char **argv)
 	int quiet = 0, json = 0;
 	cs_err e = {0};
 
-	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy run DIR run.json [--holdout] [--enforce-clean] [--seed S]\n"
-		       "                    [--replicate I]\n"
-		       "                    [--declare-overlap TEXT] [--progress|--no-progress]\n"
-		       "                    [-q|--quiet] [--json]\n"
-		       "       coldstudy run show DIR RUN_ID [--queries | --series [NAME]]\n"
-		       "                          [--csv|--jsonl|--json]\n\n"
-		       "One study run: guards (production, clone marker, registered hypotheses,\n"
-		       "validation passed, holdout predictions frozen), a run_start record, evict and\n"
-		       "prove the cache cold (residency 0.0 on every index file), a closed-loop load\n"
-		       "of C clients for N queries or T seconds with samplers beside it, and one run\n"
-		       "record with the raw per-query rows and series. Exit 3 when a guard refused;\n"
-		       "exit 5 for a bad spec, and for a mem_cap_bytes below what the run must map\n"
-		       "(nothing recorded). A sampler that fails is counted in the record and said\n"
-		       "on stderr; with \"samplers\": {\"fatal\": true} it fails the run (exit 1, a\n"
-		       "deviation, no run record). A run killed outright (kill -9, the OOM killer)\n"
-		       "is recorded as a deviation with its cause by the next command on the study.\n\n"
-		       "Prints the run id on the first line (scripts: first line), then a summary of\n"
-		       "what it measured; -q prints the id only and no progress; --json prints the run\n"
-		       "record instead. 'coldstudy runs DIR' lists every run; 'run show' shows one.\n"
-		       "The run spec's keys: 'coldstudy schema run' (JSON Schema) and the README.\n\n"
-		       "Under a device profile every run draws from its own random stream, seeded\n"
-		       "from its run id and spec hash and recorded as device_seed; --seed S (0 to\n"
-		       "2^53-1) replays that stream: in virtual time the per-read latencies of a\n"
-		       "run reproduce exactly from its recorded seed.\n\n"
-		       "A spec with \"replicates\": N makes N runs, one after another, each its own\n"
-		       "cold run and run record (replicate index 1..N and group: the first's run id)\n"
-		       "with its own random stream (a registered seed mixed with the index; the\n"
-		       "study's plan.seed mixed into every stream); each id is printed as its run\n"
-		       "ends. --replicate I runs only replicate I (with --seed: replays it).\n");
-		return CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help("run", stdout, CS_EXIT_OK);
 	if (argc > 1 && !strcmp(argv[1], "show"))
 		return cmd_run_show(argc - 1, argv + 1);
 	o.progress = -1;
@@ -315,24 +257,8 @@ int cmd_study(int argc, char **argv)
 {
 	cs_err e = {0};
 
-	if (cli_wants_help(argc, argv) || argc < 2) {
-		printf("usage: coldstudy study register DIR study.json [--amend --rationale TEXT]\n"
-		       "       coldstudy study show DIR [--json]\n\n"
-		       "Register the study spec (production targets, datasets, indexes, defaults and\n"
-		       "the plan: design run specs, holdout targets and scoring rule, the runs that\n"
-		       "decide each hypothesis and its sceptic runs) as a study record, strictly\n"
-		       "validated (exit 5 with file, JSON path and why; dataset files must exist);\n"
-		       "every run spec the plan names is hashed. The plan freezes at the first run: a\n"
-		       "different spec after that is refused (exit 3, a refusal record) unless --amend\n"
-		       "--rationale TEXT, recorded with the access state. show prints the one in\n"
-		       "force. Production paths are resolved against DIR (the study folder, never the\n"
-		       "current directory), must exist (exit 5), and are recorded by identity (device,\n"
-		       "inode, file system, a block device's backing) in the record and in the\n"
-		       "machine-wide production registry; a spec that drops a production item is\n"
-		       "refused (exit 3) at any time unless --amend --rationale. Every key: 'coldstudy\n"
-		       "schema study' and docs/specs.md.\n");
-		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv) || argc < 2)
+		return cli_help("study", stdout, cli_wants_help(argc, argv) ? CS_EXIT_OK : CS_EXIT_USAGE);
 	if (!strcmp(argv[1], "register")) {
 		const char *dir = NULL, *path = NULL, *rationale = NULL;
 		int64_t seq = 0;

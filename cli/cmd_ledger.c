@@ -43,15 +43,8 @@ int cmd_init(int argc, char **argv)
 	cs_err e = {0};
 	const char *dir = NULL;
 
-	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy init DIR\n\n"
-		       "Create a study: DIR/ledger.db (the append-only, hash-chained experiment log),\n"
-		       "DIR/frozen/ (frozen copies of registered files), an Ed25519 key for the\n"
-		       "study's unique origin (DIR/signing.key, mode 0600) and DIR/checkpoint, the\n"
-		       "latest signed checkpoint, which every command that appends renews. Prints the\n"
-		       "verifier key: keep it elsewhere. Refuses (exit 3) if DIR already holds a ledger.\n");
-		return CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help("init", stdout, CS_EXIT_OK);
 	for (int i = 1; i < argc; i++) {
 		if (argv[i][0] == '-')
 			return cli_usage("init", "unknown option '%s'", argv[i]);
@@ -88,19 +81,8 @@ int cmd_register(int argc, char **argv)
 	int amend = 0, nfiles = 0, rc = 0;
 	cs_err e = {0};
 
-	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy register DIR FILE... [--amend --rationale TEXT]\n\n"
-		       "Validate each hypothesis file, canonicalise and hash it (SHA-256), freeze a\n"
-		       "copy as DIR/frozen/<id>-<SHA-256 of the file>.json (mode 0444) and append a 'hypothesis'\n"
-		       "record with the UTC time. All files or none: a bad file (exit 5) registers\n"
-		       "nothing and writes nothing; a refusal (exit 3) registers nothing and writes\n"
-		       "only its own refusal record. The same content again is a no-op (exit 0).\n"
-		       "The same id with new content is refused (exit 3, a refusal record) unless\n"
-		       "--amend --rationale TEXT, which appends an 'amendment' record with the access\n"
-		       "state at that moment. A hypothesis registered or amended after the first run\n"
-		       "has started carries post_hoc: true and is listed as exploratory.\n");
-		return CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help("register", stdout, CS_EXIT_OK);
 	paths = calloc((size_t) argc, sizeof(*paths));
 	if (!paths)
 		return cli_fail("register", &(cs_err){CS_EXIT_INTERNAL, "out of memory"});
@@ -150,14 +132,8 @@ int cmd_hypotheses(int argc, char **argv)
 	ledger *l = NULL;
 	cs_err e = {0};
 
-	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy hypotheses DIR [--json]\n\n"
-		       "List the registered hypotheses, latest version of each id: id, kind,\n"
-		       "metric, predicted value, 95%% band, SHA-256 of the canonical file and the\n"
-		       "registration time (UTC).\n");
-		rc = CS_EXIT_OK;
-		goto out;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help("hypotheses", stdout, CS_EXIT_OK);
 	for (int k = 1; k < argc; k++) {
 		if (!strcmp(argv[k], "--json"))
 			as_json = 1;

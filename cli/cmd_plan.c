@@ -22,19 +22,8 @@ int cmd_plan(int argc, char **argv)
 	ledger *l = NULL;
 	cs_err e = {0};
 
-	if (cli_wants_help(argc, argv) || argc < 2) {
-		printf("usage: coldstudy plan power DIR [--pilot RUN_ID...] [--json]\n\n"
-		       "For each hypothesis decided by an interval (decision \"interval\"): the runs a\n"
-		       "side the plan registers (the replicates of its planned specs), the spread of\n"
-		       "the metric's log it plans with (sd_log: from the pilot runs named, pooled over\n"
-		       "the two groups, else the registered interval.sd_log), the power to show the\n"
-		       "predicted effect beyond the threshold, and the replicates a side that reach\n"
-		       "power 0.9. Pilots are exploratory runs (specs the plan does not name); exit 5\n"
-		       "for another. `validate` refuses (a refusal record) a confirmatory hypothesis\n"
-		       "below power 0.8 unless it is registered underpowered with a rationale.\n"
-		       "Writes nothing.\n");
-		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv) || argc < 2)
+		return cli_help("plan", stdout, cli_wants_help(argc, argv) ? CS_EXIT_OK : CS_EXIT_USAGE);
 	if (strcmp(argv[1], "power"))
 		return cli_usage(argv[0], "unknown subcommand '%s' (power)", argv[1]);
 	ids = json_array();

@@ -74,16 +74,8 @@ int cmd_probe(int argc, char **argv)
 
 	guard_held_init(&held);
 	harness_throttle_init(&thr);
-	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy probe FILE --qd N --bs 4k|8k|16k --reads M [--strategy uring|pread|direct|mmap]\n"
-		       "                       [--device PROFILE | --throttle CAP] [--seed S] [--json] [--fio]\n"
-		       "  --device PROFILE  every read through a device model (coldstudy device list)\n"
-		       "  --throttle CAP    a real cap: the kernel's block throttle on FILE's whole disk, the\n"
-		       "                    probe's readers in a cgroup of their own (gp3-3000, gp3-16000,\n"
-		       "                    gp3-80000, io2-80000, uncapped, or riops=N,rbps=SIZE); exit 5\n"
-		       "                    where no cgroup controller is writable\n");
-		return CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help("probe", stdout, CS_EXIT_OK);
 	{
 		const cli_opt opts[] = {
 			CLI_OPT_FLAG("--json", NULL, &json),

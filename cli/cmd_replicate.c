@@ -79,23 +79,8 @@ int cmd_replicate(int argc, char **argv)
 	char outvia[PATH_MAX + 300];
 
 	guard_held_init(&outh);
-	if (cli_wants_help(argc, argv) || argc < 2) {
-		printf("usage: coldstudy replicate S --out S2 [--seed N] [--specs DIR]\n"
-		       "       coldstudy replicate compare S S2 [--json]\n\n"
-		       "Make S2, a replication of study S: S's hypotheses as registered before its\n"
-		       "first run (their frozen copies: the same hashes; later ones are left out and\n"
-		       "named), S's study spec with its plan unchanged but for plan.seed (N, or fresh\n"
-		       "from the kernel), which every run's random stream and every bootstrap mixes\n"
-		       "in, and a replication_of record naming S's signed checkpoint. S2's production,\n"
-		       "index and scratch paths resolve against S2 as S's did against S (make S2 in a\n"
-		       "copy of S's work folder, with its own index and clone); the plan's run specs\n"
-		       "are S's files, or those under --specs DIR (which must hash the same). Then\n"
-		       "clone and validate S2 and run its plan as S's was run.\n\n"
-		       "compare evaluates both studies' verdicts (recording nothing) and prints, per\n"
-		       "hypothesis of S, the verdict in S and in S2, their intervals and whether they\n"
-		       "agree; exit 6 when a confirmatory verdict differs.\n");
-		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv) || argc < 2)
+		return cli_help("replicate", stdout, cli_wants_help(argc, argv) ? CS_EXIT_OK : CS_EXIT_USAGE);
 	if (!strcmp(argv[1], "compare"))
 		return compare(argc - 1, argv + 1);
 	{

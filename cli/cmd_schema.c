@@ -43,20 +43,8 @@ int cmd_schema(int argc, char **argv)
 	int check = 0, rc = CS_EXIT_OK, nfiles = 0;
 	json_t *s;
 
-	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy schema hypothesis|study|run [--check FILE...]\n"
-		       "       coldstudy schema runs|queries|series\n\n"
-		       "Print the JSON Schema (draft 2020-12) of a hypothesis file, study.json or\n"
-		       "run.json: every key with its type, bounds and a description. It is built\n"
-		       "from the tables the validators check with, so what it documents is what\n"
-		       "register, study register and run accept. With --check, validate each FILE\n"
-		       "with coldstudy's own validator instead: 'FILE: ok' or the one-line reason;\n"
-		       "exit 5 if any is refused.\n"
-		       "runs, queries, series: the schema of one row of 'coldstudy runs', 'run show\n"
-		       "--queries' and 'run show --series' (--jsonl, --json; in --csv a null is an\n"
-		       "empty cell, a list its items joined by spaces); docs/records.md, \"Exports\".\n");
-		return CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help("schema", stdout, CS_EXIT_OK);
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--check")) {
 			check = 1;

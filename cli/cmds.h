@@ -8,6 +8,7 @@
 #define CLI_CMDS_H
 
 #include "cs.h"
+#include "help.h"
 
 typedef int (*cmd_fn)(int argc, char **argv);
 
