@@ -52,6 +52,7 @@ typedef struct cli_spec {
 	int missing_first;   /* an unknown option as the last word reads as missing its value */
 	int eq;              /* "--name=V" is also taken */
 	int dash_operand;    /* "-" alone is an operand (stdin), not an option */
+	int options_only;    /* no operands: every word is read as an option (unknown, or missing_first's) */
 } cli_spec;
 
 /* Table entries: a flag storing 1, a string, a number in [lo, hi], a converter; the end. */
