@@ -48,70 +48,20 @@ static int predict(const char *dir, const char *targets_path, const char *model)
 	return rc ? cli_fail("holdout", &e) : 0;
 }
 
-/* ---- holdout score ---- */
+/* ---- holdout score, show: reports/verbs.c ---- */
 
-static int score(const char *dir, const holdout_score_opts *o, int as_json)
+static int score_or_show(const char *dir, const holdout_score_opts *o, int as_json)
 {
 	ledger *l = NULL;
-	json_t *s = NULL;
 	cs_err e = {0};
-	int rc;
+	int rc, exitc = 0;
 
 	rc = ledger_open(dir, &l, &e);
 	if (!rc)
-		rc = holdout_score_record(l, o, &s, &e);
+		rc = o ? report_holdout_score(l, o, as_json, stdout, &exitc, &e)
+		       : report_holdout_show(l, as_json, stdout, &e);
 	ledger_close(l);
-	if (rc)
-		return cli_fail("holdout", &e);
-	if (as_json) {
-		char *txt = json_dumps(s, JSON_INDENT(2) | JSON_SORT_KEYS);
-
-		printf("%s\n", txt);
-		free(txt);
-		rc = holdout_score_exit(s);
-		json_decref(s);
-		return rc;
-	}
-	report_score_text(s, stdout);
-	rc = holdout_score_exit(s);
-	json_decref(s);
-	return rc;
-}
-
-static int show(const char *dir, int as_json)
-{
-	ledger *l = NULL;
-	holdout_log v;
-	cs_err e = {0};
-	json_t *key, *all = json_array();
-	size_t i;
-	int rc, loaded = 0;
-
-	rc = ledger_open(dir, &l, &e);
-	if (!rc) {
-		rc = holdout_log_load(l, &v, &e);
-		loaded = 1;
-	}
-	if (rc)
-		goto out;
-	json_array_foreach(v.pred_order, i, key)
-		json_array_append(all, json_object_get(v.predictions, json_string_value(key)));
-	if (as_json) {
-		char *txt = json_dumps(all, JSON_INDENT(2) | JSON_SORT_KEYS);
-
-		printf("%s\n", txt);
-		free(txt);
-	} else {
-		report_predictions_text(all, stdout);
-		printf("%s\n", v.holdout_started ? "frozen: a holdout run has started"
-						 : "open: no holdout run has started");
-	}
-out:
-	json_decref(all);
-	if (loaded)
-		holdout_log_free(&v);
-	ledger_close(l);
-	return rc ? cli_fail("holdout", &e) : 0;
+	return rc ? cli_fail("holdout", &e) : exitc;
 }
 
 static int take_threshold(const char *val, void *dst)
@@ -157,10 +107,8 @@ int cmd_holdout(int argc, char **argv)
 			return cli_usage("holdout", "--model: expected auto, io or loglinear");
 		return predict(dir, targets, model);
 	}
-	if (!strcmp(sub, "score"))
-		return score(dir, &so, as_json);
-	if (!strcmp(sub, "show"))
-		return show(dir, as_json);
+	if (!strcmp(sub, "score") || !strcmp(sub, "show"))
+		return score_or_show(dir, !strcmp(sub, "score") ? &so : NULL, as_json);
 	return cli_usage("holdout", "unknown subcommand '%s' (predict, score, show)", sub);
 }
 

@@ -128,44 +128,24 @@ int cmd_hypotheses(int argc, char **argv)
 {
 	const char *dir = NULL;
 	int as_json = 0, rc;
-	json_t *list = NULL;
 	ledger *l = NULL;
 	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv))
 		return cli_help("hypotheses", stdout, CS_EXIT_OK);
-	for (int k = 1; k < argc; k++) {
-		if (!strcmp(argv[k], "--json"))
-			as_json = 1;
-		else if (argv[k][0] == '-' || dir) {
-			rc = cli_usage("hypotheses", "unexpected argument '%s'", argv[k]);
-			goto out;
-		} else
-			dir = argv[k];
-	}
-	if (!dir) {
-		rc = cli_usage("hypotheses", "missing DIR");
-		goto out;
-	}
-	if ((rc = ledger_open(dir, &l, &e)) || (rc = holdout_hypotheses(l, &list, &e))) {
-		rc = cli_fail("hypotheses", &e);
-		goto out;
-	}
-	if (as_json) {
-		char *txt = NULL;
+	{
+		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &as_json), CLI_OPT_END};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "hypotheses", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
+				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
 
-		if (cs_json_canonical(list, &txt, NULL, &e)) {
-			rc = cli_fail("hypotheses", &e);
-			goto out;
-		}
-		printf("%s\n", txt);
-		free(txt);
-	} else {
-		report_hypotheses_text(list, stdout);
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
-	rc = CS_EXIT_OK;
-out:
+	if (!dir)
+		return cli_usage("hypotheses", "missing DIR");
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = report_hypotheses_print(l, as_json, stdout, &e)))
+		rc = cli_fail("hypotheses", &e);
 	ledger_close(l);
-	json_decref(list);
 	return rc;
 }

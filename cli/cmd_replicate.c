@@ -28,7 +28,6 @@ static int compare(int argc, char **argv)
 	const char *a = NULL, *b = NULL;
 	int json = 0, disagree = 0, rc;
 	ledger *la = NULL, *lb = NULL;
-	json_t *rows = NULL;
 	cs_err e = {0};
 
 	{
@@ -49,20 +48,11 @@ static int compare(int argc, char **argv)
 	if (!rc)
 		rc = ledger_open(b, &lb, &e);
 	if (!rc)
-		rc = report_compare(la, lb, &rows, &disagree, &e);
+		rc = report_compare_print(la, lb, json, stdout, &disagree, &e);
 	ledger_close(la);
 	ledger_close(lb);
 	if (rc)
 		return cli_fail("replicate", &e);
-	if (json) {
-		char *t = json_dumps(rows, JSON_INDENT(2) | JSON_SORT_KEYS);
-
-		printf("%s\n", t ? t : "[]");
-		free(t);
-	} else {
-		report_compare_text(rows, disagree, stdout);
-	}
-	json_decref(rows);
 	return disagree ? CS_EXIT_FAILED : CS_EXIT_OK;
 }
 
