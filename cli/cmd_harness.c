@@ -8,6 +8,7 @@
 #include "guard.h"
 #include "harness.h"
 #include "ledger.h"
+#include "verbs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -117,23 +118,17 @@ int cmd_validate(int argc, char **argv)
 
 int cmd_clone(int argc, char **argv)
 {
-	const char *src = NULL, *dst = NULL, *study = NULL, *pg_socket = NULL;
-	harness_clone_info info;
-	int pg_port = 5432;
-	ledger *l = NULL;
-	guard_held held;
-	json_t *note;
+	harness_clone_args a = {.pg_port = 5432};
 	cs_err e = {0};
 	int rc;
 
-	guard_held_init(&held);
 	if (cli_wants_help(argc, argv))
 		return cli_help("clone", stdout, CS_EXIT_OK);
 	{
 		const cli_opt opts[] = {
-			CLI_OPT_STRM("--study", &study, "--study needs a directory"),
-			CLI_OPT_STRM("--pg-socket", &pg_socket, "--pg-socket needs a directory"),
-			CLI_OPT_FNM("--pg-port", &pg_port, take_port, "--pg-port: '%s' is not a port number",
+			CLI_OPT_STRM("--study", &a.study, "--study needs a directory"),
+			CLI_OPT_STRM("--pg-socket", &a.pg_socket, "--pg-socket needs a directory"),
+			CLI_OPT_FNM("--pg-port", &a.pg_port, take_port, "--pg-port: '%s' is not a port number",
 				    "--pg-port needs a port number"),
 			CLI_OPT_END,
 		};
@@ -144,35 +139,12 @@ int cmd_clone(int argc, char **argv)
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
-		src = pos[0];
-		dst = pos[1];
+		a.src = pos[0];
+		a.dst = pos[1];
 	}
-	if (!src || !dst)
+	if (!a.src || !a.dst)
 		return cli_usage(argv[0], "need SRC and DST");
-	if (study && (rc = ledger_open(study, &l, &e)))
-		goto out;
-	rc = harness_clone_target(l, dst, &held, &e);
-	if (rc)
-		goto out;
-	rc = harness_clone_cluster(src, guard_held_via(&held), study, pg_socket, pg_port, &info, &e);
-	if (rc) {
-		guard_held_rmdir(&held); /* the empty DST made for it, by name in its held parent */
-		goto out;
-	}
-	printf("%s: %s of %llu files (%llu bytes, %llu reflinked), source sha256 %s\n", dst,
-	       info.method, (unsigned long long) info.files, (unsigned long long) info.bytes,
-	       (unsigned long long) info.reflinked_files, info.source_sha256);
-	if (l) {
-		note = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "text", "clone", "source", src,
-				 "clone", dst, "method", info.method, "source_sha256",
-				 info.source_sha256, "files", (json_int_t) info.files);
-		rc = ledger_append(l, "note", note, NULL, &e);
-		json_decref(note);
-	}
-out:
-	guard_held_close(&held);
-	ledger_close(l);
-	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
+	return harness_clone_verb(&a, stdout, &e) ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }
 
 /* What `run` prints after each replicate: its id (and summary), or its record. */
@@ -291,34 +263,18 @@ int cmd_study(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "show")) {
 		const char *dir = NULL;
-		ledger *l = NULL;
-		json_t *doc = NULL;
-		int rc;
-
 		/* The study is JSON already: --json is accepted like every verb's. */
-		for (int i = 2; i < argc; i++) {
-			if (!strcmp(argv[i], "--json"))
-				continue;
-			if (argv[i][0] == '-')
-				return cli_usage(argv[0], "unknown option '%s'", argv[i]);
-			if (dir)
-				return cli_usage(argv[0], "show takes one DIR");
-			dir = argv[i];
-		}
+		int json = 0, rc;
+		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json), CLI_OPT_END};
+		size_t np = 0;
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = &dir, .maxpos = 1,
+				       .npos = &np, .unknown = "unknown option '%s'", .extra = "show takes one DIR"};
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 		if (!dir)
 			return cli_usage(argv[0], "show needs DIR");
-		rc = ledger_open(dir, &l, &e);
-		if (!rc)
-			rc = harness_study_current(l, &doc, &e);
-		if (!rc) {
-			char *s = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
-
-			printf("%s\n", s ? s : "{}");
-			free(s);
-		}
-		json_decref(doc);
-		ledger_close(l);
-		return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
+		return harness_study_print(dir, stdout, &e) ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 	}
 	return cli_usage(argv[0], "unknown subcommand '%s' (register, show)", argv[1]);
 }

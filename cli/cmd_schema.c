@@ -10,32 +10,13 @@
 #include "harness.h"
 #include "hyp.h"
 #include "report.h"
+#include "verbs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const kinds[] = {"hypothesis", "study", "run", "runs", "queries", "series", NULL};
-
-/* Validate one file as kind with the C validator; 0 or an exit code with e filled. */
-static int check_file(const char *kind, const char *path, cs_err *e)
-{
-	json_t *doc = NULL;
-	char sha[65];
-	hyp *h = NULL;
-	int rc;
-
-	if (!strcmp(kind, "hypothesis")) {
-		rc = hyp_parse_file(path, &h, e);
-		hyp_free(h);
-	} else if (!strcmp(kind, "study")) {
-		rc = harness_study_load(path, &doc, e);
-	} else {
-		rc = harness_run_load(path, &doc, sha, e);
-	}
-	json_decref(doc);
-	return rc;
-}
 
 int cmd_schema(int argc, char **argv)
 {
@@ -63,7 +44,7 @@ int cmd_schema(int argc, char **argv)
 			cs_err e = {0};
 
 			nfiles++;
-			if (check_file(kind, argv[i], &e)) {
+			if (harness_schema_check(kind, argv[i], &e)) {
 				fprintf(stderr, "%s\n", e.msg);
 				rc = e.code ? e.code : CS_EXIT_INTERNAL;
 			} else {
