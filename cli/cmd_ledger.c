@@ -13,6 +13,7 @@
 #include "ledger.h"
 #include "register.h"
 #include "report.h"
+#include "verbs.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -20,57 +21,28 @@
 #include <string.h>
 #include <unistd.h>
 
-/* ---- init ---- */
-
-/* Print DIR's verifier key as "key: VKEY" (init) ; exit code. */
-static int log_print_key(const char *dir)
-{
-	char vk[512];
-	ledger *l = NULL;
-	cs_err e = {0};
-	int rc;
-
-	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_key(l, vk, sizeof(vk), &e)))
-		rc = cli_fail("init", &e);
-	else
-		printf("verifier key: %s\n", vk);
-	ledger_close(l);
-	return rc;
-}
+/* ---- init: harness/verbs.c ---- */
 
 int cmd_init(int argc, char **argv)
 {
 	cs_err e = {0};
 	const char *dir = NULL;
+	int rc;
 
 	if (cli_wants_help(argc, argv))
 		return cli_help("init", stdout, CS_EXIT_OK);
-	for (int i = 1; i < argc; i++) {
-		if (argv[i][0] == '-')
-			return cli_usage("init", "unknown option '%s'", argv[i]);
-		if (dir)
-			return cli_usage("init", "one DIR only");
-		dir = argv[i];
+	{
+		const cli_opt none[] = {CLI_OPT_END};
+		size_t np = 0;
+		const cli_spec spec = {.verb = "init", .opts = none, .pos = &dir, .maxpos = 1, .npos = &np,
+				       .unknown = "unknown option '%s'", .extra = "one DIR only"};
+
+		if ((rc = cli_args_parse(&spec, argc, argv)))
+			return rc;
 	}
 	if (!dir)
 		return cli_usage("init", "missing DIR");
-	{
-		/* the study folder: held, checked (never inside production), made */
-		guard_held h;
-		char via[PATH_MAX + 300];
-		int rc;
-
-		rc = guard_output(NULL, NULL, dir, 1, "init", "DIR", &h, via, sizeof(via), &e);
-		if (!rc)
-			rc = ledger_init(via, &e);
-		guard_held_close(&h);
-		if (rc)
-			return cli_fail("init", &e);
-	}
-	printf("created %s/ledger.db, %s/frozen/, %s/signing.key (keep it private) and "
-	       "%s/checkpoint\n",
-	       dir, dir, dir, dir);
-	return log_print_key(dir);
+	return harness_init_verb(dir, stdout, &e) ? cli_fail("init", &e) : CS_EXIT_OK;
 }
 
 /* ---- register ---- */

@@ -13,6 +13,7 @@
 #include "guard.h"
 #include "harness.h"
 #include "replicate.h"
+#include "verbs.h"
 #include "ledger.h"
 #include "report.h"
 
@@ -62,8 +63,6 @@ int cmd_replicate(int argc, char **argv)
 	uint64_t seed = 0;
 	int has_seed = 0, rc;
 	harness_replica r = {0};
-	json_t *id;
-	size_t i;
 	cs_err e = {0};
 	guard_held outh;
 	char outvia[PATH_MAX + 300];
@@ -110,16 +109,7 @@ int cmd_replicate(int argc, char **argv)
 		rc = cli_fail(r.register_failed ? "register" : "replicate", &e);
 		goto out;
 	}
-	printf("%s: a replication of %s (its checkpoint recorded), seed %llu; %zu hypotheses "
-	       "re-registered",
-	       cli_spell(out), r.source, (unsigned long long) seed, r.hypotheses);
-	if (json_array_size(r.left_out)) {
-		printf("; left out (post hoc in %s):", src);
-		json_array_foreach(r.left_out, i, id)
-			printf(" %s", json_string_value(id));
-	}
-	printf("\nnext: clone the index with --study %s, validate it and run its plan\n",
-	       cli_spell(out));
+	harness_replica_print(&r, src, cli_spell(out), seed, stdout);
 	rc = CS_EXIT_OK;
 out:
 	guard_held_close(&outh);

@@ -1,6 +1,6 @@
 /*
- * verbs.c - study verbs run whole below the cli (verbs.h): clone, study
- * show, schema --check.
+ * verbs.c - study verbs run whole below the cli (verbs.h): init, clone,
+ * study show, schema --check, replicate's closing lines.
  */
 #include "verbs.h"
 
@@ -9,6 +9,7 @@
 #include "hyp.h"
 #include "ledger.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,4 +84,42 @@ int harness_schema_check(const char *kind, const char *path, cs_err *e)
 	}
 	json_decref(doc);
 	return rc;
+}
+
+int harness_init_verb(const char *dir, FILE *out, cs_err *e)
+{
+	/* the study folder: held, checked (never inside production), made */
+	guard_held h;
+	char via[PATH_MAX + 300], vk[512];
+	ledger *l = NULL;
+	int rc;
+
+	rc = guard_output(NULL, NULL, dir, 1, "init", "DIR", &h, via, sizeof(via), e);
+	if (!rc)
+		rc = ledger_init(via, e);
+	guard_held_close(&h);
+	if (rc)
+		return rc;
+	fprintf(out, "created %s/ledger.db, %s/frozen/, %s/signing.key (keep it private) and %s/checkpoint\n",
+		dir, dir, dir, dir);
+	if (!(rc = ledger_open(dir, &l, e)) && !(rc = ledger_key(l, vk, sizeof(vk), e)))
+		fprintf(out, "verifier key: %s\n", vk);
+	ledger_close(l);
+	return rc;
+}
+
+void harness_replica_print(const harness_replica *r, const char *src, const char *shown, uint64_t seed,
+			   FILE *out)
+{
+	json_t *id;
+	size_t i;
+
+	fprintf(out, "%s: a replication of %s (its checkpoint recorded), seed %llu; %zu hypotheses re-registered",
+		shown, r->source, (unsigned long long) seed, r->hypotheses);
+	if (json_array_size(r->left_out)) {
+		fprintf(out, "; left out (post hoc in %s):", src);
+		json_array_foreach(r->left_out, i, id)
+			fprintf(out, " %s", json_string_value(id));
+	}
+	fprintf(out, "\nnext: clone the index with --study %s, validate it and run its plan\n", shown);
 }

@@ -1,7 +1,8 @@
 /*
- * verbs.h - study verbs run whole below the cli (verbs.c): clone (the
- * target held, the copy made, the clone noted in the study), study show,
- * and schema --check (a file through the validator its kind names).
+ * verbs.h - study verbs run whole below the cli (verbs.c): init, clone
+ * (the target held, the copy made, the clone noted in the study), study
+ * show, schema --check (a file through the validator its kind names) and
+ * replicate's closing lines.
  *
  * Error convention: 0 or CS_EXIT_* with the caller's cs_err filled (one
  * line, no "coldstudy VERB:" prefix).
@@ -12,6 +13,7 @@
 #include <stdio.h>
 
 #include "cs.h"
+#include "replicate.h"
 
 /* What clone was asked. */
 typedef struct harness_clone_args {
@@ -31,5 +33,13 @@ int harness_clone_verb(const harness_clone_args *a, FILE *out, cs_err *e);
 int harness_study_print(const char *dir, FILE *out, cs_err *e);
 /* Validate path as a hypothesis file, study.json or run.json (kind) with the C validator. */
 int harness_schema_check(const char *kind, const char *path, cs_err *e);
+/*
+ * init: DIR held (never inside production), the study made in it
+ * (ledger_init), what was made and the verifier key said on out.
+ */
+int harness_init_verb(const char *dir, FILE *out, cs_err *e);
+/* replicate's closing lines: S2 (as shown) made from S with seed, what was left out, what next. */
+void harness_replica_print(const harness_replica *r, const char *src, const char *shown, uint64_t seed,
+			   FILE *out);
 
 #endif
