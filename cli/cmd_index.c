@@ -30,7 +30,7 @@
 static int index_fail(int rc, const cv_err *e)
 {
 	fprintf(stderr, "coldstudy index: %s\n", e && e->msg[0] ? cli_spell(e->msg) : strerror(-rc));
-	return cli_exit_from_errno(rc);
+	return cs_exit_from_errno(rc);
 }
 
 /* ---- build ---- */

@@ -103,8 +103,6 @@ static int log_prove(int argc, char **argv)
 	const char *dir = NULL, *seqs = NULL;
 	int64_t seq = 0, old = -1, size = 0;
 	int rc;
-	ledger_proof p = {0};
-	char *txt = NULL;
 	ledger *l = NULL;
 	cs_err e = {0};
 
@@ -128,15 +126,8 @@ static int log_prove(int argc, char **argv)
 		return cli_usage("log prove", "expected DIR and either SEQ or --old-size N");
 	if (seqs && (parse_size(seqs, &seq) || seq == 0))
 		return cli_usage("log prove", "SEQ: expected a record number >= 1, got '%s'", seqs);
-	if ((rc = ledger_open(dir, &l, &e)) ||
-	    (rc = seqs ? ledger_prove_inclusion(l, seq, size, &p, &e)
-		       : ledger_prove_consistency(l, old, size, &p, &e)) ||
-	    (rc = ledger_proof_to_json(&p, &txt, &e)))
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_prove_print(l, seqs ? seq : 0, old, size, stdout, &e)))
 		rc = cli_fail("log prove", &e);
-	else
-		printf("%s\n", txt);
-	free(txt);
-	ledger_proof_free(&p);
 	ledger_close(l);
 	return rc;
 }

@@ -26,16 +26,17 @@ int guard_registry_print(int json, FILE *out, cs_err *e)
 		return 0;
 	}
 	fprintf(out, "# %s: %zu item(s)\n", guard_registry_path(), json_array_size(items));
-	json_array_foreach(items, i, v) {
+	json_array_foreach(items, i, v)
+	{
 		const json_t *id = json_object_get(v, "ident");
 
 		fprintf(out, "%-12s %s", json_string_value(json_object_get(v, "kind")),
 			json_string_value(json_object_get(v, "path")) ?: json_string_value(json_object_get(v, "name")) ?: "?");
 		if (id)
 			fprintf(out, "  (dev %lld:%lld ino %lld)",
-				(long long) json_integer_value(json_object_get(id, "dev_major")),
-				(long long) json_integer_value(json_object_get(id, "dev_minor")),
-				(long long) json_integer_value(json_object_get(id, "ino")));
+			        (long long) json_integer_value(json_object_get(id, "dev_major")),
+			        (long long) json_integer_value(json_object_get(id, "dev_minor")),
+			        (long long) json_integer_value(json_object_get(id, "ino")));
 		fprintf(out, "  %s\n", json_string_value(json_object_get(v, "owner")) ?: "");
 	}
 	json_decref(items);
@@ -45,7 +46,8 @@ int guard_registry_print(int json, FILE *out, cs_err *e)
 int guard_registry_add_named(json_t *paths, json_t *hosts, json_t *dbs, FILE *out, cs_err *e)
 {
 	json_t *doc = json_pack("{s:{s:O, s:O, s:O}}", "production", "paths", paths, "hosts", hosts,
-				"databases", dbs), *items = NULL;
+	                        "databases", dbs),
+	       *items = NULL;
 	int rc;
 
 	if (!doc)
@@ -54,7 +56,8 @@ int guard_registry_add_named(json_t *paths, json_t *hosts, json_t *dbs, FILE *ou
 	if (!rc)
 		rc = guard_registry_add(items, "production add", e);
 	if (!rc)
-		fprintf(out, "%zu item(s) registered in %s\n", json_array_size(items), guard_registry_path());
+		fprintf(out, "%zu item(s) registered in %s\n", json_array_size(items),
+		        guard_registry_path());
 	json_decref(items);
 	json_decref(doc);
 	return rc;
@@ -72,8 +75,9 @@ int guard_registry_remove_all(char *const *names, size_t n, FILE *out, cs_err *e
 			return rc;
 		if (!k)
 			return cs_err_set(e, CS_EXIT_BADINPUT,
-					  "%s: no registry item has this path or name (see 'coldstudy production list')",
-					  names[i]);
+			                  "%s: no registry item has this path or name (see "
+			                  "'coldstudy production list')",
+			                  names[i]);
 		total += k;
 	}
 	fprintf(out, "%zu item(s) removed from %s\n", total, guard_registry_path());

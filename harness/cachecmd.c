@@ -35,7 +35,8 @@ int harness_cache_residency(char *const *files, size_t n, int json, FILE *out, c
 	if (json && !(arr = json_array()))
 		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 	if (!json)
-		fprintf(out, "%10s %10s %9s %-9s %s\n", "RES", "PAGES", "FRACTION", "METHOD", "FILE");
+		fprintf(out, "%10s %10s %9s %-9s %s\n", "RES", "PAGES", "FRACTION", "METHOD",
+		        "FILE");
 	for (size_t i = 0; i < n; i++) {
 		cv_residency r;
 		guard_held h;
@@ -47,10 +48,11 @@ int harness_cache_residency(char *const *files, size_t n, int json, FILE *out, c
 		x = h.exists ? cv_cache_residency(guard_held_via(&h), &r) : -ENOENT;
 		guard_held_close(&h);
 		if (x == -EACCES) {
-			rc = cs_err_set(e, cs_exit_from_errno(x),
-					"%s: residency refused: no cachestat and the file cannot be opened for "
-					"writing, so mincore would report every page resident",
-					files[i]);
+			rc = cs_err_set(
+			    e, cs_exit_from_errno(x),
+			    "%s: residency refused: no cachestat and the file cannot be opened for "
+			    "writing, so mincore would report every page resident",
+			    files[i]);
 			goto out;
 		}
 		if (x) {
@@ -59,14 +61,15 @@ int harness_cache_residency(char *const *files, size_t n, int json, FILE *out, c
 		}
 		frac = r.pages ? (double) r.resident / (double) r.pages : 0.0;
 		if (!json) {
-			fprintf(out, "%10llu %10llu %9.4f %-9s %s\n", (unsigned long long) r.resident,
-				(unsigned long long) r.pages, frac, r.method, files[i]);
+			fprintf(out, "%10llu %10llu %9.4f %-9s %s\n",
+			        (unsigned long long) r.resident, (unsigned long long) r.pages, frac,
+			        r.method, files[i]);
 			continue;
 		}
-		if (json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:f, s:s}", "file", files[i], "pages",
-							 (json_int_t) r.pages, "resident",
-							 (json_int_t) r.resident, "fraction", frac,
-							 "method", r.method))) {
+		if (json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:f, s:s}", "file",
+		                                         files[i], "pages", (json_int_t) r.pages,
+		                                         "resident", (json_int_t) r.resident,
+		                                         "fraction", frac, "method", r.method))) {
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 			goto out;
 		}
@@ -109,9 +112,10 @@ static int parse_blocks(const char *spec, uint64_t **out, size_t *n, cs_err *e)
 		if (!*p)
 			break;
 		if (*p < '0' || *p > '9') {
-			rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: byte %zu: expected a block number",
-					spec[0] == '@' ? spec + 1 : "--blocks",
-					(size_t) (p - (spec[0] == '@' ? text : spec)));
+			rc =
+			    cs_err_set(e, CS_EXIT_BADINPUT, "%s: byte %zu: expected a block number",
+			               spec[0] == '@' ? spec + 1 : "--blocks",
+			               (size_t) (p - (spec[0] == '@' ? text : spec)));
 			goto out;
 		}
 		errno = 0;
@@ -124,7 +128,8 @@ static int parse_blocks(const char *spec, uint64_t **out, size_t *n, cs_err *e)
 			uint64_t *nv;
 
 			if (cap >= BLOCKS_MAX) {
-				rc = cs_err_set(e, CS_EXIT_BADINPUT, "more than %u blocks", BLOCKS_MAX);
+				rc = cs_err_set(e, CS_EXIT_BADINPUT, "more than %u blocks",
+				                BLOCKS_MAX);
 				goto out;
 			}
 			cap = cap ? cap * 2 : 256;
@@ -164,10 +169,11 @@ int harness_cache_prewarm(const char *file, const char *spec, uint32_t bs, FILE 
 	guard_held_close(&h);
 	free(list);
 	if (rc == -ERANGE)
-		return cs_err_set(e, CS_EXIT_BADINPUT, "%s: a block in the list lies past the end of the file",
-				  file);
+		return cs_err_set(e, CS_EXIT_BADINPUT,
+		                  "%s: a block in the list lies past the end of the file", file);
 	if (rc)
 		return cs_err_set(e, cs_exit_from_errno(rc), "%s: %s", file, strerror(-rc));
-	fprintf(out, "prewarmed %zu blocks of %llu bytes from %s\n", n, (unsigned long long) bs, file);
+	fprintf(out, "prewarmed %zu blocks of %llu bytes from %s\n", n, (unsigned long long) bs,
+	        file);
 	return CS_EXIT_OK;
 }

@@ -42,10 +42,10 @@ int harness_data_info(const char *spec, int json, FILE *out, cs_err *e)
 	}
 	cv_dataset_hash_hex(ds, hex);
 	if (json) {
-		json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:f, s:f, s:f, s:s}", "spec", spec,
-				      "n", (json_int_t) ds->n, "d", (json_int_t) ds->d, "sha256", hex,
-				      "min", mn, "max", mx, "mean_norm", norms / (double) ds->n,
-				      "dtype", "float32");
+		json_t *o =
+		    json_pack("{s:s, s:I, s:I, s:s, s:f, s:f, s:f, s:s}", "spec", spec, "n",
+		              (json_int_t) ds->n, "d", (json_int_t) ds->d, "sha256", hex, "min", mn,
+		              "max", mx, "mean_norm", norms / (double) ds->n, "dtype", "float32");
 		char *s = o ? json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
 
 		json_decref(o);
@@ -57,9 +57,11 @@ int harness_data_info(const char *spec, int json, FILE *out, cs_err *e)
 		free(s);
 	} else {
 		/* The same names as --json's keys, so a reader of one can read the other. */
-		fprintf(out, "spec       %s\nn          %zu (rows)\nd          %zu (dimensions)\ndtype      float32\n"
-			"min        %g\nmax        %g\nmean_norm  %g\nsha256     %s\n",
-			spec, ds->n, ds->d, mn, mx, norms / (double) ds->n, hex);
+		fprintf(out,
+		        "spec       %s\nn          %zu (rows)\nd          %zu (dimensions)\ndtype  "
+		        "    float32\n"
+		        "min        %g\nmax        %g\nmean_norm  %g\nsha256     %s\n",
+		        spec, ds->n, ds->d, mn, mx, norms / (double) ds->n, hex);
 	}
 	cv_dataset_free(ds);
 	return CS_EXIT_OK;
@@ -78,22 +80,26 @@ int harness_data_gt(const harness_gt_opts *o, FILE *log, cs_err *e)
 
 	guard_held_init(&outh);
 	/* --out and the cache (--cache-dir, COLDSTUDY_CACHE, ~/.cache): never inside production */
-	if ((rc = guard_output(NULL, NULL, o->out, 0, "data gt", "--out", &outh, outvia, sizeof(outvia), e)) ||
+	if ((rc = guard_output(NULL, NULL, o->out, 0, "data gt", "--out", &outh, outvia,
+	                       sizeof(outvia), e)) ||
 	    (rc = guard_cache_dir(NULL, NULL, cdir, "data gt", &cdir, e)))
 		goto out;
-	if ((rc = cv_dataset_load(o->base, &base, &ce)) || (rc = cv_dataset_load(o->queries, &q, &ce))) {
+	if ((rc = cv_dataset_load(o->base, &base, &ce)) ||
+	    (rc = cv_dataset_load(o->queries, &q, &ce))) {
 		rc = data_fail(rc, &ce, e);
 		goto out;
 	}
 	if (base->d != q->d || o->k > base->n) {
-		rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s has dimension %zu and %zu rows; %s has dimension %zu; k=%zu",
-				o->base, base->d, base->n, o->queries, q->d, o->k);
+		rc = cs_err_set(e, CS_EXIT_BADINPUT,
+		                "%s has dimension %zu and %zu rows; %s has dimension %zu; k=%zu",
+		                o->base, base->d, base->n, o->queries, q->d, o->k);
 		goto out;
 	}
 	t0 = cs_mono_ns();
 	/* a progress line on a terminal while it computes (-q: none) */
 	cv_groundtruth_progress(!o->quiet && isatty(2));
-	rc = cv_groundtruth_cached2(base, q, o->k, o->metric, o->threads, cdir, &ids, NULL, &hit, &ce);
+	rc = cv_groundtruth_cached2(base, q, o->k, o->metric, o->threads, cdir, &ids, NULL, &hit,
+	                            &ce);
 	cv_groundtruth_progress(0);
 	if (!rc)
 		rc = cv_ivecs_write(outvia, ids, q->n, o->k, &ce);
@@ -101,9 +107,9 @@ int harness_data_gt(const harness_gt_opts *o, FILE *log, cs_err *e)
 		rc = data_fail(rc, &ce, e);
 		goto out;
 	}
-	fprintf(log, "ground truth: %zu queries x k=%zu (%s, %s kernels) %s in %.2f s -> %s\n", q->n, o->k,
-		cv_metric_name(o->metric), cv_simd_level(), hit ? "from cache" : "computed",
-		(double) (cs_mono_ns() - t0) / 1e9, o->out);
+	fprintf(log, "ground truth: %zu queries x k=%zu (%s, %s kernels) %s in %.2f s -> %s\n",
+	        q->n, o->k, cv_metric_name(o->metric), cv_simd_level(),
+	        hit ? "from cache" : "computed", (double) (cs_mono_ns() - t0) / 1e9, o->out);
 out:
 	guard_held_close(&outh);
 	free(ids);

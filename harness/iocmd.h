@@ -26,8 +26,7 @@ int harness_device_show(const char *profile, FILE *out, cs_err *e);
 int harness_device_under(const char *path, FILE *out, cs_err *e);
 /* A cvtrace file replayed against profile in virtual time, its figures as text or JSON. */
 int harness_device_replay(const char *path, const char *profile, uint64_t seed, int json, FILE *out,
-			  cs_err *e);
-
+                          cs_err *e);
 
 /* ---- coldstudy cache (cachecmd.c) ---- */
 
@@ -54,8 +53,8 @@ typedef struct harness_gt_opts {
 	const char *cache_dir;      /* NULL: $COLDSTUDY_CACHE or ~/.cache/coldstudy */
 	size_t k;
 	cv_metric metric;
-	int threads;                /* 0: every CPU */
-	int quiet;                  /* no progress line */
+	int threads; /* 0: every CPU */
+	int quiet;   /* no progress line */
 } harness_gt_opts;
 
 /*

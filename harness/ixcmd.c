@@ -32,16 +32,19 @@ int harness_index_make(const harness_build_args *a, cv_build_opts *o, FILE *out,
 	int rc;
 
 	guard_held_init(&held);
-	if ((rc = harness_hdf5_metric(a->data, "--data", a->metric_given ? "--metric" : NULL, &o->metric, e)))
+	if ((rc = harness_hdf5_metric(a->data, "--data", a->metric_given ? "--metric" : NULL,
+	                              &o->metric, e)))
 		return rc;
 	/* DATA keeps the spec resolved, so a query from any directory finds the same file */
 	if ((rc = cv_dataset_spec_resolve(a->data, data_abs, sizeof(data_abs), &ce)))
 		return engine_fail(rc, &ce, e);
-	/* --out is resolved once: checked, created beneath its held parent, written through the hold. */
+	/* --out is resolved once: checked, created beneath its held parent, written through the
+	 * hold. */
 	if ((rc = guard_target(NULL, NULL, a->out, AT_FDCWD, "index build", "--out", &held, e)))
 		return rc;
 	if (held.exists && cv_index_files(guard_held_via(&held), &files, &n) == 0 && n > 0) {
-		rc = cs_err_set(e, CS_EXIT_REFUSED, "%s: exists and is not empty (refusing to overwrite)", a->out);
+		rc = cs_err_set(e, CS_EXIT_REFUSED,
+		                "%s: exists and is not empty (refusing to overwrite)", a->out);
 		goto out;
 	}
 	if ((rc = cv_dataset_load(a->data, &ds, &ce))) {
@@ -52,17 +55,18 @@ int harness_index_make(const harness_build_args *a, cv_build_opts *o, FILE *out,
 	    (rc = harness_index_build(a->kind, ds, o, guard_held_via(&held), data_abs, &secs, e)))
 		goto out;
 	if (a->json) {
-		json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:f}", "kind", a->kind, "dir", a->out,
-				      "data", a->data, "n", (json_int_t) ds->n, "d", (json_int_t) ds->d,
-				      "metric", cv_metric_name(o->metric), "seconds", secs);
+		json_t *j =
+		    json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:f}", "kind", a->kind, "dir", a->out,
+		              "data", a->data, "n", (json_int_t) ds->n, "d", (json_int_t) ds->d,
+		              "metric", cv_metric_name(o->metric), "seconds", secs);
 
 		if (j)
 			json_dumpf(j, out, JSON_COMPACT);
 		fputc('\n', out);
 		json_decref(j);
 	} else {
-		fprintf(out, "built %s index of %zu rows x %zu dims in %s (%.1f s)\n", a->kind, ds->n, ds->d,
-			a->out, secs);
+		fprintf(out, "built %s index of %zu rows x %zu dims in %s (%.1f s)\n", a->kind,
+		        ds->n, ds->d, a->out, secs);
 	}
 out:
 	cv_index_files_free(files, n);
@@ -71,8 +75,8 @@ out:
 	return rc;
 }
 
-int harness_index_update(int insert, const char *dir, const char *data, const char *idfile, uint32_t first,
-			 FILE *out, cs_err *e)
+int harness_index_update(int insert, const char *dir, const char *data, const char *idfile,
+                         uint32_t first, FILE *out, cs_err *e)
 {
 	guard_held held;
 	cv_dataset *ds = NULL;
@@ -82,8 +86,8 @@ int harness_index_update(int insert, const char *dir, const char *data, const ch
 	int rc;
 
 	/* A production index is never changed: resolve once, check, update through the hold. */
-	if ((rc = guard_existing(NULL, NULL, dir, AT_FDCWD, insert ? "index insert" : "index delete", "index",
-				 &held, e)))
+	if ((rc = guard_existing(NULL, NULL, dir, AT_FDCWD,
+	                         insert ? "index insert" : "index delete", "index", &held, e)))
 		return rc;
 	if (data && (rc = cv_dataset_load(data, &ds, &ce))) {
 		rc = engine_fail(rc, &ce, e);
@@ -112,8 +116,8 @@ int harness_index_update(int insert, const char *dir, const char *data, const ch
 	else if (rc)
 		rc = engine_fail(rc, &ce, e);
 	else
-		fprintf(out, "%s %zu rows %s %s\n", insert ? "inserted" : "deleted", n, insert ? "into" : "from",
-			dir);
+		fprintf(out, "%s %zu rows %s %s\n", insert ? "inserted" : "deleted", n,
+		        insert ? "into" : "from", dir);
 out:
 	free(ids);
 	cv_dataset_free(ds);

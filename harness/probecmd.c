@@ -12,7 +12,7 @@
 #include <fcntl.h>
 
 int harness_probe_verb(const char *file, const harness_probe_args *a, cv_probe_opts *o, FILE *out,
-		       FILE *warn, cs_err *e)
+                       FILE *warn, cs_err *e)
 {
 	harness_throttle thr;
 	harness_cap cap;
@@ -36,28 +36,37 @@ int harness_probe_verb(const char *file, const harness_probe_args *a, cv_probe_o
 	if ((rc = guard_existing(NULL, NULL, file, AT_FDCWD, "probe", "file", &held, e)))
 		return rc;
 	if (a->device && (rc = cv_device_new(a->device, o->seed, &dev, &ce))) {
-		rc = cs_err_set(e, rc == -EINVAL || rc == -ENOENT ? CS_EXIT_BADINPUT : CS_EXIT_INTERNAL, "%s",
-				ce.msg);
+		rc = cs_err_set(
+		    e, rc == -EINVAL || rc == -ENOENT ? CS_EXIT_BADINPUT : CS_EXIT_INTERNAL, "%s",
+		    ce.msg);
 		goto out;
 	}
 	o->device = dev;
-	if ((rc = harness_probe(guard_held_via(&held), o, a->cap ? &cap : NULL, held.fd, file, &thr, &r,
-				&treads, &tbytes, e)))
+	if ((rc = harness_probe(guard_held_via(&held), o, a->cap ? &cap : NULL, held.fd, file, &thr,
+	                        &r, &treads, &tbytes, e)))
 		goto out;
 	if (a->fio) {
 		cs_err fe = {0};
 
 		if (dev || a->cap)
-			fprintf(warn, "coldstudy probe: --fio runs on the real device; the %s applies to coldstudy only\n",
-				dev ? "model" : "throttle");
+			fprintf(warn,
+			        "coldstudy probe: --fio runs on the real device; the %s applies to "
+			        "coldstudy only\n",
+			        dev ? "model" : "throttle");
 		have_fio = harness_fio_run(guard_held_via(&held), o, &fr, &fe) == 0;
 		if (!have_fio)
 			fprintf(warn, "coldstudy probe: %s\n", fe.msg);
 	}
-	if (harness_probe_print(&(harness_probe_report){.shown = file, .o = o, .r = &r,
-				.device = dev ? cv_device_name(dev) : NULL, .cap = a->cap ? &cap : NULL,
-				.thr = &thr, .treads = treads, .tbytes = tbytes,
-				.fio = have_fio ? &fr : NULL}, a->json, out))
+	if (harness_probe_print(&(harness_probe_report){.shown = file,
+	                                                .o = o,
+	                                                .r = &r,
+	                                                .device = dev ? cv_device_name(dev) : NULL,
+	                                                .cap = a->cap ? &cap : NULL,
+	                                                .thr = &thr,
+	                                                .treads = treads,
+	                                                .tbytes = tbytes,
+	                                                .fio = have_fio ? &fr : NULL},
+	                        a->json, out))
 		rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 out:
 	json_decref(fr.out);

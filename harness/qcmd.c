@@ -28,12 +28,13 @@ static json_t *per_query_rows(const harness_qm_result *s)
 
 	for (size_t p = 0; rows && p < s->passes; p++)
 		for (size_t i = 0; i < s->nq; i++)
-			json_array_append_new(rows, json_pack("{s:I, s:I, s:f, s:I, s:o}", "pass", (json_int_t) p,
-							      "q", (json_int_t) i, "lat_real_ms",
-							      s->lat_ms[p * s->nq + i], "reads",
-							      (json_int_t) s->q_reads[p * s->nq + i], "recall",
-							      isfinite(s->q_recall[i]) ? json_real(s->q_recall[i])
-										  : json_null()));
+			json_array_append_new(
+			    rows,
+			    json_pack("{s:I, s:I, s:f, s:I, s:o}", "pass", (json_int_t) p, "q",
+			              (json_int_t) i, "lat_real_ms", s->lat_ms[p * s->nq + i],
+			              "reads", (json_int_t) s->q_reads[p * s->nq + i], "recall",
+			              isfinite(s->q_recall[i]) ? json_real(s->q_recall[i])
+			                                       : json_null()));
 	return rows;
 }
 
@@ -44,28 +45,28 @@ static json_t *per_query_rows(const harness_qm_result *s)
  * truth's cache) asks the guards first; the paths become the held ones.
  */
 static int hold_paths(harness_query_args *a, guard_held *held, guard_held outs[3],
-		      char via[3][PATH_MAX + 300], cs_err *e)
+                      char via[3][PATH_MAX + 300], cs_err *e)
 {
 	const char *cvia;
 	int rc;
 
-	rc = a->cold ? guard_existing(NULL, NULL, a->dir, AT_FDCWD, "index query --cold", "index", held, e)
-		     : guard_hold(a->dir, AT_FDCWD, held, e);
+	rc = a->cold ? guard_existing(NULL, NULL, a->dir, AT_FDCWD, "index query --cold", "index",
+	                              held, e)
+	             : guard_hold(a->dir, AT_FDCWD, held, e);
 	if (!rc && !held->exists) {
 		guard_held_close(held);
 		rc = cs_err_set(e, CS_EXIT_BADINPUT, "%s: does not exist", a->dir);
 	}
 	if (rc)
 		return rc;
-	if ((a->tracefile &&
-	     (rc = guard_output(NULL, NULL, a->tracefile, 0, "index query", "--trace", &outs[0], via[0],
-				sizeof(via[0]), e))) ||
+	if ((a->tracefile && (rc = guard_output(NULL, NULL, a->tracefile, 0, "index query",
+	                                        "--trace", &outs[0], via[0], sizeof(via[0]), e))) ||
 	    (a->record &&
-	     (rc = guard_output(NULL, NULL, a->record, 0, "index query", "--record-blocks", &outs[1],
-				via[1], sizeof(via[1]), e))) ||
+	     (rc = guard_output(NULL, NULL, a->record, 0, "index query", "--record-blocks",
+	                        &outs[1], via[1], sizeof(via[1]), e))) ||
 	    (a->per_query &&
 	     (rc = guard_output(NULL, NULL, a->per_query, 0, "index query", "--per-query", &outs[2],
-				via[2], sizeof(via[2]), e))) ||
+	                        via[2], sizeof(via[2]), e))) ||
 	    (!a->gt && (rc = guard_cache_dir(NULL, NULL, NULL, "index query", &cvia, e)))) {
 		guard_held_close(held);
 		return rc;
@@ -119,25 +120,47 @@ int harness_index_query(harness_query_args *a, harness_rows_writer write_rows, F
 	mo.per_query = a->per_query != NULL;
 	mo.progress = !a->quiet && isatty(2) ? a->dir : NULL;
 	if ((rc = harness_qbench_open(&b, idir, a->buffers, e)) ||
-	    (rc = harness_qbench_load(&b, &(harness_qbench_load_opts){.dir = idir, .shown = a->dir,
-				      .queries = a->queries, .nq = a->nq, .data = a->data, .gt = a->gt,
-				      .progress = !a->quiet && isatty(2)}, &a->qo, e)) ||
-	    (rc = harness_qbench_io(&b, &(harness_qbench_io_opts){.strategy = a->strategy,
-				    .device = a->device, .simulate = a->simulate, .trace = !!a->tracefile,
-				    .files = a->cold || a->record, .dir = idir, .shown = a->dir,
-				    .cap = a->throttle ? &cap : NULL, .held_fd = held.fd}, &a->qo, e)) ||
+	    (rc = harness_qbench_load(
+	         &b,
+	         &(harness_qbench_load_opts){.dir = idir,
+	                                     .shown = a->dir,
+	                                     .queries = a->queries,
+	                                     .nq = a->nq,
+	                                     .data = a->data,
+	                                     .gt = a->gt,
+	                                     .progress = !a->quiet && isatty(2)},
+	         &a->qo, e)) ||
+	    (rc = harness_qbench_io(&b,
+	                            &(harness_qbench_io_opts){.strategy = a->strategy,
+	                                                      .device = a->device,
+	                                                      .simulate = a->simulate,
+	                                                      .trace = !!a->tracefile,
+	                                                      .files = a->cold || a->record,
+	                                                      .dir = idir,
+	                                                      .shown = a->dir,
+	                                                      .cap = a->throttle ? &cap : NULL,
+	                                                      .held_fd = held.fd},
+	                            &a->qo, e)) ||
 	    (rc = harness_qbench_passes(&b, &a->qo, &mo, &s, e)) ||
-	    (rc = harness_qm_summarise(&s, &m) ? cs_err_set(e, CS_EXIT_INTERNAL, "out of memory") : 0) ||
+	    (rc = harness_qm_summarise(&s, &m) ? cs_err_set(e, CS_EXIT_INTERNAL, "out of memory")
+	                                       : 0) ||
 	    (a->per_query && !(rows = per_query_rows(&s)) &&
 	     (rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory"))) ||
 	    (rows && (rc = write_rows(rows, a->per_query, "--per-query", e))))
 		goto out;
-	harness_qbench_print(&b, &(harness_qbench_shown){.qo = &a->qo, .strategy = a->strategy,
-			     .cold = a->cold, .json = a->json, .buffers = a->buffers, .warmup = a->warmup,
-			     .nparts = a->nparts, .simulate = a->simulate}, &s, &m, out);
+	harness_qbench_print(&b,
+	                     &(harness_qbench_shown){.qo = &a->qo,
+	                                             .strategy = a->strategy,
+	                                             .cold = a->cold,
+	                                             .json = a->json,
+	                                             .buffers = a->buffers,
+	                                             .warmup = a->warmup,
+	                                             .nparts = a->nparts,
+	                                             .simulate = a->simulate},
+	                     &s, &m, out);
 	if (a->record && (rc = harness_blocks_write(a->record, &bl, b.files, b.nfiles)))
 		rc = cs_err_set(e, rc == -EPERM ? CS_EXIT_REFUSED : CS_EXIT_INTERNAL,
-				"%s: cannot write block lists: %s", a->record, strerror(-rc));
+		                "%s: cannot write block lists: %s", a->record, strerror(-rc));
 out:
 	json_decref(rows);
 	free(bl.file);
@@ -161,12 +184,13 @@ void harness_sweep_result_free(harness_sweep_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int harness_index_sweep(harness_query_args *a, const harness_sweep_opts *w, harness_sweep_result *res,
-			FILE *out, cs_err *e)
+int harness_index_sweep(harness_query_args *a, const harness_sweep_opts *w,
+                        harness_sweep_result *res, FILE *out, cs_err *e)
 {
 	const int ef = !strcmp(w->knob, "--ef-search");
 	const char *kcol = ef ? "ef_search" : "search_probe", *idir, *kind;
-	double *recalls = calloc(w->nvals, sizeof(double)), *qmeds = calloc(w->nvals, sizeof(double));
+	double *recalls = calloc(w->nvals, sizeof(double)),
+	       *qmeds = calloc(w->nvals, sizeof(double));
 	char **labels = calloc(w->nvals, sizeof(char *));
 	json_t *rows = json_array();
 	guard_held held;
@@ -193,15 +217,24 @@ int harness_index_sweep(harness_query_args *a, const harness_sweep_opts *w, harn
 	kind = cv_index_kind(b.ix);
 	if (ef == !strcmp(kind, "hfresh")) {
 		rc = cs_err_set(e, CS_EXIT_USAGE, "%s: a %s index's knob is %s", w->knob, kind,
-				strcmp(kind, "hfresh") ? "--ef-search" : "--search-probe");
+		                strcmp(kind, "hfresh") ? "--ef-search" : "--search-probe");
 		goto out;
 	}
-	if ((rc = harness_qbench_load(&b, &(harness_qbench_load_opts){.dir = idir, .shown = a->dir,
-				      .queries = a->queries, .nq = a->nq, .data = a->data, .gt = a->gt,
-				      .need_base = "sweep", .progress = !a->quiet && isatty(2)},
-				      &a->qo, e)) ||
-	    (rc = harness_qbench_io(&b, &(harness_qbench_io_opts){.strategy = a->strategy, .dir = idir,
-				    .shown = a->dir}, &a->qo, e)))
+	if ((rc = harness_qbench_load(
+	         &b,
+	         &(harness_qbench_load_opts){.dir = idir,
+	                                     .shown = a->dir,
+	                                     .queries = a->queries,
+	                                     .nq = a->nq,
+	                                     .data = a->data,
+	                                     .gt = a->gt,
+	                                     .need_base = "sweep",
+	                                     .progress = !a->quiet && isatty(2)},
+	         &a->qo, e)) ||
+	    (rc = harness_qbench_io(
+	         &b,
+	         &(harness_qbench_io_opts){.strategy = a->strategy, .dir = idir, .shown = a->dir},
+	         &a->qo, e)))
 		goto out;
 	bsecs = harness_index_build_seconds(idir);
 	ibytes = harness_index_bytes(idir);
@@ -237,9 +270,15 @@ int harness_index_sweep(harness_query_args *a, const harness_sweep_opts *w, harn
 		labels[v] = malloc(32);
 		if (labels[v])
 			snprintf(labels[v], 32, "%u", w->vals[v]);
-		row = harness_sweep_row(&(harness_sweep_setting){.kcol = kcol, .value = w->vals[v],
-					.k = a->qo.k, .nq = b.nq, .repeat = a->repeat, .build_s = bsecs,
-					.index_bytes = ibytes, .kind = kind}, &m, r.recall, &st);
+		row = harness_sweep_row(&(harness_sweep_setting){.kcol = kcol,
+		                                                 .value = w->vals[v],
+		                                                 .k = a->qo.k,
+		                                                 .nq = b.nq,
+		                                                 .repeat = a->repeat,
+		                                                 .build_s = bsecs,
+		                                                 .index_bytes = ibytes,
+		                                                 .kind = kind},
+		                        &m, r.recall, &st);
 		if (!row) {
 			rc = cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 			goto out;
@@ -249,10 +288,10 @@ int harness_index_sweep(harness_query_args *a, const harness_sweep_opts *w, harn
 	}
 	if (!a->json)
 		harness_sweep_print_foot(b.nq, a->qo.k, a->repeat, a->warmup, bsecs, ibytes, out);
-	*res = (harness_sweep_result){.rows = rows, .recalls = recalls, .qps = qmeds, .labels = labels,
-				      .n = w->nvals};
+	*res = (harness_sweep_result){
+	    .rows = rows, .recalls = recalls, .qps = qmeds, .labels = labels, .n = w->nvals};
 	snprintf(res->title, sizeof(res->title), "%s: recall against QPS by %s (k=%zu)", kind, kcol,
-		 a->qo.k);
+	         a->qo.k);
 	rows = NULL;
 	recalls = qmeds = NULL;
 	labels = NULL;

@@ -26,18 +26,20 @@ int harness_clone_verb(const harness_clone_args *a, FILE *out, cs_err *e)
 		goto out;
 	if ((rc = harness_clone_target(l, a->dst, &held, e)))
 		goto out;
-	rc = harness_clone_cluster(a->src, guard_held_via(&held), a->study, a->pg_socket, a->pg_port, &info, e);
+	rc = harness_clone_cluster(a->src, guard_held_via(&held), a->study, a->pg_socket,
+	                           a->pg_port, &info, e);
 	if (rc) {
 		guard_held_rmdir(&held); /* the empty DST made for it, by name in its held parent */
 		goto out;
 	}
-	fprintf(out, "%s: %s of %llu files (%llu bytes, %llu reflinked), source sha256 %s\n", a->dst,
-		info.method, (unsigned long long) info.files, (unsigned long long) info.bytes,
-		(unsigned long long) info.reflinked_files, info.source_sha256);
+	fprintf(out, "%s: %s of %llu files (%llu bytes, %llu reflinked), source sha256 %s\n",
+	        a->dst, info.method, (unsigned long long) info.files,
+	        (unsigned long long) info.bytes, (unsigned long long) info.reflinked_files,
+	        info.source_sha256);
 	if (l) {
-		note = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "text", "clone", "source", a->src, "clone",
-				 a->dst, "method", info.method, "source_sha256", info.source_sha256, "files",
-				 (json_int_t) info.files);
+		note = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "text", "clone", "source",
+		                 a->src, "clone", a->dst, "method", info.method, "source_sha256",
+		                 info.source_sha256, "files", (json_int_t) info.files);
 		rc = ledger_append(l, "note", note, NULL, e);
 		json_decref(note);
 	}
@@ -100,26 +102,30 @@ int harness_init_verb(const char *dir, FILE *out, cs_err *e)
 	guard_held_close(&h);
 	if (rc)
 		return rc;
-	fprintf(out, "created %s/ledger.db, %s/frozen/, %s/signing.key (keep it private) and %s/checkpoint\n",
-		dir, dir, dir, dir);
+	fprintf(out,
+	        "created %s/ledger.db, %s/frozen/, %s/signing.key (keep it private) and "
+	        "%s/checkpoint\n",
+	        dir, dir, dir, dir);
 	if (!(rc = ledger_open(dir, &l, e)) && !(rc = ledger_key(l, vk, sizeof(vk), e)))
 		fprintf(out, "verifier key: %s\n", vk);
 	ledger_close(l);
 	return rc;
 }
 
-void harness_replica_print(const harness_replica *r, const char *src, const char *shown, uint64_t seed,
-			   FILE *out)
+void harness_replica_print(const harness_replica *r, const char *src, const char *shown,
+                           uint64_t seed, FILE *out)
 {
 	json_t *id;
 	size_t i;
 
-	fprintf(out, "%s: a replication of %s (its checkpoint recorded), seed %llu; %zu hypotheses re-registered",
-		shown, r->source, (unsigned long long) seed, r->hypotheses);
+	fprintf(out,
+	        "%s: a replication of %s (its checkpoint recorded), seed %llu; %zu hypotheses "
+	        "re-registered",
+	        shown, r->source, (unsigned long long) seed, r->hypotheses);
 	if (json_array_size(r->left_out)) {
 		fprintf(out, "; left out (post hoc in %s):", src);
-		json_array_foreach(r->left_out, i, id)
-			fprintf(out, " %s", json_string_value(id));
+		json_array_foreach(r->left_out, i, id) fprintf(out, " %s", json_string_value(id));
 	}
-	fprintf(out, "\nnext: clone the index with --study %s, validate it and run its plan\n", shown);
+	fprintf(out, "\nnext: clone the index with --study %s, validate it and run its plan\n",
+	        shown);
 }

@@ -17,9 +17,9 @@
 
 /* What clone was asked. */
 typedef struct harness_clone_args {
-	const char *src, *dst;   /* as typed */
-	const char *study;       /* --study DIR: the marker keyed, the clone noted; NULL: none */
-	const char *pg_socket;   /* a running cluster's socket folder; NULL: none */
+	const char *src, *dst; /* as typed */
+	const char *study;     /* --study DIR: the marker keyed, the clone noted; NULL: none */
+	const char *pg_socket; /* a running cluster's socket folder; NULL: none */
 	int pg_port;
 } harness_clone_args;
 
@@ -39,7 +39,7 @@ int harness_schema_check(const char *kind, const char *path, cs_err *e);
  */
 int harness_init_verb(const char *dir, FILE *out, cs_err *e);
 /* replicate's closing lines: S2 (as shown) made from S with seed, what was left out, what next. */
-void harness_replica_print(const harness_replica *r, const char *src, const char *shown, uint64_t seed,
-			   FILE *out);
+void harness_replica_print(const harness_replica *r, const char *src, const char *shown,
+                           uint64_t seed, FILE *out);
 
 #endif

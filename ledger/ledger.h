@@ -352,6 +352,8 @@ void ledger_verify_print(const ledger_verify_info *info, const char *origin, int
 int ledger_checkpoint_print(ledger *l, const char *origin, int json, FILE *out, cs_err *e);
 /* `log verify-proof`'s line for a checked proof. */
 void ledger_proof_print(const ledger_proof *p, FILE *out);
+/* `log prove`: the inclusion proof of record seq (> 0), else the consistency proof from old_size, as JSON. */
+int ledger_prove_print(ledger *l, int64_t seq, int64_t old_size, int64_t size, FILE *out, cs_err *e);
 
 /*
  * Write the log as JSONL: per record, the canonical JSON of

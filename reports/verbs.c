@@ -35,21 +35,22 @@ int report_holdout_show(struct ledger *l, int json, FILE *out, cs_err *e)
 		return cs_err_set(e, CS_EXIT_INTERNAL, "out of memory");
 	}
 	json_array_foreach(v.pred_order, i, key)
-		json_array_append(all, json_object_get(v.predictions, json_string_value(key)));
+	    json_array_append(all, json_object_get(v.predictions, json_string_value(key)));
 	if (json) {
 		print_json(all, out);
 	} else {
 		report_predictions_text(all, out);
-		fprintf(out, "%s\n", v.holdout_started ? "frozen: a holdout run has started"
-						       : "open: no holdout run has started");
+		fprintf(out, "%s\n",
+		        v.holdout_started ? "frozen: a holdout run has started"
+		                          : "open: no holdout run has started");
 	}
 	json_decref(all);
 	holdout_log_free(&v);
 	return 0;
 }
 
-int report_holdout_score(struct ledger *l, const struct holdout_score_opts *o, int json, FILE *out, int *exitc,
-			 cs_err *e)
+int report_holdout_score(struct ledger *l, const struct holdout_score_opts *o, int json, FILE *out,
+                         int *exitc, cs_err *e)
 {
 	json_t *s = NULL;
 	int rc;
@@ -65,7 +66,8 @@ int report_holdout_score(struct ledger *l, const struct holdout_score_opts *o, i
 	return 0;
 }
 
-int report_compare_print(struct ledger *a, struct ledger *b, int json, FILE *out, int *disagree, cs_err *e)
+int report_compare_print(struct ledger *a, struct ledger *b, int json, FILE *out, int *disagree,
+                         cs_err *e)
 {
 	json_t *rows = NULL;
 	int rc;
