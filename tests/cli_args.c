@@ -2,8 +2,9 @@
  * cli_args.c - the verbs' option parser (cli/args.c): each kind converts
  * into its destination, and each wrong argument gives the verb's one line
  * (the table's words) and exit 2: an unknown option, a value missing, out
- * of range or not a number, an operand too many; --name=V where the verb
- * takes it; '-' as an operand where the verb reads stdin; SIZE's forms.
+ * of range or not a number, an operand too many, any bare word where the
+ * verb takes no operands; --name=V where the verb takes it; '-' as an
+ * operand where the verb reads stdin; SIZE's forms.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -42,6 +43,7 @@ static int take_even(const char *val, void *p)
 }
 
 static char line[4096];
+static int options_only; /* the spec's options_only for the next parse */
 
 /* Parse argv (NULL-ended) through the test table; the line printed, if any, in line. */
 static int parse(dst *d, const char **pos, size_t *np, int eq, int dash_operand, int missing_first,
@@ -63,7 +65,7 @@ static int parse(dst *d, const char **pos, size_t *np, int eq, int dash_operand,
 	cli_spec spec = {.verb = "t", .opts = opts, .pos = pos, .maxpos = 2, .npos = np,
 			 .unknown = "unknown option '%s'", .missing = "%s needs a value",
 			 .extra = "one '%s' too many", .eq = eq, .dash_operand = dash_operand,
-			 .missing_first = missing_first};
+			 .missing_first = missing_first, .options_only = options_only};
 	char *argv[32];
 	int argc = 0, rc, saved = dup(2);
 	FILE *f = tmpfile();
@@ -151,6 +153,15 @@ static void t_errors(void **state)
 	np = 0;
 	assert_int_equal(PARSE(&d, pos, &np, 0, 0, 0, "a", "b", "c"), CS_EXIT_USAGE);
 	assert_string_equal(line, "coldstudy t: one 'c' too many (try 'coldstudy t --help')\n");
+	/* options_only: a bare word is an unknown option, missing its value when last (data gt) */
+	options_only = 1;
+	np = 0;
+	assert_int_equal(PARSE(&d, pos, &np, 0, 0, 0, "a", "--flag"), CS_EXIT_USAGE);
+	assert_string_equal(line, "coldstudy t: unknown option 'a' (try 'coldstudy t --help')\n");
+	assert_int_equal(PARSE(&d, pos, &np, 0, 0, 1, "--flag", "a"), CS_EXIT_USAGE);
+	assert_string_equal(line, "coldstudy t: a needs a value (try 'coldstudy t --help')\n");
+	assert_int_equal(np, 0);
+	options_only = 0;
 }
 
 static void t_eq_and_dash(void **state)
