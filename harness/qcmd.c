@@ -80,8 +80,9 @@ static int hold_paths(harness_query_args *a, guard_held *held, guard_held outs[3
 	return 0;
 }
 
-int harness_index_query(harness_query_args *a, harness_rows_writer write_rows, FILE *out, cs_err *e)
+int harness_index_query(const harness_query_args *in, harness_rows_writer write_rows, FILE *out, cs_err *e)
 {
+	harness_query_args qa = *in, *a = &qa; /* its paths become held ones: the caller's stay */
 	json_t *rows = NULL;
 	harness_qbench b;
 	harness_qm_result s = {0};
@@ -184,9 +185,10 @@ void harness_sweep_result_free(harness_sweep_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int harness_index_sweep(harness_query_args *a, const harness_sweep_opts *w,
+int harness_index_sweep(const harness_query_args *in, const harness_sweep_opts *w,
                         harness_sweep_result *res, FILE *out, cs_err *e)
 {
+	harness_query_args qa = *in, *a = &qa; /* the knob set a setting at a time here */
 	const int ef = !strcmp(w->knob, "--ef-search");
 	const char *kcol = ef ? "ef_search" : "search_probe", *idir, *kind;
 	double *recalls = calloc(w->nvals, sizeof(double)),

@@ -281,7 +281,7 @@ typedef int (*harness_rows_writer)(const json_t *rows, const char *path, const c
  * given to write_rows, the summary printed to out (harness_qbench_print),
  * then the block lists written. 0 or an exit code, e filled (one line).
  */
-int harness_index_query(harness_query_args *a, harness_rows_writer write_rows, FILE *out, cs_err *e);
+int harness_index_query(const harness_query_args *a, harness_rows_writer write_rows, FILE *out, cs_err *e);
 
 /* What index sweep was asked beside query's options. */
 typedef struct harness_sweep_opts {
@@ -308,7 +308,7 @@ void harness_sweep_result_free(harness_sweep_result *r);
  * harness_sweep_result_free). A knob the index's kind does not take is
  * CS_EXIT_USAGE; 0 or an exit code, e filled (one line).
  */
-int harness_index_sweep(harness_query_args *a, const harness_sweep_opts *w, harness_sweep_result *r,
+int harness_index_sweep(const harness_query_args *a, const harness_sweep_opts *w, harness_sweep_result *r,
 			FILE *out, cs_err *e);
 
 /* ---- index build, insert, delete whole (ixcmd.c) ---- */
