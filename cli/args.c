@@ -108,6 +108,9 @@ int cli_args_parse(const cli_spec *spec, int argc, char **argv)
 		}
 		if ((rc = take(spec, o, v)))
 			return rc;
+		while (o->more && i + 1 < argc && argv[i + 1][0] != '-')
+			if ((rc = take(spec, o, argv[++i])))
+				return rc;
 	}
 	return 0;
 }

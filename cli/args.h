@@ -36,6 +36,7 @@ typedef struct cli_opt {
 	/* The value missing: a line without %s. NULL: the spec's missing line. */
 	const char *missing;
 	int (*fn)(const char *val, void *dst);
+	int more; /* the following words not starting with '-' are values too (--pilot A B) */
 } cli_opt;
 
 typedef struct cli_spec {

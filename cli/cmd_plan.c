@@ -5,6 +5,7 @@
  */
 #include "cmds.h"
 
+#include "args.h"
 #include "harness.h"
 #include "ledger.h"
 #include "report.h"
@@ -12,6 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* --pilot RUN...: each run id appended; an option in its place reads as missing */
+static int take_pilot(const char *val, void *dst)
+{
+	if (val[0] == '-')
+		return -2;
+	return json_array_append_new(dst, json_string(val)) ? -1 : 0;
+}
 
 /* coldstudy plan power DIR [--pilot RUN...] [--json] */
 int cmd_plan(int argc, char **argv)
@@ -27,21 +36,19 @@ int cmd_plan(int argc, char **argv)
 	if (strcmp(argv[1], "power"))
 		return cli_usage(argv[0], "unknown subcommand '%s' (power)", argv[1]);
 	ids = json_array();
-	for (int k = 2; k < argc; k++) {
-		if (!strcmp(argv[k], "--json")) {
-			json = 1;
-		} else if (!strcmp(argv[k], "--pilot")) {
-			if (k + 1 >= argc || argv[k + 1][0] == '-') {
-				json_decref(ids);
-				return cli_usage(argv[0], "--pilot needs run ids");
-			}
-			while (k + 1 < argc && argv[k + 1][0] != '-')
-				json_array_append_new(ids, json_string(argv[++k]));
-		} else if (argv[k][0] == '-' || dir) {
+	{
+		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json),
+					{.name = "--pilot", .kind = CLI_FN, .dst = ids, .fn = take_pilot,
+					 .missing = "--pilot needs run ids", .more = 1},
+					CLI_OPT_END};
+		size_t np = 0;
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = &dir, .maxpos = 1,
+				       .npos = &np, .unknown = "unexpected argument '%s'",
+				       .extra = "unexpected argument '%s'"};
+
+		if ((rc = cli_args_parse(&spec, argc, argv))) {
 			json_decref(ids);
-			return cli_usage(argv[0], "unexpected argument '%s'", argv[k]);
-		} else {
-			dir = argv[k];
+			return rc;
 		}
 	}
 	if (!dir) {

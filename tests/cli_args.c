@@ -60,6 +60,8 @@ static int parse(dst *d, const char **pos, size_t *np, int eq, int dash_operand,
 		{.name = "--d", .kind = CLI_DOUBLE, .dst = &d->d, .bad = "--d: not a number '%s'"},
 		{.name = "--even", .kind = CLI_FN, .dst = d, .fn = take_even, .bad = "--even wants even, got '%s'",
 		 .missing = "--even needs a number"},
+		{.name = "--evens", .kind = CLI_FN, .dst = d, .fn = take_even, .missing = "--evens needs numbers",
+		 .more = 1},
 		CLI_OPT_END,
 	};
 	cli_spec spec = {.verb = "t", .opts = opts, .pos = pos, .maxpos = 2, .npos = np,
@@ -164,6 +166,25 @@ static void t_errors(void **state)
 	options_only = 0;
 }
 
+static void t_more(void **state)
+{
+	dst d = {0};
+	const char *pos[2] = {0};
+	size_t np = 0;
+
+	(void) state;
+	/* a value, then every following word not starting with '-' (plan power --pilot A B) */
+	assert_int_equal(PARSE(&d, pos, &np, 0, 0, 0, "--evens", "2", "4", "6", "-f", "a"), 0);
+	assert_int_equal(d.fn_calls, 3);
+	assert_int_equal(d.flag, 1);
+	assert_int_equal(np, 1);
+	assert_string_equal(pos[0], "a");
+	assert_int_equal(PARSE(&d, pos, &np, 0, 0, 0, "--evens", "2", "3"), CS_EXIT_USAGE);
+	assert_string_equal(line, "coldstudy t: --evens wants a number, got '3' (try 'coldstudy t --help')\n");
+	assert_int_equal(PARSE(&d, pos, &np, 0, 0, 0, "--evens"), CS_EXIT_USAGE);
+	assert_string_equal(line, "coldstudy t: --evens needs numbers (try 'coldstudy t --help')\n");
+}
+
 static void t_eq_and_dash(void **state)
 {
 	dst d = {0};
@@ -214,6 +235,7 @@ int main(void)
 		cmocka_unit_test(t_kinds),
 		cmocka_unit_test(t_errors),
 		cmocka_unit_test(t_eq_and_dash),
+		cmocka_unit_test(t_more),
 		cmocka_unit_test(t_size),
 	};
 
