@@ -231,14 +231,7 @@ int cmd_verdicts(int argc, char **argv)
 	ledger_close(l);
 	if (rc)
 		return cli_fail("verdicts", &e);
-	if (as_json) {
-		char *txt = json_dumps(all, JSON_INDENT(2) | JSON_SORT_KEYS);
-
-		printf("%s\n", txt);
-		free(txt);
-	} else {
-		report_verdicts_text(all, test, state, stdout);
-	}
+	report_verdicts_print(all, test, state, as_json, stdout);
 	rc = holdout_state_exit(test, state);
 	json_decref(test);
 	json_decref(state);

@@ -64,14 +64,8 @@ int cmd_plan(int argc, char **argv)
 	if (!rc)
 		rc = harness_power(l, study, pilots, res, &refuse, &e);
 	ledger_close(l);
-	if (!rc && json) {
-		char *t = json_dumps(res, JSON_INDENT(2) | JSON_SORT_KEYS);
-
-		printf("%s\n", t ? t : "[]");
-		free(t);
-	} else if (!rc) {
-		report_power_text(res, stdout);
-	}
+	if (!rc)
+		report_power_print(res, json, stdout);
 	json_decref(ids);
 	json_decref(pilots);
 	json_decref(study);

@@ -33,7 +33,6 @@ int cmd_runs(int argc, char **argv)
 	const char *dir = NULL;
 	int fmt = REPORT_FMT_TEXT, rc;
 	ledger *l = NULL;
-	json_t *rows = NULL;
 	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv))
@@ -55,10 +54,7 @@ int cmd_runs(int argc, char **argv)
 		return cli_usage(argv[0], "missing study directory");
 	rc = ledger_open(dir, &l, &e);
 	if (!rc)
-		rc = report_runs(l, &rows, &e);
-	if (!rc)
-		rc = report_rows_write(rows, fmt, stdout, &e);
-	json_decref(rows);
+		rc = report_runs_print(l, fmt, stdout, &e);
 	ledger_close(l);
 	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }
@@ -122,20 +118,9 @@ int cmd_run_show(int argc, char **argv)
 
 int cli_run_summary(const char *dir, const char *run_id)
 {
-	ledger *l = NULL;
-	json_t *rec = NULL;
 	cs_err e = {0};
-	int rc;
+	int rc = report_run_summary_print(dir, run_id, stdout, &e);
 
-	rc = ledger_open(dir, &l, &e);
-	if (!rc)
-		rc = report_run_get(l, run_id, &rec, &e);
-	if (!rc) {
-		report_run_summary(rec, stdout);
-		printf("  details: coldstudy run show %s %s [--queries] [--csv|--json]\n", dir, run_id);
-	}
-	json_decref(rec);
-	ledger_close(l);
 	if (rc)
 		fprintf(stderr, "coldstudy run: warning: %s recorded, but no summary: %s\n", run_id,
 			e.msg);

@@ -8,6 +8,7 @@
 #include "report.h"
 
 #include "holdout.h"
+#include "ledger.h"
 #include "register.h"
 
 #include <stdlib.h>
@@ -97,4 +98,49 @@ int report_hypotheses_print(struct ledger *l, int json, FILE *out, cs_err *e)
 	free(txt);
 	json_decref(list);
 	return rc;
+}
+
+int report_runs_print(struct ledger *l, int format, FILE *out, cs_err *e)
+{
+	json_t *rows = NULL;
+	int rc = report_runs(l, &rows, e);
+
+	if (!rc)
+		rc = report_rows_write(rows, format, out, e);
+	json_decref(rows);
+	return rc;
+}
+
+int report_run_summary_print(const char *dir, const char *run_id, FILE *out, cs_err *e)
+{
+	ledger *l = NULL;
+	json_t *rec = NULL;
+	int rc;
+
+	rc = ledger_open(dir, &l, e);
+	if (!rc)
+		rc = report_run_get(l, run_id, &rec, e);
+	if (!rc) {
+		report_run_summary(rec, out);
+		fprintf(out, "  details: coldstudy run show %s %s [--queries] [--csv|--json]\n", dir, run_id);
+	}
+	json_decref(rec);
+	ledger_close(l);
+	return rc;
+}
+
+void report_verdicts_print(const json_t *all, const json_t *test, const json_t *state, int json, FILE *out)
+{
+	if (json)
+		print_json(all, out);
+	else
+		report_verdicts_text(all, test, state, out);
+}
+
+void report_power_print(const json_t *res, int json, FILE *out)
+{
+	if (json)
+		print_json(res, out);
+	else
+		report_power_text(res, out);
 }
