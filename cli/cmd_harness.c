@@ -102,18 +102,7 @@ int cmd_validate(int argc, char **argv)
 	}
 	if (!dir)
 		return cli_usage(argv[0], "missing study directory");
-	if (json) {
-		o.quiet = 1;
-		o.results = json_array();
-	}
-	rc = harness_validate(dir, &o, &e);
-	if (json && json_array_size(o.results)) {
-		/* The records, also when a check failed (exit 4 below says so). */
-		json_dumpf(o.results, stdout, JSON_INDENT(2));
-		putchar('\n');
-	}
-	json_decref(o.results);
-	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
+	return harness_validate_verb(dir, &o, json, stdout, &e) ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }
 
 int cmd_clone(int argc, char **argv)

@@ -8,6 +8,7 @@
 #include "args.h"
 #include "guard.h"
 #include "ledger.h"
+#include "verbs.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -205,14 +206,9 @@ static int log_key(int argc, char **argv)
 static int log_tiles(int argc, char **argv)
 {
 	const char *dir = NULL, *out = NULL;
-	int64_t written = 0, same = 0;
-	int rc;
-	char *note = NULL, outvia[PATH_MAX + 300];
-	ledger *l = NULL;
 	cs_err e = {0};
-	guard_held outh;
+	int rc;
 
-	guard_held_init(&outh);
 	{
 		const cli_opt opts[] = {CLI_OPT_STR("--out", &out), CLI_OPT_END};
 		size_t np = 0;
@@ -224,17 +220,8 @@ static int log_tiles(int argc, char **argv)
 	}
 	if (!dir || !out)
 		return cli_usage("log tiles", "expected DIR --out OUTDIR");
-	if ((rc = guard_output(NULL, NULL, out, 1, "log tiles", "--out", &outh, outvia,
-			       sizeof(outvia), &e)) ||
-	    (rc = ledger_open(dir, &l, &e)) ||
-	    (rc = ledger_tiles_write(l, outvia, &written, &same, &note, &e)))
+	if ((rc = harness_tiles_verb(dir, out, stdout, &e)))
 		rc = cli_fail("log tiles", &e);
-	else
-		printf("%s: %lld tiles written, %lld already there; checkpoint:\n%s", out,
-		       (long long) written, (long long) same, note);
-	free(note);
-	ledger_close(l);
-	guard_held_close(&outh);
 	return rc;
 }
 

@@ -1,6 +1,7 @@
 /*
  * verbs.c - study verbs run whole below the cli (verbs.h): init, clone,
- * study show, schema --check, replicate's closing lines.
+ * validate, study show, schema --check, log tiles, replicate's closing
+ * lines.
  */
 #include "verbs.h"
 
@@ -128,4 +129,43 @@ void harness_replica_print(const harness_replica *r, const char *src, const char
 	}
 	fprintf(out, "\nnext: clone the index with --study %s, validate it and run its plan\n",
 	        shown);
+}
+
+int harness_validate_verb(const char *dir, harness_validate_opts *o, int json, FILE *out, cs_err *e)
+{
+	int rc;
+
+	if (json) {
+		o->quiet = 1;
+		o->results = json_array();
+	}
+	rc = harness_validate(dir, o, e);
+	if (json && json_array_size(o->results)) {
+		/* The records, also when a check failed (exit 4 says so). */
+		json_dumpf(o->results, out, JSON_INDENT(2));
+		fputc('\n', out);
+	}
+	json_decref(o->results);
+	o->results = NULL;
+	return rc;
+}
+
+int harness_tiles_verb(const char *dir, const char *out_dir, FILE *out, cs_err *e)
+{
+	int64_t written = 0, same = 0;
+	char *note = NULL, via[PATH_MAX + 300];
+	ledger *l = NULL;
+	guard_held h;
+	int rc;
+
+	guard_held_init(&h);
+	if (!(rc = guard_output(NULL, NULL, out_dir, 1, "log tiles", "--out", &h, via, sizeof(via), e)) &&
+	    !(rc = ledger_open(dir, &l, e)) &&
+	    !(rc = ledger_tiles_write(l, via, &written, &same, &note, e)))
+		fprintf(out, "%s: %lld tiles written, %lld already there; checkpoint:\n%s", out_dir,
+		        (long long) written, (long long) same, note);
+	free(note);
+	ledger_close(l);
+	guard_held_close(&h);
+	return rc;
 }

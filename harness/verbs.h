@@ -31,6 +31,15 @@ typedef struct harness_clone_args {
 int harness_clone_verb(const harness_clone_args *a, FILE *out, cs_err *e);
 /* The study spec in force in DIR's ledger, as indented JSON with sorted keys. */
 int harness_study_print(const char *dir, FILE *out, cs_err *e);
+/*
+ * validate DIR (harness_validate with o); with json the batch's validation
+ * records as a JSON array on out, also when a check failed (the exit says so).
+ */
+struct harness_validate_opts;
+int harness_validate_verb(const char *dir, struct harness_validate_opts *o, int json, FILE *out,
+                          cs_err *e);
+/* log tiles: out_dir held (never inside production), the log's tiles written, its line said. */
+int harness_tiles_verb(const char *dir, const char *out_dir, FILE *out, cs_err *e);
 /* Validate path as a hypothesis file, study.json or run.json (kind) with the C validator. */
 int harness_schema_check(const char *kind, const char *path, cs_err *e);
 /*
