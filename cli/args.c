@@ -87,7 +87,7 @@ int cli_args_parse(const cli_spec *spec, int argc, char **argv)
 		const cli_opt *o = find(spec, w, &v);
 		int rc;
 
-		if (!o && (w[0] != '-' || (spec->dash_operand && !w[1]))) {
+		if (!o && !spec->options_only && (w[0] != '-' || (spec->dash_operand && !w[1]))) {
 			if (!spec->npos || *spec->npos >= spec->maxpos)
 				return cli_usage(spec->verb, spec->extra, w);
 			spec->pos[(*spec->npos)++] = w;
@@ -108,6 +108,9 @@ int cli_args_parse(const cli_spec *spec, int argc, char **argv)
 		}
 		if ((rc = take(spec, o, v)))
 			return rc;
+		while (o->more && i + 1 < argc && argv[i + 1][0] != '-')
+			if ((rc = take(spec, o, argv[++i])))
+				return rc;
 	}
 	return 0;
 }

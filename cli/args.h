@@ -36,6 +36,7 @@ typedef struct cli_opt {
 	/* The value missing: a line without %s. NULL: the spec's missing line. */
 	const char *missing;
 	int (*fn)(const char *val, void *dst);
+	int more; /* the following words not starting with '-' are values too (--pilot A B) */
 } cli_opt;
 
 typedef struct cli_spec {
@@ -52,6 +53,7 @@ typedef struct cli_spec {
 	int missing_first;   /* an unknown option as the last word reads as missing its value */
 	int eq;              /* "--name=V" is also taken */
 	int dash_operand;    /* "-" alone is an operand (stdin), not an option */
+	int options_only;    /* no operands: every word is read as an option (unknown, or missing_first's) */
 } cli_spec;
 
 /* Table entries: a flag storing 1, a string, a number in [lo, hi], a converter; the end. */

@@ -1,27 +1,18 @@
 /*
  * cmd_index.h - what the three files of `coldstudy index` share:
- * cmd_index.c (build, verify, insert, delete, and the verb's help),
- * cmd_query.c (query) and cmd_sweep.c (sweep). The measurement itself is
- * harness/qmeasure.h's.
+ * cmd_index.c (build, verify, insert, delete) and cmd_query.c (query
+ * and sweep). The measurement itself is harness/qmeasure.h's, the two
+ * verbs whole harness/qcmd.c's.
  */
 #ifndef CLI_CMD_INDEX_H
 #define CLI_CMD_INDEX_H
 
 #include "cmds.h"
 #include "coldvec.h"
+#include "qmeasure.h"
 
-/* What index query (and sweep, which takes query's options) was asked. */
-typedef struct qargs {
-	const char *dir, *queries, *data, *gt, *device, *simulate, *record, *tracefile, *throttle;
-	const char *per_query; /* --per-query FILE: one row a timed query (.csv, else JSON lines) */
-	uint64_t nq, buffers;
-	uint64_t repeat, warmup; /* timed passes over the queries, untimed ones first */
-	int cold, json, quiet;
-	cv_io_strategy strategy;
-	cv_query_opts qo;
-	uint32_t *parts;
-	size_t nparts;
-} qargs;
+/* What index query (and sweep, which takes query's options) was asked (harness/qmeasure.h). */
+typedef harness_query_args qargs;
 
 /* Parse index query's options into *a (a->parts: caller frees); 0 or a usage exit. */
 int index_query_args(int argc, char **argv, qargs *a);

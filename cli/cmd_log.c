@@ -8,6 +8,7 @@
 #include "args.h"
 #include "guard.h"
 #include "ledger.h"
+#include "verbs.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -15,43 +16,6 @@
 #include <string.h>
 
 /* ---- log ---- */
-
-static void log_help(FILE *f)
-{
-	fprintf(f,
-		"usage: coldstudy log SUBCOMMAND ...\n\n"
-		"  log verify DIR [--checkpoint FILE] [--key VKEY] [--json]\n"
-		"      recompute every record hash, the chain, the RFC 6962 root, every raw\n"
-		"      blob and each payload against its kind's schema; check that a checkpoint\n"
-		"      signed by the study's key (or VKEY) covers every record and that the log\n"
-		"      was not rewritten below a signed size; with a saved checkpoint, check the\n"
-		"      log still extends it (exit 4 naming the first bad seq or checkpoint)\n"
-		"  log key DIR\n"
-		"      print the study's verifier key (C2SP signed-note format NAME+HASH+BASE64)\n"
-		"  log checkpoint DIR [--origin NAME] [--json]\n"
-		"      print the signed C2SP tlog-checkpoint (origin, size, base64 root,\n"
-		"      signature) after recomputing it; with --origin, an unsigned body\n"
-		"  log prove DIR SEQ [--size N]\n"
-		"      inclusion proof of record SEQ (JSON: leaf index, tree size, hashes)\n"
-		"  log prove DIR --old-size N [--size N]\n"
-		"      consistency proof from tree size N to the current (or given) size\n"
-		"  log verify-proof FILE|- (--checkpoint FILE [--key VKEY] | --root HEX)\n"
-		"                   [--old-checkpoint FILE]\n"
-		"      check a proof offline against a tree head you trust: a saved checkpoint\n"
-		"      or its root (without one, exit 2: a proof alone only agrees with itself);\n"
-		"      --key: the checkpoint must carry that verifier key's signature (exit 4)\n"
-		"  log tiles DIR --out OUTDIR\n"
-		"      write the log as C2SP tlog-tiles (checkpoint, tile/<L>/<N>, tile/entries/<N>)\n"
-		"      for any static web server; unchanged tiles are left, others refused\n"
-		"  log export DIR\n"
-		"      JSONL, one record a line, byte-identical for the same ledger\n"
-		"  log publish DIR --to URL [--witness URL]\n"
-		"      PUT the new tiles and the signed checkpoint to a static web server,\n"
-		"      refusing (exit 4) if its checkpoint is not an ancestor of this log;\n"
-		"      resumable; --witness asks a C2SP tlog-witness to cosign\n"
-		"  log publish DIR --url URL [--origin NAME] [--dry-run]\n"
-		"      (older) POST the checkpoint and the export to an endpoint\n");
-}
 
 static int log_verify(int argc, char **argv)
 {
@@ -93,7 +57,6 @@ static int log_checkpoint(int argc, char **argv)
 {
 	const char *dir = NULL, *origin = NULL;
 	int rc, json = 0;
-	char *text = NULL;
 	ledger *l = NULL;
 	cs_err e = {0};
 
@@ -109,33 +72,8 @@ static int log_checkpoint(int argc, char **argv)
 	}
 	if (!dir)
 		return cli_usage("log checkpoint", "missing DIR");
-	if ((rc = ledger_open(dir, &l, &e)) ||
-	    (rc = origin || !ledger_signed(l) ? ledger_checkpoint_origin(l, origin, &text, &e)
-						   : ledger_checkpoint_signed(l, &text, &e)))
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_checkpoint_print(l, origin, json, stdout, &e)))
 		rc = cli_fail("log checkpoint", &e);
-	else if (!json)
-		fputs(text, stdout);
-	else {
-		/* the same note, parsed back: origin, size, root (hex), and the note's text */
-		ledger_tree_head th;
-		char root[65];
-		json_t *j;
-
-		if ((rc = ledger_checkpoint_parse(text, strlen(text), "checkpoint", &th, &e))) {
-			rc = cli_fail("log checkpoint", &e);
-		} else {
-			for (int i = 0; i < 32; i++)
-				snprintf(root + 2 * i, 3, "%02x", th.root[i]);
-			j = json_pack("{s:s, s:I, s:s, s:b, s:s}", "origin", th.origin, "size",
-				      (json_int_t) th.size, "root_hex", root, "signed",
-				      !origin && ledger_signed(l), "note", text);
-			if (!j || json_dumpf(j, stdout, JSON_COMPACT | JSON_SORT_KEYS))
-				rc = CS_EXIT_INTERNAL;
-			putchar('\n');
-			json_decref(j);
-		}
-	}
-	free(text);
 	ledger_close(l);
 	return rc;
 }
@@ -166,8 +104,6 @@ static int log_prove(int argc, char **argv)
 	const char *dir = NULL, *seqs = NULL;
 	int64_t seq = 0, old = -1, size = 0;
 	int rc;
-	ledger_proof p = {0};
-	char *txt = NULL;
 	ledger *l = NULL;
 	cs_err e = {0};
 
@@ -191,15 +127,8 @@ static int log_prove(int argc, char **argv)
 		return cli_usage("log prove", "expected DIR and either SEQ or --old-size N");
 	if (seqs && (parse_size(seqs, &seq) || seq == 0))
 		return cli_usage("log prove", "SEQ: expected a record number >= 1, got '%s'", seqs);
-	if ((rc = ledger_open(dir, &l, &e)) ||
-	    (rc = seqs ? ledger_prove_inclusion(l, seq, size, &p, &e)
-		       : ledger_prove_consistency(l, old, size, &p, &e)) ||
-	    (rc = ledger_proof_to_json(&p, &txt, &e)))
+	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_prove_print(l, seqs ? seq : 0, old, size, stdout, &e)))
 		rc = cli_fail("log prove", &e);
-	else
-		printf("%s\n", txt);
-	free(txt);
-	ledger_proof_free(&p);
 	ledger_close(l);
 	return rc;
 }
@@ -207,7 +136,6 @@ static int log_prove(int argc, char **argv)
 static int log_verify_proof(int argc, char **argv)
 {
 	const char *file = NULL, *cpf = NULL, *oldf = NULL, *roots = NULL, *vkey = NULL;
-	char root[65];
 	unsigned char anchor[32];
 	ledger_proof p = {0};
 	cs_err e = {0};
@@ -240,15 +168,21 @@ static int log_verify_proof(int argc, char **argv)
 				 roots);
 	if (ledger_proof_check(file, cpf, vkey, roots ? anchor : NULL, roots, oldf, &p, &e))
 		return cli_fail("log verify-proof", &e);
-	cs_hex(p.root, 32, root);
-	if (p.type == LEDGER_PROOF_INCLUSION)
-		printf("ok: seq %lld is in the tree of %lld records with root %s\n",
-		       (long long) p.leaf_index + 1, (long long) p.tree_size, root);
-	else
-		printf("ok: the tree of %lld records with root %s extends the tree of %lld\n",
-		       (long long) p.tree_size, root, (long long) p.old_size);
+	ledger_proof_print(&p, stdout);
 	ledger_proof_free(&p);
 	return CS_EXIT_OK;
+}
+
+/* A verb that takes DIR alone (log key, log export); 0 or the usage exit. */
+static int dir_only(const char *verb, int argc, char **argv, const char **dir)
+{
+	const cli_opt none[] = {CLI_OPT_END};
+	size_t np = 0;
+	const cli_spec spec = {.verb = verb, .opts = none, .pos = dir, .maxpos = 1, .npos = &np,
+			       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+	int rc = cli_args_parse(&spec, argc, argv);
+
+	return rc ? rc : !*dir ? cli_usage(verb, "missing DIR") : 0;
 }
 
 static int log_key(int argc, char **argv)
@@ -259,13 +193,8 @@ static int log_key(int argc, char **argv)
 	cs_err e = {0};
 	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (argv[i][0] == '-' || dir)
-			return cli_usage("log key", "unexpected argument '%s'", argv[i]);
-		dir = argv[i];
-	}
-	if (!dir)
-		return cli_usage("log key", "missing DIR");
+	if ((rc = dir_only("log key", argc, argv, &dir)))
+		return rc;
 	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_key(l, vk, sizeof(vk), &e)))
 		rc = cli_fail("log key", &e);
 	else
@@ -277,14 +206,9 @@ static int log_key(int argc, char **argv)
 static int log_tiles(int argc, char **argv)
 {
 	const char *dir = NULL, *out = NULL;
-	int64_t written = 0, same = 0;
-	int rc;
-	char *note = NULL, outvia[PATH_MAX + 300];
-	ledger *l = NULL;
 	cs_err e = {0};
-	guard_held outh;
+	int rc;
 
-	guard_held_init(&outh);
 	{
 		const cli_opt opts[] = {CLI_OPT_STR("--out", &out), CLI_OPT_END};
 		size_t np = 0;
@@ -296,17 +220,8 @@ static int log_tiles(int argc, char **argv)
 	}
 	if (!dir || !out)
 		return cli_usage("log tiles", "expected DIR --out OUTDIR");
-	if ((rc = guard_output(NULL, NULL, out, 1, "log tiles", "--out", &outh, outvia,
-			       sizeof(outvia), &e)) ||
-	    (rc = ledger_open(dir, &l, &e)) ||
-	    (rc = ledger_tiles_write(l, outvia, &written, &same, &note, &e)))
+	if ((rc = harness_tiles_verb(dir, out, stdout, &e)))
 		rc = cli_fail("log tiles", &e);
-	else
-		printf("%s: %lld tiles written, %lld already there; checkpoint:\n%s", out,
-		       (long long) written, (long long) same, note);
-	free(note);
-	ledger_close(l);
-	guard_held_close(&outh);
 	return rc;
 }
 
@@ -317,13 +232,8 @@ static int log_export(int argc, char **argv)
 	cs_err e = {0};
 	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (argv[i][0] == '-' || dir)
-			return cli_usage("log export", "unexpected argument '%s'", argv[i]);
-		dir = argv[i];
-	}
-	if (!dir)
-		return cli_usage("log export", "missing DIR");
+	if ((rc = dir_only("log export", argc, argv, &dir)))
+		return rc;
 	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_export(l, stdout, &e)))
 		rc = cli_fail("log export", &e);
 	ledger_close(l);
@@ -343,16 +253,12 @@ int cmd_log(int argc, char **argv)
 	};
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
-	    !strcmp(argv[1], "help")) {
-		log_help(argc < 2 ? stderr : stdout);
-		return argc < 2 ? CS_EXIT_USAGE : CS_EXIT_OK;
-	}
+	    !strcmp(argv[1], "help"))
+		return cli_help("log", argc < 2 ? stderr : stdout, argc < 2 ? CS_EXIT_USAGE : CS_EXIT_OK);
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		if (!strcmp(argv[1], subs[i].name)) {
-			if (cli_wants_help(argc - 1, argv + 1)) {
-				log_help(stdout);
-				return CS_EXIT_OK;
-			}
+			if (cli_wants_help(argc - 1, argv + 1))
+				return cli_help("log", stdout, CS_EXIT_OK);
 			return subs[i].fn(argc - 1, argv + 1);
 		}
 	}

@@ -5,6 +5,7 @@
  */
 #include "cmds.h"
 
+#include "args.h"
 #include "harness.h"
 #include "ledger.h"
 #include "report.h"
@@ -12,6 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* --pilot RUN...: each run id appended; an option in its place reads as missing */
+static int take_pilot(const char *val, void *dst)
+{
+	if (val[0] == '-')
+		return -2;
+	return json_array_append_new(dst, json_string(val)) ? -1 : 0;
+}
 
 /* coldstudy plan power DIR [--pilot RUN...] [--json] */
 int cmd_plan(int argc, char **argv)
@@ -22,37 +31,24 @@ int cmd_plan(int argc, char **argv)
 	ledger *l = NULL;
 	cs_err e = {0};
 
-	if (cli_wants_help(argc, argv) || argc < 2) {
-		printf("usage: coldstudy plan power DIR [--pilot RUN_ID...] [--json]\n\n"
-		       "For each hypothesis decided by an interval (decision \"interval\"): the runs a\n"
-		       "side the plan registers (the replicates of its planned specs), the spread of\n"
-		       "the metric's log it plans with (sd_log: from the pilot runs named, pooled over\n"
-		       "the two groups, else the registered interval.sd_log), the power to show the\n"
-		       "predicted effect beyond the threshold, and the replicates a side that reach\n"
-		       "power 0.9. Pilots are exploratory runs (specs the plan does not name); exit 5\n"
-		       "for another. `validate` refuses (a refusal record) a confirmatory hypothesis\n"
-		       "below power 0.8 unless it is registered underpowered with a rationale.\n"
-		       "Writes nothing.\n");
-		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv) || argc < 2)
+		return cli_help("plan", stdout, cli_wants_help(argc, argv) ? CS_EXIT_OK : CS_EXIT_USAGE);
 	if (strcmp(argv[1], "power"))
 		return cli_usage(argv[0], "unknown subcommand '%s' (power)", argv[1]);
 	ids = json_array();
-	for (int k = 2; k < argc; k++) {
-		if (!strcmp(argv[k], "--json")) {
-			json = 1;
-		} else if (!strcmp(argv[k], "--pilot")) {
-			if (k + 1 >= argc || argv[k + 1][0] == '-') {
-				json_decref(ids);
-				return cli_usage(argv[0], "--pilot needs run ids");
-			}
-			while (k + 1 < argc && argv[k + 1][0] != '-')
-				json_array_append_new(ids, json_string(argv[++k]));
-		} else if (argv[k][0] == '-' || dir) {
+	{
+		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json),
+					{.name = "--pilot", .kind = CLI_FN, .dst = ids, .fn = take_pilot,
+					 .missing = "--pilot needs run ids", .more = 1},
+					CLI_OPT_END};
+		size_t np = 0;
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = &dir, .maxpos = 1,
+				       .npos = &np, .unknown = "unexpected argument '%s'",
+				       .extra = "unexpected argument '%s'"};
+
+		if ((rc = cli_args_parse(&spec, argc, argv))) {
 			json_decref(ids);
-			return cli_usage(argv[0], "unexpected argument '%s'", argv[k]);
-		} else {
-			dir = argv[k];
+			return rc;
 		}
 	}
 	if (!dir) {
@@ -68,14 +64,8 @@ int cmd_plan(int argc, char **argv)
 	if (!rc)
 		rc = harness_power(l, study, pilots, res, &refuse, &e);
 	ledger_close(l);
-	if (!rc && json) {
-		char *t = json_dumps(res, JSON_INDENT(2) | JSON_SORT_KEYS);
-
-		printf("%s\n", t ? t : "[]");
-		free(t);
-	} else if (!rc) {
-		report_power_text(res, stdout);
-	}
+	if (!rc)
+		report_power_print(res, json, stdout);
 	json_decref(ids);
 	json_decref(pilots);
 	json_decref(study);

@@ -60,30 +60,10 @@ int cmd_probe(int argc, char **argv)
 {
 	const char *file = NULL, *devspec = NULL, *capspec = NULL;
 	cv_probe_opts o = { .qd = 1, .bs = 4096, .reads = 1000, .strategy = CV_IO_URING, .seed = 1 };
-	harness_throttle thr;
-	harness_cap cap;
-	uint64_t treads = 0, tbytes = 0;
-	cv_probe_result r;
-	cv_device *dev = NULL;
-	harness_fio fr = { 0 };
-	int json = 0, fio = 0, have_fio = 0, rc;
-	cv_err e = { { 0 } };
-	cs_err ce = {0};
-	guard_held held;
-	const char *shown = NULL;
-
-	guard_held_init(&held);
-	harness_throttle_init(&thr);
-	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy probe FILE --qd N --bs 4k|8k|16k --reads M [--strategy uring|pread|direct|mmap]\n"
-		       "                       [--device PROFILE | --throttle CAP] [--seed S] [--json] [--fio]\n"
-		       "  --device PROFILE  every read through a device model (coldstudy device list)\n"
-		       "  --throttle CAP    a real cap: the kernel's block throttle on FILE's whole disk, the\n"
-		       "                    probe's readers in a cgroup of their own (gp3-3000, gp3-16000,\n"
-		       "                    gp3-80000, io2-80000, uncapped, or riops=N,rbps=SIZE); exit 5\n"
-		       "                    where no cgroup controller is writable\n");
-		return CS_EXIT_OK;
-	}
+	int json = 0, fio = 0, rc;
+	cs_err e = {0};
+	if (cli_wants_help(argc, argv))
+		return cli_help("probe", stdout, CS_EXIT_OK);
 	{
 		const cli_opt opts[] = {
 			CLI_OPT_FLAG("--json", NULL, &json),
@@ -112,60 +92,7 @@ int cmd_probe(int argc, char **argv)
 		return cli_usage("probe", "FILE is required");
 	if (devspec && capspec)
 		return cli_usage("probe", "--device (a model) and --throttle (a real cap) exclude each other");
-	if (capspec) {
-		if (harness_cap_parse(capspec, &cap, &ce)) {
-			fprintf(stderr, "coldstudy probe: --throttle: %s\n", ce.msg);
-			return ce.code;
-		}
-	}
-	{
-		cs_err ge = {0};
-
-		/* Load on production (a file or a device) is refused; the probe reads through the hold. */
-		if ((rc = guard_existing(NULL, NULL, file, AT_FDCWD, "probe", "file", &held, &ge)))
-			return cli_fail("probe", &ge);
-		shown = file;
-		file = guard_held_via(&held);
-	}
-	if (devspec) {
-		rc = cv_device_new(devspec, o.seed, &dev, &e);
-		if (rc) {
-			fprintf(stderr, "coldstudy probe: %s\n", e.msg);
-			return rc == -EINVAL || rc == -ENOENT ? CS_EXIT_BADINPUT : CS_EXIT_INTERNAL;
-		}
-		o.device = dev;
-	}
-	if ((rc = harness_probe(file, &o, capspec ? &cap : NULL, held.fd, shown, &thr, &r, &treads,
-				&tbytes, &ce))) {
-		fprintf(stderr, "coldstudy probe: %s\n", ce.msg);
-		cv_device_free(dev);
-		guard_held_close(&held);
-		return rc;
-	}
-	if (fio) {
-		if (dev || capspec)
-			fprintf(stderr, "coldstudy probe: --fio runs on the real device; the %s applies to coldstudy only\n",
-				dev ? "model" : "throttle");
-		cs_err fe = {0};
-
-		have_fio = harness_fio_run(file, &o, &fr, &fe) == 0;
-		if (!have_fio)
-			fprintf(stderr, "coldstudy probe: %s\n", fe.msg);
-	}
-	rc = harness_probe_print(&(harness_probe_report){.shown = shown, .o = &o, .r = &r,
-				 .device = dev ? cv_device_name(dev) : NULL, .cap = capspec ? &cap : NULL,
-				 .thr = &thr, .treads = treads, .tbytes = tbytes,
-				 .fio = have_fio ? &fr : NULL}, json, stdout);
-	if (rc)
-		goto oom;
-	json_decref(fr.out);
-	cv_device_free(dev);
-	guard_held_close(&held);
-	return CS_EXIT_OK;
-oom:
-	json_decref(fr.out);
-	cv_device_free(dev);
-	guard_held_close(&held);
-	fprintf(stderr, "coldstudy probe: out of memory\n");
-	return CS_EXIT_INTERNAL;
+	rc = harness_probe_verb(file, &(harness_probe_args){.device = devspec, .cap = capspec, .json = json,
+				.fio = fio}, &o, stdout, stderr, &e);
+	return rc ? cli_fail("probe", &e) : CS_EXIT_OK;
 }

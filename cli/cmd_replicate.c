@@ -13,6 +13,7 @@
 #include "guard.h"
 #include "harness.h"
 #include "replicate.h"
+#include "verbs.h"
 #include "ledger.h"
 #include "report.h"
 
@@ -28,7 +29,6 @@ static int compare(int argc, char **argv)
 	const char *a = NULL, *b = NULL;
 	int json = 0, disagree = 0, rc;
 	ledger *la = NULL, *lb = NULL;
-	json_t *rows = NULL;
 	cs_err e = {0};
 
 	{
@@ -49,20 +49,11 @@ static int compare(int argc, char **argv)
 	if (!rc)
 		rc = ledger_open(b, &lb, &e);
 	if (!rc)
-		rc = report_compare(la, lb, &rows, &disagree, &e);
+		rc = report_compare_print(la, lb, json, stdout, &disagree, &e);
 	ledger_close(la);
 	ledger_close(lb);
 	if (rc)
 		return cli_fail("replicate", &e);
-	if (json) {
-		char *t = json_dumps(rows, JSON_INDENT(2) | JSON_SORT_KEYS);
-
-		printf("%s\n", t ? t : "[]");
-		free(t);
-	} else {
-		report_compare_text(rows, disagree, stdout);
-	}
-	json_decref(rows);
 	return disagree ? CS_EXIT_FAILED : CS_EXIT_OK;
 }
 
@@ -72,30 +63,13 @@ int cmd_replicate(int argc, char **argv)
 	uint64_t seed = 0;
 	int has_seed = 0, rc;
 	harness_replica r = {0};
-	json_t *id;
-	size_t i;
 	cs_err e = {0};
 	guard_held outh;
 	char outvia[PATH_MAX + 300];
 
 	guard_held_init(&outh);
-	if (cli_wants_help(argc, argv) || argc < 2) {
-		printf("usage: coldstudy replicate S --out S2 [--seed N] [--specs DIR]\n"
-		       "       coldstudy replicate compare S S2 [--json]\n\n"
-		       "Make S2, a replication of study S: S's hypotheses as registered before its\n"
-		       "first run (their frozen copies: the same hashes; later ones are left out and\n"
-		       "named), S's study spec with its plan unchanged but for plan.seed (N, or fresh\n"
-		       "from the kernel), which every run's random stream and every bootstrap mixes\n"
-		       "in, and a replication_of record naming S's signed checkpoint. S2's production,\n"
-		       "index and scratch paths resolve against S2 as S's did against S (make S2 in a\n"
-		       "copy of S's work folder, with its own index and clone); the plan's run specs\n"
-		       "are S's files, or those under --specs DIR (which must hash the same). Then\n"
-		       "clone and validate S2 and run its plan as S's was run.\n\n"
-		       "compare evaluates both studies' verdicts (recording nothing) and prints, per\n"
-		       "hypothesis of S, the verdict in S and in S2, their intervals and whether they\n"
-		       "agree; exit 6 when a confirmatory verdict differs.\n");
-		return argc < 2 && !cli_wants_help(argc, argv) ? CS_EXIT_USAGE : CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv) || argc < 2)
+		return cli_help("replicate", stdout, cli_wants_help(argc, argv) ? CS_EXIT_OK : CS_EXIT_USAGE);
 	if (!strcmp(argv[1], "compare"))
 		return compare(argc - 1, argv + 1);
 	{
@@ -135,16 +109,7 @@ int cmd_replicate(int argc, char **argv)
 		rc = cli_fail(r.register_failed ? "register" : "replicate", &e);
 		goto out;
 	}
-	printf("%s: a replication of %s (its checkpoint recorded), seed %llu; %zu hypotheses "
-	       "re-registered",
-	       cli_spell(out), r.source, (unsigned long long) seed, r.hypotheses);
-	if (json_array_size(r.left_out)) {
-		printf("; left out (post hoc in %s):", src);
-		json_array_foreach(r.left_out, i, id)
-			printf(" %s", json_string_value(id));
-	}
-	printf("\nnext: clone the index with --study %s, validate it and run its plan\n",
-	       cli_spell(out));
+	harness_replica_print(&r, src, cli_spell(out), seed, stdout);
 	rc = CS_EXIT_OK;
 out:
 	guard_held_close(&outh);

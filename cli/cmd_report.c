@@ -17,7 +17,7 @@
 #include "ledger.h"
 #include "report.h"
 
-#define PUBLISH_TIMEOUT_DEFAULT 60
+#define PUBLISH_TIMEOUT_DEFAULT 60 /* cli/help/log-publish.txt says so */
 #define PUBLISH_TIMEOUT_MAX     3600
 
 int cmd_report(int argc, char **argv)
@@ -29,16 +29,8 @@ int cmd_report(int argc, char **argv)
 	guard_held outh;
 	char outvia[PATH_MAX + 300];
 
-	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy report DIR --out R [--title TEXT]\n\n"
-		       "Publish the study's report from its ledger alone: R/report.md,\n"
-		       "R/report.html (self-contained), R/*.svg, R/records.jsonl (the export)\n"
-		       "and R/checkpoint.txt. The log is verified first; a log that does not\n"
-		       "verify is not reported (exit 4) and nothing is written. R is written\n"
-		       "whole or not at all; an existing R is replaced only if it holds\n"
-		       "nothing but report files. The same ledger gives the same bytes.\n");
-		return CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help("report", stdout, CS_EXIT_OK);
 	{
 		const cli_opt opts[] = {CLI_OPT_STR("--out", &out), CLI_OPT_STR("--title", &title), CLI_OPT_END};
 		size_t np = 0;
@@ -75,29 +67,8 @@ int cmd_log_publish(int argc, char **argv)
 	cs_err e = {0};
 	int rc, dry = 0;
 
-	if (cli_wants_help(argc, argv)) {
-		printf(
-		    "usage: coldstudy log publish DIR --to URL [--witness URL] [--timeout S]\n"
-		    "       coldstudy log publish DIR --url URL [--origin NAME] [--timeout S] "
-		    "[--dry-run]\n\n"
-		    "--to: publish the log as C2SP tlog-tiles to a web server or object store that\n"
-		    "accepts HTTP PUT (any static server then serves it to tlog clients): read\n"
-		    "URL/checkpoint, refuse (exit 4) unless it is an ancestor of this log, PUT the\n"
-		    "tiles it lacks and then the signed checkpoint. Resumable and idempotent: a\n"
-		    "second run sends only what is new. --witness URL asks a C2SP tlog-witness to\n"
-		    "cosign the checkpoint and stores the result as DIR/checkpoint.witnessed.\n\n"
-		    "--url (the older form): "
-		    "POST the log's checkpoint (C2SP tlog-checkpoint) and its JSONL export to an\n"
-		    "http(s) endpoint as multipart/form-data (parts \"checkpoint\" and "
-		    "\"records\"),\n"
-		    "then record a note {published, checkpoint, status}. The log is verified\n"
-		    "first (exit 4). An answer other than 2xx (redirects are not followed), a\n"
-		    "timeout (default %d s) or no connection is exit 1 and records nothing.\n"
-		    "The URL is recorded without its user name and password; keep tokens out\n"
-		    "of the query string. --dry-run prints what would be sent and sends nothing.\n",
-		    PUBLISH_TIMEOUT_DEFAULT);
-		return CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help("log-publish", stdout, CS_EXIT_OK);
 	{
 		char tbad[80];
 		const cli_opt opts[] = {

@@ -33,20 +33,10 @@ int cmd_runs(int argc, char **argv)
 	const char *dir = NULL;
 	int fmt = REPORT_FMT_TEXT, rc;
 	ledger *l = NULL;
-	json_t *rows = NULL;
 	cs_err e = {0};
 
-	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy runs DIR [--csv|--jsonl|--json]\n\n"
-		       "Every run of the study, one row each: run_id, kind (design, holdout,\n"
-		       "exploratory), status, spec file and spec_sha256, the index, the settings\n"
-		       "(clients, mode, device, ..., query_count) and every metric of the\n"
-		       "vocabulary. Without a format, a table of the main columns; --csv (RFC 4180,\n"
-		       "a header line, empty cells for null), --jsonl (one object a line) and\n"
-		       "--json (an array) carry every column. A run that started but was stopped\n"
-		       "has status 'not recorded' and no metrics.\n");
-		return CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help("runs", stdout, CS_EXIT_OK);
 	for (int i = 1; i < argc; i++) {
 		int f = format_opt(argv[i], &fmt);
 
@@ -64,10 +54,7 @@ int cmd_runs(int argc, char **argv)
 		return cli_usage(argv[0], "missing study directory");
 	rc = ledger_open(dir, &l, &e);
 	if (!rc)
-		rc = report_runs(l, &rows, &e);
-	if (!rc)
-		rc = report_rows_write(rows, fmt, stdout, &e);
-	json_decref(rows);
+		rc = report_runs_print(l, fmt, stdout, &e);
 	ledger_close(l);
 	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }
@@ -80,21 +67,8 @@ int cmd_run_show(int argc, char **argv)
 	json_t *rows = NULL;
 	cs_err e = {0};
 
-	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy run show DIR RUN_ID [--queries | --series [NAME]]\n"
-		       "                          [--csv|--jsonl|--json]\n\n"
-		       "One run: what it measured, its settings and every metric (--json: the whole\n"
-		       "run record; --csv: its row as in 'coldstudy runs --csv'). With --queries, the\n"
-		       "per-query rows kept in the ledger's raw table (q, client, t_ms, lat_ms,\n"
-		       "read_ms, reads, bytes, recall, n, and a virtual-time run's real figures).\n"
-		       "With --series, the samplers' series sampled beside the load, one row a\n"
-		       "sample with its series first: iostat (t_s, r_s, rkB_s, r_await ms, aqu_sz,\n"
-		       "util %%, reads: as iostat -x), memory (t_s, cgroup_bytes, rss_bytes,\n"
-		       "source) and prometheus (one row a scrape: t_s, samples, skipped, error);\n"
-		       "NAME (iostat, memory, prometheus, all) picks one, and --series prometheus\n"
-		       "gives every scraped sample (t_s, metric, value).\n");
-		return CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help("run-show", stdout, CS_EXIT_OK);
 	for (int i = 1; i < argc; i++) {
 		int f = format_opt(argv[i], &fmt);
 
@@ -144,20 +118,9 @@ int cmd_run_show(int argc, char **argv)
 
 int cli_run_summary(const char *dir, const char *run_id)
 {
-	ledger *l = NULL;
-	json_t *rec = NULL;
 	cs_err e = {0};
-	int rc;
+	int rc = report_run_summary_print(dir, run_id, stdout, &e);
 
-	rc = ledger_open(dir, &l, &e);
-	if (!rc)
-		rc = report_run_get(l, run_id, &rec, &e);
-	if (!rc) {
-		report_run_summary(rec, stdout);
-		printf("  details: coldstudy run show %s %s [--queries] [--csv|--json]\n", dir, run_id);
-	}
-	json_decref(rec);
-	ledger_close(l);
 	if (rc)
 		fprintf(stderr, "coldstudy run: warning: %s recorded, but no summary: %s\n", run_id,
 			e.msg);

@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "hyp.h"
 #include "report.h"
+#include "verbs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,46 +18,14 @@
 
 static const char *const kinds[] = {"hypothesis", "study", "run", "runs", "queries", "series", NULL};
 
-/* Validate one file as kind with the C validator; 0 or an exit code with e filled. */
-static int check_file(const char *kind, const char *path, cs_err *e)
-{
-	json_t *doc = NULL;
-	char sha[65];
-	hyp *h = NULL;
-	int rc;
-
-	if (!strcmp(kind, "hypothesis")) {
-		rc = hyp_parse_file(path, &h, e);
-		hyp_free(h);
-	} else if (!strcmp(kind, "study")) {
-		rc = harness_study_load(path, &doc, e);
-	} else {
-		rc = harness_run_load(path, &doc, sha, e);
-	}
-	json_decref(doc);
-	return rc;
-}
-
 int cmd_schema(int argc, char **argv)
 {
 	const char *kind = NULL;
 	int check = 0, rc = CS_EXIT_OK, nfiles = 0;
 	json_t *s;
 
-	if (cli_wants_help(argc, argv)) {
-		printf("usage: coldstudy schema hypothesis|study|run [--check FILE...]\n"
-		       "       coldstudy schema runs|queries|series\n\n"
-		       "Print the JSON Schema (draft 2020-12) of a hypothesis file, study.json or\n"
-		       "run.json: every key with its type, bounds and a description. It is built\n"
-		       "from the tables the validators check with, so what it documents is what\n"
-		       "register, study register and run accept. With --check, validate each FILE\n"
-		       "with coldstudy's own validator instead: 'FILE: ok' or the one-line reason;\n"
-		       "exit 5 if any is refused.\n"
-		       "runs, queries, series: the schema of one row of 'coldstudy runs', 'run show\n"
-		       "--queries' and 'run show --series' (--jsonl, --json; in --csv a null is an\n"
-		       "empty cell, a list its items joined by spaces); docs/records.md, \"Exports\".\n");
-		return CS_EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help("schema", stdout, CS_EXIT_OK);
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--check")) {
 			check = 1;
@@ -75,7 +44,7 @@ int cmd_schema(int argc, char **argv)
 			cs_err e = {0};
 
 			nfiles++;
-			if (check_file(kind, argv[i], &e)) {
+			if (harness_schema_check(kind, argv[i], &e)) {
 				fprintf(stderr, "%s\n", e.msg);
 				rc = e.code ? e.code : CS_EXIT_INTERNAL;
 			} else {

@@ -8,6 +8,7 @@
 #define CLI_CMDS_H
 
 #include "cs.h"
+#include "help.h"
 
 typedef int (*cmd_fn)(int argc, char **argv);
 
@@ -73,9 +74,5 @@ int cli_wants_help(int argc, char **argv);
 /* Parse an unsigned/double option value strictly; 0 ok, -1 bad. */
 int cli_parse_u64(const char *s, uint64_t *out);
 int cli_parse_double(const char *s, double *out);
-/* Map a negative errno from the engine to an exit code: EBADMSG -> 4, input errors -> 5, else 1. */
-int cli_exit_from_errno(int rc);
-/* Print "coldstudy VERB: what: strerror" and return the exit code for rc. */
-int cli_fail_errno(const char *verb, const char *what, int rc);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * util.c - small helpers shared by the verbs: error printing, strict
- * number parsing, errno to exit code.
+ * number parsing.
  */
 #include "cmds.h"
 
@@ -78,15 +78,4 @@ int cli_parse_double(const char *s, double *out)
 		return -1;
 	*out = v;
 	return 0;
-}
-
-int cli_fail_errno(const char *verb, const char *what, int rc)
-{
-	fprintf(stderr, "coldstudy %s: %s: %s\n", verb, what, strerror(-rc));
-	return cli_exit_from_errno(rc);
-}
-
-int cli_exit_from_errno(int rc)
-{
-	return cs_exit_from_errno(rc);
 }

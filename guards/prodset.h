@@ -5,6 +5,8 @@
 #ifndef GUARD_PRODSET_H
 #define GUARD_PRODSET_H
 
+#include <stdio.h>
+
 #include "cs.h"
 #include "held.h"
 
@@ -65,6 +67,15 @@ int guard_registry_add(const json_t *items, const char *owner, cs_err *e);
 int guard_registry_remove(const char *name, size_t *removed, cs_err *e);
 /* The registry's items (new reference). */
 int guard_registry_list(json_t **items, cs_err *e);
+
+/* ---- `coldstudy production` (registry.c): one line said to out ---- */
+
+/* The registry: a line an item (kind, path or name, identity, owner), or JSON with json. */
+int guard_registry_print(int json, FILE *out, cs_err *e);
+/* Resolve paths (from the current directory), hosts and dbs (JSON arrays of strings) and register them. */
+int guard_registry_add_named(json_t *paths, json_t *hosts, json_t *dbs, FILE *out, cs_err *e);
+/* Remove each of names[0..n) (a path or a name; one that matches nothing is exit 5). */
+int guard_registry_remove_all(char *const *names, size_t n, FILE *out, cs_err *e);
 
 /*
  * Refuse (CS_EXIT_REFUSED, recorded with l) a TCP port that a production

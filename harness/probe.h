@@ -65,4 +65,19 @@ typedef struct harness_probe_report {
  */
 int harness_probe_print(const harness_probe_report *p, int json, FILE *out);
 
+/* What probe was asked beside the reads (probecmd.c). */
+typedef struct harness_probe_args {
+	const char *device; /* a device model's profile; NULL: none */
+	const char *cap;    /* a real cap's spelling (harness_cap_parse); NULL: none */
+	int json, fio;
+} harness_probe_args;
+
+/*
+ * `coldstudy probe` whole: file (as typed) held through the guards, the
+ * model or the cap, the reads, fio beside them (its failure a line on
+ * warn, not an error), the figures to out. 0 or an exit code.
+ */
+int harness_probe_verb(const char *file, const harness_probe_args *a, cv_probe_opts *o, FILE *out,
+		       FILE *warn, cs_err *e);
+
 #endif

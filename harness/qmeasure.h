@@ -263,6 +263,91 @@ int harness_hdf5_metric(const char *spec, const char *what, const char *metric, 
  */
 int harness_blocks_write(const char *prefix, const cv_block_list *bl, char **files, size_t nfiles);
 
+/* ---- index query and index sweep whole (qcmd.c) ---- */
+
+/* What index query (and sweep, which takes query's options) was asked. */
+typedef struct harness_query_args {
+	const char *dir, *queries, *data, *gt, *device, *simulate, *record, *tracefile, *throttle;
+	const char *per_query; /* --per-query FILE: one row a timed query (.csv, else JSON lines) */
+	uint64_t nq, buffers;
+	uint64_t repeat, warmup; /* timed passes over the queries, untimed ones first */
+	int cold, json, quiet;
+	cv_io_strategy strategy;
+	cv_query_opts qo;
+	uint32_t *parts; /* --partitions; the caller's */
+	size_t nparts;
+} harness_query_args;
+
+/*
+ * Write rows (an export's: reports/) to path, the guards' held spelling of
+ * what option names; the cli's, as the harness does not call reports/.
+ * 0 or an exit code, e filled.
+ */
+typedef int (*harness_rows_writer)(const json_t *rows, const char *path, const char *option,
+				   cs_err *e);
+
+/*
+ * index query: the index held (a cold query asks the guards: it evicts),
+ * the files it writes (--trace, --record-blocks, --per-query, the truth's
+ * cache) asked of the guards, the passes measured, --per-query's rows
+ * given to write_rows, the summary printed to out (harness_qbench_print),
+ * then the block lists written. 0 or an exit code, e filled (one line).
+ */
+int harness_index_query(const harness_query_args *a, harness_rows_writer write_rows, FILE *out, cs_err *e);
+
+/* What index sweep was asked beside query's options. */
+typedef struct harness_sweep_opts {
+	const char *knob;      /* "--ef-search" or "--search-probe" */
+	const uint32_t *vals;  /* its settings, each above 0 */
+	size_t nvals;
+	const char *prefix;    /* --out PREFIX: PREFIX.csv, .jsonl, .svg; NULL: none */
+} harness_sweep_opts;
+
+/* What a sweep measured, for --out's files: a row, a recall, a QPS and a label a setting. */
+typedef struct harness_sweep_result {
+	json_t *rows;
+	double *recalls, *qps; /* the median pass's QPS */
+	char **labels;
+	size_t n;
+	char title[160]; /* the recall/QPS front's */
+} harness_sweep_result;
+
+void harness_sweep_result_free(harness_sweep_result *r);
+
+/*
+ * index sweep: the queries at each setting, warm passes measured, a row
+ * a setting printed to out; *r filled (caller frees with
+ * harness_sweep_result_free). A knob the index's kind does not take is
+ * CS_EXIT_USAGE; 0 or an exit code, e filled (one line).
+ */
+int harness_index_sweep(const harness_query_args *a, const harness_sweep_opts *w, harness_sweep_result *r,
+			FILE *out, cs_err *e);
+
+/* ---- index build, insert, delete whole (ixcmd.c) ---- */
+
+/* What index build was asked beside the build options. */
+typedef struct harness_build_args {
+	const char *kind, *data, *out; /* --out as typed (held through the guards) */
+	int metric_given;              /* --metric given (else an hdf5: file's distance) */
+	int json;                      /* one JSON object instead of the line */
+} harness_build_args;
+
+/*
+ * index build: --out resolved once through the guards and never a
+ * non-empty index (exit 3), the data loaded, the index built beneath the
+ * hold (harness_index_build), one line or one JSON object to out; o->metric
+ * becomes an hdf5: file's distance where none was given. 0 or an exit code.
+ */
+int harness_index_make(const harness_build_args *a, cv_build_opts *o, FILE *out, cs_err *e);
+/*
+ * index insert (data's rows with ids from first) or delete (the ids of
+ * idfile, or data's row count from first): the index held through the
+ * guards (a production index refused), one line to out; a kind that takes
+ * neither is exit 3. 0 or an exit code.
+ */
+int harness_index_update(int insert, const char *dir, const char *data, const char *idfile, uint32_t first,
+			 FILE *out, cs_err *e);
+
 /* ---- an index's notes, an ids file (ixnotes.c) ---- */
 
 /*

@@ -345,6 +345,17 @@ void ledger_verify_print(const ledger_verify_info *info, const char *origin, int
 			 const ledger_tree_head *th, const char *cpf, int json, FILE *out);
 
 /*
+ * `log checkpoint`'s output (show.c): the signed checkpoint (with origin,
+ * or for an unsigned study, the unsigned body under that origin) as its
+ * note, or with json one object: origin, size, root_hex, signed, note.
+ */
+int ledger_checkpoint_print(ledger *l, const char *origin, int json, FILE *out, cs_err *e);
+/* `log verify-proof`'s line for a checked proof. */
+void ledger_proof_print(const ledger_proof *p, FILE *out);
+/* `log prove`: the inclusion proof of record seq (> 0), else the consistency proof from old_size, as JSON. */
+int ledger_prove_print(ledger *l, int64_t seq, int64_t old_size, int64_t size, FILE *out, cs_err *e);
+
+/*
  * Write the log as JSONL: per record, the canonical JSON of
  * {"hash","kind","payload","prev","seq","ts"}, one line each, in seq order;
  * byte-identical for the same ledger.

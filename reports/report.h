@@ -150,4 +150,26 @@ void report_compare_text(const json_t *rows, int disagree, FILE *out);
 /* `plan power`'s table: one row a hypothesis of harness_power's results. */
 void report_power_text(const json_t *res, FILE *out);
 
+/*
+ * What the study's verbs print whole (verbs.c), as text tables or JSON:
+ * holdout show; holdout score (the score recorded, *exitc its exit:
+ * 0, 6 failed, 7 interim); replicate compare (*disagree as report_compare's);
+ * hypotheses (JSON: canonical); runs; a run's summary; verdicts; plan
+ * power. 0 or an exit code, e filled.
+ */
+struct holdout_score_opts;
+int report_holdout_show(struct ledger *l, int json, FILE *out, cs_err *e);
+int report_holdout_score(struct ledger *l, const struct holdout_score_opts *o, int json, FILE *out, int *exitc,
+			 cs_err *e);
+int report_compare_print(struct ledger *a, struct ledger *b, int json, FILE *out, int *disagree, cs_err *e);
+int report_hypotheses_print(struct ledger *l, int json, FILE *out, cs_err *e);
+/* runs: every run's row (report_runs) in format (REPORT_FMT_*). */
+int report_runs_print(struct ledger *l, int format, FILE *out, cs_err *e);
+/* After a run: its summary (report_run_summary) and where its details are, from DIR's ledger. */
+int report_run_summary_print(const char *dir, const char *run_id, FILE *out, cs_err *e);
+/* verdicts: report_verdicts_text's table, or the verdicts as JSON. */
+void report_verdicts_print(const json_t *all, const json_t *test, const json_t *state, int json, FILE *out);
+/* plan power: report_power_text's table, or the results as JSON. */
+void report_power_print(const json_t *res, int json, FILE *out);
+
 #endif

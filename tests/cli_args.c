@@ -2,8 +2,9 @@
  * cli_args.c - the verbs' option parser (cli/args.c): each kind converts
  * into its destination, and each wrong argument gives the verb's one line
  * (the table's words) and exit 2: an unknown option, a value missing, out
- * of range or not a number, an operand too many; --name=V where the verb
- * takes it; '-' as an operand where the verb reads stdin; SIZE's forms.
+ * of range or not a number, an operand too many, any bare word where the
+ * verb takes no operands; --name=V where the verb takes it; '-' as an
+ * operand where the verb reads stdin; SIZE's forms.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -42,6 +43,7 @@ static int take_even(const char *val, void *p)
 }
 
 static char line[4096];
+static int options_only; /* the spec's options_only for the next parse */
 
 /* Parse argv (NULL-ended) through the test table; the line printed, if any, in line. */
 static int parse(dst *d, const char **pos, size_t *np, int eq, int dash_operand, int missing_first,
@@ -58,12 +60,14 @@ static int parse(dst *d, const char **pos, size_t *np, int eq, int dash_operand,
 		{.name = "--d", .kind = CLI_DOUBLE, .dst = &d->d, .bad = "--d: not a number '%s'"},
 		{.name = "--even", .kind = CLI_FN, .dst = d, .fn = take_even, .bad = "--even wants even, got '%s'",
 		 .missing = "--even needs a number"},
+		{.name = "--evens", .kind = CLI_FN, .dst = d, .fn = take_even, .missing = "--evens needs numbers",
+		 .more = 1},
 		CLI_OPT_END,
 	};
 	cli_spec spec = {.verb = "t", .opts = opts, .pos = pos, .maxpos = 2, .npos = np,
 			 .unknown = "unknown option '%s'", .missing = "%s needs a value",
 			 .extra = "one '%s' too many", .eq = eq, .dash_operand = dash_operand,
-			 .missing_first = missing_first};
+			 .missing_first = missing_first, .options_only = options_only};
 	char *argv[32];
 	int argc = 0, rc, saved = dup(2);
 	FILE *f = tmpfile();
@@ -151,6 +155,34 @@ static void t_errors(void **state)
 	np = 0;
 	assert_int_equal(PARSE(&d, pos, &np, 0, 0, 0, "a", "b", "c"), CS_EXIT_USAGE);
 	assert_string_equal(line, "coldstudy t: one 'c' too many (try 'coldstudy t --help')\n");
+	/* options_only: a bare word is an unknown option, missing its value when last (data gt) */
+	options_only = 1;
+	np = 0;
+	assert_int_equal(PARSE(&d, pos, &np, 0, 0, 0, "a", "--flag"), CS_EXIT_USAGE);
+	assert_string_equal(line, "coldstudy t: unknown option 'a' (try 'coldstudy t --help')\n");
+	assert_int_equal(PARSE(&d, pos, &np, 0, 0, 1, "--flag", "a"), CS_EXIT_USAGE);
+	assert_string_equal(line, "coldstudy t: a needs a value (try 'coldstudy t --help')\n");
+	assert_int_equal(np, 0);
+	options_only = 0;
+}
+
+static void t_more(void **state)
+{
+	dst d = {0};
+	const char *pos[2] = {0};
+	size_t np = 0;
+
+	(void) state;
+	/* a value, then every following word not starting with '-' (plan power --pilot A B) */
+	assert_int_equal(PARSE(&d, pos, &np, 0, 0, 0, "--evens", "2", "4", "6", "-f", "a"), 0);
+	assert_int_equal(d.fn_calls, 3);
+	assert_int_equal(d.flag, 1);
+	assert_int_equal(np, 1);
+	assert_string_equal(pos[0], "a");
+	assert_int_equal(PARSE(&d, pos, &np, 0, 0, 0, "--evens", "2", "3"), CS_EXIT_USAGE);
+	assert_string_equal(line, "coldstudy t: --evens wants a number, got '3' (try 'coldstudy t --help')\n");
+	assert_int_equal(PARSE(&d, pos, &np, 0, 0, 0, "--evens"), CS_EXIT_USAGE);
+	assert_string_equal(line, "coldstudy t: --evens needs numbers (try 'coldstudy t --help')\n");
 }
 
 static void t_eq_and_dash(void **state)
@@ -203,6 +235,7 @@ int main(void)
 		cmocka_unit_test(t_kinds),
 		cmocka_unit_test(t_errors),
 		cmocka_unit_test(t_eq_and_dash),
+		cmocka_unit_test(t_more),
 		cmocka_unit_test(t_size),
 	};
 
