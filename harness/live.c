@@ -187,34 +187,6 @@ static int collect(ledger *l, ids_ctx *c, int starts, cs_err *e)
 	return 0;
 }
 
-/* The "oom_kill N" count of a cgroup directory (v2 memory.events, v1 memory.oom_control); -1: none. */
-int64_t harness_cgroup_oom_kills(const char *cgdir)
-{
-	static const char *const files[] = {"memory.events", "memory.oom_control", NULL};
-
-	for (size_t i = 0; files[i]; i++) {
-		char path[1200], line[256];
-		FILE *f;
-		int64_t n = -1;
-
-		snprintf(path, sizeof(path), "%s/%s", cgdir, files[i]);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			long long v;
-
-			if (sscanf(line, "oom_kill %lld", &v) == 1) {
-				n = v;
-				break;
-			}
-		}
-		fclose(f);
-		if (n >= 0)
-			return n;
-	}
-	return -1;
-}
 
 /* The limit a cgroup had at the end (v2 memory.max, v1 memory.limit_in_bytes); -1: none or "max". */
 static int64_t cgroup_limit(const char *cgdir)
