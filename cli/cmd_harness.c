@@ -93,9 +93,7 @@ int cmd_validate(int argc, char **argv)
 			CLI_OPT_FLAG("--json", NULL, &json),
 			CLI_OPT_END,
 		};
-		size_t np = 0;
-		const cli_spec spec = {.verb = argv[0], .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unknown option '%s'", .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .pos = &dir, .maxpos = 1};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
@@ -122,9 +120,7 @@ int cmd_clone(int argc, char **argv)
 			CLI_OPT_END,
 		};
 		const char *pos[2] = {NULL, NULL};
-		size_t np = 0;
-		const cli_spec spec = {.verb = argv[0], .opts = opts, .pos = pos, .maxpos = 2, .npos = &np,
-				       .unknown = "unknown option '%s'", .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .pos = pos, .maxpos = 2};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
@@ -174,7 +170,6 @@ int cmd_run(int argc, char **argv)
 	{
 		char rbad[96];
 		const char *pos[2] = {NULL, NULL};
-		size_t np = 0;
 		run_flags rf = {.o = &o, .quiet = &quiet};
 		const cli_opt opts[] = {
 			CLI_OPT_DO("--quiet", "-q", &rf, take_quiet),
@@ -190,8 +185,7 @@ int cmd_run(int argc, char **argv)
 			CLI_OPT_TEXT("--declare-overlap", &o.declare_overlap, "--declare-overlap needs a text"),
 			CLI_OPT_END,
 		};
-		const cli_spec cs = {.verb = argv[0], .opts = opts, .pos = pos, .maxpos = 2, .npos = &np,
-				     .unknown = "unknown option '%s'", .extra = "unexpected argument '%s'"};
+		const cli_spec cs = {.verb = argv[0], .opts = opts, .pos = pos, .maxpos = 2};
 		int rc;
 
 		snprintf(rbad, sizeof(rbad), "--replicate '%%s': not a number from 1 to %u",
@@ -231,10 +225,8 @@ int cmd_study(int argc, char **argv)
 			CLI_OPT_END,
 		};
 		const char *pos[2] = {NULL, NULL};
-		size_t np = 0;
-		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = pos, .maxpos = 2,
-				       .npos = &np, .unknown = "unknown option '%s'",
-				       .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = pos,
+				       .maxpos = 2};
 		int rc;
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
@@ -255,9 +247,8 @@ int cmd_study(int argc, char **argv)
 		/* The study is JSON already: --json is accepted like every verb's. */
 		int json = 0, rc;
 		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json), CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = &dir, .maxpos = 1,
-				       .npos = &np, .unknown = "unknown option '%s'", .extra = "show takes one DIR"};
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = &dir,
+				       .maxpos = 1, .extra = "show takes one DIR"};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;

@@ -96,7 +96,7 @@ int cmd_holdout(int argc, char **argv)
 			CLI_OPT_END,
 		};
 		const cli_spec spec = {.verb = "holdout", .opts = opts, .first = 3,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+				       .unknown = CLI_UNEXPECTED};
 		int rc;
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
@@ -161,9 +161,8 @@ int cmd_deviate(int argc, char **argv)
 			CLI_OPT_STR("--run", &run),
 			CLI_OPT_END,
 		};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "deviate", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = "deviate", .opts = opts, .pos = &dir, .maxpos = 1,
+				       .unknown = CLI_UNEXPECTED};
 		int rc;
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
@@ -212,9 +211,8 @@ int cmd_verdicts(int argc, char **argv)
 			CLI_OPT_FN("--as-of", &va, take_as_of, "--as-of: expected a record seq"),
 			CLI_OPT_END,
 		};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "verdicts", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = "verdicts", .opts = opts, .pos = &dir, .maxpos = 1,
+				       .unknown = CLI_UNEXPECTED};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;

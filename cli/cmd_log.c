@@ -30,9 +30,8 @@ static int log_verify(int argc, char **argv)
 	{
 		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &as_json), CLI_OPT_STR("--checkpoint", &cpf),
 					CLI_OPT_STR("--key", &vkey), CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "log verify", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1};
+		const cli_spec spec = {.verb = "log verify", .opts = opts, .pos = &dir, .maxpos = 1,
+				       .unknown = CLI_UNEXPECTED, .eq = 1};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
@@ -63,9 +62,8 @@ static int log_checkpoint(int argc, char **argv)
 	{
 		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json), CLI_OPT_STR("--origin", &origin),
 					CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "log checkpoint", .opts = opts, .pos = &dir, .maxpos = 1,
-				       .npos = &np, .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1};
+		const cli_spec spec = {.verb = "log checkpoint", .opts = opts, .pos = &dir,
+				       .maxpos = 1, .unknown = CLI_UNEXPECTED, .eq = 1};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
@@ -114,9 +112,8 @@ static int log_prove(int argc, char **argv)
 			CLI_OPT_END,
 		};
 		const char *pos[2] = {NULL, NULL};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "log prove", .opts = opts, .pos = pos, .maxpos = 2, .npos = &np,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1};
+		const cli_spec spec = {.verb = "log prove", .opts = opts, .pos = pos, .maxpos = 2,
+				       .unknown = CLI_UNEXPECTED, .eq = 1};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
@@ -143,9 +140,8 @@ static int log_verify_proof(int argc, char **argv)
 	{
 		const cli_opt opts[] = {CLI_OPT_STR("--checkpoint", &cpf), CLI_OPT_STR("--old-checkpoint", &oldf),
 					CLI_OPT_STR("--root", &roots), CLI_OPT_STR("--key", &vkey), CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "log verify-proof", .opts = opts, .pos = &file, .maxpos = 1,
-				       .npos = &np, .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1,
+		const cli_spec spec = {.verb = "log verify-proof", .opts = opts, .pos = &file,
+				       .maxpos = 1, .unknown = CLI_UNEXPECTED, .eq = 1,
 				       .dash_operand = 1};
 		int rc;
 
@@ -177,9 +173,8 @@ static int log_verify_proof(int argc, char **argv)
 static int dir_only(const char *verb, int argc, char **argv, const char **dir)
 {
 	const cli_opt none[] = {CLI_OPT_END};
-	size_t np = 0;
-	const cli_spec spec = {.verb = verb, .opts = none, .pos = dir, .maxpos = 1, .npos = &np,
-			       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+	const cli_spec spec = {.verb = verb, .opts = none, .pos = dir, .maxpos = 1,
+			       .unknown = CLI_UNEXPECTED};
 	int rc = cli_args_parse(&spec, argc, argv);
 
 	return rc ? rc : !*dir ? cli_usage(verb, "missing DIR") : 0;
@@ -211,9 +206,8 @@ static int log_tiles(int argc, char **argv)
 
 	{
 		const cli_opt opts[] = {CLI_OPT_STR("--out", &out), CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "log tiles", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1};
+		const cli_spec spec = {.verb = "log tiles", .opts = opts, .pos = &dir, .maxpos = 1,
+				       .unknown = CLI_UNEXPECTED, .eq = 1};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;

@@ -41,10 +41,8 @@ int cmd_plan(int argc, char **argv)
 					{.name = "--pilot", .kind = CLI_FN, .dst = ids, .fn = take_pilot,
 					 .missing = "--pilot needs run ids", .more = 1},
 					CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = &dir, .maxpos = 1,
-				       .npos = &np, .unknown = "unexpected argument '%s'",
-				       .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = &dir,
+				       .maxpos = 1, .unknown = CLI_UNEXPECTED};
 
 		if ((rc = cli_args_parse(&spec, argc, argv))) {
 			json_decref(ids);

@@ -81,9 +81,8 @@ int cmd_probe(int argc, char **argv)
 			CLI_OPT_STR("--throttle", &capspec),
 			CLI_OPT_END,
 		};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "probe", .opts = opts, .pos = &file, .maxpos = 1, .npos = &np,
-				       .unknown = "unknown option '%s'", .extra = "one FILE only"};
+		const cli_spec spec = {.verb = "probe", .opts = opts, .pos = &file, .maxpos = 1,
+				       .extra = "one FILE only"};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;

@@ -34,9 +34,8 @@ static int compare(int argc, char **argv)
 	{
 		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json), CLI_OPT_END};
 		const char *pos[2] = {NULL, NULL};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "replicate", .opts = opts, .pos = pos, .maxpos = 2, .npos = &np,
-				       .unknown = "unknown option '%s'", .extra = "compare takes two studies"};
+		const cli_spec spec = {.verb = "replicate", .opts = opts, .pos = pos, .maxpos = 2,
+				       .extra = "compare takes two studies"};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
@@ -80,9 +79,8 @@ int cmd_replicate(int argc, char **argv)
 			 .bad = "--seed '%s': not a number from 0 to 2^53-1"},
 			CLI_OPT_END,
 		};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "replicate", .opts = opts, .pos = &src, .maxpos = 1, .npos = &np,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = "replicate", .opts = opts, .pos = &src, .maxpos = 1,
+				       .unknown = CLI_UNEXPECTED};
 
 		seed = UINT64_MAX; /* past HARNESS_SEED_MAX: no --seed */
 		if ((rc = cli_args_parse(&spec, argc, argv)))
