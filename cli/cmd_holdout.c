@@ -114,29 +114,10 @@ int cmd_holdout(int argc, char **argv)
 
 /* ---- refute, deviate ---- */
 
-/* A refutation or deviation; the ledger checks what it names (exit 5, nothing written). */
-static int append_text_record(const char *verb, const char *dir, const char *hyp,
-			      const char *run, const char *because)
-{
-	ledger *l = NULL;
-	cs_err e = {0};
-	int64_t seq = 0;
-	int rc;
-
-	rc = ledger_open(dir, &l, &e);
-	if (!rc)
-		rc = !strcmp(verb, "refute") ? ledger_refute(l, hyp, because, &seq, &e)
-					     : ledger_deviate(l, because, hyp, run, &seq, &e);
-	if (!rc)
-		printf("%s recorded as seq %lld (%s)\n", !strcmp(verb, "refute") ? "refutation" : "deviation",
-		       (long long) seq, ledger_access_state(l));
-	ledger_close(l);
-	return rc ? cli_fail(verb, &e) : 0;
-}
-
 int cmd_refute(int argc, char **argv)
 {
 	const char *because = NULL;
+	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv))
 		return cli_help("refute", stdout, 0);
@@ -145,12 +126,14 @@ int cmd_refute(int argc, char **argv)
 	because = argv[4];
 	if (!*because)
 		return cli_usage("refute", "--because needs a reason");
-	return append_text_record("refute", argv[1], argv[2], NULL, because);
+	return ledger_text_record_verb(argv[1], 1, argv[2], NULL, because, stdout, &e)
+		       ? cli_fail("refute", &e) : 0;
 }
 
 int cmd_deviate(int argc, char **argv)
 {
 	const char *dir = NULL, *because = NULL, *hyp = NULL, *run = NULL;
+	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv))
 		return cli_help("deviate", stdout, 0);
@@ -170,7 +153,7 @@ int cmd_deviate(int argc, char **argv)
 	}
 	if (!dir || !because || !*because)
 		return cli_usage("deviate", "expected DIR --because TEXT");
-	return append_text_record("deviate", dir, hyp, run, because);
+	return ledger_text_record_verb(dir, 0, hyp, run, because, stdout, &e) ? cli_fail("deviate", &e) : 0;
 }
 
 /* ---- verdicts ---- */

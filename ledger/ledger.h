@@ -165,6 +165,13 @@ int ledger_run_exists(ledger *l, const char *run_id, cs_err *e);
 int ledger_refute(ledger *l, const char *hyp, const char *because, int64_t *seq, cs_err *e);
 int ledger_deviate(ledger *l, const char *because, const char *hyp, const char *run_id,
 		   int64_t *seq, cs_err *e);
+/*
+ * `refute` (refute 1) or `deviate` whole: the study in dir opened, the record
+ * appended as above and its line printed to out ("refutation recorded as seq
+ * N (STATE)"); 0 or the exit code with e set.
+ */
+int ledger_text_record_verb(const char *dir, int refute, const char *hyp, const char *run_id,
+			    const char *because, FILE *out, cs_err *e);
 
 /* ---- verification and transparency ---- */
 
