@@ -76,39 +76,20 @@ static int log_checkpoint(int argc, char **argv)
 	return rc;
 }
 
-/* Parse a positive size/seq argument; -1 on bad input. */
-static int parse_size(const char *s, int64_t *out)
-{
-	uint64_t v;
-
-	if (cli_parse_u64(s, &v) || v > (uint64_t) INT64_MAX)
-		return -1;
-	*out = (int64_t) v;
-	return 0;
-}
-
-static int take_size(const char *val, void *dst)
-{
-	return parse_size(val, dst);
-}
-
-static int take_size_pos(const char *val, void *dst)
-{
-	return parse_size(val, dst) || *(int64_t *) dst == 0 ? -1 : 0;
-}
-
 static int log_prove(int argc, char **argv)
 {
 	const char *dir = NULL, *seqs = NULL;
-	int64_t seq = 0, old = -1, size = 0;
+	uint64_t seq = 0, old = UINT64_MAX, size = 0; /* old past INT64_MAX: no --old-size */
 	int rc;
 	ledger *l = NULL;
 	cs_err e = {0};
 
 	{
 		const cli_opt opts[] = {
-			CLI_OPT_FN("--old-size", &old, take_size, "--old-size: expected a number, got '%s'"),
-			CLI_OPT_FN("--size", &size, take_size_pos, "--size: expected a number > 0, got '%s'"),
+			{.name = "--old-size", .kind = CLI_U64, .dst = &old, .hi = INT64_MAX,
+			 .bad = "--old-size: expected a number, got '%s'"},
+			{.name = "--size", .kind = CLI_U64, .dst = &size, .lo = 1, .hi = INT64_MAX,
+			 .bad = "--size: expected a number > 0, got '%s'"},
 			CLI_OPT_END,
 		};
 		const char *pos[2] = {NULL, NULL};
@@ -120,11 +101,13 @@ static int log_prove(int argc, char **argv)
 		dir = pos[0];
 		seqs = pos[1];
 	}
-	if (!dir || (!seqs) == (old < 0))
+	if (!dir || (!seqs) == (old > INT64_MAX))
 		return cli_usage("log prove", "expected DIR and either SEQ or --old-size N");
-	if (seqs && (parse_size(seqs, &seq) || seq == 0))
+	if (seqs && (cli_parse_u64(seqs, &seq) || seq == 0 || seq > INT64_MAX))
 		return cli_usage("log prove", "SEQ: expected a record number >= 1, got '%s'", seqs);
-	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_prove_print(l, seqs ? seq : 0, old, size, stdout, &e)))
+	if ((rc = ledger_open(dir, &l, &e)) ||
+	    (rc = ledger_prove_print(l, (int64_t) seq, old > INT64_MAX ? -1 : (int64_t) old, (int64_t) size,
+				     stdout, &e)))
 		rc = cli_fail("log prove", &e);
 	ledger_close(l);
 	return rc;
