@@ -48,22 +48,6 @@ static int predict(const char *dir, const char *targets_path, const char *model)
 	return rc ? cli_fail("holdout", &e) : 0;
 }
 
-/* ---- holdout score, show: reports/verbs.c ---- */
-
-static int score_or_show(const char *dir, const holdout_score_opts *o, int as_json)
-{
-	ledger *l = NULL;
-	cs_err e = {0};
-	int rc, exitc = 0;
-
-	rc = ledger_open(dir, &l, &e);
-	if (!rc)
-		rc = o ? report_holdout_score(l, o, as_json, stdout, &exitc, &e)
-		       : report_holdout_show(l, as_json, stdout, &e);
-	ledger_close(l);
-	return rc ? cli_fail("holdout", &e) : exitc;
-}
-
 static int take_threshold(const char *val, void *dst)
 {
 	holdout_score_opts *so = dst;
@@ -78,7 +62,8 @@ int cmd_holdout(int argc, char **argv)
 {
 	const char *sub, *dir, *targets = NULL, *model = "auto";
 	holdout_score_opts so = {0, 0.35, 0};
-	int as_json = 0;
+	int as_json = 0, exitc = 0;
+	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv))
 		return cli_help("holdout", stdout, 0);
@@ -107,8 +92,9 @@ int cmd_holdout(int argc, char **argv)
 			return cli_usage("holdout", "--model: expected auto, io or loglinear");
 		return predict(dir, targets, model);
 	}
-	if (!strcmp(sub, "score") || !strcmp(sub, "show"))
-		return score_or_show(dir, !strcmp(sub, "score") ? &so : NULL, as_json);
+	if (!strcmp(sub, "score") || !strcmp(sub, "show")) /* reports/verbs.c */
+		return report_holdout_verb(dir, !strcmp(sub, "score") ? &so : NULL, as_json, stdout, &exitc, &e)
+			       ? cli_fail("holdout", &e) : exitc;
 	return cli_usage("holdout", "unknown subcommand '%s' (predict, score, show)", sub);
 }
 
