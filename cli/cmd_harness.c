@@ -8,6 +8,7 @@
 #include "guard.h"
 #include "harness.h"
 #include "ledger.h"
+#include "report.h"
 #include "verbs.h"
 
 #include <errno.h>
@@ -141,17 +142,18 @@ typedef struct run_out {
 static void run_done(const char *run_id, void *ud)
 {
 	run_out *ro = ud;
+	cs_err e = {0};
 
 	if (ro->json) {
-		int r = cli_run_json(ro->dir, run_id);
+		int r = report_run_json_print(ro->dir, run_id, stdout, &e) ? cli_fail("run", &e) : 0;
 
 		if (r && !ro->rc)
 			ro->rc = r;
 		return;
 	}
 	printf("%s\n", run_id);
-	if (!ro->quiet)
-		cli_run_summary(ro->dir, run_id);
+	if (!ro->quiet && report_run_summary_print(ro->dir, run_id, stdout, &e))
+		fprintf(stderr, "coldstudy run: warning: %s recorded, but no summary: %s\n", run_id, e.msg);
 	fflush(stdout);
 }
 

@@ -141,6 +141,17 @@ int report_run_summary_print(const char *dir, const char *run_id, FILE *out, cs_
 	return rc;
 }
 
+int report_run_json_print(const char *dir, const char *run_id, FILE *out, cs_err *e)
+{
+	ledger *l = NULL;
+	int rc = ledger_open(dir, &l, e);
+
+	if (!rc)
+		rc = report_run_show(l, run_id, 0, REPORT_FMT_JSON, out, e);
+	ledger_close(l);
+	return rc;
+}
+
 void report_verdicts_print(const json_t *all, const json_t *test, const json_t *state, int json, FILE *out)
 {
 	if (json)
