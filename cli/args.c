@@ -49,6 +49,8 @@ static int take(const cli_spec *spec, const cli_opt *o, const char *v)
 	case CLI_U64:
 	case CLI_UINT:
 	case CLI_SIZE_T:
+		if (o->missing && (!v[0] || v[0] == '-'))
+			return cli_usage(spec->verb, "%s", o->missing);
 		if (cli_parse_u64(v, &u) || u < o->lo || u > o->hi)
 			break;
 		if (o->kind == CLI_U64)

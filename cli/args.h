@@ -33,7 +33,10 @@ typedef struct cli_opt {
 	 * number in LO..HI, got 'V'" for numbers, "NAME wants a number, got 'V'".
 	 */
 	const char *bad;
-	/* The value missing: a line without %s. NULL: the spec's missing line. */
+	/*
+	 * The value missing: a line without %s. NULL: the spec's missing line. A
+	 * number's empty value or one starting with '-' reads as missing too.
+	 */
 	const char *missing;
 	int (*fn)(const char *val, void *dst);
 	int more; /* the following words not starting with '-' are values too (--pilot A B) */

@@ -44,40 +44,6 @@ static int take_quiet(const char *val, void *dst)
 	return 0;
 }
 
-/* a whole number from lo to max (strtoull's spelling); -2 when val is empty or an option */
-static int take_count(const char *val, unsigned long long lo, unsigned long long max,
-		      unsigned long long *out)
-{
-	char *end = NULL;
-
-	if (!val[0] || val[0] == '-')
-		return -2;
-	errno = 0;
-	*out = strtoull(val, &end, 10);
-	return errno || !end || *end || *out < lo || *out > max ? -1 : 0;
-}
-
-static int take_seed(const char *val, void *dst)
-{
-	harness_run_opts *o = dst;
-	unsigned long long v;
-	int rc = take_count(val, 0, HARNESS_SEED_MAX, &v);
-
-	o->seed = rc ? o->seed : (uint64_t) v;
-	o->has_seed |= !rc;
-	return rc;
-}
-
-static int take_replicate(const char *val, void *dst)
-{
-	harness_run_opts *o = dst;
-	unsigned long long v;
-	int rc = take_count(val, 1, HARNESS_REPLICATES_MAX, &v);
-
-	o->replicate = rc ? o->replicate : (unsigned) v;
-	return rc;
-}
-
 int cmd_validate(int argc, char **argv)
 {
 	harness_validate_opts o = {0};
@@ -180,10 +146,12 @@ int cmd_run(int argc, char **argv)
 			CLI_OPT_FLAG("--enforce-clean", NULL, &o.enforce_clean),
 			CLI_OPT_SET("--progress", &o.progress, 1),
 			CLI_OPT_SET("--no-progress", &o.progress, 0),
-			CLI_OPT_FNM("--seed", &o, take_seed, "--seed '%s': not a number from 0 to 2^53-1",
-				    "--seed needs a number (0 to 2^53-1)"),
-			CLI_OPT_FNM("--replicate", &o, take_replicate, rbad,
-				    "--replicate needs a number (1 to the spec's replicates)"),
+			{.name = "--seed", .kind = CLI_U64, .dst = &o.seed, .hi = HARNESS_SEED_MAX,
+			 .bad = "--seed '%s': not a number from 0 to 2^53-1",
+			 .missing = "--seed needs a number (0 to 2^53-1)"},
+			{.name = "--replicate", .kind = CLI_UINT, .dst = &o.replicate, .lo = 1,
+			 .hi = HARNESS_REPLICATES_MAX, .bad = rbad,
+			 .missing = "--replicate needs a number (1 to the spec's replicates)"},
 			CLI_OPT_TEXT("--declare-overlap", &o.declare_overlap, "--declare-overlap needs a text"),
 			CLI_OPT_END,
 		};
@@ -192,8 +160,11 @@ int cmd_run(int argc, char **argv)
 
 		snprintf(rbad, sizeof(rbad), "--replicate '%%s': not a number from 1 to %u",
 			 HARNESS_REPLICATES_MAX);
+		o.seed = UINT64_MAX; /* past HARNESS_SEED_MAX: no --seed */
 		if ((rc = cli_args_parse(&cs, argc, argv)))
 			return rc;
+		o.has_seed = o.seed != UINT64_MAX;
+		o.seed = o.has_seed ? o.seed : 0;
 		dir = pos[0];
 		spec = pos[1];
 	}
