@@ -50,5 +50,13 @@ int harness_init_verb(const char *dir, FILE *out, cs_err *e);
 /* replicate's closing lines: S2 (as shown) made from S with seed, what was left out, what next. */
 void harness_replica_print(const harness_replica *r, const char *src, const char *shown,
                            uint64_t seed, FILE *out);
+/*
+ * replicate S --out S2 whole: seed past HARNESS_SEED_MAX drawn from
+ * getrandom, S2 held (never inside production) and made, harness_replicate,
+ * the closing lines on says. *register_failed: the failure was the
+ * registration's (register's verb names it).
+ */
+int harness_replicate_verb(const char *src, const char *out, const char *specs, uint64_t seed,
+                           FILE *says, int *register_failed, cs_err *e);
 
 #endif
