@@ -132,6 +132,24 @@ void harness_replica_print(const harness_replica *r, const char *src, const char
 	        shown);
 }
 
+int harness_power_verb(const char *dir, const json_t *ids, json_t *res, cs_err *e)
+{
+	ledger *l = NULL;
+	json_t *study = NULL, *pilots = NULL;
+	int refuse = 0, rc = ledger_open(dir, &l, e);
+
+	if (!rc)
+		rc = harness_study_current(l, &study, e);
+	if (!rc && json_array_size(ids))
+		rc = harness_pilots(l, ids, &pilots, e);
+	if (!rc)
+		rc = harness_power(l, study, pilots, res, &refuse, e);
+	ledger_close(l);
+	json_decref(pilots);
+	json_decref(study);
+	return rc;
+}
+
 int harness_replicate_verb(const char *src, const char *out, const char *specs, uint64_t seed,
                            FILE *says, int *register_failed, cs_err *e)
 {

@@ -51,6 +51,11 @@ int harness_init_verb(const char *dir, FILE *out, cs_err *e);
 void harness_replica_print(const harness_replica *r, const char *src, const char *shown,
                            uint64_t seed, FILE *out);
 /*
+ * plan power DIR: harness_power's checks of DIR's study appended to res,
+ * with the spread of the pilot runs ids names (harness_pilots; empty: none).
+ */
+int harness_power_verb(const char *dir, const json_t *ids, json_t *res, cs_err *e);
+/*
  * replicate S --out S2 whole: seed past HARNESS_SEED_MAX drawn from
  * getrandom, S2 held (never inside production) and made, harness_replicate,
  * the closing lines on says. *register_failed: the failure was the
