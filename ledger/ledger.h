@@ -350,6 +350,12 @@ int ledger_proof_check(const char *file, const char *cpf, const char *vkey,
  */
 void ledger_verify_print(const ledger_verify_info *info, const char *origin, int pinned,
 			 const ledger_tree_head *th, const char *cpf, int json, FILE *out);
+/*
+ * `log verify` whole (anchor.c): the checkpoint file cpf read (NULL: none),
+ * DIR's ledger opened and verified against it and vkey, the report printed.
+ */
+int ledger_verify_verb(const char *dir, const char *cpf, const char *vkey, int json, FILE *out,
+		       cs_err *e);
 
 /*
  * `log checkpoint`'s output (show.c): the signed checkpoint (with origin,
