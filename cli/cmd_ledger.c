@@ -33,9 +33,8 @@ int cmd_init(int argc, char **argv)
 		return cli_help("init", stdout, CS_EXIT_OK);
 	{
 		const cli_opt none[] = {CLI_OPT_END};
-		size_t np = 0;
 		const cli_spec spec = {.verb = "init", .opts = none, .pos = &dir, .maxpos = 1,
-				       .npos = &np, .extra = "one DIR only"};
+				       .extra = "one DIR only"};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
@@ -107,9 +106,8 @@ int cmd_hypotheses(int argc, char **argv)
 		return cli_help("hypotheses", stdout, CS_EXIT_OK);
 	{
 		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &as_json), CLI_OPT_END};
-		size_t np = 0;
 		const cli_spec spec = {.verb = "hypotheses", .opts = opts, .pos = &dir, .maxpos = 1,
-				       .npos = &np, .unknown = CLI_UNEXPECTED};
+				       .unknown = CLI_UNEXPECTED};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
