@@ -144,22 +144,6 @@ int cmd_deviate(int argc, char **argv)
 
 /* ---- verdicts ---- */
 
-/* --as-of SEQ: the verdicts as of a record, recomputed and not recorded */
-typedef struct verdict_args {
-	uint64_t *as_of;
-	int *record;
-} verdict_args;
-
-static int take_as_of(const char *val, void *dst)
-{
-	verdict_args *va = dst;
-
-	if (cli_parse_u64(val, va->as_of) || *va->as_of == 0)
-		return -1;
-	*va->record = 0;
-	return 0;
-}
-
 int cmd_verdicts(int argc, char **argv)
 {
 	const char *dir = NULL;
@@ -173,11 +157,12 @@ int cmd_verdicts(int argc, char **argv)
 	if (cli_wants_help(argc, argv))
 		return cli_help("verdicts", stdout, 0);
 	{
-		verdict_args va = {&as_of, &record};
 		const cli_opt opts[] = {
 			CLI_OPT_FLAG("--json", NULL, &as_json),
 			CLI_OPT_SET("--no-record", &record, 0),
-			CLI_OPT_FN("--as-of", &va, take_as_of, "--as-of: expected a record seq"),
+			/* --as-of SEQ: the verdicts as of a record, recomputed and not recorded */
+			{.name = "--as-of", .kind = CLI_U64, .dst = &as_of, .lo = 1, .hi = UINT64_MAX,
+			 .bad = "--as-of: expected a record seq"},
 			CLI_OPT_END,
 		};
 		const cli_spec spec = {.verb = "verdicts", .opts = opts, .pos = &dir, .maxpos = 1,
@@ -185,6 +170,7 @@ int cmd_verdicts(int argc, char **argv)
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
+		record = as_of ? 0 : record;
 	}
 	if (!dir)
 		return cli_usage("verdicts", "expected a study directory");
