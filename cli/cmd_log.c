@@ -12,7 +12,6 @@
 
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* ---- log ---- */
@@ -184,9 +183,7 @@ static int log_tiles(int argc, char **argv)
 	}
 	if (!dir || !out)
 		return cli_usage("log tiles", "expected DIR --out OUTDIR");
-	if ((rc = harness_tiles_verb(dir, out, stdout, &e)))
-		rc = cli_fail("log tiles", &e);
-	return rc;
+	return harness_tiles_verb(dir, out, stdout, &e) ? cli_fail("log tiles", &e) : CS_EXIT_OK;
 }
 
 static int log_export(int argc, char **argv)
