@@ -12,7 +12,6 @@
 
 #include "iocmd.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

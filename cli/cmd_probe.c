@@ -15,8 +15,6 @@
 #include "harness.h"
 #include "probe.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
