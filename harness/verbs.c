@@ -1,7 +1,7 @@
 /*
  * verbs.c - study verbs run whole below the cli (verbs.h): init, clone,
- * validate, study show, schema --check, log tiles, replicate's closing
- * lines.
+ * validate, study show, schema --check, log tiles, plan power's checks,
+ * replicate.
  */
 #include "verbs.h"
 

@@ -1,8 +1,8 @@
 /*
  * verbs.h - study verbs run whole below the cli (verbs.c): init, clone
  * (the target held, the copy made, the clone noted in the study), study
- * show, schema --check (a file through the validator its kind names) and
- * replicate's closing lines.
+ * show, schema --check (a file through the validator its kind names),
+ * plan power's checks and replicate (the seed, S2 held, its closing lines).
  *
  * Error convention: 0 or CS_EXIT_* with the caller's cs_err filled (one
  * line, no "coldstudy VERB:" prefix).
