@@ -46,13 +46,17 @@ typedef struct cli_spec {
 	const char *verb;    /* as cli_usage names it ("index", "log publish") */
 	const cli_opt *opts; /* ended by a {NULL} entry */
 	int first;           /* argv index the options start at (1 when 0) */
-	/* Operands (words not starting with '-'): up to maxpos into pos[], their count in *npos (or NULL). */
+	/*
+	 * Operands (words not starting with '-'): up to maxpos into pos[], their
+	 * count in *npos (or NULL: not kept).
+	 */
 	const char **pos;
 	size_t maxpos, *npos;
 	const char *unknown; /* format, %s the option; NULL: "unknown option '%s'" */
 	/* format, %s the option, for a missing value; NULL: the unknown line */
 	const char *missing;
-	const char *extra;   /* line (%s the operand) for an operand past maxpos; NULL: "unexpected argument '%s'" */
+	/* line (%s the operand) for an operand past maxpos; NULL: "unexpected argument '%s'" */
+	const char *extra;
 	int missing_first;   /* an unknown option as the last word reads as missing its value */
 	int eq;              /* "--name=V" is also taken */
 	int dash_operand;    /* "-" alone is an operand (stdin), not an option */

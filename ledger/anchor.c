@@ -151,8 +151,10 @@ int ledger_verify_verb(const char *dir, const char *cpf, const char *vkey, int j
 	ledger *l = NULL;
 	int rc = cpf ? ledger_checkpoint_read(cpf, &cp, &th, e) : 0;
 
-	if (!rc && !(rc = ledger_open(dir, &l, e)) && !(rc = ledger_verify_pinned(l, cp, vkey, &info, e)))
-		ledger_verify_print(&info, ledger_origin(l), vkey != NULL, cpf ? &th : NULL, cpf, json, out);
+	if (!rc && !(rc = ledger_open(dir, &l, e)) &&
+	    !(rc = ledger_verify_pinned(l, cp, vkey, &info, e)))
+		ledger_verify_print(&info, ledger_origin(l), vkey != NULL, cpf ? &th : NULL, cpf, json,
+				    out);
 	ledger_close(l);
 	free(cp);
 	return rc;

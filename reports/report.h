@@ -162,8 +162,8 @@ int report_holdout_show(struct ledger *l, int json, FILE *out, cs_err *e);
 int report_holdout_score(struct ledger *l, const struct holdout_score_opts *o, int json, FILE *out, int *exitc,
 			 cs_err *e);
 /* holdout score (o given) or show, whole: DIR's ledger opened, the above, closed. */
-int report_holdout_verb(const char *dir, const struct holdout_score_opts *o, int json, FILE *out, int *exitc,
-			cs_err *e);
+int report_holdout_verb(const char *dir, const struct holdout_score_opts *o, int json, FILE *out,
+			int *exitc, cs_err *e);
 int report_compare_print(struct ledger *a, struct ledger *b, int json, FILE *out, int *disagree, cs_err *e);
 int report_hypotheses_print(struct ledger *l, int json, FILE *out, cs_err *e);
 /* runs: every run's row (report_runs) in format (REPORT_FMT_*). */

@@ -67,14 +67,15 @@ int report_holdout_score(struct ledger *l, const struct holdout_score_opts *o, i
 	return 0;
 }
 
-int report_holdout_verb(const char *dir, const struct holdout_score_opts *o, int json, FILE *out, int *exitc,
-			cs_err *e)
+int report_holdout_verb(const char *dir, const struct holdout_score_opts *o, int json, FILE *out,
+			int *exitc, cs_err *e)
 {
 	ledger *l = NULL;
 	int rc = ledger_open(dir, &l, e);
 
 	if (!rc)
-		rc = o ? report_holdout_score(l, o, json, out, exitc, e) : report_holdout_show(l, json, out, e);
+		rc = o ? report_holdout_score(l, o, json, out, exitc, e)
+		       : report_holdout_show(l, json, out, e);
 	ledger_close(l);
 	return rc;
 }
