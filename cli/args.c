@@ -49,6 +49,8 @@ static int take(const cli_spec *spec, const cli_opt *o, const char *v)
 	case CLI_U64:
 	case CLI_UINT:
 	case CLI_SIZE_T:
+		if (o->missing && (!v[0] || v[0] == '-'))
+			return cli_usage(spec->verb, "%s", o->missing);
 		if (cli_parse_u64(v, &u) || u < o->lo || u > o->hi)
 			break;
 		if (o->kind == CLI_U64)
@@ -80,15 +82,21 @@ static int take(const cli_spec *spec, const cli_opt *o, const char *v)
 			 (unsigned long long) o->lo, (unsigned long long) o->hi, v);
 }
 
-int cli_args_parse(const cli_spec *spec, int argc, char **argv)
+int cli_args_parse(const cli_spec *in, int argc, char **argv)
 {
+	size_t n = 0;
+	cli_spec sp = *in, *spec = &sp;
+
+	sp.unknown = sp.unknown ? sp.unknown : "unknown option '%s'";
+	sp.extra = sp.extra ? sp.extra : "unexpected argument '%s'";
+	sp.npos = sp.npos ? sp.npos : &n;
 	for (int i = spec->first ? spec->first : 1; i < argc; i++) {
 		const char *w = argv[i], *v;
 		const cli_opt *o = find(spec, w, &v);
 		int rc;
 
 		if (!o && !spec->options_only && (w[0] != '-' || (spec->dash_operand && !w[1]))) {
-			if (!spec->npos || *spec->npos >= spec->maxpos)
+			if (!spec->pos || *spec->npos >= spec->maxpos)
 				return cli_usage(spec->verb, spec->extra, w);
 			spec->pos[(*spec->npos)++] = w;
 			continue;

@@ -33,7 +33,10 @@ typedef struct cli_opt {
 	 * number in LO..HI, got 'V'" for numbers, "NAME wants a number, got 'V'".
 	 */
 	const char *bad;
-	/* The value missing: a line without %s. NULL: the spec's missing line. */
+	/*
+	 * The value missing: a line without %s. NULL: the spec's missing line. A
+	 * number's empty value or one starting with '-' reads as missing too.
+	 */
 	const char *missing;
 	int (*fn)(const char *val, void *dst);
 	int more; /* the following words not starting with '-' are values too (--pilot A B) */
@@ -43,13 +46,17 @@ typedef struct cli_spec {
 	const char *verb;    /* as cli_usage names it ("index", "log publish") */
 	const cli_opt *opts; /* ended by a {NULL} entry */
 	int first;           /* argv index the options start at (1 when 0) */
-	/* Operands (words not starting with '-'): up to maxpos into pos[]. */
+	/*
+	 * Operands (words not starting with '-'): up to maxpos into pos[], their
+	 * count in *npos (or NULL: not kept).
+	 */
 	const char **pos;
 	size_t maxpos, *npos;
-	const char *unknown; /* format, %s the option: "unknown option '%s'" */
+	const char *unknown; /* format, %s the option; NULL: "unknown option '%s'" */
 	/* format, %s the option, for a missing value; NULL: the unknown line */
 	const char *missing;
-	const char *extra;   /* line (%s the operand) for an operand past maxpos */
+	/* line (%s the operand) for an operand past maxpos; NULL: "unexpected argument '%s'" */
+	const char *extra;
 	int missing_first;   /* an unknown option as the last word reads as missing its value */
 	int eq;              /* "--name=V" is also taken */
 	int dash_operand;    /* "-" alone is an operand (stdin), not an option */
@@ -68,6 +75,8 @@ typedef struct cli_spec {
 #define CLI_OPT_STRM(n, d, m) {.name = (n), .kind = CLI_STR, .dst = (d), .missing = (m)}
 #define CLI_OPT_TEXT(n, d, m) {.name = (n), .kind = CLI_TEXT, .dst = (d), .missing = (m)}
 #define CLI_OPT_END {.name = NULL}
+/* The spec's .unknown for verbs that name every stray word the same way. */
+#define CLI_UNEXPECTED "unexpected argument '%s'"
 
 /* Walk argv[first..] through spec; 0, or the usage exit with its line printed. */
 int cli_args_parse(const cli_spec *spec, int argc, char **argv);

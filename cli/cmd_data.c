@@ -20,10 +20,8 @@ static int data_info(int argc, char **argv)
 
 	{
 		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json), CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec cs = {.verb = "data", .opts = opts, .pos = &spec, .maxpos = 1, .npos = &np,
-				     .unknown = "unknown option '%s'", .extra = "info takes one SPEC",
-				     .dash_operand = 1};
+		const cli_spec cs = {.verb = "data", .opts = opts, .pos = &spec, .maxpos = 1,
+				     .extra = "info takes one SPEC", .dash_operand = 1};
 
 		if ((rc = cli_args_parse(&cs, argc, argv)))
 			return rc;
@@ -56,9 +54,9 @@ static int data_gt(int argc, char **argv)
 			 .bad = "--threads must be 0..256, not '%s'"},
 			CLI_OPT_END,
 		};
-		const cli_spec spec = {.verb = "data", .opts = opts, .unknown = "unknown option '%s'",
-				       .missing = "option '%s' needs a value or is unknown", .missing_first = 1,
-				       .options_only = 1};
+		const cli_spec spec = {.verb = "data", .opts = opts,
+				       .missing = "option '%s' needs a value or is unknown",
+				       .missing_first = 1, .options_only = 1};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;

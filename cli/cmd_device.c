@@ -12,7 +12,6 @@
 
 #include "iocmd.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +31,8 @@ static int device_replay(int argc, char **argv)
 			 .bad = "--seed wants a number, got '%s'"},
 			CLI_OPT_END,
 		};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "device", .opts = opts, .first = 2, .pos = &path, .maxpos = 1,
-				       .npos = &np, .unknown = "replay: unexpected '%s'",
+		const cli_spec spec = {.verb = "device", .opts = opts, .first = 2, .pos = &path,
+				       .maxpos = 1, .unknown = "replay: unexpected '%s'",
 				       .extra = "replay: unexpected '%s'"};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))

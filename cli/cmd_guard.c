@@ -25,8 +25,8 @@ static int production_add(int argc, char **argv)
 				CLI_OPT_FN("--database", dbs, take_name, NULL), CLI_OPT_END};
 	const char **pos = calloc((size_t) argc, sizeof(*pos));
 	size_t np = 0;
-	const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = pos, .maxpos = (size_t) argc,
-			       .npos = &np, .unknown = "unknown option '%s'"};
+	const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = pos,
+			       .maxpos = (size_t) argc, .npos = &np};
 	cs_err e = {0};
 	int rc = pos && paths && hosts && dbs ? 0 : CS_EXIT_INTERNAL;
 

@@ -8,6 +8,7 @@
 #include "guard.h"
 #include "harness.h"
 #include "ledger.h"
+#include "report.h"
 #include "verbs.h"
 
 #include <errno.h>
@@ -43,40 +44,6 @@ static int take_quiet(const char *val, void *dst)
 	return 0;
 }
 
-/* a whole number from lo to max (strtoull's spelling); -2 when val is empty or an option */
-static int take_count(const char *val, unsigned long long lo, unsigned long long max,
-		      unsigned long long *out)
-{
-	char *end = NULL;
-
-	if (!val[0] || val[0] == '-')
-		return -2;
-	errno = 0;
-	*out = strtoull(val, &end, 10);
-	return errno || !end || *end || *out < lo || *out > max ? -1 : 0;
-}
-
-static int take_seed(const char *val, void *dst)
-{
-	harness_run_opts *o = dst;
-	unsigned long long v;
-	int rc = take_count(val, 0, HARNESS_SEED_MAX, &v);
-
-	o->seed = rc ? o->seed : (uint64_t) v;
-	o->has_seed |= !rc;
-	return rc;
-}
-
-static int take_replicate(const char *val, void *dst)
-{
-	harness_run_opts *o = dst;
-	unsigned long long v;
-	int rc = take_count(val, 1, HARNESS_REPLICATES_MAX, &v);
-
-	o->replicate = rc ? o->replicate : (unsigned) v;
-	return rc;
-}
-
 int cmd_validate(int argc, char **argv)
 {
 	harness_validate_opts o = {0};
@@ -93,9 +60,7 @@ int cmd_validate(int argc, char **argv)
 			CLI_OPT_FLAG("--json", NULL, &json),
 			CLI_OPT_END,
 		};
-		size_t np = 0;
-		const cli_spec spec = {.verb = argv[0], .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unknown option '%s'", .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .pos = &dir, .maxpos = 1};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
@@ -122,9 +87,7 @@ int cmd_clone(int argc, char **argv)
 			CLI_OPT_END,
 		};
 		const char *pos[2] = {NULL, NULL};
-		size_t np = 0;
-		const cli_spec spec = {.verb = argv[0], .opts = opts, .pos = pos, .maxpos = 2, .npos = &np,
-				       .unknown = "unknown option '%s'", .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .pos = pos, .maxpos = 2};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
@@ -145,17 +108,18 @@ typedef struct run_out {
 static void run_done(const char *run_id, void *ud)
 {
 	run_out *ro = ud;
+	cs_err e = {0};
 
 	if (ro->json) {
-		int r = cli_run_json(ro->dir, run_id);
+		int r = report_run_json_print(ro->dir, run_id, stdout, &e) ? cli_fail("run", &e) : 0;
 
 		if (r && !ro->rc)
 			ro->rc = r;
 		return;
 	}
 	printf("%s\n", run_id);
-	if (!ro->quiet)
-		cli_run_summary(ro->dir, run_id);
+	if (!ro->quiet && report_run_summary_print(ro->dir, run_id, stdout, &e))
+		fprintf(stderr, "coldstudy run: warning: %s recorded, but no summary: %s\n", run_id, e.msg);
 	fflush(stdout);
 }
 
@@ -174,7 +138,6 @@ int cmd_run(int argc, char **argv)
 	{
 		char rbad[96];
 		const char *pos[2] = {NULL, NULL};
-		size_t np = 0;
 		run_flags rf = {.o = &o, .quiet = &quiet};
 		const cli_opt opts[] = {
 			CLI_OPT_DO("--quiet", "-q", &rf, take_quiet),
@@ -183,21 +146,25 @@ int cmd_run(int argc, char **argv)
 			CLI_OPT_FLAG("--enforce-clean", NULL, &o.enforce_clean),
 			CLI_OPT_SET("--progress", &o.progress, 1),
 			CLI_OPT_SET("--no-progress", &o.progress, 0),
-			CLI_OPT_FNM("--seed", &o, take_seed, "--seed '%s': not a number from 0 to 2^53-1",
-				    "--seed needs a number (0 to 2^53-1)"),
-			CLI_OPT_FNM("--replicate", &o, take_replicate, rbad,
-				    "--replicate needs a number (1 to the spec's replicates)"),
+			{.name = "--seed", .kind = CLI_U64, .dst = &o.seed, .hi = HARNESS_SEED_MAX,
+			 .bad = "--seed '%s': not a number from 0 to 2^53-1",
+			 .missing = "--seed needs a number (0 to 2^53-1)"},
+			{.name = "--replicate", .kind = CLI_UINT, .dst = &o.replicate, .lo = 1,
+			 .hi = HARNESS_REPLICATES_MAX, .bad = rbad,
+			 .missing = "--replicate needs a number (1 to the spec's replicates)"},
 			CLI_OPT_TEXT("--declare-overlap", &o.declare_overlap, "--declare-overlap needs a text"),
 			CLI_OPT_END,
 		};
-		const cli_spec cs = {.verb = argv[0], .opts = opts, .pos = pos, .maxpos = 2, .npos = &np,
-				     .unknown = "unknown option '%s'", .extra = "unexpected argument '%s'"};
+		const cli_spec cs = {.verb = argv[0], .opts = opts, .pos = pos, .maxpos = 2};
 		int rc;
 
 		snprintf(rbad, sizeof(rbad), "--replicate '%%s': not a number from 1 to %u",
 			 HARNESS_REPLICATES_MAX);
+		o.seed = UINT64_MAX; /* past HARNESS_SEED_MAX: no --seed */
 		if ((rc = cli_args_parse(&cs, argc, argv)))
 			return rc;
+		o.has_seed = o.seed != UINT64_MAX;
+		o.seed = o.has_seed ? o.seed : 0;
 		dir = pos[0];
 		spec = pos[1];
 	}
@@ -231,10 +198,8 @@ int cmd_study(int argc, char **argv)
 			CLI_OPT_END,
 		};
 		const char *pos[2] = {NULL, NULL};
-		size_t np = 0;
-		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = pos, .maxpos = 2,
-				       .npos = &np, .unknown = "unknown option '%s'",
-				       .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = pos,
+				       .maxpos = 2};
 		int rc;
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
@@ -255,9 +220,8 @@ int cmd_study(int argc, char **argv)
 		/* The study is JSON already: --json is accepted like every verb's. */
 		int json = 0, rc;
 		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json), CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = &dir, .maxpos = 1,
-				       .npos = &np, .unknown = "unknown option '%s'", .extra = "show takes one DIR"};
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = &dir,
+				       .maxpos = 1, .extra = "show takes one DIR"};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;

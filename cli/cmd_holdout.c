@@ -48,22 +48,6 @@ static int predict(const char *dir, const char *targets_path, const char *model)
 	return rc ? cli_fail("holdout", &e) : 0;
 }
 
-/* ---- holdout score, show: reports/verbs.c ---- */
-
-static int score_or_show(const char *dir, const holdout_score_opts *o, int as_json)
-{
-	ledger *l = NULL;
-	cs_err e = {0};
-	int rc, exitc = 0;
-
-	rc = ledger_open(dir, &l, &e);
-	if (!rc)
-		rc = o ? report_holdout_score(l, o, as_json, stdout, &exitc, &e)
-		       : report_holdout_show(l, as_json, stdout, &e);
-	ledger_close(l);
-	return rc ? cli_fail("holdout", &e) : exitc;
-}
-
 static int take_threshold(const char *val, void *dst)
 {
 	holdout_score_opts *so = dst;
@@ -78,7 +62,8 @@ int cmd_holdout(int argc, char **argv)
 {
 	const char *sub, *dir, *targets = NULL, *model = "auto";
 	holdout_score_opts so = {0, 0.35, 0};
-	int as_json = 0;
+	int as_json = 0, exitc = 0;
+	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv))
 		return cli_help("holdout", stdout, 0);
@@ -96,7 +81,7 @@ int cmd_holdout(int argc, char **argv)
 			CLI_OPT_END,
 		};
 		const cli_spec spec = {.verb = "holdout", .opts = opts, .first = 3,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+				       .unknown = CLI_UNEXPECTED};
 		int rc;
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
@@ -107,36 +92,18 @@ int cmd_holdout(int argc, char **argv)
 			return cli_usage("holdout", "--model: expected auto, io or loglinear");
 		return predict(dir, targets, model);
 	}
-	if (!strcmp(sub, "score") || !strcmp(sub, "show"))
-		return score_or_show(dir, !strcmp(sub, "score") ? &so : NULL, as_json);
+	if (!strcmp(sub, "score") || !strcmp(sub, "show")) /* reports/verbs.c */
+		return report_holdout_verb(dir, !strcmp(sub, "score") ? &so : NULL, as_json, stdout, &exitc, &e)
+			       ? cli_fail("holdout", &e) : exitc;
 	return cli_usage("holdout", "unknown subcommand '%s' (predict, score, show)", sub);
 }
 
 /* ---- refute, deviate ---- */
 
-/* A refutation or deviation; the ledger checks what it names (exit 5, nothing written). */
-static int append_text_record(const char *verb, const char *dir, const char *hyp,
-			      const char *run, const char *because)
-{
-	ledger *l = NULL;
-	cs_err e = {0};
-	int64_t seq = 0;
-	int rc;
-
-	rc = ledger_open(dir, &l, &e);
-	if (!rc)
-		rc = !strcmp(verb, "refute") ? ledger_refute(l, hyp, because, &seq, &e)
-					     : ledger_deviate(l, because, hyp, run, &seq, &e);
-	if (!rc)
-		printf("%s recorded as seq %lld (%s)\n", !strcmp(verb, "refute") ? "refutation" : "deviation",
-		       (long long) seq, ledger_access_state(l));
-	ledger_close(l);
-	return rc ? cli_fail(verb, &e) : 0;
-}
-
 int cmd_refute(int argc, char **argv)
 {
 	const char *because = NULL;
+	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv))
 		return cli_help("refute", stdout, 0);
@@ -145,12 +112,14 @@ int cmd_refute(int argc, char **argv)
 	because = argv[4];
 	if (!*because)
 		return cli_usage("refute", "--because needs a reason");
-	return append_text_record("refute", argv[1], argv[2], NULL, because);
+	return ledger_text_record_verb(argv[1], 1, argv[2], NULL, because, stdout, &e)
+		       ? cli_fail("refute", &e) : 0;
 }
 
 int cmd_deviate(int argc, char **argv)
 {
 	const char *dir = NULL, *because = NULL, *hyp = NULL, *run = NULL;
+	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv))
 		return cli_help("deviate", stdout, 0);
@@ -161,9 +130,8 @@ int cmd_deviate(int argc, char **argv)
 			CLI_OPT_STR("--run", &run),
 			CLI_OPT_END,
 		};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "deviate", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = "deviate", .opts = opts, .pos = &dir, .maxpos = 1,
+				       .unknown = CLI_UNEXPECTED};
 		int rc;
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
@@ -171,26 +139,10 @@ int cmd_deviate(int argc, char **argv)
 	}
 	if (!dir || !because || !*because)
 		return cli_usage("deviate", "expected DIR --because TEXT");
-	return append_text_record("deviate", dir, hyp, run, because);
+	return ledger_text_record_verb(dir, 0, hyp, run, because, stdout, &e) ? cli_fail("deviate", &e) : 0;
 }
 
 /* ---- verdicts ---- */
-
-/* --as-of SEQ: the verdicts as of a record, recomputed and not recorded */
-typedef struct verdict_args {
-	uint64_t *as_of;
-	int *record;
-} verdict_args;
-
-static int take_as_of(const char *val, void *dst)
-{
-	verdict_args *va = dst;
-
-	if (cli_parse_u64(val, va->as_of) || *va->as_of == 0)
-		return -1;
-	*va->record = 0;
-	return 0;
-}
 
 int cmd_verdicts(int argc, char **argv)
 {
@@ -205,19 +157,20 @@ int cmd_verdicts(int argc, char **argv)
 	if (cli_wants_help(argc, argv))
 		return cli_help("verdicts", stdout, 0);
 	{
-		verdict_args va = {&as_of, &record};
 		const cli_opt opts[] = {
 			CLI_OPT_FLAG("--json", NULL, &as_json),
 			CLI_OPT_SET("--no-record", &record, 0),
-			CLI_OPT_FN("--as-of", &va, take_as_of, "--as-of: expected a record seq"),
+			/* --as-of SEQ: the verdicts as of a record, recomputed and not recorded */
+			{.name = "--as-of", .kind = CLI_U64, .dst = &as_of, .lo = 1, .hi = UINT64_MAX,
+			 .bad = "--as-of: expected a record seq"},
 			CLI_OPT_END,
 		};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "verdicts", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = "verdicts", .opts = opts, .pos = &dir, .maxpos = 1,
+				       .unknown = CLI_UNEXPECTED};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
+		record = as_of ? 0 : record;
 	}
 	if (!dir)
 		return cli_usage("verdicts", "expected a study directory");

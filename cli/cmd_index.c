@@ -26,13 +26,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Print "coldstudy index: " and e's message (else strerror) for an engine -errno; its exit code. */
-static int index_fail(int rc, const cv_err *e)
-{
-	fprintf(stderr, "coldstudy index: %s\n", e && e->msg[0] ? cli_spell(e->msg) : strerror(-rc));
-	return cs_exit_from_errno(rc);
-}
-
 /* ---- build ---- */
 
 static int take_rng_factor(const char *val, void *dst)
@@ -95,16 +88,11 @@ static int index_build(int argc, char **argv)
 
 static int index_verify(int argc, char **argv)
 {
-	cv_err e = {{0}};
-	int rc;
+	cs_err e = {0};
 
 	if (argc != 2 || argv[1][0] == '-')
 		return cli_usage("index", "verify takes one DIR");
-	rc = cv_index_verify(argv[1], &e);
-	if (rc)
-		return index_fail(rc, &e);
-	printf("%s: %s\n", argv[1], e.msg[0] ? e.msg : "ok");
-	return CS_EXIT_OK;
+	return harness_index_verify_verb(argv[1], stdout, &e) ? cli_fail("index", &e) : CS_EXIT_OK;
 }
 
 static int index_update(int argc, char **argv, int insert)

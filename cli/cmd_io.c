@@ -40,8 +40,8 @@ static int cache_residency(int argc, char **argv)
 		return CS_EXIT_INTERNAL;
 	{
 		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json), CLI_OPT_END};
-		const cli_spec spec = {.verb = "cache", .opts = opts, .pos = files, .maxpos = (size_t) argc,
-				       .npos = &n, .unknown = "unknown option '%s'", .dash_operand = 1};
+		const cli_spec spec = {.verb = "cache", .opts = opts, .pos = files,
+				       .maxpos = (size_t) argc, .npos = &n, .dash_operand = 1};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			goto out;
@@ -69,9 +69,8 @@ static int cache_prewarm(int argc, char **argv)
 			 .bad = "--block-size wants a byte count, got '%s'"},
 			CLI_OPT_END,
 		};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "cache", .opts = opts, .pos = &file, .maxpos = 1, .npos = &np,
-				       .unknown = "unknown option '%s'", .extra = "prewarm takes one FILE"};
+		const cli_spec spec = {.verb = "cache", .opts = opts, .pos = &file, .maxpos = 1,
+				       .extra = "prewarm takes one FILE"};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;

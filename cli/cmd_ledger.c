@@ -33,9 +33,8 @@ int cmd_init(int argc, char **argv)
 		return cli_help("init", stdout, CS_EXIT_OK);
 	{
 		const cli_opt none[] = {CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "init", .opts = none, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unknown option '%s'", .extra = "one DIR only"};
+		const cli_spec spec = {.verb = "init", .opts = none, .pos = &dir, .maxpos = 1,
+				       .extra = "one DIR only"};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
@@ -62,8 +61,8 @@ int cmd_register(int argc, char **argv)
 		const cli_opt opts[] = {CLI_OPT_FLAG("--amend", NULL, &amend),
 					CLI_OPT_STR("--rationale", &rationale), CLI_OPT_END};
 		size_t np = 0;
-		const cli_spec spec = {.verb = "register", .opts = opts, .pos = paths, .maxpos = (size_t) argc,
-				       .npos = &np, .unknown = "unknown option '%s'",
+		const cli_spec spec = {.verb = "register", .opts = opts, .pos = paths,
+				       .maxpos = (size_t) argc, .npos = &np,
 				       .missing = "missing value for '%s'", .eq = 1};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
@@ -107,9 +106,8 @@ int cmd_hypotheses(int argc, char **argv)
 		return cli_help("hypotheses", stdout, CS_EXIT_OK);
 	{
 		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &as_json), CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "hypotheses", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = "hypotheses", .opts = opts, .pos = &dir, .maxpos = 1,
+				       .unknown = CLI_UNEXPECTED};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;

@@ -12,7 +12,6 @@
 
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* ---- log ---- */
@@ -21,36 +20,22 @@ static int log_verify(int argc, char **argv)
 {
 	const char *dir = NULL, *cpf = NULL, *vkey = NULL;
 	int as_json = 0, rc;
-	char *cp = NULL;
-	ledger_tree_head th;
-	ledger_verify_info info;
-	ledger *l = NULL;
 	cs_err e = {0};
 
 	{
 		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &as_json), CLI_OPT_STR("--checkpoint", &cpf),
 					CLI_OPT_STR("--key", &vkey), CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "log verify", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1};
+		const cli_spec spec = {.verb = "log verify", .opts = opts, .pos = &dir, .maxpos = 1,
+				       .unknown = CLI_UNEXPECTED, .eq = 1};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
 	}
 	if (!dir)
 		return cli_usage("log verify", "missing DIR");
-	if (cpf && (rc = ledger_checkpoint_read(cpf, &cp, &th, &e)))
+	if (ledger_verify_verb(dir, cpf, vkey, as_json, stdout, &e)) /* ledger/anchor.c */
 		return cli_fail("log verify", &e);
-	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_verify_pinned(l, cp, vkey, &info, &e))) {
-		rc = cli_fail("log verify", &e);
-		goto out;
-	}
-	ledger_verify_print(&info, ledger_origin(l), vkey != NULL, cpf ? &th : NULL, cpf, as_json, stdout);
-	rc = CS_EXIT_OK;
-out:
-	ledger_close(l);
-	free(cp);
-	return rc;
+	return CS_EXIT_OK;
 }
 
 static int log_checkpoint(int argc, char **argv)
@@ -63,9 +48,8 @@ static int log_checkpoint(int argc, char **argv)
 	{
 		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json), CLI_OPT_STR("--origin", &origin),
 					CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "log checkpoint", .opts = opts, .pos = &dir, .maxpos = 1,
-				       .npos = &np, .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1};
+		const cli_spec spec = {.verb = "log checkpoint", .opts = opts, .pos = &dir,
+				       .maxpos = 1, .unknown = CLI_UNEXPECTED, .eq = 1};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
@@ -78,56 +62,38 @@ static int log_checkpoint(int argc, char **argv)
 	return rc;
 }
 
-/* Parse a positive size/seq argument; -1 on bad input. */
-static int parse_size(const char *s, int64_t *out)
-{
-	uint64_t v;
-
-	if (cli_parse_u64(s, &v) || v > (uint64_t) INT64_MAX)
-		return -1;
-	*out = (int64_t) v;
-	return 0;
-}
-
-static int take_size(const char *val, void *dst)
-{
-	return parse_size(val, dst);
-}
-
-static int take_size_pos(const char *val, void *dst)
-{
-	return parse_size(val, dst) || *(int64_t *) dst == 0 ? -1 : 0;
-}
-
 static int log_prove(int argc, char **argv)
 {
 	const char *dir = NULL, *seqs = NULL;
-	int64_t seq = 0, old = -1, size = 0;
+	uint64_t seq = 0, old = UINT64_MAX, size = 0; /* old past INT64_MAX: no --old-size */
 	int rc;
 	ledger *l = NULL;
 	cs_err e = {0};
 
 	{
 		const cli_opt opts[] = {
-			CLI_OPT_FN("--old-size", &old, take_size, "--old-size: expected a number, got '%s'"),
-			CLI_OPT_FN("--size", &size, take_size_pos, "--size: expected a number > 0, got '%s'"),
+			{.name = "--old-size", .kind = CLI_U64, .dst = &old, .hi = INT64_MAX,
+			 .bad = "--old-size: expected a number, got '%s'"},
+			{.name = "--size", .kind = CLI_U64, .dst = &size, .lo = 1, .hi = INT64_MAX,
+			 .bad = "--size: expected a number > 0, got '%s'"},
 			CLI_OPT_END,
 		};
 		const char *pos[2] = {NULL, NULL};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "log prove", .opts = opts, .pos = pos, .maxpos = 2, .npos = &np,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1};
+		const cli_spec spec = {.verb = "log prove", .opts = opts, .pos = pos, .maxpos = 2,
+				       .unknown = CLI_UNEXPECTED, .eq = 1};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
 		dir = pos[0];
 		seqs = pos[1];
 	}
-	if (!dir || (!seqs) == (old < 0))
+	if (!dir || (!seqs) == (old > INT64_MAX))
 		return cli_usage("log prove", "expected DIR and either SEQ or --old-size N");
-	if (seqs && (parse_size(seqs, &seq) || seq == 0))
+	if (seqs && (cli_parse_u64(seqs, &seq) || seq == 0 || seq > INT64_MAX))
 		return cli_usage("log prove", "SEQ: expected a record number >= 1, got '%s'", seqs);
-	if ((rc = ledger_open(dir, &l, &e)) || (rc = ledger_prove_print(l, seqs ? seq : 0, old, size, stdout, &e)))
+	if ((rc = ledger_open(dir, &l, &e)) ||
+	    (rc = ledger_prove_print(l, (int64_t) seq, old > INT64_MAX ? -1 : (int64_t) old, (int64_t) size,
+				     stdout, &e)))
 		rc = cli_fail("log prove", &e);
 	ledger_close(l);
 	return rc;
@@ -143,9 +109,8 @@ static int log_verify_proof(int argc, char **argv)
 	{
 		const cli_opt opts[] = {CLI_OPT_STR("--checkpoint", &cpf), CLI_OPT_STR("--old-checkpoint", &oldf),
 					CLI_OPT_STR("--root", &roots), CLI_OPT_STR("--key", &vkey), CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "log verify-proof", .opts = opts, .pos = &file, .maxpos = 1,
-				       .npos = &np, .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1,
+		const cli_spec spec = {.verb = "log verify-proof", .opts = opts, .pos = &file,
+				       .maxpos = 1, .unknown = CLI_UNEXPECTED, .eq = 1,
 				       .dash_operand = 1};
 		int rc;
 
@@ -177,9 +142,8 @@ static int log_verify_proof(int argc, char **argv)
 static int dir_only(const char *verb, int argc, char **argv, const char **dir)
 {
 	const cli_opt none[] = {CLI_OPT_END};
-	size_t np = 0;
-	const cli_spec spec = {.verb = verb, .opts = none, .pos = dir, .maxpos = 1, .npos = &np,
-			       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+	const cli_spec spec = {.verb = verb, .opts = none, .pos = dir, .maxpos = 1,
+			       .unknown = CLI_UNEXPECTED};
 	int rc = cli_args_parse(&spec, argc, argv);
 
 	return rc ? rc : !*dir ? cli_usage(verb, "missing DIR") : 0;
@@ -211,18 +175,15 @@ static int log_tiles(int argc, char **argv)
 
 	{
 		const cli_opt opts[] = {CLI_OPT_STR("--out", &out), CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "log tiles", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'", .eq = 1};
+		const cli_spec spec = {.verb = "log tiles", .opts = opts, .pos = &dir, .maxpos = 1,
+				       .unknown = CLI_UNEXPECTED, .eq = 1};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
 	}
 	if (!dir || !out)
 		return cli_usage("log tiles", "expected DIR --out OUTDIR");
-	if ((rc = harness_tiles_verb(dir, out, stdout, &e)))
-		rc = cli_fail("log tiles", &e);
-	return rc;
+	return harness_tiles_verb(dir, out, stdout, &e) ? cli_fail("log tiles", &e) : CS_EXIT_OK;
 }
 
 static int log_export(int argc, char **argv)

@@ -1,13 +1,12 @@
 /*
  * cmd_plan.c - `coldstudy plan power`: the power of each interval-decided
- * hypothesis and the replicates it needs (harness_power), printed as a
+ * hypothesis and the replicates it needs (harness_power_verb), printed as a
  * table (reports/text.c) or JSON. Writes nothing.
  */
 #include "cmds.h"
 
 #include "args.h"
-#include "harness.h"
-#include "ledger.h"
+#include "verbs.h"
 #include "report.h"
 
 #include <stdio.h>
@@ -26,9 +25,8 @@ static int take_pilot(const char *val, void *dst)
 int cmd_plan(int argc, char **argv)
 {
 	const char *dir = NULL;
-	int json = 0, refuse = 0, rc;
-	json_t *ids = NULL, *pilots = NULL, *study = NULL, *res = NULL;
-	ledger *l = NULL;
+	int json = 0, rc;
+	json_t *ids = NULL, *res = NULL;
 	cs_err e = {0};
 
 	if (cli_wants_help(argc, argv) || argc < 2)
@@ -41,10 +39,8 @@ int cmd_plan(int argc, char **argv)
 					{.name = "--pilot", .kind = CLI_FN, .dst = ids, .fn = take_pilot,
 					 .missing = "--pilot needs run ids", .more = 1},
 					CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = &dir, .maxpos = 1,
-				       .npos = &np, .unknown = "unexpected argument '%s'",
-				       .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = argv[0], .opts = opts, .first = 2, .pos = &dir,
+				       .maxpos = 1, .unknown = CLI_UNEXPECTED};
 
 		if ((rc = cli_args_parse(&spec, argc, argv))) {
 			json_decref(ids);
@@ -56,19 +52,9 @@ int cmd_plan(int argc, char **argv)
 		return cli_usage(argv[0], "power needs DIR");
 	}
 	res = json_array();
-	rc = ledger_open(dir, &l, &e);
-	if (!rc)
-		rc = harness_study_current(l, &study, &e);
-	if (!rc && json_array_size(ids))
-		rc = harness_pilots(l, ids, &pilots, &e);
-	if (!rc)
-		rc = harness_power(l, study, pilots, res, &refuse, &e);
-	ledger_close(l);
-	if (!rc)
+	if (!(rc = harness_power_verb(dir, ids, res, &e))) /* harness/verbs.c */
 		report_power_print(res, json, stdout);
 	json_decref(ids);
-	json_decref(pilots);
-	json_decref(study);
 	json_decref(res);
 	return rc ? cli_fail(argv[0], &e) : CS_EXIT_OK;
 }

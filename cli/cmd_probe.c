@@ -15,40 +15,19 @@
 #include "harness.h"
 #include "probe.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* "4k", "8k", "16k" or a byte count. */
-static int parse_bs(const char *s, uint32_t *out)
-{
-	uint64_t v;
-	size_t n = strlen(s);
-
-	if (n > 1 && (s[n - 1] == 'k' || s[n - 1] == 'K')) {
-		char tmp[32];
-
-		if (n >= sizeof(tmp))
-			return -1;
-		memcpy(tmp, s, n - 1);
-		tmp[n - 1] = 0;
-		if (cli_parse_u64(tmp, &v) || v > (1u << 20))
-			return -1;
-		v *= 1024;
-	} else if (cli_parse_u64(s, &v) || v > (1u << 30)) {
-		return -1;
-	}
-	if (!v || v % 512)
-		return -1;
-	*out = (uint32_t) v;
-	return 0;
-}
-
+/* "4k", "8k", "16k" or a byte count (args.c's SIZE): a multiple of 512 up to 1 GiB. */
 static int take_bs(const char *val, void *dst)
 {
-	return parse_bs(val, dst);
+	uint64_t v;
+
+	if (cli_parse_size(val, &v) || !v || v % 512 || v > (1u << 30))
+		return -1;
+	*(uint32_t *) dst = (uint32_t) v;
+	return 0;
 }
 
 static int take_strategy(const char *val, void *dst)
@@ -81,9 +60,8 @@ int cmd_probe(int argc, char **argv)
 			CLI_OPT_STR("--throttle", &capspec),
 			CLI_OPT_END,
 		};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "probe", .opts = opts, .pos = &file, .maxpos = 1, .npos = &np,
-				       .unknown = "unknown option '%s'", .extra = "one FILE only"};
+		const cli_spec spec = {.verb = "probe", .opts = opts, .pos = &file, .maxpos = 1,
+				       .extra = "one FILE only"};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;

@@ -4,25 +4,19 @@
  * the two studies' verdicts.
  *
  * replicate S --out S2 is init, register and study register, composed
- * (harness/replicate.c); the comparison (replicate compare) is reports'
+ * (harness/verbs.c, harness/replicate.c); the comparison (replicate compare) is reports'
  * report_compare, its table report_compare_text.
  */
 #include "cmds.h"
 
 #include "args.h"
-#include "guard.h"
 #include "harness.h"
-#include "replicate.h"
 #include "verbs.h"
 #include "ledger.h"
 #include "report.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 static int compare(int argc, char **argv)
 {
@@ -34,9 +28,8 @@ static int compare(int argc, char **argv)
 	{
 		const cli_opt opts[] = {CLI_OPT_FLAG("--json", NULL, &json), CLI_OPT_END};
 		const char *pos[2] = {NULL, NULL};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "replicate", .opts = opts, .pos = pos, .maxpos = 2, .npos = &np,
-				       .unknown = "unknown option '%s'", .extra = "compare takes two studies"};
+		const cli_spec spec = {.verb = "replicate", .opts = opts, .pos = pos, .maxpos = 2,
+				       .extra = "compare takes two studies"};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
@@ -60,14 +53,10 @@ static int compare(int argc, char **argv)
 int cmd_replicate(int argc, char **argv)
 {
 	const char *src = NULL, *out = NULL, *specs = NULL;
-	uint64_t seed = 0;
-	int has_seed = 0, rc;
-	harness_replica r = {0};
+	uint64_t seed = UINT64_MAX; /* past HARNESS_SEED_MAX: no --seed, one drawn */
+	int rc, register_failed = 0;
 	cs_err e = {0};
-	guard_held outh;
-	char outvia[PATH_MAX + 300];
 
-	guard_held_init(&outh);
 	if (cli_wants_help(argc, argv) || argc < 2)
 		return cli_help("replicate", stdout, cli_wants_help(argc, argv) ? CS_EXIT_OK : CS_EXIT_USAGE);
 	if (!strcmp(argv[1], "compare"))
@@ -80,39 +69,15 @@ int cmd_replicate(int argc, char **argv)
 			 .bad = "--seed '%s': not a number from 0 to 2^53-1"},
 			CLI_OPT_END,
 		};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "replicate", .opts = opts, .pos = &src, .maxpos = 1, .npos = &np,
-				       .unknown = "unexpected argument '%s'", .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = "replicate", .opts = opts, .pos = &src, .maxpos = 1,
+				       .unknown = CLI_UNEXPECTED};
 
-		seed = UINT64_MAX; /* past HARNESS_SEED_MAX: no --seed */
 		if ((rc = cli_args_parse(&spec, argc, argv)))
-			goto out;
-		has_seed = seed != UINT64_MAX;
+			return rc;
 	}
-	if (!src || !out) {
-		rc = cli_usage("replicate", "need S and --out S2");
-		goto out;
-	}
-	if (!has_seed) {
-		if (getrandom(&seed, sizeof(seed), 0) != (ssize_t) sizeof(seed)) {
-			rc = cli_fail("replicate", &(cs_err){CS_EXIT_INTERNAL, "getrandom failed"});
-			goto out;
-		}
-		seed &= HARNESS_SEED_MAX;
-	}
-	/* S2 held, checked (never inside production) and made, as init's folder */
-	if (guard_output(NULL, NULL, out, 1, "replicate", "--out", &outh, outvia, sizeof(outvia), &e)) {
-		rc = cli_fail("replicate", &e);
-		goto out;
-	}
-	if (harness_replicate(src, outvia, specs, seed, stdout, &r, &e)) {
-		rc = cli_fail(r.register_failed ? "register" : "replicate", &e);
-		goto out;
-	}
-	harness_replica_print(&r, src, cli_spell(out), seed, stdout);
-	rc = CS_EXIT_OK;
-out:
-	guard_held_close(&outh);
-	json_decref(r.left_out);
-	return rc;
+	if (!src || !out)
+		return cli_usage("replicate", "need S and --out S2");
+	if (harness_replicate_verb(src, out, specs, seed, stdout, &register_failed, &e))
+		return cli_fail(register_failed ? "register" : "replicate", &e);
+	return CS_EXIT_OK;
 }

@@ -33,10 +33,8 @@ int cmd_report(int argc, char **argv)
 		return cli_help("report", stdout, CS_EXIT_OK);
 	{
 		const cli_opt opts[] = {CLI_OPT_STR("--out", &out), CLI_OPT_STR("--title", &title), CLI_OPT_END};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "report", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unknown or incomplete option '%s'",
-				       .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = "report", .opts = opts, .pos = &dir, .maxpos = 1,
+				       .unknown = "unknown or incomplete option '%s'"};
 
 		if ((rc = cli_args_parse(&spec, argc, argv)))
 			return rc;
@@ -81,10 +79,8 @@ int cmd_log_publish(int argc, char **argv)
 			CLI_OPT_FLAG("--dry-run", NULL, &dry),
 			CLI_OPT_END,
 		};
-		size_t np = 0;
-		const cli_spec spec = {.verb = "log publish", .opts = opts, .pos = &dir, .maxpos = 1, .npos = &np,
-				       .unknown = "unknown or incomplete option '%s'",
-				       .extra = "unexpected argument '%s'"};
+		const cli_spec spec = {.verb = "log publish", .opts = opts, .pos = &dir,
+				       .maxpos = 1, .unknown = "unknown or incomplete option '%s'"};
 
 		snprintf(tbad, sizeof(tbad), "--timeout: expected 1 to %d seconds, got '%%s'",
 			 PUBLISH_TIMEOUT_MAX);

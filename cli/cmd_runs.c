@@ -115,27 +115,3 @@ int cmd_run_show(int argc, char **argv)
 		return cli_usage("run show", "%s", e.msg);
 	return rc ? cli_fail("run show", &e) : CS_EXIT_OK;
 }
-
-int cli_run_summary(const char *dir, const char *run_id)
-{
-	cs_err e = {0};
-	int rc = report_run_summary_print(dir, run_id, stdout, &e);
-
-	if (rc)
-		fprintf(stderr, "coldstudy run: warning: %s recorded, but no summary: %s\n", run_id,
-			e.msg);
-	return rc;
-}
-
-int cli_run_json(const char *dir, const char *run_id)
-{
-	ledger *l = NULL;
-	cs_err e = {0};
-	int rc;
-
-	rc = ledger_open(dir, &l, &e);
-	if (!rc)
-		rc = report_run_show(l, run_id, 0, REPORT_FMT_JSON, stdout, &e);
-	ledger_close(l);
-	return rc ? cli_fail("run", &e) : CS_EXIT_OK;
-}

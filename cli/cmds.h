@@ -37,10 +37,6 @@ int cmd_study(int argc, char **argv);
 /* cmd_runs.c: getting results out */
 int cmd_runs(int argc, char **argv);
 int cmd_run_show(int argc, char **argv); /* `run show ...`, argv[0] = "show" */
-/* After a run: its summary on stdout (0, or nonzero with a warning on stderr). */
-int cli_run_summary(const char *dir, const char *run_id);
-/* After a run with --json: its record on stdout; returns an exit code. */
-int cli_run_json(const char *dir, const char *run_id);
 /* cmd_schema.c */
 int cmd_schema(int argc, char **argv);
 /* cmd_holdout.c */

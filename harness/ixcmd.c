@@ -1,5 +1,5 @@
 /*
- * ixcmd.c - `index build`, `index insert` and `index delete` whole, below
+ * ixcmd.c - `index build`, `index insert`, `index delete` and `index verify` whole, below
  * the cli: the index folder resolved once through the guards (a build's
  * --out created beneath its held parent and never over a non-empty index;
  * a production index never changed), the data loaded, the engine called
@@ -123,4 +123,15 @@ out:
 	cv_dataset_free(ds);
 	guard_held_close(&held);
 	return rc;
+}
+
+int harness_index_verify_verb(const char *dir, FILE *out, cs_err *e)
+{
+	cv_err ce = {{0}};
+	int rc = cv_index_verify(dir, &ce);
+
+	if (rc)
+		return engine_fail(rc, &ce, e);
+	fprintf(out, "%s: %s\n", dir, ce.msg[0] ? ce.msg : "ok");
+	return 0;
 }

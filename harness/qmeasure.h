@@ -347,6 +347,8 @@ int harness_index_make(const harness_build_args *a, cv_build_opts *o, FILE *out,
  */
 int harness_index_update(int insert, const char *dir, const char *data, const char *idfile, uint32_t first,
 			 FILE *out, cs_err *e);
+/* index verify: cv_index_verify's check of dir, its line ("DIR: ok", or what it found) to out. */
+int harness_index_verify_verb(const char *dir, FILE *out, cs_err *e);
 
 /* ---- an index's notes, an ids file (ixnotes.c) ---- */
 

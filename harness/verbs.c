@@ -1,7 +1,7 @@
 /*
  * verbs.c - study verbs run whole below the cli (verbs.h): init, clone,
- * validate, study show, schema --check, log tiles, replicate's closing
- * lines.
+ * validate, study show, schema --check, log tiles, plan power's checks,
+ * replicate.
  */
 #include "verbs.h"
 
@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 int harness_clone_verb(const harness_clone_args *a, FILE *out, cs_err *e)
 {
@@ -129,6 +130,50 @@ void harness_replica_print(const harness_replica *r, const char *src, const char
 	}
 	fprintf(out, "\nnext: clone the index with --study %s, validate it and run its plan\n",
 	        shown);
+}
+
+int harness_power_verb(const char *dir, const json_t *ids, json_t *res, cs_err *e)
+{
+	ledger *l = NULL;
+	json_t *study = NULL, *pilots = NULL;
+	int refuse = 0, rc = ledger_open(dir, &l, e);
+
+	if (!rc)
+		rc = harness_study_current(l, &study, e);
+	if (!rc && json_array_size(ids))
+		rc = harness_pilots(l, ids, &pilots, e);
+	if (!rc)
+		rc = harness_power(l, study, pilots, res, &refuse, e);
+	ledger_close(l);
+	json_decref(pilots);
+	json_decref(study);
+	return rc;
+}
+
+int harness_replicate_verb(const char *src, const char *out, const char *specs, uint64_t seed,
+                           FILE *says, int *register_failed, cs_err *e)
+{
+	harness_replica r = {0};
+	guard_held h;
+	char via[PATH_MAX + 300], shown[CS_ERR_MAX + 4096];
+	int rc = 0;
+
+	guard_held_init(&h);
+	if (seed > HARNESS_SEED_MAX && getrandom(&seed, sizeof(seed), 0) != (ssize_t) sizeof(seed))
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "getrandom failed");
+	seed &= HARNESS_SEED_MAX;
+	/* S2 held, checked (never inside production) and made, as init's folder */
+	if (!rc)
+		rc = guard_output(NULL, NULL, out, 1, "replicate", "--out", &h, via, sizeof(via), e);
+	if (!rc && (rc = harness_replicate(src, via, specs, seed, says, &r, e)))
+		*register_failed = r.register_failed;
+	if (!rc) {
+		guard_spell(out, 0, shown, sizeof(shown));
+		harness_replica_print(&r, src, shown, seed, says);
+	}
+	guard_held_close(&h);
+	json_decref(r.left_out);
+	return rc;
 }
 
 int harness_validate_verb(const char *dir, harness_validate_opts *o, int json, FILE *out, cs_err *e)

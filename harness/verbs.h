@@ -1,8 +1,8 @@
 /*
  * verbs.h - study verbs run whole below the cli (verbs.c): init, clone
  * (the target held, the copy made, the clone noted in the study), study
- * show, schema --check (a file through the validator its kind names) and
- * replicate's closing lines.
+ * show, schema --check (a file through the validator its kind names),
+ * plan power's checks and replicate (the seed, S2 held, its closing lines).
  *
  * Error convention: 0 or CS_EXIT_* with the caller's cs_err filled (one
  * line, no "coldstudy VERB:" prefix).
@@ -50,5 +50,18 @@ int harness_init_verb(const char *dir, FILE *out, cs_err *e);
 /* replicate's closing lines: S2 (as shown) made from S with seed, what was left out, what next. */
 void harness_replica_print(const harness_replica *r, const char *src, const char *shown,
                            uint64_t seed, FILE *out);
+/*
+ * plan power DIR: harness_power's checks of DIR's study appended to res,
+ * with the spread of the pilot runs ids names (harness_pilots; empty: none).
+ */
+int harness_power_verb(const char *dir, const json_t *ids, json_t *res, cs_err *e);
+/*
+ * replicate S --out S2 whole: seed past HARNESS_SEED_MAX drawn from
+ * getrandom, S2 held (never inside production) and made, harness_replicate,
+ * the closing lines on says. *register_failed: the failure was the
+ * registration's (register's verb names it).
+ */
+int harness_replicate_verb(const char *src, const char *out, const char *specs, uint64_t seed,
+                           FILE *says, int *register_failed, cs_err *e);
 
 #endif

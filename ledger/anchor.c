@@ -4,6 +4,7 @@
  * is given) or a root written down elsewhere. A proof alone only agrees
  * with the root it carries, so one of the two is required; a consistency
  * proof may also be pinned to the old checkpoint it must start from.
+ * `log verify` whole, pinned to a checkpoint file the same way.
  */
 #include "ledger.h"
 
@@ -139,4 +140,22 @@ void ledger_verify_print(const ledger_verify_info *info, const char *origin, int
 			fprintf(out, "ok: extends checkpoint '%s' at size %lld (%s)\n", th->origin,
 			        (long long) th->size, cpf);
 	}
+}
+
+int ledger_verify_verb(const char *dir, const char *cpf, const char *vkey, int json, FILE *out,
+		       cs_err *e)
+{
+	char *cp = NULL;
+	ledger_tree_head th;
+	ledger_verify_info info;
+	ledger *l = NULL;
+	int rc = cpf ? ledger_checkpoint_read(cpf, &cp, &th, e) : 0;
+
+	if (!rc && !(rc = ledger_open(dir, &l, e)) &&
+	    !(rc = ledger_verify_pinned(l, cp, vkey, &info, e)))
+		ledger_verify_print(&info, ledger_origin(l), vkey != NULL, cpf ? &th : NULL, cpf, json,
+				    out);
+	ledger_close(l);
+	free(cp);
+	return rc;
 }

@@ -165,6 +165,13 @@ int ledger_run_exists(ledger *l, const char *run_id, cs_err *e);
 int ledger_refute(ledger *l, const char *hyp, const char *because, int64_t *seq, cs_err *e);
 int ledger_deviate(ledger *l, const char *because, const char *hyp, const char *run_id,
 		   int64_t *seq, cs_err *e);
+/*
+ * `refute` (refute 1) or `deviate` whole: the study in dir opened, the record
+ * appended as above and its line printed to out ("refutation recorded as seq
+ * N (STATE)"); 0 or the exit code with e set.
+ */
+int ledger_text_record_verb(const char *dir, int refute, const char *hyp, const char *run_id,
+			    const char *because, FILE *out, cs_err *e);
 
 /* ---- verification and transparency ---- */
 
@@ -343,6 +350,12 @@ int ledger_proof_check(const char *file, const char *cpf, const char *vkey,
  */
 void ledger_verify_print(const ledger_verify_info *info, const char *origin, int pinned,
 			 const ledger_tree_head *th, const char *cpf, int json, FILE *out);
+/*
+ * `log verify` whole (anchor.c): the checkpoint file cpf read (NULL: none),
+ * DIR's ledger opened and verified against it and vkey, the report printed.
+ */
+int ledger_verify_verb(const char *dir, const char *cpf, const char *vkey, int json, FILE *out,
+		       cs_err *e);
 
 /*
  * `log checkpoint`'s output (show.c): the signed checkpoint (with origin,

@@ -271,3 +271,20 @@ int ledger_deviate(ledger *l, const char *because, const char *hyp, const char *
 		json_object_set_new(p, "run_id", json_string(run_id));
 	return append_checked(l, "deviation", p, hyp, run_id, seq, e);
 }
+
+int ledger_text_record_verb(const char *dir, int refute, const char *hyp, const char *run_id,
+			    const char *because, FILE *out, cs_err *e)
+{
+	ledger *l = NULL;
+	int64_t seq = 0;
+	int rc = ledger_open(dir, &l, e);
+
+	if (!rc)
+		rc = refute ? ledger_refute(l, hyp, because, &seq, e)
+			    : ledger_deviate(l, because, hyp, run_id, &seq, e);
+	if (!rc)
+		fprintf(out, "%s recorded as seq %lld (%s)\n", refute ? "refutation" : "deviation",
+			(long long) seq, ledger_access_state(l));
+	ledger_close(l);
+	return rc;
+}

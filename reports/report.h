@@ -161,12 +161,17 @@ struct holdout_score_opts;
 int report_holdout_show(struct ledger *l, int json, FILE *out, cs_err *e);
 int report_holdout_score(struct ledger *l, const struct holdout_score_opts *o, int json, FILE *out, int *exitc,
 			 cs_err *e);
+/* holdout score (o given) or show, whole: DIR's ledger opened, the above, closed. */
+int report_holdout_verb(const char *dir, const struct holdout_score_opts *o, int json, FILE *out,
+			int *exitc, cs_err *e);
 int report_compare_print(struct ledger *a, struct ledger *b, int json, FILE *out, int *disagree, cs_err *e);
 int report_hypotheses_print(struct ledger *l, int json, FILE *out, cs_err *e);
 /* runs: every run's row (report_runs) in format (REPORT_FMT_*). */
 int report_runs_print(struct ledger *l, int format, FILE *out, cs_err *e);
 /* After a run: its summary (report_run_summary) and where its details are, from DIR's ledger. */
 int report_run_summary_print(const char *dir, const char *run_id, FILE *out, cs_err *e);
+/* After a run with --json: its record (report_run_show's JSON), from DIR's ledger. */
+int report_run_json_print(const char *dir, const char *run_id, FILE *out, cs_err *e);
 /* verdicts: report_verdicts_text's table, or the verdicts as JSON. */
 void report_verdicts_print(const json_t *all, const json_t *test, const json_t *state, int json, FILE *out);
 /* plan power: report_power_text's table, or the results as JSON. */

@@ -67,6 +67,19 @@ int report_holdout_score(struct ledger *l, const struct holdout_score_opts *o, i
 	return 0;
 }
 
+int report_holdout_verb(const char *dir, const struct holdout_score_opts *o, int json, FILE *out,
+			int *exitc, cs_err *e)
+{
+	ledger *l = NULL;
+	int rc = ledger_open(dir, &l, e);
+
+	if (!rc)
+		rc = o ? report_holdout_score(l, o, json, out, exitc, e)
+		       : report_holdout_show(l, json, out, e);
+	ledger_close(l);
+	return rc;
+}
+
 int report_compare_print(struct ledger *a, struct ledger *b, int json, FILE *out, int *disagree,
                          cs_err *e)
 {
@@ -125,6 +138,17 @@ int report_run_summary_print(const char *dir, const char *run_id, FILE *out, cs_
 		fprintf(out, "  details: coldstudy run show %s %s [--queries] [--csv|--json]\n", dir, run_id);
 	}
 	json_decref(rec);
+	ledger_close(l);
+	return rc;
+}
+
+int report_run_json_print(const char *dir, const char *run_id, FILE *out, cs_err *e)
+{
+	ledger *l = NULL;
+	int rc = ledger_open(dir, &l, e);
+
+	if (!rc)
+		rc = report_run_show(l, run_id, 0, REPORT_FMT_JSON, out, e);
 	ledger_close(l);
 	return rc;
 }
