@@ -126,7 +126,7 @@ sh -c 'echo $$ > "$1"; exec "$2" run "$3" "$4" -q' sh "$T/pid1" "$cs" "$S" "$T/c
 	>"$T/cap.id" 2>"$T/err" &
 bg=$!
 seen=""
-for i in $(seq 1 600); do
+for _ in $(seq 1 600); do
 	pm=$(head -1 "$T/clone/data/postmaster.pid" 2>/dev/null)
 	cg=$(left "$(cat "$T/pid1" 2>/dev/null)" | head -1)
 	if [ -n "$pm" ] && [ -n "$cg" ] && grep -qx "$pm" "$cg/cgroup.procs" 2>/dev/null; then
@@ -177,7 +177,7 @@ sh -c 'echo $$ > "$1"; exec "$2" run "$3" "$4" -q' sh "$T/pid3" "$cs" "$S" "$T/l
 	>/dev/null 2>"$T/kerr" &
 bg=$!
 cg=""
-for i in $(seq 1 600); do
+for _ in $(seq 1 600); do
 	pm=$(head -1 "$T/clone/data/postmaster.pid" 2>/dev/null)
 	cg=$(left "$(cat "$T/pid3" 2>/dev/null)" | head -1)
 	[ -n "$pm" ] && [ -n "$cg" ] && grep -qx "$pm" "$cg/cgroup.procs" 2>/dev/null && break
