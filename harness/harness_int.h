@@ -239,6 +239,7 @@ typedef struct harness_pg {
 	char log[PATH_MAX + 32];         /* the server's stderr */
 	char cgdir[1024];                /* its memory cgroup (the postmaster joins it); "" none */
 	json_t *cgroup;                  /* harness_server_cgroup's object (owned) */
+	char thrdir[512];                /* a block-throttle cgroup the postmaster joins too; "" none */
 } harness_pg;
 
 /* The server binaries: COLDSTUDY_PG_BINDIR, pg_config --bindir, Debian's; exit 5 when none. */
@@ -368,6 +369,8 @@ int harness_pgfdw_before(harness_pgfdw *f, PGconn *coord, const char *sql, const
 int harness_pgfdw_after(harness_pgfdw *f, PGconn *coord, int64_t *data, double *ms, cs_err *e);
 /* The record's "shards" and *plan {async_foreign_scans, text} (new references; NULL for f NULL). */
 json_t *harness_pgfdw_record(const harness_pgfdw *f, json_t **plan);
+/* Every shard's server joins the block-throttle cgroup dir at its next start (all in one). */
+void harness_pgfdw_throttle(harness_pgfdw *f, const char *dir);
 void harness_pgfdw_free(harness_pgfdw *f);
 
 #endif

@@ -345,6 +345,8 @@ static void reap_one(ledger *l, int dirfd, const char *run_id, int fd)
 		else
 			fprintf(stderr, "coldstudy: run %s's private socket directory %s removed\n",
 				run_id, sd ? sd : "?");
+		/* its server gone, the throttle cgroup it was in is empty: removed now (throttle.c) */
+		harness_throttle_reap();
 	}
 	if (!rc) {
 		if (cg[0])

@@ -17,7 +17,9 @@
  *     ones), track_io_timing on, and the run's shared_buffers;
  *   - runs in a memory cgroup of its own (coldstudy-PID, made by init;
  *     the postmaster joins it before exec, its backends follow), whose
- *     peak is the run's mem_peak_bytes;
+ *     peak is the run's mem_peak_bytes; under a run's "throttle" it joins
+ *     the throttle's block-throttle cgroup (thrdir, throttle.c) the same
+ *     way, so every read of every backend passes the cap;
  *   - is stopped with a fast shutdown (SIGINT) at the end, and receives
  *     SIGINT too if the harness dies (PR_SET_PDEATHSIG); what a killed
  *     run leaves (the cgroup, the socket directory) the next command
@@ -613,7 +615,7 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 	size_t a = 0;
 	pgparams pp;
 	pid_t parent = getpid(), pid;
-	int logfd, status, cgfd = -1;
+	int logfd, status, cgfd = -1, thrfd = -1;
 
 	if (s->pid)
 		return 0;
@@ -687,12 +689,31 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 		pathf(procs, sizeof(procs), "%s/cgroup.procs", s->cgdir);
 		cgfd = open(procs, O_WRONLY | O_CLOEXEC);
 	}
+	if (s->thrdir[0]) {
+		char procs[600];
+
+		/* a capped run's server never starts uncapped: no cgroup to join, no server */
+		pathf(procs, sizeof(procs), "%s/cgroup.procs", s->thrdir);
+		thrfd = open(procs, O_WRONLY | O_CLOEXEC);
+		if (thrfd < 0) {
+			int err = errno;
+
+			free(env);
+			close(logfd);
+			if (cgfd >= 0)
+				close(cgfd);
+			return cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot join the throttle: %s",
+					  procs, strerror(err));
+		}
+	}
 	pid = fork();
 	if (pid < 0) {
 		free(env);
 		close(logfd);
 		if (cgfd >= 0)
 			close(cgfd);
+		if (thrfd >= 0)
+			close(thrfd);
 		return cs_err_set(e, CS_EXIT_INTERNAL, "cannot start the server: %s", strerror(errno));
 	}
 	if (pid == 0) {
@@ -700,6 +721,9 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 
 		/* Into the server's cgroup before anything forks from it ("0": the writer itself). */
 		if (cgfd >= 0 && write(cgfd, "0", 1) != 1)
+			_exit(125);
+		/* ... and the throttle's (v1 blkio is a hierarchy of its own) */
+		if (thrfd >= 0 && write(thrfd, "0", 1) != 1)
 			_exit(125);
 		/* The held data directory, whatever its name says now; then the owner's identity. */
 		if (fchdir(s->pgdata->fd) < 0 || setgroups(0, NULL) < 0 ||
@@ -720,6 +744,8 @@ int harness_pg_start(harness_pg *s, cs_err *e)
 	close(logfd);
 	if (cgfd >= 0)
 		close(cgfd);
+	if (thrfd >= 0)
+		close(thrfd);
 	s->pid = pid;
 	conn_params(s, "postgres", NULL, &pp);
 	for (int i = 0; i < PG_START_S * 20; i++) {

@@ -808,6 +808,18 @@ json_t *harness_pgfdw_record(const harness_pgfdw *f, json_t **plan)
 	return a;
 }
 
+/*
+ * All in one cgroup: the shards' clones and the coordinator's lie on one
+ * disk here, and one cap on one disk is one volume's budget; a cgroup each
+ * would give every server a cap of its own on that same disk (N volumes'
+ * worth from one).
+ */
+void harness_pgfdw_throttle(harness_pgfdw *f, const char *dir)
+{
+	for (size_t i = 0; f && i < f->n; i++)
+		snprintf(f->s[i].srv.thrdir, sizeof(f->s[i].srv.thrdir), "%s", dir ? dir : "");
+}
+
 void harness_pgfdw_free(harness_pgfdw *f)
 {
 	if (!f)

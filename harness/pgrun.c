@@ -167,6 +167,8 @@ typedef struct pgrun {
 	guard_held *ts;         /* the clone's tablespaces' folders, held (its marker's) */
 	const char **ts_oid;    /* their OIDs, for names (pg_tblspc/OID/...; the marker's) */
 	size_t nts;
+	harness_throttle thr;   /* $.throttle: the servers' cap (throttle.c), made before they start */
+	uint64_t thr_reads, thr_bytes; /* its own counters, read after the load */
 } pgrun;
 
 /* ---- the device's reads in flight ---- */
@@ -1475,11 +1477,41 @@ static int pg_run(harness_run_ctx *run, cs_err *e)
 	R.prewarm = json_object_get(R.pgspec, "prewarm");
 	R.prewarm_mode = json_string_value(json_object_get(R.pgspec, "prewarm_mode"));
 	R.infl.fd = -1;
+	harness_throttle_init(&R.thr);
 
 	/* 1. guards and inputs */
 	rc = pg_prepare(&R, prod, study, o, sha, &marker, e);
 	if (rc)
 		goto out;
+	if (json_is_string(json_object_get(eff, "throttle"))) {
+		/*
+		 * A real cap on the clone's whole disk, made before any server of the
+		 * run starts: every postmaster (the shards' too, in the same cgroup,
+		 * pgfdw.c) joins it before exec, so each backend's read passes it.
+		 */
+		harness_cap cap;
+
+		rc = harness_cap_parse(json_string_value(json_object_get(eff, "throttle")), &cap, e);
+		if (!rc)
+			rc = harness_throttle_begin(&cap, R.hold.fd, &R.thr, e);
+		if (rc) {
+			char m[CS_ERR_MAX];
+
+			snprintf(m, sizeof(m), "%s", e->msg);
+			rc = cs_err_set(e, rc, "%s: $.throttle: %s", spec_path, m);
+			goto out;
+		}
+		if (R.thr.v2 && R.srv.cgdir[0]) {
+			/* v2: a process is in one cgroup; the throttle's wins, the memory peak is lost */
+			(void) rmdir(R.srv.cgdir);
+			R.srv.cgdir[0] = '\0';
+			json_object_set_new(R.srv.cgroup, "why",
+					    json_string("cgroup v2 puts a process in one cgroup: the server "
+							"is in the throttle's"));
+		}
+		snprintf(R.srv.thrdir, sizeof(R.srv.thrdir), "%s", R.thr.dir);
+		harness_pgfdw_throttle(R.fdw, R.thr.dir);
+	}
 	nq = R.queries->n;
 	rows = calloc(nq * run->nrep, sizeof(*rows));
 	reps = json_array();
@@ -1639,6 +1671,11 @@ static int pg_run(harness_run_ctx *run, cs_err *e)
 		rc = harness_pgfdw_stop(R.fdw, e);
 	if (rc)
 		goto out;
+	if (R.thr.dirfd >= 0 && harness_throttle_counters(&R.thr, &R.thr_reads, &R.thr_bytes) < 0) {
+		rc = cs_err_set(e, CS_EXIT_INTERNAL, "%s: the throttle's counters are unreadable",
+				R.thr.dir);
+		goto out;
+	}
 
 	/* 5. metrics: the repeats' (their means), the server's memory peak over the whole run */
 	{
@@ -1833,6 +1870,25 @@ static int pg_run(harness_run_ctx *run, cs_err *e)
 			json_object_set(rec, "treatments", treat);
 		if (json_array_size(R.reached))
 			json_object_set(rec, "holdout_reached", R.reached);
+		if (R.thr.dirfd >= 0) {
+			/* the cap, the controller and the kernel's own count beside the servers' */
+			json_t *tj = harness_throttle_record(&R.thr, R.thr_reads, R.thr_bytes);
+			int64_t statio = json_integer_value(json_object_get(pgj, "statio_blocks_read"));
+
+			json_object_set_new(tj, "scope", json_string("the servers' processes (every "
+								    "postmaster joins before exec)"));
+			json_object_set(tj, "engine_reads", json_object_get(metrics, "engine_reads"));
+			json_object_set_new(tj, "statio_blocks_read", json_integer((json_int_t) statio));
+			json_object_set(tj, "engine_iops", json_object_get(metrics, "engine_iops"));
+			json_object_set_new(
+				tj, "note",
+				json_string("throttle counts are the whole run's: every server start "
+					    "(catalogs, recovery) and shutdown, each repeat's queries; "
+					    "pg_statio's are the queries' alone, the servers' reads of "
+					    "the page cache included; competing readers (load) are the "
+					    "harness's and not capped"));
+			json_object_set_new(rec, "throttle", tj);
+		}
 		if (R.short_queries) {
 			char w[256];
 
@@ -1875,6 +1931,7 @@ out:
 	close_conns(&R);
 	harness_pg_fini(&R.srv);
 	harness_pgfdw_free(R.fdw);
+	harness_throttle_end(&R.thr); /* after the servers: its cgroup empty, then gone */
 	free(R.conns);
 	for (size_t p = 0; R.partsql && p < R.nparts; p++)
 		free(R.partsql[p]);

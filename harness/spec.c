@@ -237,7 +237,8 @@ static const jv_key run_keys[] = {
 	{.name = "throttle", .type = JK_STRING, .flags = JK_NULLABLE, .max = 64,
 	 .pattern = THROTTLE_PATTERN, .expect = THROTTLE_EXPECT,
 	 .desc = "a real cap on the clone's whole disk, the kernel's block throttle (cgroup v2 "
-		 "io.max, v1 blkio.throttle) over the run's readers: gp3-3000, gp3-16000, "
+		 "io.max, v1 blkio.throttle) over the run's readers (a postgres run's: its "
+		 "servers): gp3-3000, gp3-16000, "
 		 "gp3-80000, io2-80000, uncapped (counted, no limit) or riops=N,rbps=SIZE (K/M/G); "
 		 "needs cold, excludes device"},
 	{.name = "clients", .type = JK_INT, .lo = 1, .hi = 1024,
@@ -532,8 +533,8 @@ int harness_run_check_treatments(const json_t *eff, const char *name, cs_err *e)
 		return bad(e, name, "$", "prewarm", "a prewarm run starts cold: needs \"cold\": true");
 	if (json_is_string(json_object_get(eff, "target")) &&
 	    !strcmp(json_string_value(json_object_get(eff, "target")), "postgres")) {
-		static const char *const engine_only[] = {"device", "seed", "prewarm", "throttle",
-							  "client_cpus", NULL};
+		static const char *const engine_only[] = {"device", "seed", "prewarm", "client_cpus",
+							  NULL};
 		const json_t *pg = json_object_get(eff, "postgres");
 
 		for (size_t i = 0; engine_only[i]; i++)
