@@ -54,7 +54,7 @@ for s in $SERVERS; do
 	chmod 700 "$W/$s/sock"
 	pg "$B/initdb" -D "$W/$s/data" -A trust -U postgres >"$W/$s/initdb.log" 2>&1
 	pg "$B/pg_ctl" -D "$W/$s/data" -l "$W/$s/log" -w -t 60 \
-		-o "-k $W/$s/sock -p $(port_of $s) -c listen_addresses='' -c maintenance_work_mem=128MB" start >/dev/null
+		-o "-k $W/$s/sock -p $(port_of "$s") -c listen_addresses='' -c maintenance_work_mem=128MB" start >/dev/null
 	up="$up $s"
 done
 HNSW="USING hnsw (v vector_l2_ops) WITH (m = 16, ef_construction = 64)"
