@@ -760,6 +760,35 @@ static void throttle_features(json_t *f, const json_t *throttle)
 	cv_device_free(dev);
 }
 
+/*
+ * What a PostgreSQL run's statement reads is the SQL's, not a knob's: two
+ * runs with the same settings and different statements (a quarter of the
+ * table against all of it, one server against four) must never share a
+ * model's group. The feature names the statement: the first 12 hex digits
+ * of SHA-256 over sql, partition_sql and the shards' names.
+ */
+static json_t *pg_statement_id(const json_t *pg)
+{
+	json_t *o = json_pack("{s:O?, s:O?, s:o}", "sql", json_object_get(pg, "sql"), "partition_sql",
+			      json_object_get(pg, "partition_sql"), "shards", json_array());
+	const char *name;
+	json_t *v;
+	char *t, hex[65];
+
+	if (!o)
+		return json_null();
+	json_object_foreach((json_t *) json_object_get(pg, "shards"), name, v)
+		json_array_append_new(json_object_get(o, "shards"), json_string(name));
+	t = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	if (!t)
+		return json_null();
+	cs_sha256_hex(t, strlen(t), hex);
+	free(t);
+	hex[12] = '\0';
+	return json_string(hex);
+}
+
 int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 {
 	json_t *eff = NULL, *f, *parts, *qc, *v;
@@ -828,6 +857,7 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 		json_object_set_new(f, "partitions", json_is_array(parts)
 							    ? json_integer((json_int_t) json_array_size(parts))
 							    : json_null());
+		json_object_set_new(f, "statement", pg_statement_id(pg));
 	} else if (!strcmp(kind, "phnsw") || !strcmp(kind, "paged"))
 		paged_features(f, dir, parts);
 	else if (json_is_array(parts))
@@ -954,7 +984,7 @@ static const char *const tag_vocab[] = {
 	"gp3-3000", "gp3-16000", "gp3-80000", "drift", "probe", "virtual", "realtime", "baseline", "prewarm",
 	"prewarm-other", "load", "bulkwrite", "client-alt", "memcap", "merge-sort", "design",
 	"holdout", "sceptic", "exploratory", "mmap", "pread", "direct", "uring", "readahead",
-	"throttle", "uncapped", NULL};
+	"throttle", "uncapped", "shards", NULL};
 static const char *const kind_tags[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
 /* Knobs at the study's defaults, and no treatment: a "baseline" run. */
 static const char *const baseline_knobs[] = {"k", "ef_search", "search_probe", "rescore_limit",
@@ -973,7 +1003,8 @@ static const char *const k_device[] = {"device", NULL};
 static const char *const k_time[] = {"device_time", NULL};
 static const char *const k_ef[] = {"ef_search", "postgres.session:hnsw.ef_search", NULL};
 static const char *const k_sb[] = {"postgres.shared_buffers", "buffers_bytes", NULL};
-static const char *const k_prewarm[] = {"prewarm", NULL};
+/* a postgres run's prewarm is pg_prewarm after each cold start: its relations and its mode */
+static const char *const k_prewarm[] = {"prewarm", "postgres.prewarm", "postgres.prewarm_mode", NULL};
 static const char *const k_load[] = {"load", NULL};
 static const char *const k_bulk[] = {"bulkwrite", NULL};
 static const char *const k_cpus[] = {"client_cpus", NULL};
@@ -984,6 +1015,8 @@ static const char *const k_rescore[] = {"rescore_limit", NULL};
 static const char *const k_strategy[] = {"strategy", NULL};
 static const char *const k_readahead[] = {"readahead", NULL};
 static const char *const k_throttle[] = {"throttle", NULL};
+/* a run over N servers: the coordinator's clone is its index, the shards its other servers */
+static const char *const k_shards[] = {"postgres.shards", "index", NULL};
 static const struct {
 	const char *tag;
 	const char *const *knobs;
@@ -997,7 +1030,7 @@ static const struct {
 	{"load", k_load},	    {"bulkwrite", k_bulk},     {"client-alt", k_cpus},
 	{"memcap", k_memcap},	    {"mmap", k_strategy},      {"pread", k_strategy},
 	{"direct", k_strategy},	    {"uring", k_strategy},     {"readahead", k_readahead},
-	{"throttle", k_throttle},   {"uncapped", k_throttle},
+	{"throttle", k_throttle},   {"uncapped", k_throttle},   {"shards", k_shards},
 	{NULL, NULL},
 };
 
@@ -1045,11 +1078,16 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 	const json_t *dev = json_object_get(eff, "device");
 	const char *mode = json_string_value(json_object_get(eff, "mode"));
 	const json_t *pw = json_object_get(eff, "prewarm");
+	const json_t *pgpw = json_object_get(json_object_get(eff, "postgres"), "prewarm");
 	char buf[48];
 	int treated = 0;
 
-	/* a prewarm run starts cold but queries a prewarmed cache: not "cold" (studies' vocabulary) */
-	if (!json_is_object(pw))
+	/* a prewarm run starts cold but queries a prewarmed cache: not "cold" (studies' vocabulary);
+	 * so does a postgres run whose pg_prewarm follows each cold start */
+	if (json_array_size(pgpw) > 0) {
+		add_tag(t, "prewarm");
+		treated = 1;
+	} else if (!json_is_object(pw))
 		add_tag(t, json_is_true(json_object_get(eff, "cold")) ? "cold" : "warm");
 	if (mode && !strcmp(mode, "fanout")) {
 		add_tag(t, "fanout");
@@ -1095,6 +1133,9 @@ static json_t *derived_tags(const json_t *eff, const json_t *eff0, const char *k
 		}
 		sb_tag(pg, buf, sizeof(buf));
 		add_tag(t, buf);
+		/* its partitions over N servers (postgres_fdw): "shards" */
+		if (json_object_size(json_object_get(pg, "shards")) > 0)
+			add_tag(t, "shards");
 	}
 	if (json_is_object(pw)) {
 		const char *of = json_string_value(json_object_get(pw, "of"));

@@ -66,15 +66,17 @@ static int is_cold(const json_t *f)
  * Group keys. Two runs share a parameter only if everything that could move
  * it is equal: the search knobs and buffer pool for reads, and the device,
  * concurrency, access strategy and every treatment (prewarm, competing
- * readers, bulk writes, client placement) for per-read latency.
+ * readers, bulk writes, client placement) for per-read latency; for a
+ * PostgreSQL run, its statement in both (harness_spec_features' "statement").
  */
 static const char *const knob_keys[] = {"kind", "partitions", "ef_search", "search_probe",
-					"rescore_limit", "buffers_bytes", "prewarm", "cold_each_query", NULL};
+					"rescore_limit", "buffers_bytes", "prewarm", "cold_each_query",
+					"statement", NULL};
 static const char *const io_keys[] = {"device", "strategy", "load_readers", "bulkwrite",
-				      "prewarm", "client_cpus", NULL};
+				      "prewarm", "client_cpus", "statement", NULL};
 /* The same, less the device: runs that would share a group but for it. */
 static const char *const io_keys_nodev[] = {"strategy", "load_readers", "bulkwrite", "prewarm",
-					    "client_cpus", NULL};
+					    "client_cpus", "statement", NULL};
 
 static void group_key(const json_t *f, const char *const *keys, int with_conc, char *buf,
 		      size_t len)

@@ -26,6 +26,9 @@ PGB=${COLDSTUDY_PG_BINDIR:-$(pg_config --bindir 2>/dev/null || true)}
 SH=$(pg_config --sharedir 2>/dev/null || echo /usr/share/postgresql/15)
 [ -f "$SH/extension/vector.control" ] ||
 	{ echo "pg-pgvector: pgvector is not installed (scripts/pgvector.sh builds it from ../shared/vendor)" >&2; exit 2; }
+for x in pg_prewarm postgres_fdw; do
+	[ -f "$SH/extension/$x.control" ] || { echo "pg-pgvector: contrib $x missing (apt-get install postgresql-contrib)" >&2; exit 2; }
+done
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] ||
 	{ echo "pg-pgvector: fashion-mnist missing (apt-get install dataset-fashion-mnist)" >&2; exit 2; }
 export COLDSTUDY_PG_BINDIR="$PGB"
@@ -96,15 +99,25 @@ t0=$(date +%s)
 sh "$top/studies/pg-pgvector/make_cluster.sh" "$PGB" "$PWD/work" $PORT "${PGV_ROWS:-60000}"
 echo "made in $(( $(date +%s) - t0 )) s"
 
+step "make the 4-server set (H11): partitions 0-15 as postgres_fdw foreign tables on a coordinator over 4 shard servers"
+t0=$(date +%s)
+sh "$top/studies/pg-pgvector/make_shards.sh" "$PGB" "$PWD/work" $PORT 5781 16
+echo "made in $(( $(date +%s) - t0 )) s"
+
 step "create the study; register H1-H6 and the study spec (plan, sceptic runs, holdout targets) before any run"
 "$CS" init "$S"
 # shellcheck disable=SC2086
 "$CS" register "$S" $HYPS
+# prewarm with pg_prewarm (H8, H9), competing readers (H10)
+"$CS" register "$S" "$top"/studies/pg-pgvector/hypotheses/H8.json "$top"/studies/pg-pgvector/hypotheses/H9.json "$top"/studies/pg-pgvector/hypotheses/H10.json
+# fan-out over 4 servers (H11)
+"$CS" register "$S" "$top"/studies/pg-pgvector/hypotheses/H11.json
 "$CS" study register "$S" study.json
 "$CS" production list
 
 step "clone the stopped cluster, start production beside the study, validate (can-fail:Hn for each)"
 "$CS" clone work/prod/data work/clone/data --study "$S"
+for s in coord shard0 shard1 shard2 shard3; do "$CS" clone work/$s/data work/clone/$s --study "$S"; done
 prod_up
 vrc=0
 "$CS" validate "$S" --json >../validate.json || vrc=$?
@@ -172,10 +185,13 @@ def col(r, m):
         if r.get(c) not in (None, ""):
             return float(r[c])
     return None
+# a treatment (prewarm, competing readers) or the 16-partition pair joins a median only where its tag is asked for
+TREATED = {"prewarm", "load", "p16"}
 def med(metric, *tags):
     v = [col(r, metric) for r in rows]
     v = [x for x, r in zip(v, rows) if x is not None and set(r["tags"].split()) & {"design", "sceptic"}
-         and all(t in r["tags"].split() for t in tags)]
+         and all(t in r["tags"].split() for t in tags)
+         and not (TREATED & set(r["tags"].split())) - set(tags)]
     return statistics.median(v) if v else float("nan")
 fig = {
  "H1": ("io_over_wall cold serial", med("io_over_wall", "cold", "serial"), "99.87% / 99.96% (PG counters)"),
@@ -184,6 +200,10 @@ fig = {
  "H4": ("reads sb16MB / sb128MB", med("reads_per_query", "sb16MB") / med("reads_per_query", "cold", "serial", "ef40", "sb128MB"), "12/12 identical; 4 MB 1.017x"),
  "H5": ("lat serial / fan-out 8", med("lat_mean_ms", "cold", "serial", "ef40", "sb128MB") / med("lat_mean_ms", "fanout"), "20.1x (c64), 9.6x-14x (c16)"),
  "H6": ("digest fan-out / serial", med("results_digest", "fanout") / med("results_digest", "cold", "serial", "ef40", "sb128MB"), "failed with a full sort; stream merge matched the top 3"),
+ "H8": ("lat cold / pg_prewarm", med("lat_mean_ms", "cold", "serial", "ef40", "sb128MB") / med("lat_mean_ms", "prewarm"), "OS-cache priming 12.7x"),
+ "H9": ("prewarm_s / cold wall_s", med("prewarm_s", "prewarm") / med("wall_s", "cold", "serial", "ef40", "sb128MB"), "block-list prewarm 0.73x-1.23x (median 0.88x)"),
+ "H10": ("lat 4 readers / none", med("lat_mean_ms", "cold", "serial", "load") / med("lat_mean_ms", "cold", "serial", "ef40", "sb128MB"), "about 1.3x (1.04-1.61), unresolved"),
+ "H11": ("lat 1 server / 4 (fdw)", med("lat_mean_ms", "p16", "one-server") / med("lat_mean_ms", "p16", "fdw4"), "c16 9.6x-14x; fdw test 1.35x-1.7x"),
 }
 if capped:
     rows = capped

@@ -176,6 +176,60 @@ static void test_tags(void **state)
 	json_decref(defaults);
 }
 
+/*
+ * A postgres run's pg_prewarm after each cold start is "prewarm", not
+ * "cold", and no baseline; a run over shards is "shards"; a spec's
+ * "shards" or "prewarm" label the settings do not give is exit 5; each
+ * tag stands for its postgres knobs (can-fail's factor).
+ */
+static void test_pg_treatment_tags(void **state)
+{
+	json_t *defaults = json_pack("{s:i,s:i}", "k", 10, "ef_search", 40);
+	json_t *run, *eff = NULL, *tags = NULL;
+	cs_err e = {0};
+
+	(void) state;
+	run = json_pack("{s:s,s:s,s:{s:s},s:b,s:b,s:{s:s,s:[s]}}", "target", "postgres", "index",
+			"/c", "queries", "spec", "q", "cold", 1, "cold_each_query", 1, "postgres", "sql",
+			"SELECT 1", "session", "SET hnsw.ef_search = 40");
+	assert_int_equal(harness_run_effective(run, defaults, &eff, &e), 0);
+	assert_int_equal(harness_run_tags(eff, defaults, NULL, "design", "r.json", &tags, &e), 0);
+	assert_true(has(tags, "cold") && has(tags, "baseline") && has(tags, "ef40"));
+	assert_false(has(tags, "prewarm") || has(tags, "shards"));
+	json_decref(tags);
+	json_decref(eff);
+	/* a "shards" label on a one-server run contradicts its settings */
+	json_object_set_new(run, "tags", json_pack("[s]", "shards"));
+	assert_int_equal(harness_run_effective(run, defaults, &eff, &e), 0);
+	assert_int_equal(harness_run_tags(eff, defaults, NULL, "design", "r.json", &tags, &e),
+			 CS_EXIT_BADINPUT);
+	assert_non_null(strstr(e.msg, "$.tags[0]: tag \"shards\" contradicts"));
+	json_decref(eff);
+	json_object_del(run, "tags");
+	json_object_set_new(json_object_get(run, "postgres"), "prewarm",
+			    json_pack("[s]", "all indexes"));
+	assert_int_equal(harness_run_effective(run, defaults, &eff, &e), 0);
+	assert_int_equal(harness_run_tags(eff, defaults, NULL, "design", "r.json", &tags, &e), 0);
+	assert_true(has(tags, "prewarm") && has(tags, "serial") && has(tags, "ef40"));
+	assert_false(has(tags, "cold") || has(tags, "warm") || has(tags, "baseline"));
+	json_decref(tags);
+	json_decref(eff);
+	json_object_del(json_object_get(run, "postgres"), "prewarm");
+	json_object_set_new(json_object_get(run, "postgres"), "shards",
+			    json_pack("{s:{s:s,s:i}}", "shard0", "index", "/s0", "port", 5791));
+	assert_int_equal(harness_run_effective(run, defaults, &eff, &e), 0);
+	assert_int_equal(harness_run_tags(eff, defaults, NULL, "design", "r.json", &tags, &e), 0);
+	assert_true(has(tags, "shards") && has(tags, "cold") && has(tags, "serial"));
+	json_decref(tags);
+	json_decref(eff);
+	assert_true(cs_in_list(harness_tag_knobs("prewarm"), "postgres.prewarm"));
+	assert_true(cs_in_list(harness_tag_knobs("prewarm"), "postgres.prewarm_mode"));
+	assert_true(cs_in_list(harness_tag_knobs("shards"), "postgres.shards"));
+	assert_true(cs_in_list(harness_tag_knobs("shards"), "index"));
+	json_decref(run);
+	json_decref(defaults);
+}
+
 static void test_run(void **state)
 {
 	(void) state;
@@ -542,6 +596,7 @@ int main(void)
 		cmocka_unit_test(test_study),
 		cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_tags),
+		cmocka_unit_test(test_pg_treatment_tags),
 		cmocka_unit_test(test_messages),
 		cmocka_unit_test(test_schemas),
 		cmocka_unit_test(test_run),
