@@ -789,6 +789,30 @@ static json_t *pg_statement_id(const json_t *pg)
 	return json_string(hex);
 }
 
+/*
+ * A PostgreSQL run's treatments beside the server, as one label: pg_prewarm,
+ * competing readers, bulk writes, a kernel cap ("none" without). The
+ * log-linear model has no numeric column for them, so each arm is its own
+ * level and never moves the untreated runs' fit.
+ */
+static json_t *pg_arm(const json_t *eff)
+{
+	const json_t *pg = json_object_get(eff, "postgres"), *thr = json_object_get(eff, "throttle");
+	char buf[160];
+	size_t off = 0;
+
+	buf[0] = '\0';
+	if (json_array_size(json_object_get(pg, "prewarm")))
+		off += (size_t) snprintf(buf + off, sizeof(buf) - off, "+prewarm");
+	if (json_integer_value(json_object_get(json_object_get(eff, "load"), "readers")) > 0)
+		off += (size_t) snprintf(buf + off, sizeof(buf) - off, "+load");
+	if (json_is_object(json_object_get(eff, "bulkwrite")))
+		off += (size_t) snprintf(buf + off, sizeof(buf) - off, "+bulkwrite");
+	if (json_is_string(thr) && off < sizeof(buf))
+		snprintf(buf + off, sizeof(buf) - off, "+throttle=%.64s", json_string_value(thr));
+	return json_string(buf[0] ? buf + 1 : "none");
+}
+
 int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 {
 	json_t *eff = NULL, *f, *parts, *qc, *v;
@@ -858,6 +882,7 @@ int harness_spec_features(const json_t *spec, json_t **features, cs_err *e)
 							    ? json_integer((json_int_t) json_array_size(parts))
 							    : json_null());
 		json_object_set_new(f, "statement", pg_statement_id(pg));
+		json_object_set_new(f, "pg_arm", pg_arm(eff));
 	} else if (!strcmp(kind, "phnsw") || !strcmp(kind, "paged"))
 		paged_features(f, dir, parts);
 	else if (json_is_array(parts))

@@ -823,7 +823,8 @@ static int predict_io(const holdout_obs *d, size_t n, const json_t *target, cons
 
 static const char *const num_keys[] = {"partitions", "clients", "fanout", "ef_search",
 				       "search_probe", "rescore_limit", "queries", "buffers_bytes"};
-static const char *const cat_keys[] = {"device", "mode", "strategy", "kind"};
+/* statement and pg_arm: PostgreSQL runs' (harness_spec_features); absent, and so dropped, elsewhere */
+static const char *const cat_keys[] = {"device", "mode", "strategy", "kind", "statement", "pg_arm"};
 
 typedef struct {
 	char name[96];
