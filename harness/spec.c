@@ -958,13 +958,14 @@ int64_t harness_pg_shared_buffers_kb(const json_t *pg)
 	if (!s)
 		return 128 * 1024; /* the server's default, and the private server's */
 	v = strtoll(s, &end, 10);
-	if (end == s || v < 0)
+	/* a size no server takes (over 2^40 kB: its bytes would not fit an int64): unknown */
+	if (end == s || v < 0 || v > (1LL << 40))
 		return -1;
 	if (!*end || !strcmp(end, "kB"))
 		return !*end ? v * 8 : v; /* a bare number counts 8 kB buffers, as the server reads it */
-	if (!strcmp(end, "MB"))
+	if (!strcmp(end, "MB") && v <= (1LL << 30))
 		return v * 1024;
-	if (!strcmp(end, "GB"))
+	if (!strcmp(end, "GB") && v <= (1LL << 20))
 		return v * 1024 * 1024;
 	return -1;
 }
