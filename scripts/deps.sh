@@ -6,7 +6,7 @@ libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev libssl-dev liburing-d
 libcmocka-dev dataset-fashion-mnist fio xfsprogs util-linux valgrind chromium fonts-liberation
 python3-pandas python3-matplotlib python3-jsonschema libhdf5-dev python3-h5py
 golang-go golang-golang-x-mod-dev nginx-light
-libpq-dev postgresql postgresql-contrib postgresql-server-dev-15"
+libpq-dev postgresql postgresql-contrib postgresql-server-dev-15 python3-psycopg2"
 # The benches' peers (meson -Dbench=true): hnswlib headers and Python module, Debian's faiss.
 if [ "${BENCH:-0}" = 1 ]; then
 	PKGS="$PKGS libhnswlib-dev python3-hnswlib libfaiss-dev"

@@ -17,6 +17,18 @@ phnsw`. Each query then runs on both:
   less its heap reads are the index pages it read cold; reads + buffer
   hits - heap reads are its index page accesses.
 
+Then, on the first --timed-nq queries, the serial-against-fan-out ratio
+cold on both (the seed's lever), each query run four times from a cold
+start: the server stopped, its data directory evicted from the page cache
+(posix_fadvise DONTNEED on every file) and started again before each
+pgvector run; `index query --cold` (the index's files evicted, the pool
+emptied) for the engine. Serial is the parent table's Merge Append on one
+connection; fan-out is --fanout connections (psycopg2, one thread each),
+each querying its share of the partitions directly (ORDER BY v <-> q
+LIMIT k), the rows merged by distance: the harness's fan-out. The engine
+runs `--mode serial` and `--mode fanout:C`. The wall is the query's alone:
+connections are opened and their settings made before the clock starts.
+
 Both graphs are built from the same rows in the same order with the same m
 and ef_construction, but their level draws come from different generators,
 so the graphs (and the pages a query touches) agree in distribution, not
@@ -26,6 +38,7 @@ their ratio's median and worst.
 Usage: pgvector_pages.py --cs COLDSTUDY --bindir PGBIN --work DIR
        [--n 8000] [--dim 128] [--parts 4] [--nq 100] [--cold-nq 20]
        [--ef-search 40] [--port 5611] [--seed 1] [--noise 1.0] [--out FILE]
+       [--timed-nq 10] [--fanout min(parts, 8)]
 Run as root: the server runs as the postgres user.
 """
 import argparse
@@ -34,6 +47,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -91,6 +105,109 @@ class Server:
 # counts never reach this backend's counters.
 SESSION = ("SET LOCAL enable_seqscan = off;\n"
            "SET LOCAL max_parallel_workers_per_gather = 0;\n")
+
+
+def evict_tree(root):
+    """Drop a stopped server's files from the page cache (clean after its
+    shutdown checkpoint and a sync), so that its next reads go to the disk."""
+    os.sync()
+    for d, _, files in os.walk(root):
+        for f in files:
+            try:
+                fd = os.open(os.path.join(d, f), os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def cold_restart(srv):
+    srv.stop()
+    evict_tree(srv.data)
+    srv.start()
+
+
+def connect(srv, ef, warm):
+    """A session with the query's settings whose caches hold what planning
+    `warm` needs (the catalog rows, pgvector's library and operators): the
+    planner sizes an hnsw index from its relation, reading none of its
+    pages, so the clock then times the scans' reads, as a pooled
+    connection's would be."""
+    import psycopg2
+    c = psycopg2.connect(host=srv.sock, port=srv.port, user="postgres", dbname="postgres")
+    c.autocommit = True
+    cur = c.cursor()
+    cur.execute("SET enable_seqscan = off; SET max_parallel_workers_per_gather = 0; "
+                "SET hnsw.ef_search = %d" % ef)
+    for sql in warm:
+        cur.execute("EXPLAIN " + sql)
+        cur.fetchall()
+    return c
+
+
+def pg_serial_timed(srv, q, k, ef):
+    """One cold Merge Append over the parent table: (ms, ids)."""
+    cold_restart(srv)
+    sql = "SELECT id FROM items ORDER BY v <-> '%s' LIMIT %d" % (vec_text(q), k)
+    c = connect(srv, ef, [sql])
+    try:
+        cur = c.cursor()
+        t0 = time.perf_counter()
+        cur.execute(sql)
+        ids = [r[0] for r in cur.fetchall()]
+        ms = (time.perf_counter() - t0) * 1e3
+    finally:
+        c.close()
+    return ms, ids
+
+
+def pg_fanout_timed(srv, q, k, ef, parts, width):
+    """One cold fan-out: `width` connections, each querying partitions
+    p = w, w + width, ... in turn; the rows merged by (distance, id)."""
+    cold_restart(srv)
+    lit = vec_text(q)
+    sqls = ["SELECT v <-> '%s', id FROM items_%d ORDER BY v <-> '%s' LIMIT %d" % (lit, p, lit, k)
+            for p in range(parts)]
+    conns = [connect(srv, ef, sqls[w::width]) for w in range(width)]
+    rows, errs = [], []
+    go = threading.Barrier(width + 1)
+
+    def worker(w):
+        cur = conns[w].cursor()
+        go.wait()
+        try:
+            for sql in sqls[w::width]:
+                cur.execute(sql)
+                rows.extend(cur.fetchall())
+        except Exception as e:  # reported below, the run refused
+            errs.append(str(e))
+
+    th = [threading.Thread(target=worker, args=(w,)) for w in range(width)]
+    for t in th:
+        t.start()
+    go.wait()
+    t0 = time.perf_counter()
+    for t in th:
+        t.join()
+    ms = (time.perf_counter() - t0) * 1e3
+    for c in conns:
+        c.close()
+    if errs:
+        raise RuntimeError("fan-out query: " + errs[0])
+    return ms, [i for _, i in sorted(rows)[:k]]
+
+
+def engine_timed(cs, ix, qfile, i, k, ef, mode):
+    r = subprocess.run([cs, "index", "query", ix, "--queries", "npy:%s[%d:%d]" % (qfile, i, i + 1),
+                        "--data", "npy:" + os.path.join(os.path.dirname(qfile), "base.npy"),
+                        "--k", str(k), "--ef-search", str(ef), "--cold", "--mode", mode,
+                        "--json", "-q"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("coldstudy index query --mode %s: %s" % (mode, r.stderr.strip()))
+    j = json.loads(r.stdout)
+    return j["lat_mean_ms"], j["recall_at_k"], j["engine_reads"]
 
 
 def plan_of(srv, q, k, ef):
@@ -166,7 +283,19 @@ def main():
     ap.add_argument("--noise", type=float, default=1.0,
                     help="spread of the rows about their centres (unit normal centres)")
     ap.add_argument("--out")
+    ap.add_argument("--timed-nq", type=int, default=10,
+                    help="queries timed cold serial and fan-out on both sides")
+    ap.add_argument("--fanout", type=int, default=0,
+                    help="fan-out connections and engine readers (default: min(parts, 8))")
     a = ap.parse_args()
+    width = a.fanout or min(a.parts, 8)
+    timed_nq = min(a.timed_nq, a.nq)
+    if timed_nq:
+        try:
+            import psycopg2  # noqa: F401
+        except ImportError:
+            print("no psycopg2 (apt-get install python3-psycopg2)", file=sys.stderr)
+            return 77
 
     w = a.work
     os.makedirs(w, exist_ok=True)
@@ -231,6 +360,11 @@ def main():
                                                                a.parts)))
             pgq[i]["index_reads_cold"] = f - h
             pgq[i]["heap_reads_cold"] = hf - hh
+        for i in range(timed_nq):
+            pgq[i]["serial_ms"], pgq[i]["serial_ids"] = pg_serial_timed(srv, queries[i], a.k,
+                                                                        a.ef_search)
+            pgq[i]["fanout_ms"], pgq[i]["fanout_ids"] = pg_fanout_timed(
+                srv, queries[i], a.k, a.ef_search, a.parts, width)
     finally:
         srv.stop(check=False)
 
@@ -250,6 +384,11 @@ def main():
         cvq.append({"index_reads_cold": reads - heap,
                     "index_accesses": reads + j["buffer_hits_per_query"] - heap,
                     "recall": j["recall_at_k"]})
+    for i in range(timed_nq):
+        ms, rc, rd = engine_timed(a.cs, ix, qfile, i, a.k, a.ef_search, "serial")
+        cvq[i]["serial_ms"], cvq[i]["serial_recall"], cvq[i]["serial_reads"] = ms, rc, rd
+        ms, rc, rd = engine_timed(a.cs, ix, qfile, i, a.k, a.ef_search, "fanout:%d" % width)
+        cvq[i]["fanout_ms"], cvq[i]["fanout_recall"], cvq[i]["fanout_reads"] = ms, rc, rd
 
     per = []
     for i in range(a.nq):
@@ -260,6 +399,15 @@ def main():
         if "index_reads_cold" in pgq[i]:
             row["pg_index_reads_cold"] = pgq[i]["index_reads_cold"]
             row["cv_index_reads_cold"] = cvq[i]["index_reads_cold"]
+        if "serial_ms" in pgq[i]:
+            for side, d in (("pg", pgq[i]), ("cv", cvq[i])):
+                row[side + "_serial_ms"] = round(d["serial_ms"], 3)
+                row[side + "_fanout_ms"] = round(d["fanout_ms"], 3)
+                row[side + "_fanout_speedup"] = d["serial_ms"] / d["fanout_ms"]
+            row["pg_fanout_same_ids"] = pgq[i]["serial_ids"] == pgq[i]["fanout_ids"]
+            row["pg_fanout_recall"] = recall(pgq[i]["fanout_ids"], truth[i])
+            row["cv_fanout_same_recall"] = cvq[i]["serial_recall"] == cvq[i]["fanout_recall"]
+            row["cv_fanout_same_reads"] = cvq[i]["serial_reads"] == cvq[i]["fanout_reads"]
         per.append(row)
     acc = [r["cv_index_accesses"] / r["pg_index_accesses"] for r in per]
     cold = [r["cv_index_reads_cold"] / r["pg_index_reads_cold"] for r in per
@@ -276,6 +424,23 @@ def main():
            "cv_cold_reads_mean": float(np.mean([r["cv_index_reads_cold"] for r in per
                                                 if "cv_index_reads_cold" in r])),
            "per_query": per}
+    timed = [r for r in per if "pg_fanout_speedup" in r]
+    if timed:
+        pgs = summary([r["pg_fanout_speedup"] for r in timed])
+        cvs = summary([r["cv_fanout_speedup"] for r in timed])
+        res.update({
+            "fanout": width, "timed_queries": len(timed),
+            "pg_fanout_speedup": pgs, "cv_fanout_speedup": cvs,
+            # engine's serial/fan-out ratio over pgvector's, query for query
+            "fanout_speedup_ratio": summary([r["cv_fanout_speedup"] / r["pg_fanout_speedup"]
+                                             for r in timed]),
+            "pg_serial_ms_median": float(np.median([r["pg_serial_ms"] for r in timed])),
+            "pg_fanout_ms_median": float(np.median([r["pg_fanout_ms"] for r in timed])),
+            "cv_serial_ms_median": float(np.median([r["cv_serial_ms"] for r in timed])),
+            "cv_fanout_ms_median": float(np.median([r["cv_fanout_ms"] for r in timed])),
+            "pg_fanout_ids_differ": sum(1 for r in timed if not r["pg_fanout_same_ids"]),
+            "cv_fanout_recall_differs": sum(1 for r in timed if not r["cv_fanout_same_recall"]),
+        })
     text = json.dumps(res, indent=1)
     if a.out:
         with open(a.out, "w") as f:
