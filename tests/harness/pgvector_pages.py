@@ -310,8 +310,10 @@ def main():
     np.save(os.path.join(w, "base.npy"), base)
     qfile = os.path.join(w, "queries.npy")
     np.save(qfile, queries)
-    d2 = ((queries[:, None, :].astype(np.float64) - base[None, :, :]) ** 2).sum(-1)
-    truth = np.argsort(d2, axis=1, kind="stable")[:, :a.k]
+    # exact distances a query at a time (a whole broadcast is nq x n x dim doubles)
+    b64 = base.astype(np.float64)
+    truth = np.array([np.argsort(((b64 - q.astype(np.float64)) ** 2).sum(-1),
+                                 kind="stable")[:a.k] for q in queries])
 
     # ---- pgvector ----
     data, sock = os.path.join(w, "data"), os.path.join(w, "sock")
