@@ -20,30 +20,15 @@
 # Prints the cold figures (latency, reads a query, io/wall) of both runs.
 # Skips (77) without root, the postgres user, the server binaries, pgvector
 # or postgres_fdw.
-set -u
-cs=${COLDSTUDY:?}
-[ "$(id -u)" = 0 ] || { echo "needs root (the servers run as postgres)"; exit 77; }
-id postgres >/dev/null 2>&1 || { echo "no postgres user"; exit 77; }
-command -v python3 >/dev/null 2>&1 || exit 77
-B=$(pg_config --bindir 2>/dev/null)
-[ -x "$B/postgres" ] || B=/usr/lib/postgresql/15/bin
-[ -x "$B/postgres" ] && [ -x "$B/initdb" ] && [ -x "$B/pg_ctl" ] && [ -x "$B/psql" ] ||
-	{ echo "PostgreSQL server binaries missing"; exit 77; }
-SH=$(pg_config --sharedir 2>/dev/null)
-[ -f "$SH/extension/vector.control" ] || SH=/usr/share/postgresql/15
-[ -f "$SH/extension/vector.control" ] ||
-	{ echo "pgvector is not installed (scripts/pgvector.sh, issue 32 item 1)"; exit 77; }
-[ -f "$SH/extension/postgres_fdw.control" ] || { echo "contrib postgres_fdw missing"; exit 77; }
-export COLDSTUDY_PG_BINDIR="$B"
+. "$(dirname "$0")/pg_common.sh"
+pg_ext vector "pgvector is not installed (scripts/pgvector.sh, issue 32 item 1)"
+pg_ext postgres_fdw "contrib postgres_fdw missing"
 N=${FDW_ROWS:-8000} D=${FDW_DIM:-128} NQ=${FDW_QUERIES:-8} EF=${FDW_EF:-100}
 
-T=$(mktemp -d /var/tmp/cs-pgfdw-XXXXXX)
-chmod 755 "$T"
-export COLDSTUDY_PRODUCTION_REGISTRY="$T/registry.json"
+pg_tmp cs-pgfdw
 # production's servers: one (5901), the coordinator (5902), shards 0-3 (5903-5906)
 SERVERS="one coord s0 s1 s2 s3"
 port_of() { case $1 in one) echo 5901 ;; coord) echo 5902 ;; s*) echo $((5903 + ${1#s})) ;; esac; }
-pg() { runuser -u postgres -- "$@"; }
 start() { pg "$B/pg_ctl" -D "$T/$1/data" -l "$T/$1/log" -w -t 60 \
 	-o "-k $T/$1/sock -p $(port_of $1) -c listen_addresses=''" start >/dev/null ||
 	{ echo "FAIL: start $1: $(tail -3 "$T/$1/log")"; exit 1; }; }
@@ -56,8 +41,6 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT INT TERM
-fail=0
-FAILED() { echo "FAIL: $*"; fail=1; }
 q() { s=$1; shift; "$B/psql" -X -q -v ON_ERROR_STOP=1 -h "$T/$s/sock" -p "$(port_of $s)" -U postgres -d postgres "$@"; }
 
 # ---- data: N clustered D-d vectors (id = row), partition id % 4; queries ----

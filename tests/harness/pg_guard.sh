@@ -10,23 +10,10 @@
 #   and the relation files byte for byte the same;
 # - a clone whose configuration includes a file of its own still runs.
 # Skips (77) without root, the postgres user, the server binaries or cube.
-set -u
-cs=${COLDSTUDY:?}
-[ "$(id -u)" = 0 ] || { echo "needs root (the server runs as postgres)"; exit 77; }
-id postgres >/dev/null 2>&1 || { echo "no postgres user"; exit 77; }
-command -v python3 >/dev/null 2>&1 || exit 77
-B=$(pg_config --bindir 2>/dev/null)
-[ -x "$B/postgres" ] || B=/usr/lib/postgresql/15/bin
-[ -x "$B/postgres" ] && [ -x "$B/initdb" ] && [ -x "$B/pg_ctl" ] && [ -x "$B/psql" ] ||
-	{ echo "PostgreSQL server binaries missing"; exit 77; }
-SH=$(pg_config --sharedir 2>/dev/null)
-[ -f "$SH/extension/cube.control" ] || SH=/usr/share/postgresql/15
-[ -f "$SH/extension/cube.control" ] || { echo "contrib cube missing"; exit 77; }
-export COLDSTUDY_PG_BINDIR="$B"
+. "$(dirname "$0")/pg_common.sh"
+pg_ext cube "contrib cube missing"
 
-T=$(mktemp -d /var/tmp/cs-pgg-XXXXXX)
-chmod 755 "$T"
-export COLDSTUDY_PRODUCTION_REGISTRY="$T/registry.json"
+pg_tmp cs-pgg
 PORT=5497
 cleanup() {
 	[ -f "$T/prod/data/postmaster.pid" ] &&
@@ -34,9 +21,6 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT INT TERM
-fail=0
-FAILED() { echo "FAIL: $*"; fail=1; }
-pg() { runuser -u postgres -- "$@"; }
 prod_start() {
 	pg "$B/pg_ctl" -D "$T/prod/data" -l "$T/prod/log" -w -t 60 \
 		-o "-k $T/prodsock -p $PORT -c listen_addresses=''" start >/dev/null ||

@@ -17,25 +17,12 @@
 #     server cgroup, which the next command on the study removes (and
 #     records the dead run's deviation).
 # Skips (77) without root, the postgres user, the server binaries or cube.
-set -u
-cs=${COLDSTUDY:?}
+. "$(dirname "$0")/pg_common.sh"
 src=${COLDSTUDY_SRC:?}
-[ "$(id -u)" = 0 ] || { echo "needs root (the server runs as postgres)"; exit 77; }
-id postgres >/dev/null 2>&1 || { echo "no postgres user"; exit 77; }
-command -v python3 >/dev/null 2>&1 || exit 77
-B=$(pg_config --bindir 2>/dev/null)
-[ -x "$B/postgres" ] || B=/usr/lib/postgresql/15/bin
-[ -x "$B/postgres" ] && [ -x "$B/initdb" ] && [ -x "$B/pg_ctl" ] && [ -x "$B/psql" ] ||
-	{ echo "PostgreSQL server binaries missing"; exit 77; }
-SH=$(pg_config --sharedir 2>/dev/null)
-[ -f "$SH/extension/cube.control" ] || SH=/usr/share/postgresql/15
-[ -f "$SH/extension/cube.control" ] || { echo "contrib cube missing"; exit 77; }
-[ -f "$SH/extension/pg_prewarm.control" ] || { echo "contrib pg_prewarm missing"; exit 77; }
-export COLDSTUDY_PG_BINDIR="$B"
+pg_ext cube "contrib cube missing"
+pg_ext pg_prewarm "contrib pg_prewarm missing"
 
-T=$(mktemp -d /var/tmp/cs-pgk-XXXXXX)
-chmod 755 "$T"
-export COLDSTUDY_PRODUCTION_REGISTRY="$T/registry.json"
+pg_tmp cs-pgk
 PORT=5851
 bg=""
 cleanup() {
@@ -45,9 +32,6 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT INT TERM
-fail=0
-FAILED() { echo "FAIL: $*"; fail=1; }
-pg() { runuser -u postgres -- "$@"; }
 
 sh "$src/studies/pg-cube/make_cluster.sh" "$B" "$T" $PORT >"$T/make.log" 2>&1 ||
 	{ echo "FAIL: making the production cluster: $(tail -5 "$T/make.log")"; exit 1; }

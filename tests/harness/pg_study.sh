@@ -18,23 +18,10 @@
 # `log verify` passes. With pgvector installed the same serial run is made
 # on a pgvector HNSW table (else that case is skipped, said so).
 # Skips (77) without root, the postgres user, the server binaries or cube.
-set -u
-cs=${COLDSTUDY:?}
-[ "$(id -u)" = 0 ] || { echo "needs root (the server runs as postgres)"; exit 77; }
-id postgres >/dev/null 2>&1 || { echo "no postgres user"; exit 77; }
-command -v python3 >/dev/null 2>&1 || exit 77
-B=$(pg_config --bindir 2>/dev/null)
-[ -x "$B/postgres" ] || B=/usr/lib/postgresql/15/bin
-[ -x "$B/postgres" ] && [ -x "$B/initdb" ] && [ -x "$B/pg_ctl" ] && [ -x "$B/psql" ] ||
-	{ echo "PostgreSQL server binaries missing"; exit 77; }
-SH=$(pg_config --sharedir 2>/dev/null)
-[ -f "$SH/extension/cube.control" ] || SH=/usr/share/postgresql/15
-[ -f "$SH/extension/cube.control" ] || { echo "contrib cube missing"; exit 77; }
-export COLDSTUDY_PG_BINDIR="$B"
+. "$(dirname "$0")/pg_common.sh"
+pg_ext cube "contrib cube missing"
 
-T=$(mktemp -d /var/tmp/cs-pg-XXXXXX)
-chmod 755 "$T" # the server (user postgres) walks to its data directory through here
-export COLDSTUDY_PRODUCTION_REGISTRY="$T/registry.json"
+pg_tmp cs-pg
 PORT=5499
 cleanup() {
 	[ -f "$T/prod/data/postmaster.pid" ] &&
@@ -42,10 +29,7 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT INT TERM
-fail=0
 say() { echo "$*"; }
-FAILED() { echo "FAIL: $*"; fail=1; }
-pg() { runuser -u postgres -- "$@"; }
 psqlp() { "$B/psql" -X -q -v ON_ERROR_STOP=1 -h "$T/prodsock" -p $PORT -U postgres -d postgres "$@"; }
 
 # ---- production: a cube GiST table of 20,000 64-d vectors (the example study's maker) ----

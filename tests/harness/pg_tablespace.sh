@@ -10,24 +10,11 @@
 # tablespace or at a copy the clone did not make, and a tablespace folder
 # that is production. Production's
 # tablespace is never written. Skips (77) as harness-postgres.
-set -u
-cs=${COLDSTUDY:?}
+. "$(dirname "$0")/pg_common.sh"
 src=${COLDSTUDY_SRC:?}
-[ "$(id -u)" = 0 ] || { echo "needs root (the server runs as postgres)"; exit 77; }
-id postgres >/dev/null 2>&1 || { echo "no postgres user"; exit 77; }
-command -v python3 >/dev/null 2>&1 || exit 77
-B=$(pg_config --bindir 2>/dev/null)
-[ -x "$B/postgres" ] || B=/usr/lib/postgresql/15/bin
-[ -x "$B/postgres" ] && [ -x "$B/initdb" ] && [ -x "$B/pg_ctl" ] && [ -x "$B/psql" ] ||
-	{ echo "PostgreSQL server binaries missing"; exit 77; }
-SH=$(pg_config --sharedir 2>/dev/null)
-[ -f "$SH/extension/cube.control" ] || SH=/usr/share/postgresql/15
-[ -f "$SH/extension/cube.control" ] || { echo "contrib cube missing"; exit 77; }
-export COLDSTUDY_PG_BINDIR="$B"
+pg_ext cube "contrib cube missing"
 
-T=$(mktemp -d /var/tmp/cs-pgts-XXXXXX)
-chmod 755 "$T"
-export COLDSTUDY_PRODUCTION_REGISTRY="$T/registry.json"
+pg_tmp cs-pgts
 PORT=5853
 cleanup() {
 	[ -f "$T/prod/data/postmaster.pid" ] &&
@@ -35,9 +22,6 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT INT TERM
-fail=0
-FAILED() { echo "FAIL: $*"; fail=1; }
-pg() { runuser -u postgres -- "$@"; }
 psqlp() { "$B/psql" -X -q -A -t -v ON_ERROR_STOP=1 -h "$T/prodsock" -p $PORT -U postgres -d postgres "$@"; }
 
 sh "$src/studies/pg-cube/make_cluster.sh" "$B" "$T" $PORT >"$T/make.log" 2>&1 ||

@@ -13,24 +13,11 @@
 #     killed with SIGKILL once the next command on the study has run.
 # Skips (77) without root, the postgres user, the server binaries or cube,
 # and where the block throttle is missing (as harness-throttle does).
-set -u
-cs=${COLDSTUDY:?}
+. "$(dirname "$0")/pg_common.sh"
 src=${COLDSTUDY_SRC:?}
-[ "$(id -u)" = 0 ] || { echo "needs root (the server runs as postgres)"; exit 77; }
-id postgres >/dev/null 2>&1 || { echo "no postgres user"; exit 77; }
-command -v python3 >/dev/null 2>&1 || exit 77
-B=$(pg_config --bindir 2>/dev/null)
-[ -x "$B/postgres" ] || B=/usr/lib/postgresql/15/bin
-[ -x "$B/postgres" ] && [ -x "$B/initdb" ] && [ -x "$B/pg_ctl" ] && [ -x "$B/psql" ] ||
-	{ echo "PostgreSQL server binaries missing"; exit 77; }
-SH=$(pg_config --sharedir 2>/dev/null)
-[ -f "$SH/extension/cube.control" ] || SH=/usr/share/postgresql/15
-[ -f "$SH/extension/cube.control" ] || { echo "contrib cube missing"; exit 77; }
-export COLDSTUDY_PG_BINDIR="$B"
+pg_ext cube "contrib cube missing"
 
-T=$(mktemp -d /var/tmp/cs-pgt-XXXXXX)
-chmod 755 "$T"
-export COLDSTUDY_PRODUCTION_REGISTRY="$T/registry.json"
+pg_tmp cs-pgt
 PORT=5861
 RPORT=5862
 CAP=300
@@ -53,8 +40,6 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT INT TERM
-fail=0
-FAILED() { echo "FAIL: $*"; fail=1; }
 
 # the throttle's controller and a block device under the scratch folder, or skip
 head -c 4194304 /dev/urandom > "$T/f" || exit 1
