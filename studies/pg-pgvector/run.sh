@@ -16,13 +16,8 @@
 # registered predictions are for the full one.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
-B=$(cd "${1:-build}" 2>/dev/null && pwd) || { echo "pg-pgvector: build directory '${1:-build}' not found" >&2; exit 2; }
-CS="$B/cli/coldstudy"
-[ -x "$CS" ] || { echo "pg-pgvector: $CS is not built" >&2; exit 2; }
-[ "$(id -u)" = 0 ] || { echo "pg-pgvector: run as root (the servers run as postgres)" >&2; exit 2; }
-PGB=${COLDSTUDY_PG_BINDIR:-$(pg_config --bindir 2>/dev/null || true)}
-[ -x "$PGB/postgres" ] || PGB=/usr/lib/postgresql/15/bin
-[ -x "$PGB/postgres" ] || { echo "pg-pgvector: no PostgreSQL server binaries (apt-get install postgresql)" >&2; exit 2; }
+NAME=pg-pgvector PORT=5797
+. "$top/studies/pg_common.sh"
 SH=$(pg_config --sharedir 2>/dev/null || echo /usr/share/postgresql/15)
 [ -f "$SH/extension/vector.control" ] ||
 	{ echo "pg-pgvector: pgvector is not installed (scripts/pgvector.sh builds it from ../shared/vendor)" >&2; exit 2; }
@@ -31,34 +26,9 @@ for x in pg_prewarm postgres_fdw; do
 done
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] ||
 	{ echo "pg-pgvector: fashion-mnist missing (apt-get install dataset-fashion-mnist)" >&2; exit 2; }
-export COLDSTUDY_PG_BINDIR="$PGB"
-W=${2:-$B/pg-pgvector}
-PORT=5797
-step() { printf '\n== %s\n' "$*"; }
-die() { echo "pg-pgvector: $*" >&2; exit 1; }
 T0=$(date +%s)
 
-rm -rf "$W"
-mkdir -p "$W"
-chmod 755 "$W"
-cp -r "$top/studies/pg-pgvector/runs" "$W/runs"
-chmod -R a+rX "$W/runs"
-cd "$W/runs"
-S=../S
-mkdir -p work
-chmod 755 work
-# The study's own registry: deleting the work folder leaves nothing in /var/lib/coldstudy.
-export COLDSTUDY_PRODUCTION_REGISTRY="${COLDSTUDY_PRODUCTION_REGISTRY:-$W/production-registry.json}"
-prod_up() {
-	runuser -u postgres -- "$PGB/pg_ctl" -D "$PWD/work/prod/data" -l "$PWD/work/prod/log" -w \
-		-o "-k $PWD/work/prodsock -p $PORT -c listen_addresses=''" start >/dev/null
-}
-prod_down() {
-	[ -f "$W/runs/work/prod/data/postmaster.pid" ] &&
-		runuser -u postgres -- "$PGB/pg_ctl" -D "$W/runs/work/prod/data" -m fast -w stop >/dev/null
-	return 0
-}
-trap prod_down EXIT INT TERM
+pg_study_begin
 run_specs() { # what spec...
 	what=$1
 	shift
@@ -119,22 +89,7 @@ step "clone the stopped cluster, start production beside the study, validate (ca
 "$CS" clone work/prod/data work/clone/data --study "$S"
 for s in coord shard0 shard1 shard2 shard3; do "$CS" clone work/$s/data work/clone/$s --study "$S"; done
 prod_up
-vrc=0
-"$CS" validate "$S" --json >../validate.json || vrc=$?
-if [ $vrc != 0 ]; then
-	# Name what failed: only a device without block-device stats earns the waiver.
-	failed=$(python3 -c '
-import json, sys
-for c in json.load(open(sys.argv[1])):
-    if not c.get("passed") and c.get("check") != "all":
-        d = c.get("detail") or {}
-        print("%s%s" % (c["check"], (": " + "; ".join(d["findings"])) if d.get("findings") else ""))
-' ../validate.json 2>/dev/null)
-	[ -n "$failed" ] || failed="exit $vrc"
-	[ "$failed" = engine_vs_device ] || die "validate failed: $failed"
-	echo "validate: the device has no block-device stats; retrying with --allow-no-device-stats (recorded as a deviation)"
-	"$CS" validate "$S" --quiet --allow-no-device-stats || die "validate failed: see '$CS validate $S'"
-fi
+pg_study_validate
 python3 -c '
 import json, sys
 for c in json.load(open(sys.argv[1])):
