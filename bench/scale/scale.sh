@@ -3,7 +3,10 @@
 # through the shipped `coldstudy` CLI on synth N x 128 at each N, one build
 # and one query job a point. Prints one JSON line a point and, at the end,
 # the fitted exponent b of cost = a * n^b (least squares on logs) per
-# figure. CPU time (user + system, from wait4's rusage) is the figure to
+# figure. QPS is at a fixed recall: each index is swept (`index sweep`, HNSW
+# over ef, HFresh over its search probe) and the point's QPS is that of the
+# smallest setting whose recall@10 reaches RECALL (default 0.95); the whole
+# sweep is kept in OUTDIR/sweep-KIND-N.jsonl. CPU time (user + system, from wait4's rusage) is the figure to
 # read on a shared machine; wall time is printed beside it. index_rss_mb is
 # the query process's index_rss_kb (the index's own anonymous resident memory:
 # what opening it and the passes added, datasets and page cache excluded).
@@ -11,10 +14,12 @@
 #   bench/scale/scale.sh build/cli/coldstudy OUTDIR "250000 1000000 4000000" [KINDS]
 #
 # KINDS: "hnsw hfresh" by default. Query: 1,000 synth queries of the same
-# clusters, k 10, HNSW ef 40, HFresh the default probe and rescore,
-# --warmup 1 --repeat 3; ground truth by exact search (cached in OUTDIR).
+# clusters, k 10, HNSW ef 10..640, HFresh search probe 1..48 (its default
+# rescoring), --warmup 1 --repeat 3 a setting; ground truth by exact search
+# (cached in OUTDIR).
 set -eu
 CS=$1 OUT=$2 NS=$3 KINDS=${4:-hnsw hfresh}
+RECALL=${RECALL:-0.95}
 mkdir -p "$OUT"
 export COLDSTUDY_CACHE="$OUT/cache"
 res="$OUT/points.jsonl"
@@ -45,23 +50,34 @@ for n in $NS; do
 		[ "$kind" = hnsw ] && extra="--m 16 --ef-construction 200"
 		# shellcheck disable=SC2086
 		timed "$OUT/b.json" "$CS" index build --kind "$kind" --data "$data" --metric l2 --threads 2 $extra --out "$dir" -q --json
-		q=""
-		[ "$kind" = hnsw ] && q="--ef-search 40"
+		if [ "$kind" = hnsw ]; then
+			sweep="--ef-search 10,15,20,30,40,60,80,120,160,240,320,480,640"
+		else
+			sweep="--search-probe 1,2,3,4,6,8,12,16,24,32,48"
+		fi
 		# shellcheck disable=SC2086
-		timed "$OUT/q.json" "$CS" index query "$dir" --queries "$queries" --data "$data" --k 10 $q --warmup 1 --repeat 3 --json
-		python3 - "$OUT/b.json" "$OUT/q.json" "$kind" "$n" "$dir" >> "$res" <<'PY'
+		timed "$OUT/q.json" "$CS" index sweep "$dir" --queries "$queries" --data "$data" --k 10 $sweep --warmup 1 --repeat 3 --json
+		python3 - "$OUT/b.json" "$OUT/q.json" "$kind" "$n" "$dir" "$RECALL" "$OUT/sweep-$kind-$n.jsonl" >> "$res" <<'PY'
 import json, os, sys
 b = json.load(open(sys.argv[1])); q = json.load(open(sys.argv[2]))
-qo = json.loads(q["out"])
+rows = [json.loads(l) for l in q["out"].splitlines() if l.strip()]
+with open(sys.argv[7], "w") as f:
+    f.write("".join(json.dumps(r) + "\n" for r in rows))
+target = float(sys.argv[6])
+knob = "ef_search" if sys.argv[3] == "hnsw" else "search_probe"
+hit = [r for r in sorted(rows, key=lambda r: r[knob]) if r["recall_at_k"] >= target]
+top = max(rows, key=lambda r: r["recall_at_k"])
 size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(sys.argv[5]) for f in fs)
 n = int(sys.argv[4])
 print(json.dumps({"kind": sys.argv[3], "n": n, "build_wall_s": round(b["wall_s"], 2),
                   "build_cpu_s": round(b["ru_cpu_s"], 2), "build_maxrss_mb": round(b["ru_maxrss_kb"] / 1024, 1),
                   "index_mb": round(size / 2**20, 1), "vectors_mb": round(n * 128 * 4 / 2**20, 1),
-                  "qps": qo.get("qps"), "recall": qo.get("recall_at_k"),
-                  "index_rss_mb": None if qo.get("index_rss_kb") is None else round(qo["index_rss_kb"] / 1024, 1),
-                  "index_rss_of_vectors": None if qo.get("index_rss_kb") is None
-                  else round(qo["index_rss_kb"] * 1024 / (n * 128 * 4), 4),
+                  "recall_target": target, "knob": knob,
+                  # None where no setting of the sweep reaches the target (its best is kept)
+                  "setting": hit[0][knob] if hit else None,
+                  "qps": round(hit[0]["qps"], 1) if hit else None,
+                  "recall": round(hit[0]["recall_at_k"], 4) if hit else None,
+                  "best_recall": round(top["recall_at_k"], 4), "best_setting": top[knob],
                   "query_maxrss_mb": round(q["ru_maxrss_kb"] / 1024, 1)}))
 PY
 		tail -1 "$res"
@@ -75,11 +91,13 @@ for kind in sorted({p["kind"] for p in pts}):
     ps = sorted((p for p in pts if p["kind"] == kind), key=lambda p: p["n"])
     if len(ps) < 2:
         continue
-    for fig in ("build_cpu_s", "build_wall_s", "build_maxrss_mb", "index_mb", "index_rss_mb", "qps"):
+    for fig in ("build_cpu_s", "build_wall_s", "build_maxrss_mb", "index_mb", "query_maxrss_mb",
+                "qps"):
         xs = [math.log(p["n"]) for p in ps if p.get(fig)]; ys = [math.log(p[fig]) for p in ps if p.get(fig)]
         if len(xs) < 2:
             continue
         mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
         b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-        print("%s %s: exponent %.2f over n = %s" % (kind, fig, b, [p["n"] for p in ps]))
+        print("%s %s%s: exponent %.2f over n = %s" % (kind, fig, " at recall %.2f" % ps[0]["recall_target"]
+              if fig == "qps" else "", b, [p["n"] for p in ps if p.get(fig)]))
 PY
