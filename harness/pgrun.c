@@ -1711,8 +1711,8 @@ static int pg_run(harness_run_ctx *run, cs_err *e)
 		json_t *row;
 
 		row = json_pack("{s:I, s:I, s:f, s:f, s:I, s:I, s:f, s:o, s:I, s:I, s:I, s:f, s:o}",
-					 "q", (json_int_t) (r->q + json_integer_value(json_object_get(
-									   json_object_get(eff, "queries"), "first"))),
+					 /* the row read: with queries.draw, this replicate's */
+					 "q", (json_int_t) (r->q + R.first),
 					 "client", (json_int_t) 0, "t_ms", r->t_ms, "lat_ms", r->lat_ms,
 					 "reads", (json_int_t) r->reads, "bytes",
 					 (json_int_t) (r->reads * R.block_size), "read_ms", r->read_ms,
@@ -1856,6 +1856,9 @@ static int pg_run(harness_run_ctx *run, cs_err *e)
 					      (json_int_t) (o->replicate ? o->replicate : 1), "of",
 					      (json_int_t) harness_spec_replicates(eff), "group",
 					      o->group ? o->group : run_id));
+		if (json_is_integer(json_object_get(json_object_get(eff, "queries"), "draw")))
+			json_object_set_new(json_object_get(rec, "replicate"), "queries_first",
+					    json_integer((json_int_t) R.first));
 		if (R.beyond)
 			json_object_set_new(rec, "beyond_plan", json_true());
 		if (R.class_why[0])

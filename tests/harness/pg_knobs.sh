@@ -118,8 +118,10 @@ else
 	echo "no block device under $T: inflight_* null (said so)"
 fi
 
-# ---- replicates 2: a record each, one group ----
+# ---- replicates 2: a record each, one group; drawn rows labelled as read ----
 runspec "$T/repl.json" "" ',"replicates":2'
+sed -i 's/"queries":{"spec":"queries","count":3}/"queries":{"spec":"queries","first":2,"count":3,"draw":30}/' "$T/repl.json"
+grep -q '"draw":30' "$T/repl.json" || FAILED "repl.json has no queries.draw"
 out=$("$cs" run "$S" "$T/repl.json" 2>"$T/err") || FAILED "replicates run: $(cat "$T/err")"
 python3 - "$S/ledger.db" <<'PY' || FAILED "replicates: two records, one group"
 import json, sqlite3, sys
@@ -129,6 +131,20 @@ reps = [r for r in runs if r["spec_file"].endswith("repl.json")]
 assert [r["replicate"]["index"] for r in reps] == [1, 2], [r["replicate"] for r in reps]
 assert len({r["replicate"]["group"] for r in reps}) == 1 and reps[0]["replicate"]["of"] == 2, [r["replicate"] for r in reps]
 print("replicates: %s and %s, group %s" % (reps[0]["run_id"], reps[1]["run_id"], reps[0]["replicate"]["group"]))
+PY
+python3 - "$S" "$cs" <<'PY' || FAILED "replicates: each row labelled with the drawn query row it read"
+import json, sqlite3, subprocess, sys
+s, cs = sys.argv[1:]
+db = sqlite3.connect(s + "/ledger.db")
+runs = [json.loads(p) for (p,) in db.execute("select payload from records where kind='run'")]
+reps = [r for r in runs if r["spec_file"].endswith("repl.json")]
+firsts = [r["replicate"]["queries_first"] for r in reps]
+assert all(2 <= f <= 2 + 30 - 3 for f in firsts) and firsts[0] != firsts[1], firsts
+for r, f in zip(reps, firsts):
+    rows = [json.loads(l) for l in subprocess.run([cs, "run", "show", s, r["run_id"], "--queries", "--jsonl"],
+            capture_output=True, text=True, check=True).stdout.splitlines() if l.strip()]
+    assert sorted(x["q"] for x in rows) == [f, f + 1, f + 2], (f, [x["q"] for x in rows])
+print("drawn rows: replicate 1 reads %d-%d, replicate 2 %d-%d, as its rows say" % (firsts[0], firsts[0] + 2, firsts[1], firsts[1] + 2))
 PY
 
 # ---- prewarm: every index into shared_buffers after each cold start ----
