@@ -123,6 +123,22 @@ def evict_tree(root):
                 os.close(fd)
 
 
+def dev_reads(path):
+    """(read requests, sectors read) so far on the block device holding path,
+    or None where /sys does not say."""
+    st = os.stat(path)
+    try:
+        with open("/sys/dev/block/%d:%d/stat" % (os.major(st.st_dev), os.minor(st.st_dev))) as f:
+            v = f.read().split()
+        return int(v[0]), int(v[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def dev_delta(a, b):
+    return None if a is None or b is None else {"reads": b[0] - a[0], "kib": (b[1] - a[1]) // 2}
+
+
 def cold_restart(srv):
     srv.stop()
     evict_tree(srv.data)
@@ -148,19 +164,22 @@ def connect(srv, ef, warm):
 
 
 def pg_serial_timed(srv, q, k, ef):
-    """One cold Merge Append over the parent table: (ms, ids)."""
+    """One cold Merge Append over the parent table: (ms, ids, the block
+    device's reads while it ran)."""
     cold_restart(srv)
     sql = "SELECT id FROM items ORDER BY v <-> '%s' LIMIT %d" % (vec_text(q), k)
     c = connect(srv, ef, [sql])
     try:
         cur = c.cursor()
+        d0 = dev_reads(srv.data)
         t0 = time.perf_counter()
         cur.execute(sql)
         ids = [r[0] for r in cur.fetchall()]
         ms = (time.perf_counter() - t0) * 1e3
+        dev = dev_delta(d0, dev_reads(srv.data))
     finally:
         c.close()
-    return ms, ids
+    return ms, ids, dev
 
 
 def pg_fanout_timed(srv, q, k, ef, parts, width):
@@ -187,27 +206,31 @@ def pg_fanout_timed(srv, q, k, ef, parts, width):
     th = [threading.Thread(target=worker, args=(w,)) for w in range(width)]
     for t in th:
         t.start()
+    d0 = dev_reads(srv.data)
     go.wait()
     t0 = time.perf_counter()
     for t in th:
         t.join()
     ms = (time.perf_counter() - t0) * 1e3
+    dev = dev_delta(d0, dev_reads(srv.data))
     for c in conns:
         c.close()
     if errs:
         raise RuntimeError("fan-out query: " + errs[0])
-    return ms, [i for _, i in sorted(rows)[:k]]
+    return ms, [i for _, i in sorted(rows)[:k]], dev
 
 
 def engine_timed(cs, ix, qfile, i, k, ef, mode):
+    d0 = dev_reads(ix)
     r = subprocess.run([cs, "index", "query", ix, "--queries", "npy:%s[%d:%d]" % (qfile, i, i + 1),
                         "--data", "npy:" + os.path.join(os.path.dirname(qfile), "base.npy"),
                         "--k", str(k), "--ef-search", str(ef), "--cold", "--mode", mode,
                         "--json", "-q"], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError("coldstudy index query --mode %s: %s" % (mode, r.stderr.strip()))
+    dev = dev_delta(d0, dev_reads(ix))
     j = json.loads(r.stdout)
-    return j["lat_mean_ms"], j["recall_at_k"], j["engine_reads"]
+    return j["lat_mean_ms"], j["recall_at_k"], j["engine_reads"], dev
 
 
 def plan_of(srv, q, k, ef):
@@ -363,9 +386,9 @@ def main():
             pgq[i]["index_reads_cold"] = f - h
             pgq[i]["heap_reads_cold"] = hf - hh
         for i in range(timed_nq):
-            pgq[i]["serial_ms"], pgq[i]["serial_ids"] = pg_serial_timed(srv, queries[i], a.k,
-                                                                        a.ef_search)
-            pgq[i]["fanout_ms"], pgq[i]["fanout_ids"] = pg_fanout_timed(
+            pgq[i]["serial_ms"], pgq[i]["serial_ids"], pgq[i]["serial_dev"] = pg_serial_timed(
+                srv, queries[i], a.k, a.ef_search)
+            pgq[i]["fanout_ms"], pgq[i]["fanout_ids"], pgq[i]["fanout_dev"] = pg_fanout_timed(
                 srv, queries[i], a.k, a.ef_search, a.parts, width)
     finally:
         srv.stop(check=False)
@@ -387,10 +410,10 @@ def main():
                     "index_accesses": reads + j["buffer_hits_per_query"] - heap,
                     "recall": j["recall_at_k"]})
     for i in range(timed_nq):
-        ms, rc, rd = engine_timed(a.cs, ix, qfile, i, a.k, a.ef_search, "serial")
-        cvq[i]["serial_ms"], cvq[i]["serial_recall"], cvq[i]["serial_reads"] = ms, rc, rd
-        ms, rc, rd = engine_timed(a.cs, ix, qfile, i, a.k, a.ef_search, "fanout:%d" % width)
-        cvq[i]["fanout_ms"], cvq[i]["fanout_recall"], cvq[i]["fanout_reads"] = ms, rc, rd
+        for m, mode in (("serial", "serial"), ("fanout", "fanout:%d" % width)):
+            ms, rc, rd, dev = engine_timed(a.cs, ix, qfile, i, a.k, a.ef_search, mode)
+            cvq[i][m + "_ms"], cvq[i][m + "_recall"], cvq[i][m + "_reads"] = ms, rc, rd
+            cvq[i][m + "_dev"] = dev
 
     per = []
     for i in range(a.nq):
@@ -406,6 +429,8 @@ def main():
                 row[side + "_serial_ms"] = round(d["serial_ms"], 3)
                 row[side + "_fanout_ms"] = round(d["fanout_ms"], 3)
                 row[side + "_fanout_speedup"] = d["serial_ms"] / d["fanout_ms"]
+                row[side + "_serial_dev"] = d["serial_dev"]
+                row[side + "_fanout_dev"] = d["fanout_dev"]
             row["pg_fanout_same_ids"] = pgq[i]["serial_ids"] == pgq[i]["fanout_ids"]
             row["pg_fanout_recall"] = recall(pgq[i]["fanout_ids"], truth[i])
             row["cv_fanout_same_recall"] = cvq[i]["serial_recall"] == cvq[i]["fanout_recall"]
@@ -440,6 +465,12 @@ def main():
             "pg_fanout_ms_median": float(np.median([r["pg_fanout_ms"] for r in timed])),
             "cv_serial_ms_median": float(np.median([r["cv_serial_ms"] for r in timed])),
             "cv_fanout_ms_median": float(np.median([r["cv_fanout_ms"] for r in timed])),
+            # the block device's read requests and KiB a cold serial query (the engine's
+            # whole process: its loading too), beside the pages each side read
+            "dev_serial": {side: {f: float(np.median([r[side + "_serial_dev"][f] for r in timed]))
+                                  for f in ("reads", "kib")}
+                           for side in ("pg", "cv")
+                           if all(r[side + "_serial_dev"] for r in timed)},
             "pg_fanout_ids_differ": sum(1 for r in timed if not r["pg_fanout_same_ids"]),
             "cv_fanout_recall_differs": sum(1 for r in timed if not r["cv_fanout_same_recall"]),
         })
