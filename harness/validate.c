@@ -15,7 +15,10 @@
  *                     without write access lies, so -EACCES is a failure);
  *                     a PostgreSQL clone's top-level files and an even
  *                     sample of its base/ and global/ relation files (a
- *                     cluster lacking either fails);
+ *                     cluster lacking either fails), and of each
+ *                     tablespace its clone marker names (held and matched
+ *                     by identity as a run holds it; one that cannot be
+ *                     fails);
  *   engine_vs_device  after eviction, N random O_DIRECT reads (io_uring, batches of 32, so the window is short) through a
  *                     cv_io, and the block device's read counter over the
  *                     same window: the ratio engine/device is recorded and
@@ -311,8 +314,62 @@ static int evict_cluster(const char *dir, json_t *files, json_t **sampled)
 	return good;
 }
 
-static json_t *check_eviction(const json_t *study, int study_fd, guard_prodset *ps,
-			      const char *scratch_file, int *ok)
+/*
+ * A clone's tablespaces (the folders its marker names, each cloned beside
+ * the data directory): each held and guarded as a run holds it, the same
+ * folder by identity, and an even sample of its files, at most PG_SAMPLE,
+ * evicted and proven non-resident as base/'s are. Their counts go to
+ * sampled's "tablespaces". 1 when all were.
+ */
+static int evict_tablespaces(const json_t *marker, guard_prodset *ps, json_t *files,
+			     json_t *sampled)
+{
+	const json_t *tl = json_object_get(marker, "tablespaces");
+	json_t *out = json_array(), *t;
+	char p[PATH_MAX * 2];
+	size_t i;
+	int good = 1;
+
+	json_array_foreach(tl, i, t) {
+		const char *cl = json_string_value(json_object_get(t, "clone"));
+		const char *oid = json_string_value(json_object_get(t, "oid"));
+		char **names = NULL;
+		size_t n = 0, took = 0, step;
+		guard_held th;
+		cs_err e = {0};
+
+		guard_held_init(&th);
+		if (!cl || guard_existing(NULL, ps, cl, AT_FDCWD, "validate", "tablespace", &th, &e) ||
+		    (json_int_t) th.st.st_dev != json_integer_value(json_object_get(t, "dev")) ||
+		    (json_int_t) th.st.st_ino != json_integer_value(json_object_get(t, "ino")) ||
+		    guard_dir_files(guard_held_via(&th), &names, &n, &e)) {
+			json_array_append_new(
+				out, json_pack("{s:s?, s:s?, s:s}", "clone", cl, "oid", oid, "error",
+					       !cl ? "the clone marker names no clone for it"
+					       : e.msg[0] ? e.msg
+							  : "not the folder the clone made (device "
+							    "and inode differ)"));
+			guard_held_close(&th);
+			good = 0;
+			continue;
+		}
+		step = n > PG_SAMPLE ? (n + PG_SAMPLE - 1) / PG_SAMPLE : 1;
+		for (size_t j = 0; j < n; j += step, took++) {
+			snprintf(p, sizeof(p), "%s/%s", guard_held_via(&th), names[j]);
+			good &= evict_one(p, files);
+		}
+		json_array_append_new(out, json_pack("{s:s, s:s?, s:I, s:I}", "clone", cl, "oid", oid,
+						     "evicted", (json_int_t) took, "of",
+						     (json_int_t) n));
+		guard_dir_files_free(names, n);
+		guard_held_close(&th);
+	}
+	json_object_set_new(sampled, "tablespaces", out);
+	return good;
+}
+
+static json_t *check_eviction(const json_t *study, const char *study_dir, int study_fd,
+			      guard_prodset *ps, const char *scratch_file, int *ok)
 {
 	json_t *clusters = json_object();
 	json_t *files = json_array(), *skipped = json_array(), *refusedj = json_array();
@@ -339,7 +396,17 @@ static json_t *check_eviction(const json_t *study, int study_fd, guard_prodset *
 		if (h.exists && !strcmp(json_string_value(json_object_get(ix, "kind")) ?: "", "postgres")) {
 			json_t *sampled = NULL;
 
+			json_t *marker = NULL;
+
 			good &= evict_cluster(guard_held_via(&h), files, &sampled);
+			/* its tablespaces, by the marker a run trusts: unknown ones fail closed */
+			if (guard_clone(NULL, study_dir, guard_held_via(&h), "validate", 0, &marker, &e)) {
+				json_object_set_new(sampled, "tablespaces_error", json_string(e.msg));
+				good = 0;
+			} else {
+				good &= evict_tablespaces(marker, ps, files, sampled);
+			}
+			json_decref(marker);
 			json_object_set_new(clusters, c, sampled);
 			guard_held_close(&h);
 			continue;
@@ -1049,7 +1116,7 @@ int harness_validate(const char *dir, const harness_validate_opts *o, cs_err *e)
 	d = check_uring(file, &ok);
 	if ((rc = record(&v, "io_uring", ok, d, e)))
 		goto out;
-	d = check_eviction(study, sh.fd, ps, file, &ok);
+	d = check_eviction(study, ledger_dir(v.l), sh.fd, ps, file, &ok);
 	if ((rc = record(&v, "eviction", ok, d, e)))
 		goto out;
 	d = check_device(file, &ok, &avail);

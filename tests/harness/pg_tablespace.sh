@@ -5,7 +5,8 @@
 # symlink to it). Cloned: the tablespace cloned beside the clone's data
 # directory (DST.tblspc/OID), the clone's link repointed there, the marker
 # naming it; run cold (its files evicted and proven cold with the data
-# directory's), engine reads equal to pg_statio's, recall 1. Refused (exit
+# directory's; validate's eviction check samples them as base/'s), engine
+# reads equal to pg_statio's, recall 1. Refused (exit
 # 3, a refusal record): the clone's link pointed back at production's
 # tablespace or at a copy the clone did not make, and a tablespace folder
 # that is production. Production's
@@ -59,8 +60,25 @@ nf=$(find "$tsc" -type f | wc -l)
 	FAILED "the tablespace's clone holds $nf files, production's $(find "$T/prodts" -type f | wc -l)"
 [ "$(stat -c %U:%a "$tsc")" = "postgres:700" ] || FAILED "the tablespace's clone is $(stat -c %U:%a "$tsc")"
 echo "cloned: tablespace $oid ($nf files) at $tsc, the clone's link repointed"
-"$cs" validate "$S" --quiet --allow-no-device-stats >"$T/out" 2>&1 ||
+# validate's eviction check covers the tablespace's files as well as base/'s:
+# made resident first, then a sample of them evicted and proven non-resident
+cat "$tsc"/*/*/* >/dev/null 2>&1
+"$cs" validate "$S" --json --allow-no-device-stats >"$T/validate.json" 2>"$T/out" ||
 	{ echo "FAIL: validate: $(tail -5 "$T/out")"; exit 1; }
+python3 - "$T/validate.json" "$T/clone/data" "$tsc" "$oid" "$nf" <<'PY' || FAILED "validate's eviction sample of the tablespace"
+import json, sys
+checks, clone, tsc, oid, nf = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+ev = [c for c in checks if c["check"] == "eviction"][0]
+assert ev["passed"], ev
+ts = ev["detail"]["clusters"][clone]["tablespaces"]
+assert len(ts) == 1 and ts[0]["oid"] == oid and ts[0]["of"] == nf and ts[0]["evicted"] >= min(nf, 4), ts
+print("validate: %d of the tablespace's %d files evicted and proven non-resident" % (ts[0]["evicted"], nf))
+PY
+# and the kernel agrees: none of the tablespace's pages is resident now
+if command -v fincore >/dev/null 2>&1; then
+	res=$(fincore --bytes --noheadings --output RES "$tsc"/*/*/* 2>/dev/null | awk '{s += $1} END {print s + 0}')
+	[ "$res" = 0 ] || FAILED "after validate $res bytes of the tablespace's files are resident"
+fi
 
 SQL="SELECT id FROM items ORDER BY v <-> cube(\$1::float8[]) LIMIT 10"
 cat > "$T/run.json" <<J
