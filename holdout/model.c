@@ -897,6 +897,83 @@ out:
 	return rc;
 }
 
+/* Keep the columns flagged in keep (cols[0], the intercept, always): *cols compacted, the count back. */
+static int keep_columns(column *cols, int nc, const int *keep)
+{
+	int k = 1;
+
+	for (int c = 1; c < nc; c++)
+		if (keep[c])
+			cols[k++] = cols[c];
+	return k;
+}
+
+/*
+ * The columns the fit can identify, in three steps, each deciding on all
+ * columns before any is removed (removing as it went made every level of
+ * a category look like its first, so all were dropped):
+ * - those that vary over the design runs;
+ * - one level of each category left out as its reference (every run has
+ *   exactly one level, so the levels sum to the intercept);
+ * - those that are not (nearly) a linear combination of the ones kept
+ *   before them (Gram-Schmidt on the runs' values: a knob that only one
+ *   arm sets and that arm's category, or a statement that names the same
+ *   runs as a partition count, say the same thing once).
+ */
+static int loglinear_columns(column *cols, int nc, const holdout_obs *d, const size_t *rows,
+			     size_t nr)
+{
+	int keep[MAXCOL] = {1}, kept = 0;
+	double *q = malloc((nr ? nr : 1) * (size_t) MAXCOL * sizeof(double));
+
+	for (int c = 1; c < nc; c++) {
+		double first = nr ? col_value(&cols[c], d[rows[0]].features) : 0;
+
+		keep[c] = 0;
+		for (size_t i = 1; i < nr && !keep[c]; i++)
+			keep[c] = col_value(&cols[c], d[rows[i]].features) != first;
+	}
+	nc = keep_columns(cols, nc, keep);
+	for (int c = 1; c < nc; c++) {
+		keep[c] = 1;
+		for (int b = 1; cols[c].type == 3 && b < c; b++)
+			if (cols[b].type == 3 && cols[b].key == cols[c].key)
+				keep[c] = 2; /* a later level */
+		if (cols[c].type == 3)
+			keep[c] = keep[c] == 2; /* the first level is the reference */
+	}
+	nc = keep_columns(cols, nc, keep);
+	if (!q)
+		return nc; /* the normal equations' own check then reports collinearity */
+	for (int c = 0; c < nc; c++) {
+		double *v = q + (size_t) kept * nr, n0 = 0, n1 = 0;
+
+		for (size_t i = 0; i < nr; i++) {
+			v[i] = col_value(&cols[c], d[rows[i]].features);
+			n0 += v[i] * v[i];
+		}
+		for (int j = 0; j < kept; j++) {
+			const double *u = q + (size_t) j * nr;
+			double dot = 0;
+
+			for (size_t i = 0; i < nr; i++)
+				dot += u[i] * v[i];
+			for (size_t i = 0; i < nr; i++)
+				v[i] -= dot * u[i];
+		}
+		for (size_t i = 0; i < nr; i++)
+			n1 += v[i] * v[i];
+		keep[c] = n0 > 0 && n1 > 1e-14 * n0;
+		if (keep[c]) {
+			for (size_t i = 0; i < nr; i++)
+				v[i] /= sqrt(n1);
+			kept++;
+		}
+	}
+	free(q);
+	return keep[0] ? keep_columns(cols, nc, keep) : nc;
+}
+
 static int predict_loglinear(const holdout_obs *d, size_t n, const json_t *target,
 			     const char *metric, double level, holdout_pred *p, cs_err *e)
 {
@@ -956,30 +1033,7 @@ static int predict_loglinear(const holdout_obs *d, size_t n, const json_t *targe
 			goto out;
 		}
 	}
-	/* Drop columns that do not vary over the design runs (and one level per category). */
-	for (int c = 1; c < nc;) {
-		double first = nr ? col_value(&cols[c], d[rows[0]].features) : 0;
-		int varies = 0, drop;
-
-		for (size_t i = 1; i < nr && !varies; i++)
-			varies = col_value(&cols[c], d[rows[i]].features) != first;
-		drop = !varies;
-		if (!drop && cols[c].type == 3) {
-			/* the first level of each category is the reference */
-			int firstlevel = 1;
-
-			for (int b = 1; b < c; b++)
-				if (cols[b].type == 3 && cols[b].key == cols[c].key)
-					firstlevel = 0;
-			drop = firstlevel;
-		}
-		if (drop) {
-			memmove(&cols[c], &cols[c + 1], (size_t) (nc - c - 1) * sizeof(column));
-			nc--;
-		} else {
-			c++;
-		}
-	}
+	nc = loglinear_columns(cols, nc, d, rows, nr);
 	if (nr <= (size_t) nc) {
 		rc = cs_err_set(e, CS_EXIT_BADINPUT,
 				"loglinear: %zu design runs with %s for %d parameters; more runs needed",

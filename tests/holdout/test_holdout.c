@@ -312,6 +312,59 @@ static void test_per_metric_bands(void **state)
 	assert_true(fabs(sd[1] / sd[2] - 1) > 0.2);
 }
 
+/*
+ * Categories are fitted, each level against its reference: design runs in
+ * four arms (a PostgreSQL study's shape: serial, fan-out, and two arms of
+ * their own, one of them the only run with ef_search 20, so its arm and
+ * its knob say the same thing) with reads that differ by arm. A target in
+ * the serial arm is predicted at the serial runs' reads, not pulled to the
+ * design's mean (the columns were once all dropped, every level taken for
+ * its category's first).
+ */
+static void test_loglinear_categories(void **state)
+{
+	static const struct {
+		const char *mode, *arm;
+		double ef, reads;
+	} arm[] = {{"serial", "none", 40, 9800}, {"fanout", "none", 40, 10400},
+		   {"serial", "ef20", 20, 8000}, {"serial", "prewarm", 40, 40}};
+	holdout_obs obs[24];
+	json_t *f[24], *m[24], *t, *coef;
+	holdout_pred p;
+	cs_err e;
+
+	(void) state;
+	for (int i = 0; i < 24; i++) {
+		int a = i % 4;
+		double noise = 1 + 0.01 * ((i / 4) % 3 - 1); /* 0.99, 1, 1.01 */
+
+		f[i] = json_pack("{s:f,s:s,s:s,s:s,s:b}", "ef_search", arm[a].ef, "mode", arm[a].mode,
+				 "pg_arm", arm[a].arm, "kind", "postgres", "cold", 1);
+		m[i] = json_pack("{s:f}", "reads_per_query", arm[a].reads * noise);
+		obs[i] = (holdout_obs){"r", f[i], m[i], NULL};
+	}
+	for (int a = 0; a < 4; a++) {
+		t = json_pack("{s:f,s:s,s:s,s:s,s:b}", "ef_search", arm[a].ef, "mode", arm[a].mode,
+			      "pg_arm", arm[a].arm, "kind", "postgres", "cold", 1);
+		assert_int_equal(holdout_predict(obs, 24, t, "reads_per_query", "loglinear", &p, &e), 0);
+		/* the arm's own geometric mean (its noise is symmetric in the log to 1e-4) */
+		assert_true(fabs(p.value / arm[a].reads - 1) < 1e-3);
+		assert_true(p.lo < p.value && p.value < p.hi && p.hi / p.lo < 1.2);
+		coef = json_object_get(p.params, "coefficients");
+		/* mode and the arm fitted (one level of each the reference); the ef20 arm, collinear
+		 * with log ef_search, said once */
+		assert_non_null(json_object_get(coef, "mode=fanout"));
+		assert_non_null(json_object_get(coef, "pg_arm=prewarm"));
+		assert_true(!json_object_get(coef, "log ef_search") != !json_object_get(coef, "pg_arm=ef20"));
+		holdout_pred_clear(&p);
+		json_decref(t);
+	}
+	for (int i = 0; i < 24; i++) {
+		json_decref(f[i]);
+		json_decref(m[i]);
+	}
+}
+
 /* The regression recovers a noiseless power law exactly and covers at about the nominal rate with noise. */
 static void test_loglinear(void **state)
 {
@@ -567,6 +620,7 @@ int main(void)
 		cmocka_unit_test(test_io_model_coverage),
 		cmocka_unit_test(test_per_metric_bands),
 		cmocka_unit_test(test_loglinear),
+		cmocka_unit_test(test_loglinear_categories),
 		cmocka_unit_test(test_too_few_runs),
 		cmocka_unit_test(test_reads_identity),
 		cmocka_unit_test(test_size_elasticity),
