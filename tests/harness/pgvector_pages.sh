@@ -13,7 +13,8 @@
 # --mode serial against fanout:4): asserts the fan-out returns the serial
 # rows on each side, speeds each up by a median 1.1x or more (the lever
 # works on both), and the engine's serial/fan-out ratio is within a factor
-# 2 of pgvector's, query for query by median.
+# 2.5 of pgvector's, query for query by median (1.3-1.5 measured: PostgreSQL
+# reads with the kernel's read-ahead on, docs/pgvector.md).
 # Skips (77) without root, the postgres user, the server headers and
 # binaries, numpy, psycopg2, or the vendored archives.
 set -u
@@ -73,8 +74,8 @@ if r["cv_fanout_recall_differs"]:
 for side, s in (("pgvector", pgs), ("engine", cvs)):
     if s["median"] < 1.1:
         bad.append("%s fan-out speed-up %.2f below 1.1" % (side, s["median"]))
-if not 0.5 <= q["median"] <= 2.0:
-    bad.append("engine/pgvector fan-out speed-up %.2f outside [0.5, 2]" % q["median"])
+if not 0.4 <= q["median"] <= 2.5:
+    bad.append("engine/pgvector fan-out speed-up %.2f outside [0.4, 2.5]" % q["median"])
 for name, s in (("accesses", a), ("cold reads", c)):
     if not 0.9 <= s["median"] <= 1.1:
         bad.append("%s median ratio %.3f outside [0.9, 1.1]" % (name, s["median"]))
