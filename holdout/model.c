@@ -971,7 +971,7 @@ static int loglinear_columns(column *cols, int nc, const holdout_obs *d, const s
 		}
 	}
 	free(q);
-	return keep[0] ? keep_columns(cols, nc, keep) : nc;
+	return keep_columns(cols, nc, keep);
 }
 
 static int predict_loglinear(const holdout_obs *d, size_t n, const json_t *target,
