@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 	omp_set_num_threads(2);
 	if (file && stat(file, &sb) == 0) {
 		ixp = dynamic_cast<faiss::IndexIVFFlat *>(faiss::read_index(file));
-		if (!ixp || ixp->nlist != nlist || ixp->ntotal != (faiss::Index::idx_t) base->n) {
+		if (!ixp || ixp->nlist != nlist || ixp->ntotal != (int64_t) base->n) {
 			fprintf(stderr, "bench_faiss: %s is not IVFFlat nlist %zu over %zu vectors\n",
 				file, nlist, base->n);
 			return 1;
@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 		if (sched_setaffinity(0, sizeof(cs), &cs))
 			perror("bench_faiss: sched_setaffinity");
 	}
-	std::vector<faiss::Index::idx_t> lab(10);
+	std::vector<int64_t> lab(10);
 	std::vector<float> dist(10);
 	for (size_t np : nprobes) {
 		ix.nprobe = np;

@@ -11,6 +11,7 @@
 //
 // usage: bench_hnsw [--runs R] [--build-runs B] [--threads T] [--nq N] [--n N] [--cache DIR]
 //        bench_hnsw --hnswlib-only CACHE --ef E [--warmup W] [--runs N] [--nq N]  (pairs.sh)
+//                   [--base SPEC] [--queries SPEC]  (any dataset spec; fashion-mnist by default)
 // --cache DIR loads both graphs from DIR when present (search-only runs,
 // no build figures) and saves them there after a build.
 #include <hnswlib/hnswlib.h>
@@ -69,10 +70,10 @@ static cv_dataset *load(const char *spec)
  * pass's QPS, the best, the min, recall@10 (first timed pass).
  */
 static int hnswlib_only(const char *cache, unsigned ef, int warmup, int repeat, unsigned threads,
-			size_t nq)
+			size_t nq, const char *base_spec, const char *query_spec)
 {
 	const unsigned M = 16, EFC = 200, K = 10;
-	cv_dataset *base = load("fashion-mnist:train"), *qs = load("fashion-mnist:test");
+	cv_dataset *base = load(base_spec), *qs = load(query_spec);
 	const size_t n = base->n, d = base->d;
 	hnswlib::L2Space space(d);
 	hnswlib::HierarchicalNSW<float> *hl;
@@ -160,13 +161,17 @@ int main(int argc, char **argv)
 	const unsigned M = 16, EFC = 200, K = 10;
 	const unsigned efs[] = {10, 20, 40, 80};
 
-	const char *only = nullptr;
+	const char *only = nullptr, *base_spec = "fashion-mnist:train", *query_spec = "fashion-mnist:test";
 	unsigned only_ef = 10;
 	int warmup = 1;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--hnswlib-only"))
 			only = argv[i + 1];
+		else if (!strcmp(argv[i], "--base"))
+			base_spec = argv[i + 1];
+		else if (!strcmp(argv[i], "--queries"))
+			query_spec = argv[i + 1];
 		else if (!strcmp(argv[i], "--ef"))
 			only_ef = (unsigned) strtoul(argv[i + 1], nullptr, 10);
 		else if (!strcmp(argv[i], "--warmup"))
@@ -190,7 +195,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (only)
-		return hnswlib_only(only, only_ef, warmup, runs, threads, nq);
+		return hnswlib_only(only, only_ef, warmup, runs, threads, nq, base_spec, query_spec);
 	cv_dataset *base = load("fashion-mnist:train"), *qs = load("fashion-mnist:test");
 	if (nbase && nbase < base->n) {
 		cv_dataset *s = nullptr;

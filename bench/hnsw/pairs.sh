@@ -6,7 +6,11 @@
 # (which peer goes first flips each round) on one pinned CPU. fashion-mnist's
 # pixels are whole numbers, so coldstudy holds them as exact bytes (the run
 # prints "vector storage"); COLDSTUDY_HNSW_STORE=float32 in the environment
-# measures the float32 graph instead. Each run's QPS is
+# measures the float32 graph instead. BASE and QUERIES (dataset specs) run
+# it on other data: the float data of issue 30 are fashion-mnist scaled to
+# [0, 1] (bench/hnsw/fmnist01.py writes it as fvecs) and clustered synth
+# 128-d (synth:...[0:N] and [N:N+Q] of one spec). IDX must be built from
+# BASE, and CACHE must be that data's own. Each run's QPS is
 # its median timed pass; each pair's ratio is coldstudy / hnswlib; the median of
 # the ROUNDS pairs per ef is printed last, with the recalls.
 #   bench/hnsw/pairs.sh CS BENCH_HNSW IDX CACHE [ROUNDS] [NQ] [REPEAT] [WARMUP]
@@ -16,13 +20,14 @@
 set -eu
 CS=$1 BH=$2 IX=$3 CACHE=$4 ROUNDS=${5:-3} NQ=${6:-5000} REP=${7:-5} WU=${8:-1}
 CPU=${BENCH_CPU:-$(($(nproc) - 1))}
+BASE=${BASE:-fashion-mnist:train} QUERIES=${QUERIES:-fashion-mnist:test}
 OUT=${OUT:-/tmp/hnsw-pairs.$$}
 mkdir -p "$OUT"
 uptime
-cs() { taskset -c "$CPU" "$CS" index query "$IX" --queries fashion-mnist:test --nq "$NQ" \
+cs() { taskset -c "$CPU" "$CS" index query "$IX" --queries "$QUERIES" --nq "$NQ" \
 	--k 10 --ef-search "$1" --repeat "$REP" --warmup "$WU" --json >"$OUT/cs.$2.$1.json"; }
 hl() { taskset -c "$CPU" "$BH" --hnswlib-only "$CACHE" --ef "$1" --runs "$REP" --warmup "$WU" \
-	--nq "$NQ" >"$OUT/hl.$2.$1.json"; }
+	--nq "$NQ" --base "$BASE" --queries "$QUERIES" >"$OUT/hl.$2.$1.json"; }
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
 	for ef in 10 20 40 80; do

@@ -645,6 +645,7 @@ void hnsw_kernels_select(struct hnsw *h)
 	const kset *k;
 
 	pthread_once(&k_once, kernels_init);
+	h->skern = hnsw_sketch_kernel(NULL);
 	if (h->vtype == HNSW_V_F32) {
 		h->qdist = h->p.metric == CV_METRIC_L2 ? k_l2_f32 : k_ip_f32;
 		h->ndist = h->p.metric == CV_METRIC_L2 ? nn_f32_l2 : nn_f32_ip;
@@ -690,6 +691,8 @@ void hnsw_prepare_query(const struct hnsw *h, hnsw_ctx *c, const float *q, hnsw_
 	out->a = a;
 	out->w = h->q_w;
 	out->cst = h->p.metric == CV_METRIC_COSINE ? 1.0f : 0.0f;
+	out->sa = NULL; /* the sketch is the query search's to prepare (hnsw_sketch_prepare) */
+	out->sk_e = 0;
 	if (h->vtype != HNSW_V_Q8)
 		return;
 	if (h->p.metric == CV_METRIC_L2) {

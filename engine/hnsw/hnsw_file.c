@@ -463,6 +463,11 @@ int hnsw_decode(const unsigned char *buf, size_t len, int check_sum, hnsw **out,
 	}
 	h->ndeleted = ndel;
 	h->entry = count ? ((uint64_t) top << 32) | entry : UINT64_MAX;
+	rc = hnsw_sketch_init(h, NULL, 0); /* not in the file: encoded again from the vectors */
+	if (rc) {
+		cv_err_set(e, rc, "%s: out of memory", name);
+		goto fail;
+	}
 	*out = h;
 	return 0;
 fail:

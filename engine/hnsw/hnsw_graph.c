@@ -33,6 +33,14 @@ static void layout(struct hnsw *h, enum hnsw_vtype vtype)
 	h->off_links0 = h->off_hdr + sizeof(hnsw_hdr);
 	h->off_upper = round_up(h->off_links0 + h->m0 * sizeof(uint32_t), 8);
 	h->rec_size = round_up(h->off_upper + sizeof(uint32_t *), 64);
+	h->off_sk = 0;
+	h->sk_bytes = 0;
+	h->sk_on = 0;
+	if (vtype == HNSW_V_F32 && hnsw_sketch_wanted(h->dim, h->p.metric)) {
+		h->off_sk = h->rec_size;
+		h->sk_bytes = round_up(h->dim, 32);
+		h->rec_size = round_up(h->off_sk + h->sk_bytes, 64);
+	}
 }
 
 int hnsw_new(size_t dim, const hnsw_params *p, size_t capacity, hnsw **out)
@@ -115,6 +123,7 @@ void hnsw_free(hnsw *h)
 	free(h->q_lo);
 	free(h->q_scale);
 	free(h->q_w);
+	free(h->sk_lo);
 	pthread_mutex_destroy(&h->alloc_lock);
 	pthread_mutex_destroy(&h->top_lock);
 	pthread_mutex_destroy(&h->pool_lock);

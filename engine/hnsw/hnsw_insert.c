@@ -213,7 +213,7 @@ int hnsw_add(hnsw *h, const float *vec, uint32_t label)
 	uint32_t id, ep;
 	float epd;
 	int rc, top, lmax, low = HNSW_MAX_LEVEL + 1;
-	bool holds_top = false;
+	bool holds_top = false, sketch;
 
 	if (level > 0) {
 		upper = calloc((size_t) level * h->upper_stride, sizeof(uint32_t));
@@ -248,6 +248,7 @@ int hnsw_add(hnsw *h, const float *vec, uint32_t label)
 		goto fail;
 	}
 	id = h->count;
+	sketch = h->sk_on; /* set under this lock (hnsw_build), before any node */
 	memcpy(hnsw_rec(h, id) + h->off_upper, &upper, sizeof(upper));
 	hd = hnsw_hdr_of(h, id);
 	hd->label = label;
@@ -267,6 +268,8 @@ int hnsw_add(hnsw *h, const float *vec, uint32_t label)
 	} else {
 		hnsw_encode(h, vec, hnsw_rec(h, id));
 	}
+	if (sketch)
+		hnsw_sketch_encode(h, (const float *) hnsw_rec(h, id), id);
 	hnsw_prepare_query(h, c, vec, &q);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 
@@ -568,6 +571,13 @@ int hnsw_build(hnsw *h, const float *data, size_t n, unsigned threads,
 	}
 	if (h->p.quant8 && !h->q_trained && hnsw_count(h) == 0) {
 		rc = hnsw_quant8_train(h, data, n);
+		if (rc)
+			return rc;
+	}
+	if (fresh) { /* the sketch's range from the batch, before its first node (hnsw_sketch.c) */
+		pthread_mutex_lock(&h->alloc_lock);
+		rc = h->count == 0 ? hnsw_sketch_init(h, data, n) : 0;
+		pthread_mutex_unlock(&h->alloc_lock);
 		if (rc)
 			return rc;
 	}

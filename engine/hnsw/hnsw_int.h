@@ -63,9 +63,12 @@ typedef struct hnsw_query {
 	const float *a; /* float32: the (normalised) query; quant8: transformed */
 	const float *w; /* quant8 L2: per-dimension weights (scale^2) */
 	float cst;      /* quant8: the constant part of the distance */
+	const float *sa; /* the sketch's query (hnsw_sketch.c), NULL when it is off */
+	double sk_e;     /* the bound on sa's rounding */
 } hnsw_query;
 
 struct hnsw;
+typedef float (*hnsw_sketch_fn)(const float *a, const uint8_t *c, size_t nb);
 typedef float (*hnsw_qdist_fn)(const hnsw_query *q, const void *v, size_t d);
 typedef float (*hnsw_ndist_fn)(const struct hnsw *h, const void *a, const void *b);
 
@@ -84,6 +87,7 @@ typedef struct hnsw_ctx {
 	hnsw_pair *top;  /* max-heap, at most ef + 1 */
 	size_t ntop, captop;
 	float *qbuf;     /* the prepared query (dim floats) */
+	float *sbuf;     /* the sketch's query (sk_bytes floats, 64-aligned), NULL without */
 	uint32_t *links; /* a copied link list (2m) */
 	hnsw_pair *sel;  /* heuristic scratch */
 	size_t capsel;
@@ -111,6 +115,8 @@ struct hnsw {
 	size_t off_links0;  /* the layer-0 links */
 	size_t off_upper;   /* the upper-links pointer */
 	size_t upper_stride; /* uint32 words per upper layer: 1 + m */
+	size_t off_sk;      /* the sketch's codes (hnsw_sketch.c), 64-aligned; 0: none */
+	size_t sk_bytes;    /* code bytes a record: dim rounded up to 32, zero-padded */
 
 	unsigned seg_shift;
 	char *seg[HNSW_MAX_SEGS];
@@ -131,8 +137,15 @@ struct hnsw {
 	float *q_lo, *q_scale, *q_w;
 	int q_trained;
 
+	/* the sketch: x ~ sk_lo + sk_s * code; sk_rmax: a double's bits, >= every |x - decoded| */
+	float *sk_lo;
+	double sk_s;
+	uint64_t sk_rmax;   /* (atomic) */
+	int sk_on;          /* range set and every node encoded */
+
 	hnsw_qdist_fn qdist;
 	hnsw_ndist_fn ndist;
+	hnsw_sketch_fn skern; /* the sketch's kernel, chosen with the others */
 	unsigned build_threads; /* threads that inserted in the last hnsw_build */
 	size_t repaired;        /* layer-0 links the last build added to reach every node */
 };
@@ -206,6 +219,23 @@ int hnsw_q8_kernels(const char *level, hnsw_qdist_fn *l2, hnsw_qdist_fn *ip, hns
 
 /* How hnsw_dist.c was compiled (-march), for the bench. */
 const char *hnsw_build_info(void);
+
+/*
+ * The sketch (hnsw_sketch.c): a proven lower bound on float32 L2 distances
+ * from a byte per dimension, so a search skips only what it would reject.
+ */
+/* Whether a graph of this metric gets sketch room (L2, COLDSTUDY_HNSW_SKETCH not 0). */
+bool hnsw_sketch_wanted(size_t dim, int metric);
+/* The kernel of one level ("scalar", "avx2", "avx512"; NULL: the best), NULL if the CPU lacks it. */
+hnsw_sketch_fn hnsw_sketch_kernel(const char *level);
+/* Set the range from data's n rows (a fresh build) or, data NULL, the nodes (a load); encode the nodes. */
+int hnsw_sketch_init(struct hnsw *h, const float *data, size_t n);
+/* Encode node id's codes from its vector x and raise sk_rmax (before the node is published). */
+void hnsw_sketch_encode(struct hnsw *h, const float *x, uint32_t id);
+/* Set q->sa (and sk_e) from q->a, or NULL when the graph or the query has no sketch. */
+void hnsw_sketch_prepare(const struct hnsw *h, hnsw_ctx *c, hnsw_query *q);
+/* The kernel's value at or above which a candidate is proven no closer than lb. */
+double hnsw_sketch_threshold(const struct hnsw *h, const hnsw_query *q, float lb);
 
 /* Search context pool (hnsw_search.c). */
 int hnsw_ctx_get(const struct hnsw *h, hnsw_ctx **out);

@@ -54,6 +54,7 @@ void hnsw_ctx_free(hnsw_ctx *c)
 	free(c->cand);
 	free(c->top);
 	free(c->qbuf);
+	free(c->sbuf);
 	free(c->links);
 	free(c->sel);
 	free(c->lsel);
@@ -104,6 +105,11 @@ int hnsw_ctx_get(const struct hnsw *h, hnsw_ctx **out)
 		c->lsel = malloc((HNSW_MAX_LEVEL + 1) * (size_t) h->m0 * sizeof(*c->lsel));
 		if (!c->cand || !c->top || !c->sel || !c->qbuf || !c->links || !c->lsel)
 			goto fail;
+		if (h->off_sk) {
+			c->sbuf = aligned_alloc(64, (h->sk_bytes * sizeof(float) + 63) / 64 * 64);
+			if (!c->sbuf)
+				goto fail;
+		}
 	}
 	rc = ctx_fit(c, cap);
 	if (rc)
@@ -349,6 +355,42 @@ int hnsw_search_layer(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, ui
 }
 
 /*
+ * The sketch's pass over a hop's unvisited neighbours u[0..nu): each one
+ * whose codes prove it no closer than lb (the full result list's worst
+ * now; it only falls during the hop, so what it rules out stays ruled
+ * out) is dropped and counted as scored; the rest keep their order and
+ * have their vectors' heads prefetched for the float32 pass. Returns how
+ * many are kept.
+ */
+__attribute__((always_inline)) static inline uint32_t skim_hop(const struct hnsw *h,
+							       const hnsw_query *q, uint32_t *u,
+							       uint32_t nu, float lb, uint64_t *ndist)
+{
+	const hnsw_sketch_fn kern = h->skern;
+	const double thr = hnsw_sketch_threshold(h, q, lb);
+	const size_t lines = (h->sk_bytes + 63) / 64;
+	uint32_t nk = 0;
+
+	for (uint32_t j = 0; j < nu; j++) {
+		const char *r = hnsw_rec(h, u[j]) + h->off_sk;
+
+		for (size_t l = 1; l < lines && l < HOP_LINES; l++)
+			_mm_prefetch(r + 64 * l, _MM_HINT_T2);
+	}
+	for (uint32_t j = 0; j < nu; j++) {
+		const char *r = hnsw_rec(h, u[j]);
+
+		if ((double) kern(q->sa, (const uint8_t *) r + h->off_sk, h->sk_bytes) >= thr) {
+			(*ndist)++;
+			continue;
+		}
+		_mm_prefetch(r, _MM_HINT_T0);
+		u[nk++] = u[j];
+	}
+	return nk;
+}
+
+/*
  * The query-time layer-0 search: as hnsw_search_layer without locks, but
  * it first collects a hop's unvisited neighbours and prefetches all their
  * vectors' heads at once, so their cache misses overlap instead of each
@@ -389,6 +431,7 @@ static int search_base(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, u
 
 	while (c->ncand) {
 		hnsw_pair cur = c->cand[0];
+		bool skim;
 		const char *rec;
 		const uint32_t *ids;
 		uint32_t n, nu = 0;
@@ -401,6 +444,8 @@ static int search_base(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, u
 		ids = (const uint32_t *) (rec + h->off_links0);
 		if (n > maxn)
 			n = maxn;
+		/* the sketch may skip candidates only while the result list is full (hnsw_sketch.c) */
+		skim = q->sa && c->ntop == ef;
 		for (uint32_t j = 0; j < n; j++) {
 			uint32_t id = ids[j];
 
@@ -408,11 +453,13 @@ static int search_base(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, u
 				continue;
 			vis[id] = tag;
 			u[nu++] = id;
-			_mm_prefetch(hnsw_rec(h, id), _MM_HINT_T0);
+			_mm_prefetch(hnsw_rec(h, id) + (skim ? h->off_sk : 0), _MM_HINT_T0);
 		}
 		rc = grow(&c->cand, &c->capcand, c->ncand + nu + 1);
 		if (rc)
 			return rc;
+		if (skim)
+			nu = skim_hop(h, q, u, nu, lb, &ndist);
 		const bool hop = prefetch_hop(h, u, nu);
 		for (uint32_t j = 0; j < nu; j++) {
 			uint32_t id = u[j];
@@ -495,6 +542,7 @@ int hnsw_search_n(const hnsw *h, const float *qv, size_t k, unsigned ef, uint32_
 		return rc;
 	c->ndist = 0;
 	hnsw_prepare_query(h, c, qv, &q);
+	hnsw_sketch_prepare(h, c, &q);
 	ep = (uint32_t) e;
 	epd = h->qdist(&q, hnsw_rec(h, ep), h->dim);
 	c->ndist++;

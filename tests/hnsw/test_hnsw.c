@@ -741,6 +741,121 @@ static void test_exact8_add(void **state)
 	cv_dataset_free(ds);
 }
 
+/* A graph of ds (1 thread, seed 3), with the sketch or without (COLDSTUDY_HNSW_SKETCH=0). */
+static hnsw *build_sketch(const cv_dataset *ds, bool sketch)
+{
+	hnsw_params p = {.m = 8, .ef_construction = 64, .metric = CV_METRIC_L2, .seed = 3};
+	hnsw *h = NULL;
+
+	if (!sketch)
+		setenv("COLDSTUDY_HNSW_SKETCH", "0", 1);
+	assert_int_equal(hnsw_new(ds->d, &p, ds->n, &h), 0);
+	unsetenv("COLDSTUDY_HNSW_SKETCH");
+	assert_int_equal(hnsw_build(h, ds->data, ds->n, 1, NULL, NULL), 0);
+	assert_int_equal(h->sk_on, sketch ? 1 : 0);
+	return h;
+}
+
+/*
+ * The sketch's bound at every kernel level: for each (query, node) pair a
+ * list worst lb just above the float32 distance d_f is never ruled out (a
+ * skip there would change results), and at lb = 0.95 d_f most pairs are
+ * (or the sketch would buy nothing). Queries include a far one and one
+ * with a huge coordinate, for which the sketch turns itself off.
+ */
+static void test_sketch_bound(void **state)
+{
+	cv_dataset *ds = synth(1500, 45, 21), *qs = synth(40, 45, 22);
+	const char *levels[] = {"scalar", "avx2", "avx512"};
+	hnsw *h = build_sketch(ds, true);
+	hnsw_ctx *c = NULL;
+	size_t pairs = 0, ruled = 0;
+
+	(void) state;
+	assert_int_equal(h->sk_bytes, 64);
+	assert_int_equal(hnsw_ctx_get(h, &c), 0);
+	for (size_t qi = 0; qi < qs->n + 2; qi++) {
+		float qv[45];
+		hnsw_query q;
+
+		memcpy(qv, cv_row(qs, qi < qs->n ? qi : 0), sizeof(qv));
+		if (qi == qs->n)
+			for (int j = 0; j < 45; j++)
+				qv[j] = qv[j] * 50 + 7;
+		if (qi == qs->n + 1)
+			qv[3] = 3e20f;
+		hnsw_prepare_query(h, c, qv, &q);
+		hnsw_sketch_prepare(h, c, &q);
+		if (qi == qs->n + 1) {
+			assert_null(q.sa);
+			continue;
+		}
+		assert_non_null(q.sa);
+		for (int l = 0; l < 3; l++) {
+			hnsw_sketch_fn k = hnsw_sketch_kernel(levels[l]);
+
+			if (!k)
+				continue;
+			for (uint32_t i = 0; i < hnsw_count(h); i += 7) {
+				const char *r = hnsw_rec(h, i);
+				double sv = k(q.sa, (const uint8_t *) r + h->off_sk, h->sk_bytes);
+				float d = h->qdist(&q, r, h->dim);
+
+				assert_true(sv < hnsw_sketch_threshold(h, &q, nextafterf(d, INFINITY)));
+				pairs++;
+				ruled += sv >= hnsw_sketch_threshold(h, &q, 0.95f * d);
+			}
+		}
+	}
+	print_message("sketch: %zu of %zu pairs ruled out at 0.95 of their distance\n", ruled, pairs);
+	assert_true(ruled * 10 >= pairs * 9);
+	hnsw_ctx_put(h, c);
+	hnsw_free(h);
+	cv_dataset_free(ds);
+	cv_dataset_free(qs);
+}
+
+/*
+ * The sketch changes no result: graphs with and without it have the same
+ * links and find the same labels at the same distance bits, for queries
+ * near, far and equal to stored rows; after a save and load (the sketch
+ * is encoded again); and after adds outside the build's range, which
+ * widen its bound (rmax grows) rather than break it.
+ */
+static void test_sketch_graph(void **state)
+{
+	cv_dataset *ds = synth(3000, 40, 31), *qs = synth(80, 40, 32);
+	hnsw *hs = build_sketch(ds, true), *hf = build_sketch(ds, false), *ls = NULL;
+	char path[4096];
+	cv_err e = {{0}};
+	uint64_t r0, r1;
+	float v[40];
+
+	(void) state;
+	assert_same_graph(hs, hf, qs);
+	assert_same_graph(hs, hf, ds);
+	snprintf(path, sizeof(path), "%s/sketch.bin", tmpdir);
+	assert_int_equal(hnsw_save(hs, path), 0);
+	assert_int_equal(hnsw_load(path, &ls, &e), 0);
+	assert_int_equal(ls->sk_on, 1);
+	assert_same_graph(ls, hf, qs);
+	r0 = __atomic_load_n(&hs->sk_rmax, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < 20; i++) {
+		memcpy(v, cv_row(ds, i), sizeof(v));
+		v[i % 40] = (i & 1 ? -1 : 1) * 1e3f;
+		assert_int_equal(hnsw_add(hs, v, 10000 + i), 0);
+		assert_int_equal(hnsw_add(hf, v, 10000 + i), 0);
+	}
+	r1 = __atomic_load_n(&hs->sk_rmax, __ATOMIC_RELAXED);
+	assert_true(r1 > r0);
+	assert_same_graph(hs, hf, qs);
+	hnsw_free(hs);
+	hnsw_free(hf);
+	hnsw_free(ls);
+	cv_dataset_free(ds);
+	cv_dataset_free(qs);
+}
+
 /* /proc/vmstat's thp_fault_fallback: huge-page faults the kernel served with 4 KiB pages. */
 static long thp_fallbacks(void)
 {
@@ -812,6 +927,8 @@ int main(void)
 		cmocka_unit_test(test_exact8_graph),
 		cmocka_unit_test(test_exact8_add),
 		cmocka_unit_test(test_huge_pages),
+		cmocka_unit_test(test_sketch_bound),
+		cmocka_unit_test(test_sketch_graph),
 	};
 
 	if (!mkdtemp(tmpdir))
