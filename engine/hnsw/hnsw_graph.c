@@ -124,6 +124,7 @@ void hnsw_free(hnsw *h)
 	free(h->q_scale);
 	free(h->q_w);
 	free(h->sk_lo);
+	free(h->sk_perm);
 	pthread_mutex_destroy(&h->alloc_lock);
 	pthread_mutex_destroy(&h->top_lock);
 	pthread_mutex_destroy(&h->pool_lock);

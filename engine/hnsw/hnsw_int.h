@@ -63,12 +63,12 @@ typedef struct hnsw_query {
 	const float *a; /* float32: the (normalised) query; quant8: transformed */
 	const float *w; /* quant8 L2: per-dimension weights (scale^2) */
 	float cst;      /* quant8: the constant part of the distance */
-	const float *sa; /* the sketch's query (hnsw_sketch.c), NULL when it is off */
+	const int16_t *sa; /* the sketch's query (hnsw_sketch.c), NULL when it is off */
 	double sk_e;     /* the bound on sa's rounding */
 } hnsw_query;
 
 struct hnsw;
-typedef float (*hnsw_sketch_fn)(const float *a, const uint8_t *c, size_t nb);
+typedef uint64_t (*hnsw_sketch_fn)(const int16_t *a, const uint8_t *c, size_t nb, uint64_t limit);
 typedef float (*hnsw_qdist_fn)(const hnsw_query *q, const void *v, size_t d);
 typedef float (*hnsw_ndist_fn)(const struct hnsw *h, const void *a, const void *b);
 
@@ -87,7 +87,7 @@ typedef struct hnsw_ctx {
 	hnsw_pair *top;  /* max-heap, at most ef + 1 */
 	size_t ntop, captop;
 	float *qbuf;     /* the prepared query (dim floats) */
-	float *sbuf;     /* the sketch's query (sk_bytes floats, 64-aligned), NULL without */
+	int16_t *sbuf;   /* the sketch's query (sk_bytes values, 64-aligned), NULL without */
 	uint32_t *links; /* a copied link list (2m) */
 	hnsw_pair *sel;  /* heuristic scratch */
 	size_t capsel;
@@ -139,6 +139,7 @@ struct hnsw {
 
 	/* the sketch: x ~ sk_lo + sk_s * code; sk_rmax: a double's bits, >= every |x - decoded| */
 	float *sk_lo;
+	uint32_t *sk_perm;  /* code k is dimension sk_perm[k]: falling variance */
 	double sk_s;
 	uint64_t sk_rmax;   /* (atomic) */
 	int sk_on;          /* range set and every node encoded */

@@ -106,7 +106,7 @@ int hnsw_ctx_get(const struct hnsw *h, hnsw_ctx **out)
 		if (!c->cand || !c->top || !c->sel || !c->qbuf || !c->links || !c->lsel)
 			goto fail;
 		if (h->off_sk) {
-			c->sbuf = aligned_alloc(64, (h->sk_bytes * sizeof(float) + 63) / 64 * 64);
+			c->sbuf = aligned_alloc(64, (h->sk_bytes * sizeof(int16_t) + 63) / 64 * 64);
 			if (!c->sbuf)
 				goto fail;
 		}
@@ -218,6 +218,7 @@ void hnsw_unlock(hnsw_hdr *hd)
  */
 #define PF_LINES 8
 #define HOP_LINES 16
+#define SK_PF_LINES 4 /* a sketch's first two kernel blocks: most candidates stop there */
 
 __attribute__((always_inline)) static inline void prefetch_rest(const struct hnsw *h, uint32_t id)
 {
@@ -368,23 +369,29 @@ __attribute__((always_inline)) static inline uint32_t skim_hop(const struct hnsw
 {
 	const hnsw_sketch_fn kern = h->skern;
 	const double thr = hnsw_sketch_threshold(h, q, lb);
-	const size_t lines = (h->sk_bytes + 63) / 64;
+	/* the smallest integer sum >= thr (the kernels' sums are exact integers) */
+	const uint64_t limit = thr < 0x1p63 ? (uint64_t) ceil(thr) : UINT64_MAX;
+	const size_t lines = (h->sk_bytes + 63) / 64, vl = (h->vec_bytes + 63) / 64;
+	const size_t vlines = vl <= HOP_LINES ? vl : PF_LINES; /* as prefetch_hop, prefetch_rest */
 	uint32_t nk = 0;
 
 	for (uint32_t j = 0; j < nu; j++) {
 		const char *r = hnsw_rec(h, u[j]) + h->off_sk;
 
-		for (size_t l = 1; l < lines && l < HOP_LINES; l++)
+		for (size_t l = 1; l < lines && l < SK_PF_LINES; l++)
 			_mm_prefetch(r + 64 * l, _MM_HINT_T2);
 	}
 	for (uint32_t j = 0; j < nu; j++) {
 		const char *r = hnsw_rec(h, u[j]);
 
-		if ((double) kern(q->sa, (const uint8_t *) r + h->off_sk, h->sk_bytes) >= thr) {
+		if (kern(q->sa, (const uint8_t *) r + h->off_sk, h->sk_bytes, limit) >= limit) {
 			(*ndist)++;
 			continue;
 		}
+		/* its float32 vector is scored next: start every line now, behind the other codes */
 		_mm_prefetch(r, _MM_HINT_T0);
+		for (size_t l = 1; l < vlines; l++)
+			_mm_prefetch(r + 64 * l, _MM_HINT_T1);
 		u[nk++] = u[j];
 	}
 	return nk;
@@ -460,7 +467,7 @@ static int search_base(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, u
 			return rc;
 		if (skim)
 			nu = skim_hop(h, q, u, nu, lb, &ndist);
-		const bool hop = prefetch_hop(h, u, nu);
+		const bool hop = (skim && h->vec_bytes <= 64 * HOP_LINES) || prefetch_hop(h, u, nu);
 		for (uint32_t j = 0; j < nu; j++) {
 			uint32_t id = u[j];
 			float d;

@@ -42,66 +42,96 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- kernels: S = sum (a_j - c_j)^2 over nb (a multiple of 32) values ---- */
+/*
+ * ---- kernels: S = sum (a_j - 4 c_j)^2 over nb (a multiple of 32) values ----
+ * Integers throughout, so S is exact and every level returns the same
+ * value: a_j is the query's 4 a'_j rounded, with a' clamped to -255..510
+ * (hnsw_sketch_prepare), so a term is at most 2040^2 and a 32-bit lane of
+ * the SIMD kernels adds at most nb / 32 pairs of them: under 2^31 for
+ * nb <= 8,192 (hnsw_sketch_wanted). Every term is >= 0, so a partial
+ * sum that reaches limit proves the whole one does: the kernels stop at
+ * the first SK_BLOCK boundary where it has (the codes are stored in order
+ * of falling variance, so that comes early), and return a value >= limit
+ * exactly when the whole sum is.
+ */
+#define SK_BLOCK 128
 
-/* Eight lanes, so its chains are no longer than the SIMD kernels' bound assumes. */
-static float sk_l2_scalar(const float *a, const uint8_t *c, size_t nb)
+static uint64_t sk_l2_scalar(const int16_t *a, const uint8_t *c, size_t nb, uint64_t limit)
 {
-	float lanes[8] = {0};
+	uint64_t s = 0;
 
 	for (size_t i = 0; i < nb; i++) {
-		float t = a[i] - (float) c[i];
+		int32_t t = (int32_t) a[i] - 4 * (int32_t) c[i];
 
-		lanes[i & 7] = fmaf(t, t, lanes[i & 7]);
+		s += (uint64_t) (t * t);
+		if ((i & (SK_BLOCK - 1)) == SK_BLOCK - 1 && s >= limit)
+			break;
 	}
-	return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-	       ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+	return s;
 }
 
-__attribute__((target("avx2,fma"))) static inline __m256 sk_step_avx2(__m256 acc, const float *a,
-								       const uint8_t *c)
+__attribute__((target("avx2"))) static inline __m256i sk_step_avx2(__m256i acc, const int16_t *a,
+								    const uint8_t *c)
 {
-	__m256 x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) c)));
-	__m256 t = _mm256_sub_ps(_mm256_load_ps(a), x);
+	__m256i x = _mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_load_si128((const __m128i *) c)), 2);
+	__m256i t = _mm256_sub_epi16(_mm256_load_si256((const __m256i *) a), x);
 
-	return _mm256_fmadd_ps(t, t, acc);
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(t, t));
 }
 
-__attribute__((target("avx2,fma"))) static float sk_l2_avx2(const float *a, const uint8_t *c,
-							     size_t nb)
+/* The sum of s's 32-bit lanes, each under 2^31. */
+__attribute__((target("avx2"))) static inline uint64_t sk_sum_avx2(__m256i s)
 {
-	__m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+	__m256i w = _mm256_add_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(s)),
+				     _mm256_cvtepu32_epi64(_mm256_extracti128_si256(s, 1)));
+	__m128i v = _mm_add_epi64(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+
+	return (uint64_t) _mm_cvtsi128_si64(v) + (uint64_t) _mm_extract_epi64(v, 1);
+}
+
+__attribute__((target("avx2"))) static uint64_t sk_l2_avx2(const int16_t *a, const uint8_t *c,
+							    size_t nb, uint64_t limit)
+{
+	__m256i s0 = _mm256_setzero_si256(), s1 = s0;
 
 	for (size_t i = 0; i < nb; i += 32) {
 		s0 = sk_step_avx2(s0, a + i, c + i);
-		s1 = sk_step_avx2(s1, a + i + 8, c + i + 8);
-		s2 = sk_step_avx2(s2, a + i + 16, c + i + 16);
-		s3 = sk_step_avx2(s3, a + i + 24, c + i + 24);
-	}
-	__m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
-	__m128 o = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-	__m128 p = _mm_add_ps(o, _mm_movehl_ps(o, o));
+		s1 = sk_step_avx2(s1, a + i + 16, c + i + 16);
+		if (((i + 32) & (SK_BLOCK - 1)) == 0 && i + 32 < nb) {
+			uint64_t v = sk_sum_avx2(_mm256_add_epi32(s0, s1));
 
-	return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
+			if (v >= limit)
+				return v;
+		}
+	}
+	return sk_sum_avx2(_mm256_add_epi32(s0, s1));
 }
 
-__attribute__((target("avx512f"))) static float sk_l2_avx512(const float *a, const uint8_t *c,
-							      size_t nb)
+__attribute__((target("avx512f,avx512bw"))) static uint64_t sk_l2_avx512(const int16_t *a,
+									    const uint8_t *c,
+									    size_t nb,
+									    uint64_t limit)
 {
-	__m512 s0 = _mm512_setzero_ps(), s1 = s0;
+	__m512i s0 = _mm512_setzero_si512();
 
 	for (size_t i = 0; i < nb; i += 32) {
-		__m512 x0 = _mm512_cvtepi32_ps(
-			_mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *) (c + i))));
-		__m512 x1 = _mm512_cvtepi32_ps(
-			_mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *) (c + i + 16))));
-		__m512 t0 = _mm512_sub_ps(_mm512_load_ps(a + i), x0);
-		__m512 t1 = _mm512_sub_ps(_mm512_load_ps(a + i + 16), x1);
+		__m512i x = _mm512_slli_epi16(
+			_mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *) (c + i))), 2);
+		__m512i t = _mm512_sub_epi16(_mm512_load_si512((const void *) (a + i)), x);
 
-		s0 = _mm512_fmadd_ps(t0, t0, s0);
-		s1 = _mm512_fmadd_ps(t1, t1, s1);
+		s0 = _mm512_add_epi32(s0, _mm512_madd_epi16(t, t));
+		if (((i + 32) & (SK_BLOCK - 1)) == 0 && i + 32 < nb) {
+			uint64_t v = (uint64_t) _mm512_reduce_add_epi64(
+				_mm512_add_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(s0)),
+						 _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(s0, 1))));
+
+			if (v >= limit)
+				return v;
+		}
 	}
-	return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+	return (uint64_t) _mm512_reduce_add_epi64(
+		_mm512_add_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(s0)),
+				 _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(s0, 1))));
 }
 
 static hnsw_sketch_fn sk_best;
@@ -110,9 +140,9 @@ static pthread_once_t sk_once = PTHREAD_ONCE_INIT;
 static void sk_init(void)
 {
 	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx512f"))
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
 		sk_best = sk_l2_avx512;
-	else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+	else if (__builtin_cpu_supports("avx2"))
 		sk_best = sk_l2_avx2;
 	else
 		sk_best = sk_l2_scalar;
@@ -126,9 +156,10 @@ hnsw_sketch_fn hnsw_sketch_kernel(const char *level)
 	if (!strcmp(level, "scalar"))
 		return sk_l2_scalar;
 	__builtin_cpu_init();
-	if (!strcmp(level, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+	if (!strcmp(level, "avx2") && __builtin_cpu_supports("avx2"))
 		return sk_l2_avx2;
-	if (!strcmp(level, "avx512") && __builtin_cpu_supports("avx512f"))
+	if (!strcmp(level, "avx512") && __builtin_cpu_supports("avx512f") &&
+	    __builtin_cpu_supports("avx512bw"))
 		return sk_l2_avx512;
 	return NULL;
 }
@@ -139,8 +170,7 @@ bool hnsw_sketch_wanted(size_t dim, int metric)
 {
 	const char *env = getenv("COLDSTUDY_HNSW_SKETCH");
 
-	(void) dim;
-	return metric == CV_METRIC_L2 && !(env && !strcmp(env, "0"));
+	return metric == CV_METRIC_L2 && dim <= 8192 && !(env && !strcmp(env, "0"));
 }
 
 /* Raise rmax to r (a CAS loop on the bits: positive doubles order as integers). */
@@ -161,17 +191,18 @@ void hnsw_sketch_encode(struct hnsw *h, const float *x, uint32_t id)
 	const double s = h->sk_s;
 	double r2 = 0;
 
-	for (size_t j = 0; j < h->dim; j++) {
+	for (size_t k = 0; k < h->dim; k++) {
+		const uint32_t j = h->sk_perm[k];
 		double t = ((double) x[j] - h->sk_lo[j]) / s, e;
 
 		if (!isfinite(t)) { /* a later add's NaN or infinity: no bound from here on */
-			c[j] = 0;
+			c[k] = 0;
 			r2 = INFINITY;
 			continue;
 		}
 		t = nearbyint(t);
-		c[j] = t < 0 ? 0 : t > 255 ? 255 : (uint8_t) t;
-		e = ((double) x[j] - h->sk_lo[j]) - s * c[j];
+		c[k] = t < 0 ? 0 : t > 255 ? 255 : (uint8_t) t;
+		e = ((double) x[j] - h->sk_lo[j]) - s * c[k];
 		r2 += e * e;
 	}
 	memset(c + h->dim, 0, h->sk_bytes - h->dim);
@@ -179,35 +210,63 @@ void hnsw_sketch_encode(struct hnsw *h, const float *x, uint32_t id)
 	raise_rmax(h, sqrt(r2) * (1 + 0x1p-30) + s * sqrt((double) h->dim) * 0x1p-30);
 }
 
+/* A dimension and its spread, for ordering the codes. */
+typedef struct dim_var {
+	double v;
+	uint32_t j;
+} dim_var;
+
+/* qsort's order: higher spread first, then lower index. */
+static int by_variance(const void *x, const void *y)
+{
+	const dim_var *a = x, *b = y;
+
+	if (a->v != b->v)
+		return a->v > b->v ? -1 : 1;
+	return a->j < b->j ? -1 : a->j > b->j;
+}
+
 int hnsw_sketch_init(struct hnsw *h, const float *data, size_t n)
 {
-	const size_t d = h->dim;
-	double span = 0;
+	const size_t d = h->dim, rows = data ? n : h->count;
+	double span = 0, *sum;
+	dim_var *ord;
 	float *hi;
 
 	if (!h->off_sk || h->sk_on)
 		return 0;
 	if (!h->sk_lo) {
 		h->sk_lo = malloc(d * sizeof(float));
-		if (!h->sk_lo)
-			return -ENOMEM;
+		h->sk_perm = malloc(d * sizeof(uint32_t));
+		if (!h->sk_lo || !h->sk_perm)
+			return -ENOMEM; /* hnsw_free frees them */
 	}
 	hi = malloc(d * sizeof(float));
-	if (!hi)
+	sum = calloc(d, sizeof(double));
+	ord = calloc(d, sizeof(dim_var));
+	if (!hi || !sum || !ord) {
+		free(hi);
+		free(sum);
+		free(ord);
 		return -ENOMEM;
+	}
 	for (size_t j = 0; j < d; j++) {
 		h->sk_lo[j] = INFINITY;
 		hi[j] = -INFINITY;
 	}
 	/* the range: of data (a build's batch, before any node) or of the nodes (a load) */
-	for (size_t i = 0, rows = data ? n : h->count; i < rows; i++) {
+	for (size_t i = 0; i < rows; i++) {
 		const float *x = data ? data + i * d : (const float *) hnsw_rec(h, (uint32_t) i);
 
 		for (size_t j = 0; j < d; j++) {
 			if (!isfinite(x[j])) {
 				free(hi);
+				free(sum);
+				free(ord);
 				return 0; /* no sketch: the bound needs finite values */
 			}
+			sum[j] += x[j];
+			ord[j].v += (double) x[j] * x[j];
 			if (x[j] < h->sk_lo[j])
 				h->sk_lo[j] = x[j];
 			if (x[j] > hi[j])
@@ -219,8 +278,16 @@ int hnsw_sketch_init(struct hnsw *h, const float *data, size_t n)
 			h->sk_lo[j] = hi[j] = 0;
 		if ((double) hi[j] - h->sk_lo[j] > span)
 			span = (double) hi[j] - h->sk_lo[j];
+		/* n times the variance: only the order matters */
+		ord[j].v -= rows ? sum[j] * sum[j] / (double) rows : 0;
+		ord[j].j = (uint32_t) j;
 	}
+	qsort(ord, d, sizeof(*ord), by_variance);
+	for (size_t k = 0; k < d; k++)
+		h->sk_perm[k] = ord[k].j;
 	free(hi);
+	free(sum);
+	free(ord);
 	/* one step for all dimensions, rounded up to a float so the codes of the range fit */
 	h->sk_s = span > 0 && isfinite(span) ? (double) nextafterf((float) (span / 255), INFINITY) : 1.0;
 	if (!isfinite(h->sk_s) || h->sk_s < 0x1p-100) /* too small or too wide to bound */
@@ -237,23 +304,33 @@ int hnsw_sketch_init(struct hnsw *h, const float *data, size_t n)
 void hnsw_sketch_prepare(const struct hnsw *h, hnsw_ctx *c, hnsw_query *q)
 {
 	const size_t d = h->dim;
-	double n2 = 0;
-	float *a = c->sbuf;
+	double e2 = 0, n2 = 0;
+	int16_t *a = c->sbuf;
 
 	q->sa = NULL;
 	if (!h->sk_on || !a)
 		return;
-	for (size_t j = 0; j < d; j++) {
-		double t = ((double) q->a[j] - h->sk_lo[j]) / h->sk_s;
+	for (size_t k = 0; k < d; k++) {
+		const uint32_t j = h->sk_perm[k];
+		double t = ((double) q->a[j] - h->sk_lo[j]) / h->sk_s, r;
 
-		if (!(fabs(t) < 1e15)) /* non-finite or huge: the float sums could overflow */
+		if (!isfinite(t))
 			return;
-		a[j] = (float) t;
-		n2 += (double) a[j] * a[j];
+		/*
+		 * The codes lie in 0..255, so clamping t to a wider range moves
+		 * it no further from any of them (the kernels' sums stay in
+		 * range); then to a quarter step.
+		 */
+		t = t < -255 ? -255 : t > 510 ? 510 : t;
+		r = nearbyint(4 * t);
+		a[k] = (int16_t) r;
+		e2 += (t - r / 4) * (t - r / 4);
+		n2 += t * t;
 	}
-	memset(a + d, 0, (h->sk_bytes - d) * sizeof(float));
+	memset(a + d, 0, (h->sk_bytes - d) * sizeof(int16_t));
 	q->sa = a;
-	q->sk_e = sqrt(n2) * 0x1p-23 + 0x1p-100;
+	/* |clamped a' - a/4|, its double rounding padded */
+	q->sk_e = sqrt(e2) * (1 + 0x1p-30) + sqrt(n2) * 0x1p-40;
 }
 
 double hnsw_sketch_threshold(const struct hnsw *h, const hnsw_query *q, float lb)
@@ -265,5 +342,5 @@ double hnsw_sketch_threshold(const struct hnsw *h, const hnsw_query *q, float lb
 	if (!(lb > 0x1p-100f)) /* tiny (subnormal sums lose the relative bound) or NaN */
 		return INFINITY;
 	r = (sqrt((double) lb / (1 - 0x1p-9)) + rmax) / h->sk_s + q->sk_e;
-	return r * r / (1 - 0x1p-9) * (1 + 0x1p-30);
+	return 16 * r * r * (1 + 0x1p-30);
 }

@@ -760,30 +760,33 @@ static hnsw *build_sketch(const cv_dataset *ds, bool sketch)
  * The sketch's bound at every kernel level: for each (query, node) pair a
  * list worst lb just above the float32 distance d_f is never ruled out (a
  * skip there would change results), and at lb = 0.95 d_f most pairs are
- * (or the sketch would buy nothing). Queries include a far one and one
- * with a huge coordinate, for which the sketch turns itself off.
+ * (or the sketch would buy nothing); every level's sum is the same integer.
+ * Queries include a far one, one with a huge coordinate and one with a
+ * NaN, for which the sketch turns itself off.
  */
 static void test_sketch_bound(void **state)
 {
-	cv_dataset *ds = synth(1500, 45, 21), *qs = synth(40, 45, 22);
+	cv_dataset *ds = synth(1500, 300, 21), *qs = synth(40, 300, 22);
 	const char *levels[] = {"scalar", "avx2", "avx512"};
 	hnsw *h = build_sketch(ds, true);
 	hnsw_ctx *c = NULL;
 	size_t pairs = 0, ruled = 0;
 
 	(void) state;
-	assert_int_equal(h->sk_bytes, 64);
+	assert_int_equal(h->sk_bytes, 320); /* 300 rounded up: three kernel blocks, the last short */
 	assert_int_equal(hnsw_ctx_get(h, &c), 0);
-	for (size_t qi = 0; qi < qs->n + 2; qi++) {
-		float qv[45];
+	for (size_t qi = 0; qi < qs->n + 3; qi++) {
+		float qv[300];
 		hnsw_query q;
 
 		memcpy(qv, cv_row(qs, qi < qs->n ? qi : 0), sizeof(qv));
 		if (qi == qs->n)
-			for (int j = 0; j < 45; j++)
+			for (int j = 0; j < 300; j++)
 				qv[j] = qv[j] * 50 + 7;
 		if (qi == qs->n + 1)
-			qv[3] = 3e20f;
+			qv[3] = NAN;
+		if (qi == qs->n + 2)
+			qv[3] = 3e20f; /* clamped to the codes' range: the bound still holds */
 		hnsw_prepare_query(h, c, qv, &q);
 		hnsw_sketch_prepare(h, c, &q);
 		if (qi == qs->n + 1) {
@@ -796,14 +799,24 @@ static void test_sketch_bound(void **state)
 
 			if (!k)
 				continue;
-			for (uint32_t i = 0; i < hnsw_count(h); i += 7) {
+			for (uint32_t i = 0; i < hnsw_count(h); i += 11) {
 				const char *r = hnsw_rec(h, i);
-				double sv = k(q.sa, (const uint8_t *) r + h->off_sk, h->sk_bytes);
+				const uint8_t *cd = (const uint8_t *) r + h->off_sk;
+				uint64_t sv = k(q.sa, cd, h->sk_bytes, UINT64_MAX);
 				float d = h->qdist(&q, r, h->dim);
 
-				assert_true(sv < hnsw_sketch_threshold(h, &q, nextafterf(d, INFINITY)));
+				/* integers: every level's sum is the scalar one's */
+				assert_int_equal(sv, hnsw_sketch_kernel("scalar")(q.sa, cd, h->sk_bytes,
+										  UINT64_MAX));
+				/* stopped early: at or past the limit exactly when the sum is */
+				for (uint64_t lim = sv / 4 + 1; lim < 2 * sv + 2; lim += sv / 3 + 1)
+					assert_true((k(q.sa, cd, h->sk_bytes, lim) >= lim) == (sv >= lim));
+
+				assert_true((double) sv < hnsw_sketch_threshold(h, &q, nextafterf(d, INFINITY)));
+				if (qi >= qs->n)
+					continue; /* far or clamped: sound, and weak on purpose */
 				pairs++;
-				ruled += sv >= hnsw_sketch_threshold(h, &q, 0.95f * d);
+				ruled += (double) sv >= hnsw_sketch_threshold(h, &q, 0.95f * d);
 			}
 		}
 	}
