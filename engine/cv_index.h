@@ -56,8 +56,9 @@ CV_API size_t cv_index_dim(const cv_index *ix);
 CV_API size_t cv_index_count(const cv_index *ix);
 CV_API cv_metric cv_index_metric(const cv_index *ix);
 /*
- * How an in-memory index holds its vectors ("float32", "quant8", or
- * "exact8": bytes for whole-number data, lossless); NULL for kinds that
+ * How an in-memory index holds its vectors ("float32", "float32+sketch8":
+ * float32 with a byte sketch that only skips what the search rejects,
+ * "quant8", or "exact8": bytes for whole-number data, lossless); NULL for kinds that
  * read them from disk. Borrowed, static.
  */
 CV_API const char *cv_index_storage(const cv_index *ix);

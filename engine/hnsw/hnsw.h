@@ -120,7 +120,7 @@ int hnsw_node_deleted(const hnsw *h, uint32_t node);
 /* The distance kernel set in use: "scalar", "avx2" or "avx512". */
 const char *hnsw_kernels(void);
 
-/* How the graph stores a vector: "float32", "quant8" or "exact8" (bytes, see above). */
+/* How the graph stores a vector: "float32", "float32+sketch8" (hnsw_sketch.c), "quant8" or "exact8" (bytes, see above). */
 const char *hnsw_storage(const hnsw *h);
 
 #endif

@@ -415,7 +415,9 @@ const float *hnsw_node_vector(const hnsw *h, uint32_t node, float *buf)
 
 const char *hnsw_storage(const hnsw *h)
 {
-	return h->vtype == HNSW_V_F32 ? "float32" : h->vtype == HNSW_V_Q8 ? "quant8" : "exact8";
+	if (h->vtype == HNSW_V_F32)
+		return h->sk_on ? "float32+sketch8" : "float32"; /* hnsw_sketch.c */
+	return h->vtype == HNSW_V_Q8 ? "quant8" : "exact8";
 }
 
 bool hnsw_may_narrow(const hnsw_params *p)

@@ -4,35 +4,41 @@
  * vectors, while every result stays the float32 search's, bit for bit.
  *
  * What it is. Each record holds, beside its float32 vector, one byte per
- * dimension: c_j = round((x_j - lo_j) / s), so that x ~ lo + s c (lo per
- * dimension, one step s for all). A search compares the query against
- * the codes first (a quarter of the bytes: 13 cache lines of fashion-mnist
- * instead of 49, 2 of a 128-d vector instead of 8) and scores the float32
- * vector only when the bound cannot rule the candidate out.
+ * dimension: c_k = round((x_j - lo_j) / s) for j = perm[k], so that
+ * x ~ lo + s c (lo per dimension, one step s for all, the dimensions in
+ * order of falling variance). A search compares the query against the
+ * codes first (a quarter of the bytes: 13 cache lines of fashion-mnist
+ * instead of 49, 2 of a 128-d vector instead of 8, and most candidates
+ * are ruled out within the first 128 codes) and scores the float32 vector
+ * only when the bound cannot rule the candidate out.
  *
  * Why no result changes. A candidate may be skipped only when the
  * float32 kernel would have rejected it too: the result list is full and
- * its float32 distance d_f would be >= the list's worst, lb. With
- * D = |a - x| (real numbers), R = |a - (lo + s c)| and r >= |x - (lo + s c)|
- * for every node (rmax, measured exactly in double when each node is
- * encoded), the triangle inequality gives D >= R - rmax. The sketch kernel
- * returns S, a float sum of (a'_j - c_j)^2 with a'_j = (a_j - lo_j) / s
- * rounded to float; its rounding is bounded (FMA chains of at most d / 8
- * + 8 steps: relative error under 2^-10 for d <= 65,536), and so is a'
- * (absolute E = 2^-23 |a'|). sketch_threshold() turns lb into the S above
- * which D^2 (1 - 2^-9) >= lb is proven; the float32 kernel's own error (a
- * chain of d / 64 + 6 adds, under 2^-12) then gives d_f >= lb. So a skip
- * is exactly a candidate the float32 search would have dropped, and the
- * heaps see the same pushes in the same order.
+ * its float32 distance d_f would be >= the list's worst, lb. In real
+ * numbers, with D = |a - x| and rmax >= |x - (lo + s c)| for every node
+ * (measured in double as each node is encoded, padded for its rounding),
+ * the triangle inequality gives D >= |a - (lo + s c)| - rmax. The query
+ * side a' = (a - lo) / s is clamped to -255..510 (which moves it no
+ * further from codes in 0..255) and rounded to quarter steps q; E bounds
+ * |a' - q|, measured per query. The kernel's sum S = sum (4 q_k - 4 c_k)^2
+ * is an exact integer, so |a - x| >= s (sqrt(S) / 4 - E) - rmax with no
+ * rounding of the kernel's own. hnsw_sketch_threshold() turns lb into the
+ * S at or above which D^2 (1 - 2^-9) >= lb is proven; the float32
+ * kernel's error (a chain of d / 64 + 6 adds of terms >= 0: under 2^-12
+ * relative) then gives d_f >= lb. So a skip is exactly a candidate the
+ * float32 search would have dropped, and the heaps see the same pushes in
+ * the same order (tests hnsw-unit test_sketch_bound, test_sketch_graph).
  *
- * Where it is off: metrics other than L2 (the bound is L2's), graphs held
- * as exact bytes or quant8 (they read bytes already), graphs grown one
- * add at a time from empty (HFresh's centroids: no range to encode with),
- * vectors or queries with a non-finite value, and
- * COLDSTUDY_HNSW_SKETCH=0 in the environment (records laid out without
- * it, to measure what it buys). It costs round_up(d, 32) bytes a node
- * (a quarter more memory) and is not written to files: a load encodes it
- * again from the vectors (about 0.1 s for fashion-mnist).
+ * Where it is off: metrics other than L2 (the bound is L2's), more than
+ * 8,192 dimensions (the kernels' 32-bit lanes), graphs held as exact
+ * bytes or quant8 (they read bytes already), graphs grown one add at a
+ * time from empty (HFresh's centroids: no range to encode with), vectors
+ * with a non-finite value (a later add with one turns the bound off),
+ * queries with one, and COLDSTUDY_HNSW_SKETCH=0 in the environment
+ * (records laid out without it, to measure what it buys). It costs
+ * round_up(d, 32) bytes a node (a quarter more memory) and is not written
+ * to files: a load encodes it again from the vectors (about 0.2 s for
+ * fashion-mnist).
  */
 #include "hnsw_int.h"
 

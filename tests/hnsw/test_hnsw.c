@@ -648,7 +648,8 @@ static void test_exact8_graph(void **state)
 		assert_int_equal(hnsw_new(ds->d, &p, ds->n, &hf), 0);
 		assert_int_equal(hnsw_build(hf, ds->data, ds->n, 1, NULL, NULL), 0);
 		assert_string_equal(hnsw_storage(hb), "exact8");
-		assert_string_equal(hnsw_storage(hf), "float32");
+		assert_string_equal(hnsw_storage(hf),
+				    metrics[mi] == CV_METRIC_L2 ? "float32+sketch8" : "float32");
 		assert_same_graph(hb, hf, qs);
 		assert_same_graph(hb, hf, ds); /* stored rows as queries: distance 0 ties */
 
@@ -686,7 +687,7 @@ static void test_exact8_graph(void **state)
 		assert_string_equal(hnsw_storage(hq), "quant8");
 		ds->data[2499 * 40 + 39] += 0.5f;
 		hx = build(ds, CV_METRIC_L2, 0, 2);
-		assert_string_equal(hnsw_storage(hx), "float32");
+		assert_string_equal(hnsw_storage(hx), "float32+sketch8");
 		hnsw_free(hc);
 		hnsw_free(hq);
 		hnsw_free(hx);
@@ -753,6 +754,7 @@ static hnsw *build_sketch(const cv_dataset *ds, bool sketch)
 	unsetenv("COLDSTUDY_HNSW_SKETCH");
 	assert_int_equal(hnsw_build(h, ds->data, ds->n, 1, NULL, NULL), 0);
 	assert_int_equal(h->sk_on, sketch ? 1 : 0);
+	assert_string_equal(hnsw_storage(h), sketch ? "float32+sketch8" : "float32");
 	return h;
 }
 

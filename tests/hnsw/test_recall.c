@@ -114,6 +114,8 @@ static void run_case(void **state)
 		want = "quant8";
 	else if (real && p.store == HNSW_STORE_AUTO && p.metric != CV_METRIC_COSINE)
 		want = "exact8";
+	else if (p.metric == CV_METRIC_L2)
+		want = "float32+sketch8"; /* float32 L2: the byte sketch beside the vectors */
 	else
 		want = "float32";
 	assert_string_equal(hnsw_storage(h), want);

@@ -100,11 +100,11 @@ for k in hn hf; do
 		{ echo "FAIL: hfresh index_rss_kb ${rss:-none}, want 1..2499 (a quarter of the vectors)"; fail=1; } ;;
 	esac
 done
-# vector_storage: float data stays float32; whole numbers 0..255 (a bvecs file of
+# vector_storage: float L2 data stays float32 with its byte sketch; whole numbers 0..255 (a bvecs file of
 # random bytes) are held as bytes, exact8; HFresh reads vectors from disk (null)
 grep -q '"vector_storage":null' "$T/out" || { echo "FAIL: hfresh vector_storage: $(cat "$T/out")"; fail=1; }
 check 0 "query hn storage" "$cs" index query "$T/hn" --queries 'synth:n=5,d=128,clusters=32,seed=9'
-grep -q 'vectors float32' "$T/out" || { echo "FAIL: hnsw float storage: $(head -1 "$T/out")"; fail=1; }
+grep -q 'vectors float32+sketch8' "$T/out" || { echo "FAIL: hnsw float storage: $(head -1 "$T/out")"; fail=1; }
 i=0
 while [ $i -lt 1500 ]; do printf '\200\000\000\000'; head -c 128 /dev/urandom; i=$((i + 1)); done >"$T/b.bvecs"
 check 0 "build hnsw bytes" "$cs" index build --kind hnsw --data "bvecs:$T/b.bvecs" --metric l2 --m 8 --ef-construction 32 -q --out "$T/hb"
