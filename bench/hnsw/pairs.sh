@@ -39,18 +39,20 @@ uptime
 python3 - "$OUT" "$ROUNDS" <<'PY'
 import json, statistics, sys
 out, n = sys.argv[1], int(sys.argv[2])
-print('QPS: each run\'s median timed pass (wall); cpu: 1 / CPU ms a query, over the timed passes')
+print('QPS: each run\'s median timed pass (wall); best: its best timed pass (ann-benchmarks); cpu: 1 / CPU ms a query, over the timed passes')
 first = json.load(open('%s/cs.1.10.json' % out))
 print('coldstudy vector storage: %s (COLDSTUDY_HNSW_STORE=float32 keeps float32)' % first.get('vector_storage'))
-print('ef  coldstudy recall  hnswlib recall  coldstudy QPS (per pair)  hnswlib QPS  ratio per pair  median ratio  cpu ratio per pair  median cpu ratio')
+print('ef  coldstudy recall  hnswlib recall  coldstudy QPS (per pair)  hnswlib QPS  ratio per pair  median ratio  cpu ratio per pair  median cpu ratio  best-pass ratio per pair  median')
 for ef in (10, 20, 40, 80):
     c = [json.load(open('%s/cs.%d.%d.json' % (out, r, ef))) for r in range(1, n + 1)]
     h = [json.load(open('%s/hl.%d.%d.json' % (out, r, ef))) for r in range(1, n + 1)]
     ratios = [a['qps'] / b['qps'] for a, b in zip(c, h)]
     cpu = [b['cpu_ms_per_query'] / a['cpu_ms_per_query'] for a, b in zip(c, h)]
-    print('%-3d %.4f            %.4f          %-24s %-24s %-18s %.3f  %-18s %.3f' % (
+    best = [a['qps_best'] / b['qps_best'] for a, b in zip(c, h)]
+    print('%-3d %.4f            %.4f          %-24s %-24s %-18s %.3f  %-18s %.3f  %-18s %.3f' % (
         ef, c[0]['recall_at_k'], h[0]['recall_at_k'],
         ','.join('%.0f' % a['qps'] for a in c), ','.join('%.0f' % b['qps'] for b in h),
         ','.join('%.2f' % x for x in ratios), statistics.median(ratios),
-        ','.join('%.2f' % x for x in cpu), statistics.median(cpu)))
+        ','.join('%.2f' % x for x in cpu), statistics.median(cpu),
+        ','.join('%.2f' % x for x in best), statistics.median(best)))
 PY

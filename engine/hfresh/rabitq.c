@@ -600,28 +600,37 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void ex_entries_vn
  * eight steps of pairs added in 16 bits (under 32,767) before they widen.
  * Integer sums: the same ip as ex_ip_generic, so the same estimates.
  */
+__attribute__((target("avx2"))) static inline __m256i ex_step_avx2(__m256i s16, const hfr_qx *x,
+								    const uint8_t *ex, uint32_t t)
+{
+	const __m256i m4 = _mm256_set1_epi8(15);
+	__m256i c = _mm256_loadu_si256((const __m256i *) (ex + t / 2));
+	__m256i lo = _mm256_and_si256(c, m4);
+	__m256i hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), m4);
+
+	s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(
+					    lo, _mm256_loadu_si256((const __m256i *) (x->q8 + t))));
+	return _mm256_add_epi16(s16, _mm256_maddubs_epi16(
+					     hi, _mm256_loadu_si256((const __m256i *) (x->q8 + t + 32))));
+}
+
 __attribute__((target("avx2"))) static inline __m256i ex_acc_avx2(const hfr_qx *x,
 								  const uint8_t *ex)
 {
-	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi16(1);
-	__m256i acc = _mm256_setzero_si256(), s16 = acc;
-	int k = 0;
+	const __m256i one = _mm256_set1_epi16(1);
+	__m256i acc = _mm256_setzero_si256(), s16;
+	uint32_t t = 0;
 
-	for (uint32_t t = 0; t < x->dp; t += 64) {
-		__m256i c = _mm256_loadu_si256((const __m256i *) (ex + t / 2));
-		__m256i lo = _mm256_and_si256(c, m4);
-		__m256i hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), m4);
-
-		s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(
-						    lo, _mm256_loadu_si256((const __m256i *) (x->q8 + t))));
-		s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi, _mm256_loadu_si256(
-									     (const __m256i *) (x->q8 + t + 32))));
-		if (++k == 4) {
-			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(s16, one));
-			s16 = _mm256_setzero_si256();
-			k = 0;
-		}
+	for (; t + 256 <= x->dp; t += 256) { /* four steps: eight pair sums a 16-bit lane */
+		s16 = ex_step_avx2(_mm256_setzero_si256(), x, ex, t);
+		s16 = ex_step_avx2(s16, x, ex, t + 64);
+		s16 = ex_step_avx2(s16, x, ex, t + 128);
+		s16 = ex_step_avx2(s16, x, ex, t + 192);
+		acc = _mm256_add_epi32(acc, _mm256_madd_epi16(s16, one));
 	}
+	s16 = _mm256_setzero_si256();
+	for (; t < x->dp; t += 64)
+		s16 = ex_step_avx2(s16, x, ex, t);
 	return _mm256_add_epi32(acc, _mm256_madd_epi16(s16, one));
 }
 
@@ -642,18 +651,24 @@ __attribute__((target("avx2"))) static int64_t ex_ip_avx2(const hfr_qx *x, const
 /*
  * Eight entries a step: eight accumulators side by side, their lanes
  * summed together (three rounds of vphaddd and a cross-lane add instead of
- * eight reductions), then ex_finish on each; a last n % 8 one at a time.
+ * eight reductions), then ex_finish's arithmetic on eight lanes in the
+ * same order (2 ip - K sum8 is under 2^31 for dp up to 65,536, so its float is
+ * the same); a last n % 8 one at a time.
  */
 __attribute__((target("avx2"))) static void ex_entries_avx2(const hfr_qx *x, const uint8_t *ent0,
 							     uint32_t es, const uint32_t *idx,
 							     size_t n, unsigned bits, float *est,
 							     float *err)
 {
+	const __m256 step = _mm256_set1_ps(x->step), qn2 = _mm256_set1_ps(x->qn2),
+		     qn = _mm256_set1_ps(x->qn);
+	const __m256i sum = _mm256_set1_epi32((int32_t) ((1u << bits) - 1) * x->sum8);
 	size_t i = 0;
 
 	for (; i + 8 <= n; i += 8) {
-		__m256i a[8], h01, h23, h45, h67, h03, h47;
-		int32_t ip[8];
+		__m256i a[8], h01, h23, h45, h67, h03, h47, ip;
+		float f[4][8];
+		__m256 yq;
 
 		for (int j = 0; j < 8; j++)
 			a[j] = ex_acc_avx2(x, hfr_entry_ex(ent0 + (size_t) idx[i + j] * es));
@@ -663,16 +678,23 @@ __attribute__((target("avx2"))) static void ex_entries_avx2(const hfr_qx *x, con
 		h67 = _mm256_hadd_epi32(a[6], a[7]);
 		h03 = _mm256_hadd_epi32(h01, h23); /* per 128-bit half: entries 0..3 */
 		h47 = _mm256_hadd_epi32(h45, h67);
-		_mm256_storeu_si256((__m256i *) ip,
-				    _mm256_add_epi32(_mm256_permute2x128_si256(h03, h47, 0x20),
-						     _mm256_permute2x128_si256(h03, h47, 0x31)));
+		ip = _mm256_add_epi32(_mm256_permute2x128_si256(h03, h47, 0x20),
+				      _mm256_permute2x128_si256(h03, h47, 0x31));
+		/* ex_finish on eight lanes, in its order (no FMA: ISO C does not contract) */
 		for (int j = 0; j < 8; j++) {
-			uint32_t id, ver;
-			hfr_fac f;
+			const uint8_t *e = ent0 + (size_t) idx[i + j] * es;
 
-			hfr_entry_get(ent0 + (size_t) idx[i + j] * es, x->dp, bits, &id, &ver, &f);
-			est[i + j] = ex_finish(x, ip[j], bits, &f, &err[i + j]);
+			memcpy(&f[0][j], e + HFR_ENT_ADD, 4);
+			memcpy(&f[1][j], e + HFR_ENT_RESCALE_EX, 4);
+			memcpy(&f[2][j], e + HFR_ENT_ERR_EX, 4);
+			memcpy(&f[3][j], e + HFR_ENT_QERR_EX, 4);
 		}
+		yq = _mm256_mul_ps(step, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_add_epi32(ip, ip),
+									      sum)));
+		_mm256_storeu_ps(est + i, _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(f[0]), qn2),
+							 _mm256_mul_ps(_mm256_loadu_ps(f[1]), yq)));
+		_mm256_storeu_ps(err + i, _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(f[2]), qn),
+							 _mm256_mul_ps(_mm256_loadu_ps(f[3]), step)));
 	}
 	ex_entries_each(hfr_estimate_ex, x, ent0, es, idx + i, n - i, bits, est + i, err + i);
 }
