@@ -14,7 +14,7 @@
 #   bench/scale/scale.sh build/cli/coldstudy OUTDIR "250000 1000000 4000000" [KINDS]
 #
 # KINDS: "hnsw hfresh" by default. Query: 1,000 synth queries of the same
-# clusters, k 10, HNSW ef 10..640, HFresh search probe 1..48 (its default
+# clusters, k 10, HNSW ef 10..640, HFresh search probe 1..48 (every one to 8; its default
 # rescoring), --warmup 1 --repeat 3 a setting; ground truth by exact search
 # (cached in OUTDIR).
 set -eu
@@ -53,7 +53,7 @@ for n in $NS; do
 		if [ "$kind" = hnsw ]; then
 			sweep="--ef-search 10,15,20,30,40,60,80,120,160,240,320,480,640"
 		else
-			sweep="--search-probe 1,2,3,4,6,8,12,16,24,32,48"
+			sweep="--search-probe 1,2,3,4,5,6,7,8,10,12,16,24,32,48"
 		fi
 		# shellcheck disable=SC2086
 		timed "$OUT/q.json" "$CS" index sweep "$dir" --queries "$queries" --data "$data" --k 10 $sweep --warmup 1 --repeat 3 --json
