@@ -360,8 +360,9 @@ int hnsw_search_layer(const struct hnsw *h, hnsw_ctx *c, const hnsw_query *q, ui
  * whose codes prove it no closer than lb (the full result list's worst
  * now; it only falls during the hop, so what it rules out stays ruled
  * out) is dropped and counted as scored; the rest keep their order and
- * have their vectors' heads prefetched for the float32 pass. Returns how
- * many are kept.
+ * have their float32 vectors prefetched for the float32 pass (every line
+ * of a small one, the first PF_LINES of a large one), while the other
+ * codes are scored. Returns how many are kept.
  */
 __attribute__((always_inline)) static inline uint32_t skim_hop(const struct hnsw *h,
 							       const hnsw_query *q, uint32_t *u,
