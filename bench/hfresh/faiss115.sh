@@ -15,9 +15,11 @@ SRC=$1 BUILD=$2 OUT=$3 LEVEL=${4:-avx2}
 HERE=$(dirname "$0")
 LIB="$SRC/build/faiss/libfaiss_$LEVEL.a"
 [ -f "$LIB" ] || { echo "faiss115.sh: $LIB: missing (make -C $SRC/build faiss_$LEVEL)" >&2; exit 2; }
-g++ -O2 -std=c++17 -m"$( [ "$LEVEL" = avx512 ] && echo avx512f || echo avx2)" -mfma \
+ISA=-mavx2
+[ "$LEVEL" = avx512 ] && ISA=-mavx512f
+g++ -O2 -std=c++17 "$ISA" -mfma \
 	-I"$SRC" -I"$HERE/../../engine" -I"$HERE/../../common" \
 	"$HERE/bench_faiss.cpp" -o "$OUT" \
 	"$LIB" "$BUILD/engine/libcoldvec.a" "$BUILD/common/libcs_common.a" \
-	-fopenmp -lopenblas -llapack -lhdf5_serial -lz -lsqlite3 -lcrypto -luring -lpthread -lm
+	-fopenmp -lopenblas -llapack -lhdf5_serial -lz -lcrypto -luring -lpthread -lm
 echo "$OUT: bench_faiss against $LIB"

@@ -269,7 +269,7 @@ int hnsw_add(hnsw *h, const float *vec, uint32_t label)
 		hnsw_encode(h, vec, hnsw_rec(h, id));
 	}
 	if (sketch)
-		hnsw_sketch_encode(h, (const float *) hnsw_rec(h, id), id);
+		hnsw_sketch_encode(h, id);
 	hnsw_prepare_query(h, c, vec, &q);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 

@@ -231,8 +231,8 @@ bool hnsw_sketch_wanted(size_t dim, int metric);
 hnsw_sketch_fn hnsw_sketch_kernel(const char *level);
 /* Set the range from data's n rows (a fresh build) or, data NULL, the nodes (a load); encode the nodes. */
 int hnsw_sketch_init(struct hnsw *h, const float *data, size_t n);
-/* Encode node id's codes from its vector x and raise sk_rmax (before the node is published). */
-void hnsw_sketch_encode(struct hnsw *h, const float *x, uint32_t id);
+/* Encode node id's codes from its stored vector and raise sk_rmax (before the node is published). */
+void hnsw_sketch_encode(struct hnsw *h, uint32_t id);
 /* Set q->sa (and sk_e) from q->a, or NULL when the graph or the query has no sketch. */
 void hnsw_sketch_prepare(const struct hnsw *h, hnsw_ctx *c, hnsw_query *q);
 /* The kernel's value at or above which a candidate is proven no closer than lb. */

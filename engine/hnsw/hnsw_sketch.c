@@ -113,6 +113,14 @@ __attribute__((target("avx2"))) static uint64_t sk_l2_avx2(const int16_t *a, con
 	return sk_sum_avx2(_mm256_add_epi32(s0, s1));
 }
 
+/* The sum of s's 32-bit lanes, each under 2^31. */
+__attribute__((target("avx512f,avx512bw"))) static inline uint64_t sk_sum_avx512(__m512i s)
+{
+	return (uint64_t) _mm512_reduce_add_epi64(
+		_mm512_add_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(s)),
+				 _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(s, 1))));
+}
+
 __attribute__((target("avx512f,avx512bw"))) static uint64_t sk_l2_avx512(const int16_t *a,
 									    const uint8_t *c,
 									    size_t nb,
@@ -127,46 +135,36 @@ __attribute__((target("avx512f,avx512bw"))) static uint64_t sk_l2_avx512(const i
 
 		s0 = _mm512_add_epi32(s0, _mm512_madd_epi16(t, t));
 		if (((i + 32) & (SK_BLOCK - 1)) == 0 && i + 32 < nb) {
-			uint64_t v = (uint64_t) _mm512_reduce_add_epi64(
-				_mm512_add_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(s0)),
-						 _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(s0, 1))));
+			uint64_t v = sk_sum_avx512(s0);
 
 			if (v >= limit)
 				return v;
 		}
 	}
-	return (uint64_t) _mm512_reduce_add_epi64(
-		_mm512_add_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(s0)),
-				 _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(s0, 1))));
+	return sk_sum_avx512(s0);
 }
 
-static hnsw_sketch_fn sk_best;
-static pthread_once_t sk_once = PTHREAD_ONCE_INIT;
+/* The levels, best last, and whether this CPU runs each. */
+static const struct {
+	const char *name;
+	hnsw_sketch_fn fn;
+} sk_levels[] = {{"scalar", sk_l2_scalar}, {"avx2", sk_l2_avx2}, {"avx512", sk_l2_avx512}};
 
-static void sk_init(void)
+static bool sk_runs(size_t lv)
 {
 	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
-		sk_best = sk_l2_avx512;
-	else if (__builtin_cpu_supports("avx2"))
-		sk_best = sk_l2_avx2;
-	else
-		sk_best = sk_l2_scalar;
+	if (lv == 1)
+		return __builtin_cpu_supports("avx2");
+	if (lv == 2)
+		return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+	return true;
 }
 
 hnsw_sketch_fn hnsw_sketch_kernel(const char *level)
 {
-	pthread_once(&sk_once, sk_init);
-	if (!level)
-		return sk_best;
-	if (!strcmp(level, "scalar"))
-		return sk_l2_scalar;
-	__builtin_cpu_init();
-	if (!strcmp(level, "avx2") && __builtin_cpu_supports("avx2"))
-		return sk_l2_avx2;
-	if (!strcmp(level, "avx512") && __builtin_cpu_supports("avx512f") &&
-	    __builtin_cpu_supports("avx512bw"))
-		return sk_l2_avx512;
+	for (size_t lv = sizeof(sk_levels) / sizeof(sk_levels[0]); lv-- > 0;)
+		if ((!level || !strcmp(level, sk_levels[lv].name)) && sk_runs(lv))
+			return sk_levels[lv].fn;
 	return NULL;
 }
 
@@ -191,15 +189,18 @@ static void raise_rmax(struct hnsw *h, double r)
 		;
 }
 
-void hnsw_sketch_encode(struct hnsw *h, const float *x, uint32_t id)
+void hnsw_sketch_encode(struct hnsw *h, uint32_t id)
 {
-	uint8_t *c = (uint8_t *) hnsw_rec(h, id) + h->off_sk;
+	char *rec = hnsw_rec(h, id);
+	const float *x = (const float *) rec;
+	uint8_t *c = (uint8_t *) rec + h->off_sk;
 	const double s = h->sk_s;
 	double r2 = 0;
 
 	for (size_t k = 0; k < h->dim; k++) {
 		const uint32_t j = h->sk_perm[k];
-		double t = ((double) x[j] - h->sk_lo[j]) / s, e;
+		const double v = (double) x[j] - h->sk_lo[j];
+		double t = v / s;
 
 		if (!isfinite(t)) { /* a later add's NaN or infinity: no bound from here on */
 			c[k] = 0;
@@ -208,8 +209,7 @@ void hnsw_sketch_encode(struct hnsw *h, const float *x, uint32_t id)
 		}
 		t = nearbyint(t);
 		c[k] = t < 0 ? 0 : t > 255 ? 255 : (uint8_t) t;
-		e = ((double) x[j] - h->sk_lo[j]) - s * c[k];
-		r2 += e * e;
+		r2 += (v - s * c[k]) * (v - s * c[k]);
 	}
 	memset(c + h->dim, 0, h->sk_bytes - h->dim);
 	/* every double step above is within 2^-50 of exact: pad relatively and absolutely */
@@ -295,12 +295,12 @@ int hnsw_sketch_init(struct hnsw *h, const float *data, size_t n)
 	free(sum);
 	free(ord);
 	/* one step for all dimensions, rounded up to a float so the codes of the range fit */
-	h->sk_s = span > 0 && isfinite(span) ? (double) nextafterf((float) (span / 255), INFINITY) : 1.0;
+	h->sk_s = span > 0 ? (double) nextafterf((float) (span / 255), INFINITY) : 1.0;
 	if (!isfinite(h->sk_s) || h->sk_s < 0x1p-100) /* too small or too wide to bound */
 		return 0;
 	h->sk_rmax = 0;
 	for (uint32_t i = 0; i < h->count; i++)
-		hnsw_sketch_encode(h, (const float *) hnsw_rec(h, i), i);
+		hnsw_sketch_encode(h, i);
 	h->sk_on = 1;
 	return 0;
 }
