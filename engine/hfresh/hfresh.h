@@ -265,7 +265,7 @@ static inline const uint8_t *hfr_entry_ex(const uint8_t *ent)
  */
 uint32_t hfr_crc32c(const void *p, size_t n);
 uint32_t hfr_crc32c_sw(const void *p, size_t n);
-/* For tests: how many paths this CPU has (1-3); a raw state continued on one of them. */
+/* For tests: how many paths this CPU has (1-4); a raw state continued on one of them. */
 unsigned hfr_crc32c_paths(void);
 uint32_t hfr_crc32c_path(unsigned path, uint32_t state, const void *p, size_t n);
 

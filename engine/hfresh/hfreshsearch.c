@@ -468,6 +468,7 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 	uint64_t *seen;
 	const uint64_t *changed = ix->nchanged ? ix->changed : NULL;
 	const uint32_t *ver_of = m->ver;
+	const int fast = ex && !changed && !mark;
 	uint32_t *marked, *bidx, *bid;
 	int rc;
 
@@ -489,8 +490,13 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 	}
 	if (rc)
 		return rc;
-	for (uint32_t t = 0; t < m->dp; t++)
-		s->qr[t] = s->qrot[t] - cr[t];
+	{ /* the residual; locals, so the loop vectorises (s's arrays could alias) */
+		float *restrict qr = s->qr;
+		const float *restrict qrot = s->qrot;
+
+		for (uint32_t t = 0; t < m->dp; t++)
+			qr[t] = qrot[t] - cr[t];
+	}
 	if (ex)
 		hfr_query_quant_ex(s->qr, m->dp, &qx);
 	else
@@ -500,7 +506,26 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 	nmarked = s->nmarked;
 	bidx = s->bidx;
 	bid = s->bid;
-	for (uint32_t i = 0; i < h.count; i++) {
+	if (fast) {
+		/*
+		 * The common case (extended codes, one replica, no update yet): an
+		 * entry is live iff its id is in range and its version is 1, a
+		 * test written without a branch, so the list of live entries is
+		 * built at a steady pace whatever their mix.
+		 */
+		const uint8_t *ent = hfr_entry_at(buf, h.entry_size, 0);
+
+		for (uint32_t i = 0; i < h.count; i++, ent += h.entry_size) {
+			uint32_t id, ver;
+
+			memcpy(&id, ent, 4);
+			memcpy(&ver, ent + 4, 4);
+			bidx[nb] = i;
+			bid[nb] = id;
+			nb += (id < m->nids) & (ver == 1);
+		}
+	}
+	for (uint32_t i = 0; i < h.count && !fast; i++) {
 		const uint8_t *ent = hfr_entry_at(buf, h.entry_size, i);
 		uint32_t id, ver;
 		hfr_fac f;
@@ -545,18 +570,40 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 	c->scored += nb;
 	hfr_estimate_ex_entries(&qx, hfr_entry_at(buf, h.entry_size, 0), h.entry_size, bidx, nb,
 				m->code_bits, s->best, s->berr);
-	{ /* the heap's worst estimate held in a register: most entries only meet it */
-		size_t nh = c->nheap;
+	{
+		/*
+		 * The heap's worst estimate held in a register: most entries only
+		 * meet it. Eight at a time, the test is a mask (a vector compare)
+		 * and one branch for the eight; a branch on each entry's test
+		 * mispredicted on every entry that went in.
+		 */
+		size_t nh = c->nheap, j = 0;
 		float worst = nh == c->cap ? c->heap[0].est : INFINITY;
 		const float *best = s->best;
 
-		for (size_t j = 0; j < nb; j++) {
-			if (best[j] >= worst && nh == c->cap)
-				continue;
-			heap_push(c->heap, &nh, c->cap,
-				  (cand){.est = best[j], .err = s->berr[j], .id = bid[j]});
-			if (nh == c->cap)
-				worst = c->heap[0].est;
+		for (; j < nb; j += 8) {
+			size_t n8 = nb - j < 8 ? nb - j : 8;
+			unsigned in = 0;
+
+			if (nh < c->cap) /* not full: every entry goes in (as in heap_push) */
+				in = (1u << n8) - 1;
+			else if (n8 == 8)
+				for (size_t l = 0; l < 8; l++)
+					in |= (unsigned) !(best[j + l] >= worst) << l;
+			else
+				for (size_t l = 0; l < n8; l++)
+					in |= (unsigned) !(best[j + l] >= worst) << l;
+			while (in) {
+				size_t l = j + (size_t) __builtin_ctz(in);
+
+				in &= in - 1;
+				if (best[l] >= worst && nh == c->cap)
+					continue; /* worst fell since the mask */
+				heap_push(c->heap, &nh, c->cap,
+					  (cand){.est = best[l], .err = s->berr[l], .id = bid[l]});
+				if (nh == c->cap)
+					worst = c->heap[0].est;
+			}
 		}
 		c->nheap = nh;
 	}
