@@ -509,20 +509,36 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 	if (fast) {
 		/*
 		 * The common case (extended codes, one replica, no update yet): an
-		 * entry is live iff its id is in range and its version is 1, a
-		 * test written without a branch, so the list of live entries is
-		 * built at a steady pace whatever their mix.
+		 * entry is live iff its id is in range and its version is 1. Every
+		 * entry is listed, with one flag for all of them, and the list is
+		 * compacted only when one was not live (a posting written before
+		 * an update this index has not seen: none here): a list that grew
+		 * by each entry's test made every store wait on the test before.
 		 */
 		const uint8_t *ent = hfr_entry_at(buf, h.entry_size, 0);
+		const uint32_t es = h.entry_size, nids = m->nids, count = h.count;
+		uint32_t dead = 0;
 
-		for (uint32_t i = 0; i < h.count; i++, ent += h.entry_size) {
+		for (uint32_t i = 0; i < count; i++, ent += es) {
 			uint32_t id, ver;
 
 			memcpy(&id, ent, 4);
 			memcpy(&ver, ent + 4, 4);
-			bidx[nb] = i;
-			bid[nb] = id;
-			nb += (id < m->nids) & (ver == 1);
+			bidx[i] = i;
+			bid[i] = id;
+			dead |= (uint32_t) (id >= nids) | (ver ^ 1u);
+		}
+		nb = count;
+		if (dead) {
+			nb = 0;
+			for (uint32_t i = 0; i < count; i++) {
+				uint32_t ver;
+
+				memcpy(&ver, hfr_entry_at(buf, es, i) + 4, 4);
+				bidx[nb] = i;
+				bid[nb] = bid[i];
+				nb += (bid[i] < nids) & (ver == 1);
+			}
 		}
 	}
 	for (uint32_t i = 0; i < h.count && !fast; i++) {

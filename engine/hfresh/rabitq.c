@@ -677,8 +677,7 @@ __attribute__((target("avx2"))) static void ex_entries_avx2(const hfr_qx *x, con
 
 	for (; i + 8 <= n; i += 8) {
 		__m256i a[8], h01, h23, h45, h67, h03, h47, ip;
-		float f[4][8];
-		__m256 yq;
+		__m256 r[4], t0, t1, t2, t3, yq;
 
 		for (int j = 0; j < 8; j++)
 			a[j] = ex_acc_avx2(x, hfr_entry_ex(ent0 + (size_t) idx[i + j] * es));
@@ -690,21 +689,35 @@ __attribute__((target("avx2"))) static void ex_entries_avx2(const hfr_qx *x, con
 		h47 = _mm256_hadd_epi32(h45, h67);
 		ip = _mm256_add_epi32(_mm256_permute2x128_si256(h03, h47, 0x20),
 				      _mm256_permute2x128_si256(h03, h47, 0x31));
-		/* ex_finish on eight lanes, in its order (no FMA: ISO C does not contract) */
-		for (int j = 0; j < 8; j++) {
-			const uint8_t *e = ent0 + (size_t) idx[i + j] * es;
+		/*
+		 * The four factors (add, rescale, err, qerr: 16 bytes at
+		 * HFR_ENT_ADD) of entries j and j + 4 in one register, then a 4 x 4
+		 * transpose in each half: a factor a register, entry j in lane j.
+		 * (Gathered through a float array, the 32 stores stalled the four
+		 * vector loads that read them back.)
+		 */
+		_Static_assert(HFR_ENT_RESCALE_EX == HFR_ENT_ADD + 4 &&
+				       HFR_ENT_ERR_EX == HFR_ENT_ADD + 8 &&
+				       HFR_ENT_QERR_EX == HFR_ENT_ADD + 12,
+			       "the four factors lie side by side");
+		for (int j = 0; j < 4; j++) {
+			const uint8_t *e = ent0 + (size_t) idx[i + j] * es + HFR_ENT_ADD;
+			const uint8_t *e4 = ent0 + (size_t) idx[i + j + 4] * es + HFR_ENT_ADD;
 
-			memcpy(&f[0][j], e + HFR_ENT_ADD, 4);
-			memcpy(&f[1][j], e + HFR_ENT_RESCALE_EX, 4);
-			memcpy(&f[2][j], e + HFR_ENT_ERR_EX, 4);
-			memcpy(&f[3][j], e + HFR_ENT_QERR_EX, 4);
+			r[j] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps((const float *) e)),
+						    _mm_loadu_ps((const float *) e4), 1);
 		}
+		t0 = _mm256_unpacklo_ps(r[0], r[1]); /* add0 add1 rs0 rs1 */
+		t1 = _mm256_unpackhi_ps(r[0], r[1]); /* err0 err1 qe0 qe1 */
+		t2 = _mm256_unpacklo_ps(r[2], r[3]);
+		t3 = _mm256_unpackhi_ps(r[2], r[3]);
+		/* ex_finish on eight lanes, in its order (no FMA: ISO C does not contract) */
 		yq = _mm256_mul_ps(step, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_add_epi32(ip, ip),
 									      sum)));
-		_mm256_storeu_ps(est + i, _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(f[0]), qn2),
-							 _mm256_mul_ps(_mm256_loadu_ps(f[1]), yq)));
-		_mm256_storeu_ps(err + i, _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(f[2]), qn),
-							 _mm256_mul_ps(_mm256_loadu_ps(f[3]), step)));
+		_mm256_storeu_ps(est + i, _mm256_add_ps(_mm256_add_ps(_mm256_shuffle_ps(t0, t2, 0x44), qn2),
+							 _mm256_mul_ps(_mm256_shuffle_ps(t0, t2, 0xee), yq)));
+		_mm256_storeu_ps(err + i, _mm256_add_ps(_mm256_mul_ps(_mm256_shuffle_ps(t1, t3, 0x44), qn),
+							 _mm256_mul_ps(_mm256_shuffle_ps(t1, t3, 0xee), step)));
 	}
 	ex_entries_each(hfr_estimate_ex, x, ent0, es, idx + i, n - i, bits, est + i, err + i);
 }
