@@ -206,6 +206,16 @@ CV_API int cv_io_read(cv_io *io, cv_file *f, uint64_t off, uint32_t len, void *b
 CV_API int cv_io_views(const cv_io *io);
 CV_API int cv_io_view(cv_io *io, cv_file *f, uint64_t off, uint32_t len, const void **data);
 
+/*
+ * A hint for the view to come: with views, the CPU is asked to bring bytes
+ * [off, off + len) of f's mapping toward its caches (one prefetch a cache
+ * line), so that scoring one posting hides the memory latency of the next.
+ * A prefetch never faults: a page not in memory is skipped, no read is made,
+ * counted or timed, and the later view reads it as it would have. Other
+ * strategies, or a range past the end: nothing.
+ */
+CV_API void cv_io_view_prefetch(const cv_io *io, const cv_file *f, uint64_t off, uint32_t len);
+
 /* n reads in flight together (up to queue_depth at a time), all waited for. */
 CV_API int cv_io_read_batch(cv_io *io, cv_read_req *reqs, size_t n);
 

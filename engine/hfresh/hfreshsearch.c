@@ -846,6 +846,11 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 				bytes += ps->len;
 				rc = record_read(o->blocks, ix->fipost, ps->off, ps->len);
 			}
+			if (!rc && io && i + 1 < np) { /* mapped: the next one's bytes on their way */
+				const hfr_post *pn = &m->posts[s->plist[i + 1]];
+
+				cv_io_view_prefetch(io, ix->fpost, pn->off, pn->len);
+			}
 			if (!rc)
 				rc = score_posting(&sc, s->plist[i], pd);
 		}

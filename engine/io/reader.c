@@ -364,6 +364,17 @@ CV_API int cv_io_view(cv_io *io, cv_file *f, uint64_t off, uint32_t len, const v
 	return rc;
 }
 
+CV_API void cv_io_view_prefetch(const cv_io *io, const cv_file *f, uint64_t off, uint32_t len)
+{
+	const char *p;
+
+	if (!cv_io_views(io) || !f || !f->map || off > f->size || len > f->size - off)
+		return;
+	p = (const char *) f->map + off;
+	for (uint64_t o = 0; o < len; o += 4096)
+		__builtin_prefetch(p + o, 0, 2);
+}
+
 /* n reads in flight together (queue_depth at a time), all waited for; 0 or the first -errno. */
 CV_API int cv_io_read_batch(cv_io *io, cv_read_req *reqs, size_t n)
 {

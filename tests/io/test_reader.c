@@ -141,6 +141,7 @@ static void strategy_reads(cv_io_strategy st)
  * Views (mmap, no buffer): the same bytes as a copy, without one (the
  * pointer is into the mapping), counted and timed as reads; in a batch
  * too; past the end -EIO; and refused by a strategy that must copy.
+ * Prefetch hints are not reads, whatever their range or strategy.
  */
 static void test_views(void **state)
 {
@@ -181,6 +182,10 @@ static void test_views(void **state)
 	bytes += sizeof(buf);
 	assert_int_equal(cv_io_view(io, f, FILE_SIZE - 10, 20, &d), -EIO);
 	assert_null(d);
+	/* prefetch hints, in range and past the end, are no reads */
+	cv_io_view_prefetch(io, f, 0, FILE_SIZE);
+	cv_io_view_prefetch(io, f, FILE_SIZE - 10, 20);
+	cv_io_view_prefetch(io, f, UINT64_MAX - 5, 100);
 	cv_io_stats_get(io, &s);
 	assert_int_equal(s.reads, NCASES + 3 + 1 + 1);
 	assert_int_equal(s.bytes, bytes);
@@ -188,6 +193,9 @@ static void test_views(void **state)
 	assert_non_null(io2);
 	assert_false(cv_io_views(io2));
 	assert_int_equal(cv_io_view(io2, f, 0, 10, &d), -EINVAL);
+	cv_io_view_prefetch(io2, f, 0, FILE_SIZE);
+	cv_io_stats_get(io2, &s);
+	assert_int_equal(s.reads, 0);
 	r[0].buf = NULL;
 	assert_int_equal(cv_io_read_batch(io2, r, 1), -EINVAL);
 	cv_io_free(io2);
