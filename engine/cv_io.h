@@ -207,9 +207,11 @@ CV_API int cv_io_views(const cv_io *io);
 CV_API int cv_io_view(cv_io *io, cv_file *f, uint64_t off, uint32_t len, const void **data);
 
 /*
- * A hint for the view to come: with views, the CPU is asked to bring bytes
- * [off, off + len) of f's mapping toward its caches (one prefetch a cache
- * line), so that scoring one posting hides the memory latency of the next.
+ * A hint for the view to come: with views, the CPU is asked to bring the
+ * first cache line of each 4 KiB page of bytes [off, off + len) of f's
+ * mapping toward its caches (and so their translations), so that scoring
+ * one posting hides part of the memory latency of the next. (A prefetch of
+ * every line was measured: no faster, the burst of them stalls.)
  * A prefetch never faults: a page not in memory is skipped, no read is made,
  * counted or timed, and the later view reads it as it would have. Other
  * strategies, or a range past the end: nothing.
