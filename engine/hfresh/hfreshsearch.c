@@ -511,9 +511,10 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 		 * The common case (extended codes, one replica, no update yet): an
 		 * entry is live iff its id is in range and its version is 1. Every
 		 * entry is listed, with one flag for all of them, and the list is
-		 * compacted only when one was not live (a posting written before
-		 * an update this index has not seen: none here): a list that grew
-		 * by each entry's test made every store wait on the test before.
+		 * compacted only when one was not live (in an index no update has
+		 * touched, only damage that kept its CRC does that: verify reports
+		 * it, test_dead_entry): a list that grew by each entry's test made
+		 * every store wait on the test before.
 		 */
 		const uint8_t *ent = hfr_entry_at(buf, h.entry_size, 0);
 		const uint32_t es = h.entry_size, nids = m->nids, count = h.count;
