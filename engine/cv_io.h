@@ -245,7 +245,11 @@ CV_API void cv_io_stats_merge(cv_io_stats *into, const cv_io_stats *from);
 
 /* ---- page cache ---- */
 
-/* fdatasync + POSIX_FADV_DONTNEED over the whole file. 0 or -errno. */
+/*
+ * fdatasync + POSIX_FADV_DONTNEED over the whole file, given again (up to
+ * twice, 50 ms apart) while cachestat still counts a resident page. It
+ * proves nothing: cv_cache_residency does. 0 or -errno.
+ */
 CV_API int cv_cache_evict(const char *path);
 
 typedef struct cv_residency {

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Evict every file and measure the resident fraction (no refusal). */
 static int evict_all(char **files, size_t n, cs_err *e)
@@ -44,31 +43,6 @@ static double resident_fraction(char **files, size_t n)
 }
 
 /*
- * Evict every file, then prove the cache cold (guard_cold, which refuses
- * on a single resident page). The kernel skips a page it cannot drop at
- * that instant (under writeback, locked, or just read on another CPU), so
- * the eviction gets up to two more tries, 50 ms apart, while a page is
- * still resident; the proof itself is never relaxed, and a page that
- * stays (a mapping holds it) is still a refusal. Seen on the demo: 3 of
- * 120,164 pages left by one eviction, none by the next.
- */
-static int evict_proven(ledger *l, char **files, size_t nfiles, double *resident, cs_err *e)
-{
-	for (int t = 0; t < 3; t++) {
-		int rc;
-
-		if (t)
-			nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
-		rc = evict_all(files, nfiles, e);
-		if (rc)
-			return rc;
-		if (resident_fraction(files, nfiles) == 0.0)
-			break;
-	}
-	return guard_cold(l, files, nfiles, "run", resident, e);
-}
-
-/*
  * Before a repeat (or before the first when warm-up queries are asked):
  * nwarm untimed queries with one client, then, for a cold run, cold again
  * (buffers dropped, every file evicted, residency proven 0). A warm run's
@@ -80,7 +54,7 @@ int harness_before_repeat(ledger *l, load *L, cv_index *ix, const cv_dataset *qu
 	cv_io *w = NULL;
 	uint32_t *ids = NULL;
 	float *d = NULL;
-	int r = 0;
+	int r = 0, rc;
 
 	if (nwarm) {
 		ids = calloc(L->k ? L->k : 1, sizeof(*ids));
@@ -103,7 +77,10 @@ int harness_before_repeat(ledger *l, load *L, cv_index *ix, const cv_dataset *qu
 		return 0;
 	}
 	cv_index_drop_buffers(ix);
-	return evict_proven(l, files, nfiles, resident_before, e);
+	rc = evict_all(files, nfiles, e);
+	if (!rc)
+		rc = guard_cold(l, files, nfiles, "run", resident_before, e);
+	return rc;
 }
 
 /* Prewarm: the blocks each query (or another query) reads, recorded before the cold state. */
@@ -190,7 +167,10 @@ int harness_phase_cold(harness_run_ctx *R, cs_err *e)
 	harness_live_cgroup(&R->live, R->memcap);
 	if (R->cold) {
 		cv_index_drop_buffers(R->ix);
-		rc = evict_proven(R->l, R->files, R->nfiles, &R->resident_before, e);
+		rc = evict_all(R->files, R->nfiles, e);
+		if (rc)
+			return rc;
+		rc = guard_cold(R->l, R->files, R->nfiles, "run", &R->resident_before, e);
 		if (rc)
 			return rc;
 	} else {
