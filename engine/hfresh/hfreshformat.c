@@ -60,11 +60,11 @@ static uint32_t c32c_shift1[4][256], c32c_shift2[4][256];
  * they use: 2048 bits (four 512-bit registers a step), 512 (one register
  * into the next), 384, 256 and 128 (a register's 128-bit lanes into its
  * last; c32c_klanes lays them out lane by lane, lane 3's zero); on 256-bit
- * registers 1024 (four a step), 256 and 128. Each distance D needs two:
- * x^(D+63) for a lane's first 64 bits and x^(D-1) for its second.
+ * registers 1024 (four a step), then 256 and 128, which are c32c_klanes'
+ * lanes 1 and 2. Each distance D needs two: x^(D+63) for a lane's first
+ * 64 bits and x^(D-1) for its second.
  */
-static uint64_t c32c_k2048[2], c32c_k512[2], c32c_klanes[8], c32c_k1024[2], c32c_k256[2],
-	c32c_k128[2];
+static uint64_t c32c_k2048[2], c32c_k512[2], c32c_klanes[8], c32c_k1024[2];
 
 /* x^e mod P (P = 0x1EDC6F41, CRC-32C unreflected), bit-reversed into the top half of 64 bits. */
 static uint64_t c32c_xpow(uint32_t e)
@@ -121,10 +121,6 @@ static void c32c_init(void)
 	}
 	c32c_k1024[0] = c32c_xpow(1024 + 63);
 	c32c_k1024[1] = c32c_xpow(1024 - 1);
-	c32c_k256[0] = c32c_xpow(256 + 63);
-	c32c_k256[1] = c32c_xpow(256 - 1);
-	c32c_k128[0] = c32c_xpow(128 + 63);
-	c32c_k128[1] = c32c_xpow(128 - 1);
 #if defined(__x86_64__)
 	__builtin_cpu_init();
 	/* GCC returns the feature's bit (256 for sse4.2), not 1: a path number needs 0 or 1 */
@@ -271,8 +267,9 @@ __attribute__((target("avx2,vpclmulqdq,pclmul,sse4.2"))) static uint32_t c32c_fo
 	uint32_t c, const uint8_t *p, size_t n)
 {
 	const __m256i k1024 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const void *) c32c_k1024));
-	const __m256i k256 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const void *) c32c_k256));
-	const __m128i k128 = _mm_loadu_si128((const void *) c32c_k128);
+	const __m256i k256 =
+		_mm256_broadcastsi128_si256(_mm_loadu_si128((const void *) (c32c_klanes + 2)));
+	const __m128i k128 = _mm_loadu_si128((const void *) (c32c_klanes + 4));
 	__m256i a0 = _mm256_loadu_si256((const void *) p),
 		a1 = _mm256_loadu_si256((const void *) (p + 32)),
 		a2 = _mm256_loadu_si256((const void *) (p + 64)),
