@@ -268,6 +268,14 @@ uint32_t hfr_crc32c_sw(const void *p, size_t n);
 /* For tests: how many paths this CPU has (1-4); a raw state continued on one of them. */
 unsigned hfr_crc32c_paths(void);
 uint32_t hfr_crc32c_path(unsigned path, uint32_t state, const void *p, size_t n);
+/*
+ * zlib's CRC-32, crc32(crc, p, n)'s value for any n: folded on PCLMULQDQ
+ * from 64 bytes where the CPU has it, else zlib's own. For tests: the paths
+ * (1 or 2) and one of them forced (0 zlib, 1 folding).
+ */
+uint32_t hfr_crc32z(uint32_t crc, const void *p, size_t n);
+unsigned hfr_crc32z_paths(void);
+uint32_t hfr_crc32z_path(unsigned path, uint32_t crc, const void *p, size_t n);
 
 /* Write the header (and checksum) of a posting whose entries are filled. */
 void hfr_post_seal(void *post, uint32_t posting_id, uint32_t count, uint32_t dp, unsigned bits);

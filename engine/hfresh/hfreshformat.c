@@ -11,8 +11,10 @@
  * one on the hot path: CRC-32C folds 256 bytes a step with carry-less
  * multiplies (VPCLMULQDQ on AVX-512) where the CPU has them, else runs on
  * SSE4.2's crc32 instruction (about 0.15 instructions a byte, against 3.8
- * for zlib's tables), with a table fallback on CPUs without either. The
- * layout is in ARCHITECTURE.md.
+ * for zlib's tables), with a table fallback on CPUs without either. zlib's
+ * CRC-32 folds on PCLMULQDQ too (hfr_crc32z, zlib's value bit for bit): a
+ * query checks every vector slot it rescores. The layout is in
+ * ARCHITECTURE.md.
  *
  * Invariants the readers check (hfr_post_check, hfr_meta_read): magic and
  * format version first; every length is derived from counts and checked
@@ -66,20 +68,36 @@ static uint32_t c32c_shift1[4][256], c32c_shift2[4][256];
  */
 static uint64_t c32c_k2048[2], c32c_k512[2], c32c_klanes[8], c32c_k1024[2];
 
-/* x^e mod P (P = 0x1EDC6F41, CRC-32C unreflected), bit-reversed into the top half of 64 bits. */
-static uint64_t c32c_xpow(uint32_t e)
+/*
+ * zlib's CRC-32 (the vector slots' and the manifest's checksum) folds on
+ * PCLMULQDQ the same way, four 128-bit registers 64 bytes a step: its
+ * constants for 512 bits and 128, and whether the CPU has the instruction.
+ */
+static uint64_t crcz_k512[2], crcz_k128[2];
+static unsigned crcz_hw;
+
+/*
+ * x^e mod P, bit-reversed into the top half of 64 bits; P is given with its
+ * x^32 term (0x11EDC6F41 for CRC-32C, 0x104C11DB7 for zlib's CRC-32).
+ */
+static uint64_t crc_xpow(uint64_t poly, uint32_t e)
 {
 	uint64_t r = 1, out = 0;
 
 	while (e--) {
 		r <<= 1;
 		if (r & 0x100000000ull)
-			r ^= 0x11EDC6F41ull;
+			r ^= poly;
 	}
 	for (uint32_t d = 0; d < 32; d++) /* coefficient of x^d at bit 63 - d */
 		if ((r >> d) & 1)
 			out |= 1ull << (63 - d);
 	return out;
+}
+
+static uint64_t c32c_xpow(uint32_t e)
+{
+	return crc_xpow(0x11EDC6F41ull, e);
 }
 
 /* Table update of a raw (not inverted) CRC-32C state. */
@@ -131,8 +149,13 @@ static void c32c_init(void)
 		c32c_hw = 2;
 	if (c32c_hw == 2 && __builtin_cpu_supports("avx512f"))
 		c32c_hw = 3;
+	crcz_hw = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1") ? 1 : 0;
 #endif
 #endif
+	crcz_k512[0] = crc_xpow(0x104C11DB7ull, 512 + 63);
+	crcz_k512[1] = crc_xpow(0x104C11DB7ull, 512 - 1);
+	crcz_k128[0] = crc_xpow(0x104C11DB7ull, 128 + 63);
+	crcz_k128[1] = crc_xpow(0x104C11DB7ull, 128 - 1);
 }
 
 static inline uint32_t c32c_shift(const uint32_t t[4][256], uint32_t c)
@@ -368,6 +391,93 @@ uint32_t hfr_crc32c_sw(const void *p, size_t n)
 	return ~c32c_sw(~0u, p, n);
 }
 
+/* ---- zlib's CRC-32 ---- */
+
+#if defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 9)
+#define CRCZ_HAVE_FOLD 1
+__attribute__((target("pclmul,sse4.1"))) static inline __m128i crcz_fold128(__m128i a, __m128i k)
+{
+	return _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_clmulepi64_si128(a, k, 0x11));
+}
+
+/*
+ * n >= 64, c a raw state: four registers folded 64 bytes a step (c32c_fold's
+ * scheme on 128-bit registers, zlib's polynomial), joined into one, then 16
+ * bytes at a time; the raw CRC from state 0 of the 16 bytes left in the
+ * register is the state, which zlib's crc32 (its pre- and post-inversion
+ * undone) continues over the tail under 16 bytes.
+ */
+__attribute__((target("pclmul,sse4.1"))) static uint32_t crcz_fold(uint32_t c, const uint8_t *p,
+								    size_t n)
+{
+	const __m128i k512 = _mm_loadu_si128((const void *) crcz_k512);
+	const __m128i k128 = _mm_loadu_si128((const void *) crcz_k128);
+	__m128i a0 = _mm_loadu_si128((const void *) p), a1 = _mm_loadu_si128((const void *) (p + 16)),
+		a2 = _mm_loadu_si128((const void *) (p + 32)),
+		a3 = _mm_loadu_si128((const void *) (p + 48));
+	uint8_t last[16];
+
+	a0 = _mm_xor_si128(a0, _mm_cvtsi32_si128((int) c));
+	p += 64;
+	n -= 64;
+	while (n >= 64) {
+		a0 = _mm_xor_si128(crcz_fold128(a0, k512), _mm_loadu_si128((const void *) p));
+		a1 = _mm_xor_si128(crcz_fold128(a1, k512), _mm_loadu_si128((const void *) (p + 16)));
+		a2 = _mm_xor_si128(crcz_fold128(a2, k512), _mm_loadu_si128((const void *) (p + 32)));
+		a3 = _mm_xor_si128(crcz_fold128(a3, k512), _mm_loadu_si128((const void *) (p + 48)));
+		p += 64;
+		n -= 64;
+	}
+	a1 = _mm_xor_si128(crcz_fold128(a0, k128), a1);
+	a2 = _mm_xor_si128(crcz_fold128(a1, k128), a2);
+	a3 = _mm_xor_si128(crcz_fold128(a2, k128), a3);
+	while (n >= 16) {
+		a3 = _mm_xor_si128(crcz_fold128(a3, k128), _mm_loadu_si128((const void *) p));
+		p += 16;
+		n -= 16;
+	}
+	_mm_storeu_si128((void *) last, a3);
+	c = ~(uint32_t) crc32(0xffffffffUL, last, 16);
+	return ~(uint32_t) crc32(~c, p, (uInt) n);
+}
+#endif
+
+/* Continue a raw zlib CRC-32 state on the given path (0 zlib's tables, 1 folding). */
+static uint32_t crcz_run(unsigned path, uint32_t c, const uint8_t *p, size_t n)
+{
+#ifdef CRCZ_HAVE_FOLD
+	if (path >= 1 && n >= 64)
+		return crcz_fold(c, p, n);
+#endif
+	(void) path;
+	while (n) { /* zlib's length is an unsigned int */
+		uInt k = n > 0x40000000u ? 0x40000000u : (uInt) n;
+
+		c = ~(uint32_t) crc32(~c, p, k);
+		p += k;
+		n -= k;
+	}
+	return c;
+}
+
+uint32_t hfr_crc32z(uint32_t crc, const void *p, size_t n)
+{
+	pthread_once(&c32c_once, c32c_init);
+	return ~crcz_run(crcz_hw, ~crc, p, n);
+}
+
+unsigned hfr_crc32z_paths(void)
+{
+	pthread_once(&c32c_once, c32c_init);
+	return crcz_hw + 1;
+}
+
+uint32_t hfr_crc32z_path(unsigned path, uint32_t crc, const void *p, size_t n)
+{
+	pthread_once(&c32c_once, c32c_init);
+	return ~crcz_run(path, ~crc, p, n);
+}
+
 /* A posting's checksum (crc field taken as 0) by its record version. */
 static uint32_t post_crc(const hfr_post_hdr *h, const uint8_t *body, size_t n)
 {
@@ -375,9 +485,7 @@ static uint32_t post_crc(const hfr_post_hdr *h, const uint8_t *body, size_t n)
 
 	z.crc = 0;
 	if (h->version == HFR_POST_VERSION_ZLIB) {
-		uint32_t c = (uint32_t) crc32(0L, (const Bytef *) &z, sizeof(z));
-
-		return (uint32_t) crc32(c, body, (uInt) n);
+		return hfr_crc32z(hfr_crc32z(0, &z, sizeof(z)), body, n);
 	}
 	return ~c32c_update(c32c_update(~0u, &z, sizeof(z)), body, n);
 }
@@ -611,7 +719,7 @@ int hfr_meta_write(const char *dir, const hfr_meta *m, cv_err *e)
 	off += (size_t) m->nposts * m->di * 4;
 	memcpy(buf + off, m->ver, (size_t) m->nids * 4);
 	off += (size_t) m->nids * 4;
-	crc = (uint32_t) crc32(0L, buf, (uInt) off);
+	crc = hfr_crc32z(0, buf, off);
 	PUT(off, crc);
 	PUT(off + 4, endm);
 
@@ -701,7 +809,7 @@ int hfr_meta_read(const char *dir, hfr_meta *m, cv_err *e)
 		goto out;
 	}
 	GET(total - 8, crc);
-	c = (uint32_t) crc32(0L, buf, (uInt) (total - 8));
+	c = hfr_crc32z(0, buf, total - 8);
 	if (c != crc) {
 		cv_err_set(e, rc, "%s: manifest checksum mismatch at byte %llu", path,
 			   (unsigned long long) (total - 8));
@@ -798,7 +906,7 @@ out:
 
 void hfr_vec_pack(const hfr_meta *m, const float *x, uint8_t *slot)
 {
-	uint32_t c = (uint32_t) crc32(0L, (const Bytef *) x, m->d * 4u);
+	uint32_t c = hfr_crc32z(0, x, m->d * 4u);
 
 	memset(slot, 0, m->vec_slot);
 	memcpy(slot, x, (size_t) m->d * 4);
@@ -809,7 +917,7 @@ int hfr_vec_check(const hfr_meta *m, const uint8_t *slot)
 {
 	uint32_t c, s;
 
-	c = (uint32_t) crc32(0L, slot, m->d * 4u);
+	c = hfr_crc32z(0, slot, m->d * 4u);
 	memcpy(&s, slot + (size_t) m->d * 4, 4);
 	return c == s ? 0 : -EBADMSG;
 }

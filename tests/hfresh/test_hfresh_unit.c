@@ -417,6 +417,45 @@ static void test_crc32c_paths(void)
 	free(big);
 }
 
+/*
+ * zlib's CRC-32 on every path equals zlib's crc32 itself, continued from a
+ * value other than 0, at every length to 1,100 bytes (the fold's 64- and
+ * 16-byte steps and tails under 16) and offset 0-3, at lengths of vector
+ * slots and manifests, and for the standard check value; the dispatched one
+ * is the best path's.
+ */
+static void test_crc32z(void **st)
+{
+	size_t cap = 300 * 1024 + 8;
+	uint8_t *big = malloc(cap);
+	uint64_t s = 0x2545f4914f6cdd1dull;
+	unsigned np = hfr_crc32z_paths();
+	static const size_t lens[] = {516, 3076, 4096, 65536 + 17, 300 * 1024};
+
+	(void) st;
+	assert_non_null(big);
+	assert_true(np >= 1 && np <= 2);
+	for (size_t i = 0; i < cap; i++) {
+		s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+		big[i] = (uint8_t) (s >> 24);
+	}
+	for (unsigned path = 0; path < np; path++) {
+		assert_int_equal(hfr_crc32z_path(path, 0, "123456789", 9), 0xCBF43926u);
+		for (size_t k = 0; k <= 1100; k++) {
+			size_t off = k & 3;
+			uint32_t c0 = 0x5A5A0FF0u ^ (uint32_t) (k * 2654435761u);
+
+			assert_int_equal(hfr_crc32z_path(path, c0, big + off, k),
+					 (uint32_t) crc32(c0, big + off, (uInt) k));
+		}
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+			assert_int_equal(hfr_crc32z_path(path, 0, big + 1, lens[i]),
+					 (uint32_t) crc32(0L, big + 1, (uInt) lens[i]));
+	}
+	assert_int_equal(hfr_crc32z(0, big, 4096), hfr_crc32z_path(np - 1, 0, big, 4096));
+	free(big);
+}
+
 /* CRC-32C: the standard check value, SSE4.2 and table paths agree; version-1 (zlib) records still read. */
 static void test_crc32c(void **st)
 {
@@ -891,6 +930,7 @@ int main(void)
 		cmocka_unit_test(test_ex_paths_agree),
 		cmocka_unit_test(test_ex_posting_codec),
 		cmocka_unit_test(test_crc32c),
+		cmocka_unit_test(test_crc32z),
 		cmocka_unit_test(test_ex_entries_agree),
 		cmocka_unit_test(test_rng_rule),
 		cmocka_unit_test(test_kmeans_balance),
