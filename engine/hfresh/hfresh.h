@@ -186,6 +186,8 @@ typedef struct hfr_qx {
 
 /* Quantise the rotated query residual qr (dp floats) into x (q8 preallocated). */
 void hfr_query_quant_ex(const float *qr, uint32_t dp, hfr_qx *x);
+/* The portable loop hfr_query_quant_ex must equal, field for field (tests). */
+void hfr_query_quant_ex_ref(const float *qr, uint32_t dp, hfr_qx *x);
 /* Estimated squared distance from the extended code; *err gets the bound. */
 float hfr_estimate_ex(const hfr_qx *x, const uint8_t *ex, unsigned bits, const hfr_fac *f,
 		      float *err);

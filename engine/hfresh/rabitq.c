@@ -417,7 +417,22 @@ float hfr_estimate(const hfr_qq *q, const uint64_t *code, const hfr_fac *f, floa
 
 /* ---- extended codes ---- */
 
-void hfr_query_quant_ex(const float *qr, uint32_t dp, hfr_qx *x)
+/* The nibble order: per 128 dims, the low nibbles' 64 then the high nibbles' 64. */
+static void quant_ex_nibble_order(uint32_t dp, hfr_qx *x)
+{
+	for (uint32_t b = 0; b < dp; b += 128) {
+		if (b + 128 <= dp) {
+			memcpy(x->q8p + b, x->q8 + b, 32);
+			memcpy(x->q8p + b + 32, x->q8 + b + 64, 32);
+			memcpy(x->q8p + b + 64, x->q8 + b + 32, 32);
+			memcpy(x->q8p + b + 96, x->q8 + b + 96, 32);
+		} else {
+			memcpy(x->q8p + b, x->q8 + b, 64);
+		}
+	}
+}
+
+void hfr_query_quant_ex_ref(const float *qr, uint32_t dp, hfr_qx *x)
 {
 	float mx = 0, inv;
 	int32_t sum = 0;
@@ -451,17 +466,90 @@ void hfr_query_quant_ex(const float *qr, uint32_t dp, hfr_qx *x)
 		sum += q;
 	}
 	x->sum8 = sum;
-	/* the nibble order: per 128 dims, the low nibbles' 64 then the high nibbles' 64 */
-	for (uint32_t b = 0; b < dp; b += 128) {
-		if (b + 128 <= dp) {
-			memcpy(x->q8p + b, x->q8 + b, 32);
-			memcpy(x->q8p + b + 32, x->q8 + b + 64, 32);
-			memcpy(x->q8p + b + 64, x->q8 + b + 32, 32);
-			memcpy(x->q8p + b + 96, x->q8 + b + 96, 32);
-		} else {
-			memcpy(x->q8p + b, x->q8 + b, 64);
+	quant_ex_nibble_order(dp, x);
+}
+
+#if defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 8)
+#define HFR_HAVE_QUANT_AVX2 1
+/*
+ * hfr_query_quant_ex_ref on eight lanes, bit for bit (dp a multiple of 32):
+ * maxps(a, m) is a > m ? a : m lane by lane, and a maximum of numbers that
+ * are never NaN (m starts at +0, a NaN a is dropped) is the same in any
+ * order; the rounding is the same multiply, then add of copysign(0.5, v),
+ * then truncation (cvttps2dq, as cvttss2si: out of range gives INT_MIN,
+ * clamped to -127); the sum is of integers. The double sum of squares is
+ * the same one chain, in order. No FMA in the target: a fused multiply-add
+ * would round once where the reference rounds twice.
+ */
+__attribute__((target("avx2"))) static void quant_ex_avx2(const float *qr, uint32_t dp,
+							  hfr_qx *x)
+{
+	const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	const __m256 signm = _mm256_castsi256_ps(_mm256_set1_epi32((int) 0x80000000u));
+	const __m256 half = _mm256_set1_ps(0.5f);
+	const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	__m256 mv = _mm256_setzero_ps(), vinv;
+	__m256i sv = _mm256_setzero_si256();
+	float lanes[8], mx = 0, inv;
+	int32_t sums[8], sum = 0;
+	double s2 = 0;
+
+	for (uint32_t t = 0; t < dp; t += 8)
+		mv = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(qr + t), absm), mv);
+	_mm256_storeu_ps(lanes, mv);
+	for (int l = 0; l < 8; l++)
+		mx = lanes[l] > mx ? lanes[l] : mx;
+	for (uint32_t t = 0; t < dp; t++)
+		s2 += (double) qr[t] * qr[t];
+	x->qn2 = (float) s2;
+	x->qn = (float) sqrt(s2);
+	x->dp = dp;
+	x->step = mx > 0 ? mx / 127.0f : 0.0f;
+	inv = mx > 0 ? 127.0f / mx : 0.0f;
+	vinv = _mm256_set1_ps(inv);
+	for (uint32_t t = 0; t < dp; t += 32) {
+		__m256i q[4];
+
+		for (int j = 0; j < 4; j++) {
+			__m256 v = _mm256_mul_ps(_mm256_loadu_ps(qr + t + 8 * j), vinv);
+			__m256 r = _mm256_add_ps(v, _mm256_or_ps(_mm256_and_ps(v, signm), half));
+
+			q[j] = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvttps_epi32(r), lo), hi);
+			sv = _mm256_add_epi32(sv, q[j]);
 		}
+		/* packs interleave 128-bit lanes: dwords 0,4,1,5,2,6,3,7 put them back */
+		_mm256_storeu_si256((void *) (x->q8 + t),
+				    _mm256_permutevar8x32_epi32(
+					    _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
+							       _mm256_packs_epi32(q[2], q[3])),
+					    order));
 	}
+	_mm256_storeu_si256((void *) sums, sv);
+	for (int l = 0; l < 8; l++)
+		sum += sums[l];
+	x->sum8 = sum;
+	quant_ex_nibble_order(dp, x);
+}
+#endif
+
+void hfr_query_quant_ex(const float *qr, uint32_t dp, hfr_qx *x)
+{
+#ifdef HFR_HAVE_QUANT_AVX2
+	static int avx2 = -1;
+	int a = __atomic_load_n(&avx2, __ATOMIC_RELAXED);
+
+	if (a < 0) {
+		__builtin_cpu_init();
+		a = __builtin_cpu_supports("avx2") ? 1 : 0;
+		__atomic_store_n(&avx2, a, __ATOMIC_RELAXED);
+	}
+	if (a && dp % 32 == 0) {
+		quant_ex_avx2(qr, dp, x);
+		return;
+	}
+#endif
+	hfr_query_quant_ex_ref(qr, dp, x);
 }
 
 /* The estimate from ip = sum_t x_t q8_t; compiled once (see est_finish). */

@@ -456,6 +456,48 @@ static void test_crc32z(void **st)
 	free(big);
 }
 
+/*
+ * The query quantiser's CPU path equals the portable loop field for field:
+ * random residuals at dp 64-512, values on the rounding's half-way points
+ * (x.5 after scaling, both signs), a zero vector and one huge lane.
+ */
+static void test_quant_ex_paths(void **st)
+{
+	enum { DP = 512 };
+	float qr[DP];
+	int8_t a8[DP], a8p[DP], b8[DP], b8p[DP];
+	uint64_t s = 0x9e3779b97f4a7c15ull;
+
+	(void) st;
+	for (int round = 0; round < 400; round++) {
+		uint32_t dp = 64u * (1u + (uint32_t) round % 8);
+		hfr_qx a = {.q8 = a8, .q8p = a8p}, b = {.q8 = b8, .q8p = b8p};
+
+		for (uint32_t t = 0; t < dp; t++) {
+			s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+			qr[t] = (float) ((double) (int64_t) s / 9.2e18) * (round % 3 ? 1.0f : 1e-3f);
+		}
+		if (round % 5 == 1) /* half-way points: mx = 127 makes the scale 1 */
+			for (uint32_t t = 0; t < dp; t++)
+				qr[t] = t == 0 ? 127.0f : (float) ((int) (t % 200) - 100) + (t & 1 ? 0.5f : -0.5f);
+		if (round % 7 == 2)
+			memset(qr, 0, sizeof(float) * dp);
+		if (round % 11 == 3)
+			qr[round % dp] = 3e38f;
+		memset(a8, 0x55, sizeof(a8)), memset(b8, 0x55, sizeof(b8));
+		memset(a8p, 0x55, sizeof(a8p)), memset(b8p, 0x55, sizeof(b8p));
+		hfr_query_quant_ex(qr, dp, &a);
+		hfr_query_quant_ex_ref(qr, dp, &b);
+		assert_memory_equal(a8, b8, dp);
+		assert_memory_equal(a8p, b8p, dp);
+		assert_int_equal(a.sum8, b.sum8);
+		assert_int_equal(a.dp, b.dp);
+		assert_memory_equal(&a.step, &b.step, sizeof(float));
+		assert_memory_equal(&a.qn2, &b.qn2, sizeof(float));
+		assert_memory_equal(&a.qn, &b.qn, sizeof(float));
+	}
+}
+
 /* CRC-32C: the standard check value, SSE4.2 and table paths agree; version-1 (zlib) records still read. */
 static void test_crc32c(void **st)
 {
@@ -931,6 +973,7 @@ int main(void)
 		cmocka_unit_test(test_ex_posting_codec),
 		cmocka_unit_test(test_crc32c),
 		cmocka_unit_test(test_crc32z),
+		cmocka_unit_test(test_quant_ex_paths),
 		cmocka_unit_test(test_ex_entries_agree),
 		cmocka_unit_test(test_rng_rule),
 		cmocka_unit_test(test_kmeans_balance),
