@@ -101,6 +101,7 @@ typedef struct hfr_scratch {
 	uint32_t *pl2;
 	/* a posting's live entries with extended codes, estimated together */
 	uint32_t *bidx, *bid;
+	uint32_t *iota;         /* 0, 1, 2, ...: every entry of a posting, in order */
 	float *best, *berr;
 	size_t capb;
 } hfr_scratch;
@@ -176,6 +177,7 @@ static void scratch_free(void *p)
 	free(s->pl2);
 	free(s->bidx);
 	free(s->bid);
+	free(s->iota);
 	free(s->best);
 	free(s->berr);
 	free(s);
@@ -184,11 +186,17 @@ static void scratch_free(void *p)
 /* Room for n entries in s's batch arrays. */
 static int batch_fit(hfr_scratch *s, size_t n)
 {
-	uint32_t *a, *b;
+	uint32_t *a, *b, *c;
 	float *e, *r;
 
 	if (n <= s->capb)
 		return 0;
+	c = realloc(s->iota, n * sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	s->iota = c;
+	for (size_t i = s->capb; i < n; i++)
+		c[i] = (uint32_t) i;
 	a = realloc(s->bidx, n * sizeof(*a));
 	if (a)
 		s->bidx = a;
@@ -492,10 +500,11 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 		return rc;
 	{ /* the residual; locals, so the loop vectorises (s's arrays could alias) */
 		float *restrict qr = s->qr;
-		const float *restrict qrot = s->qrot;
+		const float *restrict qrot = s->qrot, *restrict cv = cr;
+		const size_t dp = m->dp;
 
-		for (uint32_t t = 0; t < m->dp; t++)
-			qr[t] = qrot[t] - cr[t];
+		for (size_t t = 0; t < dp; t++)
+			qr[t] = qrot[t] - cv[t];
 	}
 	if (ex)
 		hfr_query_quant_ex(s->qr, m->dp, &qx);
@@ -509,38 +518,16 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 	if (fast) {
 		/*
 		 * The common case (extended codes, one replica, no update yet): an
-		 * entry is live iff its id is in range and its version is 1. Every
-		 * entry is listed, with one flag for all of them, and the list is
-		 * compacted only when one was not live (in an index no update has
-		 * touched, only damage that kept its CRC does that: verify reports
-		 * it, test_dead_entry): a list that grew by each entry's test made
-		 * every store wait on the test before.
+		 * entry is live iff its id is in range and its version is 1, and
+		 * in an index no update has touched only damage that kept its CRC
+		 * makes one dead (verify reports it). So every entry is estimated,
+		 * in order, with no pass over them first, and liveness is tested
+		 * where an entry would enter the heap, on the few that would:
+		 * a dead one never does (test_dead_entry), and the heap holds what
+		 * it held when dead entries were dropped before the estimates.
 		 */
-		const uint8_t *ent = hfr_entry_at(buf, h.entry_size, 0);
-		const uint32_t es = h.entry_size, nids = m->nids, count = h.count;
-		uint32_t dead = 0;
-
-		for (uint32_t i = 0; i < count; i++, ent += es) {
-			uint32_t id, ver;
-
-			memcpy(&id, ent, 4);
-			memcpy(&ver, ent + 4, 4);
-			bidx[i] = i;
-			bid[i] = id;
-			dead |= (uint32_t) (id >= nids) | (ver ^ 1u);
-		}
-		nb = count;
-		if (dead) {
-			nb = 0;
-			for (uint32_t i = 0; i < count; i++) {
-				uint32_t ver;
-
-				memcpy(&ver, hfr_entry_at(buf, es, i) + 4, 4);
-				bidx[nb] = i;
-				bid[nb] = bid[i];
-				nb += (bid[i] < nids) & (ver == 1);
-			}
-		}
+		bidx = s->iota;
+		nb = h.count;
 	}
 	for (uint32_t i = 0; i < h.count && !fast; i++) {
 		const uint8_t *ent = hfr_entry_at(buf, h.entry_size, i);
@@ -612,12 +599,24 @@ static int score_posting(score_ctx *c, uint32_t p, const uint8_t *buf)
 					in |= (unsigned) !(best[j + l] >= worst) << l;
 			while (in) {
 				size_t l = j + (size_t) __builtin_ctz(in);
+				uint32_t id;
 
 				in &= in - 1;
 				if (best[l] >= worst && nh == c->cap)
 					continue; /* worst fell since the mask */
+				if (fast) { /* entry l itself (bidx is iota) */
+					const uint8_t *ent = hfr_entry_at(buf, h.entry_size, (uint32_t) l);
+					uint32_t ver;
+
+					memcpy(&id, ent, 4);
+					memcpy(&ver, ent + 4, 4);
+					if (id >= m->nids || ver != 1)
+						continue; /* dead: never a candidate */
+				} else {
+					id = bid[l];
+				}
 				heap_push(c->heap, &nh, c->cap,
-					  (cand){.est = best[l], .err = s->berr[l], .id = bid[l]});
+					  (cand){.est = best[l], .err = s->berr[l], .id = id});
 				if (nh == c->cap)
 					worst = c->heap[0].est;
 			}
@@ -833,7 +832,17 @@ int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, ui
 	if (rc)
 		return rc;
 
-	/* 3-4: read and score the postings */
+	/*
+	 * 3-4: read and score the postings. Their rotated centroids (a random
+	 * 512 bytes each at d 128, read first thing in score_posting) are
+	 * asked for now, all together.
+	 */
+	for (size_t i = 0; i < np; i++) {
+		const char *c = (const char *) (ix->crot + (size_t) s->plist[i] * m->dp);
+
+		for (size_t b = 0; b < sizeof(float) * m->dp; b += 64)
+			__builtin_prefetch(c + b, 0, 3);
+	}
 	sc = (score_ctx){.ix = ix, .s = s, .heap = s->cand, .nheap = 0, .cap = R};
 	if (!concurrent) {
 		for (size_t i = 0; i < np && !rc; i++) {
