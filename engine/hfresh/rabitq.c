@@ -661,26 +661,48 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void ex_entries_vn
 {
 	const __m512 step = _mm512_set1_ps(x->step), qn2 = _mm512_set1_ps(x->qn2),
 		     qn = _mm512_set1_ps(x->qn);
-	const __m512i sum = _mm512_set1_epi32((int32_t) ((1u << bits) - 1) * x->sum8),
-		      ves = _mm512_set1_epi32((int32_t) es);
+	const __m512i sum = _mm512_set1_epi32((int32_t) ((1u << bits) - 1) * x->sum8);
 	size_t i = 0;
 
 	for (; i + 16 <= n; i += 16) {
-		__m512i acc[16], ip, off = _mm512_mullo_epi32(_mm512_loadu_si512(idx + i), ves);
-		__m512 yq, add, rs, ee, qe;
+		__m512i acc[16], ip;
+		__m512 yq, add, rs, ee, qe, r[4], t0, t1, t2, t3;
 
 		for (int j = 0; j < 16; j++)
 			acc[j] = ex_acc_vnni(x, hfr_entry_ex(ent0 + (size_t) idx[i + j] * es));
 		ip = ex_sum16(acc);
 		yq = _mm512_mul_ps(step, _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_add_epi32(ip, ip),
 									      sum)));
-		add = _mm512_i32gather_ps(_mm512_add_epi32(off, _mm512_set1_epi32(HFR_ENT_ADD)), ent0, 1);
-		rs = _mm512_i32gather_ps(_mm512_add_epi32(off, _mm512_set1_epi32(HFR_ENT_RESCALE_EX)),
-					 ent0, 1);
-		ee = _mm512_i32gather_ps(_mm512_add_epi32(off, _mm512_set1_epi32(HFR_ENT_ERR_EX)), ent0,
-					 1);
-		qe = _mm512_i32gather_ps(_mm512_add_epi32(off, _mm512_set1_epi32(HFR_ENT_QERR_EX)),
-					 ent0, 1);
+		/*
+		 * The four factors (16 bytes at HFR_ENT_ADD) of sixteen entries,
+		 * transposed in registers, not gathered (four 16-lane gathers cost
+		 * more than sixteen 128-bit loads): r[p] holds entries p, 4 + p,
+		 * 8 + p, 12 + p in its 128-bit lanes, so after the 4 x 4
+		 * transposes lane 4L + p of each factor is entry 4L + p's.
+		 */
+		for (int p = 0; p < 4; p++) {
+			const uint8_t *e0 = ent0 + HFR_ENT_ADD;
+
+			r[p] = _mm512_castps128_ps512(
+				_mm_loadu_ps((const float *) (const void *) (e0 + (size_t) idx[i + p] * es)));
+			r[p] = _mm512_insertf32x4(
+				r[p], _mm_loadu_ps((const float *) (const void *) (e0 + (size_t) idx[i + 4 + p] * es)),
+				1);
+			r[p] = _mm512_insertf32x4(
+				r[p], _mm_loadu_ps((const float *) (const void *) (e0 + (size_t) idx[i + 8 + p] * es)),
+				2);
+			r[p] = _mm512_insertf32x4(
+				r[p], _mm_loadu_ps((const float *) (const void *) (e0 + (size_t) idx[i + 12 + p] * es)),
+				3);
+		}
+		t0 = _mm512_unpacklo_ps(r[0], r[1]); /* add0 add1 rs0 rs1 */
+		t1 = _mm512_unpackhi_ps(r[0], r[1]); /* ee0 ee1 qe0 qe1 */
+		t2 = _mm512_unpacklo_ps(r[2], r[3]);
+		t3 = _mm512_unpackhi_ps(r[2], r[3]);
+		add = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+		rs = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+		ee = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+		qe = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
 		_mm512_storeu_ps(est + i, _mm512_add_ps(_mm512_add_ps(add, qn2), _mm512_mul_ps(rs, yq)));
 		_mm512_storeu_ps(err + i, _mm512_add_ps(_mm512_mul_ps(ee, qn), _mm512_mul_ps(qe, step)));
 	}
