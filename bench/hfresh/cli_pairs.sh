@@ -7,14 +7,22 @@
 # QPS is its median pass; a pair's ratio is HFresh's best such QPS at recall@10
 # >= 0.95 over faiss's; the median of the pairs is printed last.
 #   bench/hfresh/cli_pairs.sh CS BENCH_FAISS BASE QUERIES NQ NLIST FAISS_INDEX DIR ROUNDS \
-#       NPROBES PROBES [RESCORE] [REPEAT]
+#       NPROBES PROBES [RESCORES] [REPEAT]
+# PROBES and RESCORES are comma lists: HFresh runs every searchProbe x
+# rescoreLimit (faiss has one knob, nprobe; HFresh has two, and each side's
+# best point at recall >= 0.95 is taken from its own grid).
+# PREREAD=1 reads DIR's files once, sequentially, before each HFresh run: it
+# puts the index in the page cache as a sequential load would, whatever a
+# proactive reclaimer (DAMON on these machines) paged out since; the kernel
+# then holds it in large folios, and a pread's page-cache lookups cost less
+# (bench/hfresh/README.md, "AVX-512 round").
 # STRATEGY=mmap|pread|... (default pread, the CLI's default) is HFresh's --strategy.
 # Example (fashion-mnist): cli_pairs.sh build/cli/coldstudy build/bench/hfresh/bench_faiss \
 #   fashion-mnist:train fashion-mnist:test 1000 245 /tmp/faiss_fm.index /tmp/hfm 3 3,4,5,6 4,6,8
 set -eu
 CS=$1 BF=$2 BASE=$3 QS=$4 NQ=$5 NLIST=$6 FI=$7 DIR=$8 ROUNDS=$9
 shift 9
-NPROBES=$1 PROBES=$2 RESCORE=${3:-20} REP=${4:-5}
+NPROBES=$1 PROBES=$2 RESCORES=${3:-20} REP=${4:-5}
 CPU=${BENCH_CPU:-$(($(nproc) - 1))}
 STRATEGY=${STRATEGY:-pread}
 OUT=${OUT:-/tmp/hfresh-cli-pairs.$$}
@@ -22,11 +30,14 @@ mkdir -p "$OUT"
 fa() { BENCH_CPU=$CPU BENCH_REPEAT=$REP "$BF" "$BASE" "$QS" "$NQ" "$NLIST" "$FI" "$NPROBES" >"$OUT/faiss.$1.jsonl"; }
 hf() {
 	: >"$OUT/hfresh.$1.jsonl"
+	[ "${PREREAD:-0}" = 1 ] && cat "$DIR"/* >/dev/null
 	for p in $(echo "$PROBES" | tr , ' '); do
-		taskset -c "$CPU" "$CS" index query "$DIR" --queries "$QS" --nq "$NQ" --k 10 \
-			--search-probe "$p" --rescore-limit "$RESCORE" --strategy "$STRATEGY" \
-			--repeat "$REP" --warmup 1 \
-			--json >>"$OUT/hfresh.$1.jsonl"
+		for r in $(echo "$RESCORES" | tr , ' '); do
+			taskset -c "$CPU" "$CS" index query "$DIR" --queries "$QS" --nq "$NQ" --k 10 \
+				--search-probe "$p" --rescore-limit "$r" --strategy "$STRATEGY" \
+				--repeat "$REP" --warmup 1 \
+				--json >>"$OUT/hfresh.$1.jsonl"
+		done
 	done
 }
 uptime
@@ -36,13 +47,15 @@ while [ "$r" -le "$ROUNDS" ]; do
 	r=$((r + 1))
 done
 uptime
-python3 - "$OUT" "$ROUNDS" "$PROBES" <<'PY'
+python3 - "$OUT" "$ROUNDS" "$PROBES" "$RESCORES" <<'PY'
 import json, statistics, sys
-out, n, probes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(',')
+out, n = sys.argv[1], int(sys.argv[2])
+grid = [(int(p), int(r)) for p in sys.argv[3].split(',') for r in sys.argv[4].split(',')]
 ratios, cpu = [], []
 for i in range(1, n + 1):
     f = [json.loads(l) for l in open('%s/faiss.%d.jsonl' % (out, i)) if '"nprobe"' in l]
-    h = [dict(json.loads(l), probe=int(p)) for l, p in zip(open('%s/hfresh.%d.jsonl' % (out, i)), probes)]
+    h = [dict(json.loads(l), probe=g[0], rescore=g[1])
+         for l, g in zip(open('%s/hfresh.%d.jsonl' % (out, i)), grid)]
     fo = [r for r in f if r['recall_at_10'] >= 0.95]
     ho = [r for r in h if r['recall_at_k'] >= 0.95]
     if not (fo and ho):
@@ -51,11 +64,12 @@ for i in range(1, n + 1):
     ratios.append(hb['qps'] / fb['qps_median'])
     fc = min(fo, key=lambda r: r['cpu_ms_per_query']); hc = min(ho, key=lambda r: r['cpu_ms_per_query'])
     cpu.append(fc['cpu_ms_per_query'] / hc['cpu_ms_per_query'])
-    print('round %d: faiss %.0f QPS (nprobe %d, recall %.4f)  hfresh %.0f QPS (probe %d, recall %.4f)'
-          '  ratio %.2f;  CPU ms/query faiss %.3f (nprobe %d) hfresh %.3f (probe %d): ratio %.2f' % (
+    print('round %d: faiss %.0f QPS (nprobe %d, recall %.4f)  hfresh %.0f QPS (probe %d rescore %d,'
+          ' recall %.4f)  ratio %.2f;  CPU ms/query faiss %.3f (nprobe %d) hfresh %.3f (probe %d'
+          ' rescore %d): ratio %.2f' % (
               i, fb['qps_median'], fb['nprobe'], fb['recall_at_10'], hb['qps'], hb['probe'],
-              hb['recall_at_k'], ratios[-1], fc['cpu_ms_per_query'], fc['nprobe'],
-              hc['cpu_ms_per_query'], hc['probe'], cpu[-1]))
+              hb['rescore'], hb['recall_at_k'], ratios[-1], fc['cpu_ms_per_query'], fc['nprobe'],
+              hc['cpu_ms_per_query'], hc['probe'], hc['rescore'], cpu[-1]))
 if ratios:
     print('median ratio over %d pairs: %.2f (min %.2f, max %.2f); by CPU time: %.2f (min %.2f, max %.2f)' % (
           len(ratios), statistics.median(ratios), min(ratios), max(ratios),
