@@ -32,9 +32,9 @@ hf() {
 	: >"$OUT/hfresh.$1.jsonl"
 	[ "${PREREAD:-0}" = 1 ] && cat "$DIR"/* >/dev/null
 	for p in $(echo "$PROBES" | tr , ' '); do
-		for r in $(echo "$RESCORES" | tr , ' '); do
+		for rs in $(echo "$RESCORES" | tr , ' '); do # not r: the rounds' counter
 			taskset -c "$CPU" "$CS" index query "$DIR" --queries "$QS" --nq "$NQ" --k 10 \
-				--search-probe "$p" --rescore-limit "$r" --strategy "$STRATEGY" \
+				--search-probe "$p" --rescore-limit "$rs" --strategy "$STRATEGY" \
 				--repeat "$REP" --warmup 1 \
 				--json >>"$OUT/hfresh.$1.jsonl"
 		done
