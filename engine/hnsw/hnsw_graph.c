@@ -19,6 +19,8 @@
 
 #define LM_EMPTY UINT32_MAX
 
+static void seg_free(struct hnsw *h, unsigned s);
+
 static size_t round_up(size_t v, size_t a)
 {
 	return (v + a - 1) / a * a;
@@ -113,7 +115,7 @@ void hnsw_free(hnsw *h)
 		free(up);
 	}
 	for (unsigned s = 0; s < HNSW_MAX_SEGS; s++)
-		free(h->seg[s]);
+		seg_free(h, s);
 	while ((c = h->pool)) {
 		h->pool = c->next;
 		hnsw_ctx_free(c);
@@ -142,19 +144,45 @@ void hnsw_free(hnsw *h)
  */
 #define HUGE_PAGE (2u << 20)
 
-static void *seg_alloc(size_t bytes)
+/*
+ * The large segments are mapped here, not taken from malloc, and advised
+ * before anything touches them: an allocator that writes its blocks
+ * (glibc under MALLOC_PERTURB_, which the test runner sets) faulted them in
+ * as 4 KiB pages first, and the advice came too late. *mapped gets the
+ * bytes mapped (0 for a malloc'd one), for seg_free.
+ */
+static void *seg_alloc(size_t bytes, size_t *mapped)
 {
-	void *mem;
+	char *mem, *a;
 
+	*mapped = 0;
 	if (bytes < HUGE_PAGE)
 		return aligned_alloc(64, round_up(bytes, 64));
 	bytes = round_up(bytes, HUGE_PAGE);
-	mem = aligned_alloc(HUGE_PAGE, bytes);
+	mem = mmap(NULL, bytes + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		   0);
+	if (mem == MAP_FAILED)
+		return NULL;
+	a = (char *) round_up((uintptr_t) mem, HUGE_PAGE); /* the slop either side unmapped */
+	if (a > mem)
+		(void) munmap(mem, (size_t) (a - mem));
+	if (a + bytes < mem + bytes + HUGE_PAGE)
+		(void) munmap(a + bytes, (size_t) (mem + bytes + HUGE_PAGE - (a + bytes)));
 #ifdef MADV_HUGEPAGE
-	if (mem)
-		(void) madvise(mem, bytes, MADV_HUGEPAGE);
+	(void) madvise(a, bytes, MADV_HUGEPAGE);
 #endif
-	return mem;
+	*mapped = bytes;
+	return a;
+}
+
+static void seg_free(struct hnsw *h, unsigned s)
+{
+	if (h->seg_map[s])
+		(void) munmap(h->seg[s], h->seg_map[s]);
+	else
+		free(h->seg[s]);
+	h->seg[s] = NULL;
+	h->seg_map[s] = 0;
 }
 
 int hnsw_reserve(struct hnsw *h, size_t n)
@@ -173,7 +201,7 @@ int hnsw_reserve(struct hnsw *h, size_t n)
 			s++;
 		if (s >= HNSW_MAX_SEGS)
 			return -EOVERFLOW;
-		mem = seg_alloc((size_t) (base << s) * h->rec_size);
+		mem = seg_alloc((size_t) (base << s) * h->rec_size, &h->seg_map[s]);
 		if (!mem)
 			return -ENOMEM;
 		h->seg[s] = mem;
@@ -455,10 +483,8 @@ int hnsw_relayout(struct hnsw *h, enum hnsw_vtype vtype)
 		return -EBUSY;
 	if (vtype == h->vtype)
 		return 0;
-	for (unsigned s = 0; s < HNSW_MAX_SEGS; s++) {
-		free(h->seg[s]);
-		h->seg[s] = NULL;
-	}
+	for (unsigned s = 0; s < HNSW_MAX_SEGS; s++)
+		seg_free(h, s);
 	h->cap = 0;
 	layout(h, vtype);
 	hnsw_kernels_select(h);

@@ -120,6 +120,7 @@ struct hnsw {
 
 	unsigned seg_shift;
 	char *seg[HNSW_MAX_SEGS];
+	size_t seg_map[HNSW_MAX_SEGS]; /* bytes mapped for a huge-page segment; 0: malloc'd */
 	uint32_t cap;       /* records allocated */
 	uint32_t count;     /* node ids handed out (atomic) */
 	uint64_t entry;     /* (level << 32) | node, UINT64_MAX when empty (atomic) */
