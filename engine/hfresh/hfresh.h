@@ -98,6 +98,8 @@
  * with the bytes, the walk's with their log.
  */
 #define HFR_FLAT_CENTROID_BYTES (1024u * 1024u)
+/* For tests: how many centroids the exact scan's bf16 prescan has ruled out (hfreshsearch.c). */
+uint64_t hfr_centroid_prescan_pruned(void);
 #define HFR_QUERY_BITS   4      /* query quantisation (RaBitQ's B_q) */
 #define HFR_ROT_ROUNDS   4      /* sign flip + permutation + FHT-64 rounds */
 #define HFR_EPS0         1.9f   /* RaBitQ's confidence parameter */

@@ -84,6 +84,7 @@ typedef struct hfr_scratch {
 	uint32_t *marked;       /* the ids whose seen bit is set */
 	size_t nmarked, capmarked;
 	float *qi, *qrot, *qr;
+	float *q16, *dhat;      /* the prescan's query (d16) and distances (nalive) */
 	uint64_t *planes;
 	int8_t *q8, *q8p;       /* the byte query of extended codes */
 	uint32_t *plist;
@@ -123,6 +124,12 @@ typedef struct hfr_index {
 	uint64_t *changed;      /* nids bits: the id's version is not 1 */
 	uint32_t nchanged;      /* how many: with none, "version 1" is the whole test */
 	hnsw *h;
+	/* the exact scan's bf16 prescan (cent16_build); c16 NULL: none */
+	uint16_t *c16;          /* nalive * d16: bf16(centroid - cmean), zero-padded */
+	float *cmean;           /* d16, zero-padded */
+	uint32_t d16;           /* di rounded up to 32 */
+	double cslack;          /* >= |(c - cmean) - bf16(c - cmean)| for every centroid */
+	float (*c16_l2)(const float *, const uint16_t *, uint32_t);
 	cv_file *fpost, *fvec;
 	uint32_t fipost, fivec; /* positions in cv_index_files' list (block lists) */
 	int fdpost, fdvec;
@@ -160,6 +167,8 @@ static void scratch_free(void *p)
 	free(s->qi);
 	free(s->qrot);
 	free(s->qr);
+	free(s->q16);
+	free(s->dhat);
 	free(s->planes);
 	free(s->q8);
 	free(s->q8p);
@@ -214,6 +223,220 @@ static int batch_fit(hfr_scratch *s, size_t n)
 	return 0;
 }
 
+/*
+ * ---- the exact centroid scan's prescan ----
+ *
+ * The scan reads every live centroid in full (0.7 MB at 1M x 128), and
+ * that stream, not the arithmetic, is what it costs. So it first reads
+ * them as bf16 (half the bytes), relative to their mean, and gets from
+ * those distances a bound that rules most centroids out; only the rest
+ * are scanned exactly, in the same order and by the same test, so the
+ * list and its order are the full scan's, bit for bit.
+ *
+ * The bound. Reals: D = |q - c|, and with mu the mean, q' the float
+ * q - mu (|q' - (q - mu)| <= dq, one rounding a coordinate), b the bf16
+ * c - mu (|b - (c - mu)| <= cslack, measured in double at open), the
+ * real |q' - b| lies within s = dq + cslack of D. A float distance over
+ * n terms, each square >= 0 and rounded a few times, is within a factor
+ * 1 +- eps of the real one (eps = (n + 16) 2^-22, far above the
+ * (n + 3) 2^-24 the sums can reach): so the exact kernel's d lies in
+ * D^2 (1 -+ eps), and the bf16 one's h in |q' - b|^2 (1 -+ eps). With
+ * h_p the probe-th smallest h, at least probe centroids have d <= T =
+ * (1 + eps)(sqrt(h_p / (1 - eps)) + s)^2; a centroid with
+ * h > (1 + eps)(s + sqrt(T / (1 - eps)))^2 has d > T, so probe others are
+ * strictly nearer and it is in no list (its index breaks no tie); the
+ * scan of the rest in order keeps exactly the full scan's list.
+ * (hfresh-unit test_centroid_prescan compares the two on every query.)
+ *
+ * Where it is off: a CPU without AVX2, a centroid or mean that is not
+ * finite or does not fit bf16, a query with a value that is not finite,
+ * and COLDSTUDY_CENTROID_PRESCAN=0 in the environment (read at open).
+ */
+static uint64_t prescan_pruned; /* centroids the prescan ruled out, all queries (tests) */
+
+uint64_t hfr_centroid_prescan_pruned(void)
+{
+	return __atomic_load_n(&prescan_pruned, __ATOMIC_RELAXED);
+}
+
+static uint16_t bf16_round(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return (uint16_t) ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static float bf16_float(uint16_t b)
+{
+	uint32_t u = (uint32_t) b << 16;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* The portable sum the vector kernels approximate (any order is within the bound). */
+static float c16_l2_ref(const float *q, const uint16_t *c, uint32_t d16)
+{
+	float s = 0;
+
+	for (uint32_t i = 0; i < d16; i++) {
+		float t = q[i] - bf16_float(c[i]);
+
+		s += t * t;
+	}
+	return s;
+}
+
+#if defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 8)
+#include <immintrin.h>
+#define HFR_HAVE_C16 1
+__attribute__((target("avx512f"))) static float c16_l2_avx512(const float *q, const uint16_t *c,
+							       uint32_t d16)
+{
+	__m512 s0 = _mm512_setzero_ps(), s1 = s0;
+
+	for (uint32_t i = 0; i < d16; i += 32) {
+		__m512 c0 = _mm512_castsi512_ps(_mm512_slli_epi32(
+			_mm512_cvtepu16_epi32(_mm256_loadu_si256((const void *) (c + i))), 16));
+		__m512 c1 = _mm512_castsi512_ps(_mm512_slli_epi32(
+			_mm512_cvtepu16_epi32(_mm256_loadu_si256((const void *) (c + i + 16))), 16));
+		__m512 t0 = _mm512_sub_ps(_mm512_loadu_ps(q + i), c0);
+		__m512 t1 = _mm512_sub_ps(_mm512_loadu_ps(q + i + 16), c1);
+
+		s0 = _mm512_fmadd_ps(t0, t0, s0);
+		s1 = _mm512_fmadd_ps(t1, t1, s1);
+	}
+	return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+__attribute__((target("avx2,fma"))) static float c16_l2_avx2(const float *q, const uint16_t *c,
+							      uint32_t d16)
+{
+	__m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+		       _mm256_setzero_ps()};
+	__m128 h;
+
+	for (uint32_t i = 0; i < d16; i += 32)
+		for (int j = 0; j < 4; j++) {
+			__m256 cj = _mm256_castsi256_ps(_mm256_slli_epi32(
+				_mm256_cvtepu16_epi32(_mm_loadu_si128((const void *) (c + i + 8 * j))),
+				16));
+			__m256 t = _mm256_sub_ps(_mm256_loadu_ps(q + i + 8 * j), cj);
+
+			s[j] = _mm256_fmadd_ps(t, t, s[j]);
+		}
+	s[0] = _mm256_add_ps(_mm256_add_ps(s[0], s[1]), _mm256_add_ps(s[2], s[3]));
+	h = _mm_add_ps(_mm256_castps256_ps128(s[0]), _mm256_extractf128_ps(s[0], 1));
+	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_add_ss(h, _mm_movehdup_ps(h));
+	return _mm_cvtss_f32(h);
+}
+#endif
+
+/* Encode the live centroids for the prescan where it can run; 0 or -ENOMEM (off is 0). */
+static int cent16_build(hfr_index *ix)
+{
+	const uint32_t di = ix->m.di, d16 = (di + 31u) / 32u * 32u;
+	const char *env = getenv("COLDSTUDY_CENTROID_PRESCAN");
+	double *mu, smax = 0;
+
+	if (ix->nalive < 2 || (env && !strcmp(env, "0")))
+		return 0;
+#ifdef HFR_HAVE_C16
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f"))
+		ix->c16_l2 = c16_l2_avx512;
+	else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		ix->c16_l2 = c16_l2_avx2;
+#endif
+	if (env && !strcmp(env, "ref")) /* the portable sum, for tests, on any CPU */
+		ix->c16_l2 = c16_l2_ref;
+	if (!ix->c16_l2)
+		return 0;
+	mu = calloc(di, sizeof(double));
+	ix->cmean = calloc(d16, sizeof(float));
+	ix->c16 = calloc((size_t) ix->nalive * d16, sizeof(uint16_t));
+	if (!mu || !ix->cmean || !ix->c16) {
+		free(mu);
+		return -ENOMEM;
+	}
+	for (uint32_t a = 0; a < ix->nalive; a++)
+		for (uint32_t t = 0; t < di; t++)
+			mu[t] += ix->acent[(size_t) a * di + t];
+	for (uint32_t t = 0; t < di; t++)
+		ix->cmean[t] = (float) (mu[t] / ix->nalive);
+	free(mu);
+	for (uint32_t a = 0; a < ix->nalive; a++) {
+		const float *c = ix->acent + (size_t) a * di;
+		uint16_t *b = ix->c16 + (size_t) a * d16;
+		double e2 = 0;
+
+		for (uint32_t t = 0; t < di; t++) {
+			double r = (double) c[t] - (double) ix->cmean[t]; /* exact */
+			float bf;
+
+			b[t] = bf16_round((float) r);
+			bf = bf16_float(b[t]);
+			if (!isfinite(c[t]) || !isfinite(ix->cmean[t]) || !isfinite(bf)) {
+				free(ix->c16); /* off: the plain scan */
+				ix->c16 = NULL;
+				return 0;
+			}
+			e2 += (r - (double) bf) * (r - (double) bf);
+		}
+		if (e2 > smax)
+			smax = e2;
+	}
+	ix->d16 = d16;
+	ix->cslack = sqrt(smax) * (1 + 0x1p-30) + 0x1p-1000;
+	return 0;
+}
+
+/*
+ * The centroids the exact scan must read: -1 for all (no prescan here), or
+ * the float bound h must not exceed (see above); s->dhat holds h.
+ */
+static double cent16_limit(hfr_index *ix, hfr_scratch *s, size_t probe)
+{
+	const uint32_t di = ix->m.di, d16 = ix->d16;
+	const double eps = (double) (d16 + 16) * 0x1p-22;
+	double qn2 = 0, sl, hp, T, lim;
+	float best[64] = {0};
+	size_t got = 0;
+
+	if (!ix->c16 || probe > 64 || probe >= ix->nalive)
+		return -1;
+	for (uint32_t t = 0; t < di; t++) {
+		if (!isfinite(s->qi[t]))
+			return -1;
+		s->q16[t] = s->qi[t] - ix->cmean[t];
+		qn2 += (double) s->q16[t] * s->q16[t];
+	}
+	sl = ix->cslack + sqrt(qn2) * 0x1p-23 * (1 + 0x1p-20);
+	for (uint32_t a = 0; a < ix->nalive; a++) {
+		float h = ix->c16_l2(s->q16, ix->c16 + (size_t) a * d16, d16);
+		size_t j;
+
+		s->dhat[a] = h;
+		if (got == probe && !(h < best[got - 1]))
+			continue;
+		j = got < probe ? got++ : got - 1;
+		while (j > 0 && best[j - 1] > h) {
+			best[j] = best[j - 1];
+			j--;
+		}
+		best[j] = h;
+	}
+	hp = best[probe - 1];
+	if (!isfinite(hp))
+		return -1;
+	T = (1 + eps) * pow(sqrt(hp / (1 - eps)) + sl, 2);
+	lim = (1 + eps) * pow(sl + sqrt(T / (1 - eps)), 2);
+	return lim;
+}
+
 void hfr_close(void *state)
 {
 	hfr_index *ix = state;
@@ -235,6 +458,8 @@ void hfr_close(void *state)
 	hfr_meta_free(&ix->m);
 	free(ix->alive);
 	free(ix->acent);
+	free(ix->c16);
+	free(ix->cmean);
 	free(ix->crot);
 	free(ix->changed);
 	free(ix);
@@ -296,6 +521,10 @@ int hfr_open(const char *dir, const cv_open_opts *o, void **state, cv_err *e)
 			cv_err_set(e, rc, "%s: centroid index build failed", dir);
 			goto fail;
 		}
+	}
+	if (!ix->h && cent16_build(ix)) {
+		rc = -ENOMEM;
+		goto fail;
 	}
 	hfr_postings_path(dir, ix->m.postings_gen, path, sizeof(path));
 	rc = cv_file_open(path, (o ? o->flags : 0) | CV_FILE_NOFOLLOW, &ix->fpost);
@@ -361,6 +590,14 @@ static hfr_scratch *scratch_get(hfr_index *ix, size_t probe, size_t R, size_t de
 		s->qrot = malloc(sizeof(float) * m->dp);
 		s->qr = malloc(sizeof(float) * m->dp);
 		s->planes = malloc(sizeof(uint64_t) * HFR_QUERY_BITS * (m->dp / 64));
+		if (ix->c16) {
+			s->q16 = calloc(ix->d16, sizeof(float));
+			s->dhat = malloc(sizeof(float) * ix->nalive);
+			if (!s->q16 || !s->dhat) {
+				scratch_free(s);
+				return NULL;
+			}
+		}
 		s->q8 = cv_alloc_aligned(m->dp);
 		s->q8p = cv_alloc_aligned(m->dp);
 		if (!s->seen || !s->qi || !s->qrot || !s->qr || !s->planes || !s->q8 || !s->q8p ||
@@ -665,11 +902,18 @@ static int centroid_search(hfr_index *ix, hfr_scratch *s, size_t probe, size_t *
 
 	if (!ix->h) { /* exact scan, bounded insertion into the probe best */
 		const hfr_meta *m = &ix->m;
+		double lim = cent16_limit(ix, s, probe);
+		uint64_t pruned = 0;
 
 		for (uint32_t a = 0; a < ix->nalive; a++) {
-			float d = cv_l2sq(s->qi, ix->acent + (size_t) a * m->di, m->di);
+			float d;
 			size_t j;
 
+			if (lim >= 0 && (double) s->dhat[a] > lim) {
+				pruned++;
+				continue; /* probe centroids are provably nearer */
+			}
+			d = cv_l2sq(s->qi, ix->acent + (size_t) a * m->di, m->di);
 			if (got == probe && d >= s->pdist[got - 1])
 				continue;
 			j = got < probe ? got++ : got - 1;
@@ -681,6 +925,8 @@ static int centroid_search(hfr_index *ix, hfr_scratch *s, size_t probe, size_t *
 			s->pdist[j] = d;
 			s->plist[j] = ix->alive[a];
 		}
+		if (pruned)
+			__atomic_fetch_add(&prescan_pruned, pruned, __ATOMIC_RELAXED);
 		*ndist += ix->nalive;
 		*np = got;
 		return 0;

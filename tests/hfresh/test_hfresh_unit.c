@@ -802,6 +802,83 @@ static void test_query_integrity(void **st)
  * posting resealed (verify calls that damage): querying vector 7 itself no
  * longer finds it.
  */
+/*
+ * The exact centroid scan's bf16 prescan changes nothing: for each metric,
+ * handles opened with it off (COLDSTUDY_CENTROID_PRESCAN=0), on (the CPU's
+ * kernel) and on with the portable sum ("ref") answer every query with the
+ * same ids, the same distances bit for bit and the same reads (so the same
+ * postings), at probes 1-12, for the data's rows, rows pushed 40% of the
+ * way out of their cluster, and far-away queries; and the prescan did rule
+ * centroids out (it is not a no-op that agrees trivially).
+ */
+static void test_centroid_prescan(void **st)
+{
+	static const cv_metric metrics[] = {CV_METRIC_L2, CV_METRIC_COSINE, CV_METRIC_IP};
+	static const char *const modes[] = {"0", NULL, "ref"};
+	const char *saved = getenv("COLDSTUDY_CENTROID_PRESCAN");
+	uint64_t pruned0 = hfr_centroid_prescan_pruned();
+
+	(void) st;
+	for (size_t mi = 0; mi < 3; mi++) {
+		cv_dataset *ds;
+		char *dir = small_index(&ds, metrics[mi], 1);
+		cv_index *ix[3];
+		cv_err e;
+		float *q = malloc(sizeof(float) * ds->d);
+
+		assert_non_null(q);
+		for (int h = 0; h < 3; h++) {
+			if (modes[h])
+				setenv("COLDSTUDY_CENTROID_PRESCAN", modes[h], 1);
+			else
+				unsetenv("COLDSTUDY_CENTROID_PRESCAN");
+			assert_int_equal(cv_index_open(dir, NULL, &ix[h], &e), 0);
+		}
+		for (size_t i = 0; i < 300; i++) {
+			const float *x = ds->data + (i * 7 % ds->n) * ds->d;
+			const float *y = ds->data + ((i * 13 + 1) % ds->n) * ds->d;
+
+			for (size_t t = 0; t < ds->d; t++) /* near a row, between two, far off */
+				q[t] = i % 3 == 0 ? x[t] : i % 3 == 1 ? 0.6f * x[t] + 0.4f * y[t] : 25.0f * x[t] - 3.0f;
+			for (size_t probe = 1; probe <= 12; probe += 1 + probe / 4) {
+				cv_query_opts qo;
+				uint32_t ids[3][10];
+				float dd[3][10];
+				size_t n[3];
+				cv_query_stats qs[3];
+
+				cv_query_opts_default(&qo);
+				qo.k = 10;
+				qo.search_probe = probe;
+				for (int h = 0; h < 3; h++) {
+					memset(&qs[h], 0, sizeof(qs[h]));
+					assert_int_equal(cv_index_query(ix[h], NULL, q, &qo, ids[h], dd[h], &n[h], &qs[h]),
+							 0);
+				}
+				for (int h = 1; h < 3; h++) {
+					assert_int_equal(n[h], n[0]);
+					assert_memory_equal(ids[h], ids[0], n[0] * sizeof(uint32_t));
+					assert_memory_equal(dd[h], dd[0], n[0] * sizeof(float));
+					assert_int_equal(qs[h].reads, qs[0].reads);
+					assert_int_equal(qs[h].bytes, qs[0].bytes);
+				}
+			}
+		}
+		for (int h = 0; h < 3; h++)
+			cv_index_close(ix[h]);
+		free(q);
+		cv_dataset_free(ds);
+		t_rmdir(dir);
+	}
+	if (saved)
+		setenv("COLDSTUDY_CENTROID_PRESCAN", saved, 1);
+	else
+		unsetenv("COLDSTUDY_CENTROID_PRESCAN");
+	print_message("prescan ruled out %llu centroids\n",
+		      (unsigned long long) (hfr_centroid_prescan_pruned() - pruned0));
+	assert_true(hfr_centroid_prescan_pruned() > pruned0);
+}
+
 static void test_dead_entry(void **st)
 {
 	cv_dataset *ds;
@@ -974,6 +1051,7 @@ int main(void)
 		cmocka_unit_test(test_crc32c),
 		cmocka_unit_test(test_crc32z),
 		cmocka_unit_test(test_quant_ex_paths),
+		cmocka_unit_test(test_centroid_prescan),
 		cmocka_unit_test(test_ex_entries_agree),
 		cmocka_unit_test(test_rng_rule),
 		cmocka_unit_test(test_kmeans_balance),
