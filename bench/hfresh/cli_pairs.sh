@@ -11,11 +11,13 @@
 # PROBES and RESCORES are comma lists: HFresh runs every searchProbe x
 # rescoreLimit (faiss has one knob, nprobe; HFresh has two, and each side's
 # best point at recall >= 0.95 is taken from its own grid).
-# PREREAD=1 reads DIR's files once, sequentially, before each HFresh run: it
-# puts the index in the page cache as a sequential load would, whatever a
-# proactive reclaimer (DAMON on these machines) paged out since; the kernel
-# then holds it in large folios, and a pread's page-cache lookups cost less
-# (bench/hfresh/README.md, "AVX-512 round").
+# PREREAD=1, before each HFresh run, evicts DIR's files (`coldstudy cache
+# evict`) and reads them once, sequentially: the index is then in the page
+# cache as a sequential load leaves it, in the large folios readahead makes,
+# whatever a proactive reclaimer (DAMON on these machines) paged out since and
+# however 4 KiB rereads brought it back. A pread's page-cache lookups depend on
+# it: five pairs of the same binary gave 3.57x and 4.2x Debian's faiss by the
+# state the earlier runs had left (bench/hfresh/README.md, "AVX-512 round").
 # STRATEGY=mmap|pread|... (default pread, the CLI's default) is HFresh's --strategy.
 # Example (fashion-mnist): cli_pairs.sh build/cli/coldstudy build/bench/hfresh/bench_faiss \
 #   fashion-mnist:train fashion-mnist:test 1000 245 /tmp/faiss_fm.index /tmp/hfm 3 3,4,5,6 4,6,8
@@ -30,7 +32,10 @@ mkdir -p "$OUT"
 fa() { BENCH_CPU=$CPU BENCH_REPEAT=$REP "$BF" "$BASE" "$QS" "$NQ" "$NLIST" "$FI" "$NPROBES" >"$OUT/faiss.$1.jsonl"; }
 hf() {
 	: >"$OUT/hfresh.$1.jsonl"
-	[ "${PREREAD:-0}" = 1 ] && cat "$DIR"/* >/dev/null
+	if [ "${PREREAD:-0}" = 1 ]; then
+		"$CS" cache evict "$DIR"/* >/dev/null
+		cat "$DIR"/* >/dev/null
+	fi
 	for p in $(echo "$PROBES" | tr , ' '); do
 		for rs in $(echo "$RESCORES" | tr , ' '); do # not r: the rounds' counter
 			taskset -c "$CPU" "$CS" index query "$DIR" --queries "$QS" --nq "$NQ" --k 10 \

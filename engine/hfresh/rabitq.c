@@ -432,11 +432,24 @@ static void quant_ex_nibble_order(uint32_t dp, hfr_qx *x)
 	}
 }
 
+/* The norms, dp and step from the largest |qr[t]|, mx; returns the scale 127 / mx (or 0). */
+static float quant_ex_scale(const float *qr, uint32_t dp, float mx, hfr_qx *x)
+{
+	double s2 = 0;
+
+	for (uint32_t t = 0; t < dp; t++) /* one chain, in order */
+		s2 += (double) qr[t] * qr[t];
+	x->qn2 = (float) s2;
+	x->qn = (float) sqrt(s2);
+	x->dp = dp;
+	x->step = mx > 0 ? mx / 127.0f : 0.0f;
+	return mx > 0 ? 127.0f / mx : 0.0f;
+}
+
 void hfr_query_quant_ex_ref(const float *qr, uint32_t dp, hfr_qx *x)
 {
 	float mx = 0, inv;
 	int32_t sum = 0;
-	double s2 = 0;
 
 	/*
 	 * Branch-free, so both loops vectorise: the sign of a residual is a coin
@@ -450,13 +463,7 @@ void hfr_query_quant_ex_ref(const float *qr, uint32_t dp, hfr_qx *x)
 
 		mx = a > mx ? a : mx;
 	}
-	for (uint32_t t = 0; t < dp; t++)
-		s2 += (double) qr[t] * qr[t];
-	x->qn2 = (float) s2;
-	x->qn = (float) sqrt(s2);
-	x->dp = dp;
-	x->step = mx > 0 ? mx / 127.0f : 0.0f;
-	inv = mx > 0 ? 127.0f / mx : 0.0f;
+	inv = quant_ex_scale(qr, dp, mx, x);
 	for (uint32_t t = 0; t < dp; t++) {
 		float v = qr[t] * inv;
 		int q = (int) (v + copysignf(0.5f, v));
@@ -493,20 +500,13 @@ __attribute__((target("avx2"))) static void quant_ex_avx2(const float *qr, uint3
 	__m256i sv = _mm256_setzero_si256();
 	float lanes[8], mx = 0, inv;
 	int32_t sums[8], sum = 0;
-	double s2 = 0;
 
 	for (uint32_t t = 0; t < dp; t += 8)
 		mv = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(qr + t), absm), mv);
 	_mm256_storeu_ps(lanes, mv);
 	for (int l = 0; l < 8; l++)
 		mx = lanes[l] > mx ? lanes[l] : mx;
-	for (uint32_t t = 0; t < dp; t++)
-		s2 += (double) qr[t] * qr[t];
-	x->qn2 = (float) s2;
-	x->qn = (float) sqrt(s2);
-	x->dp = dp;
-	x->step = mx > 0 ? mx / 127.0f : 0.0f;
-	inv = mx > 0 ? 127.0f / mx : 0.0f;
+	inv = quant_ex_scale(qr, dp, mx, x);
 	vinv = _mm256_set1_ps(inv);
 	for (uint32_t t = 0; t < dp; t += 32) {
 		__m256i q[4];
