@@ -867,8 +867,9 @@ static void test_centroid_prescan(void **st)
 		for (int h = 0; h < 3; h++)
 			cv_index_close(ix[h]);
 		free(q);
-		cv_dataset_free(ds);
 		t_rmdir(dir);
+		free(dir);
+		t_data_free(ds);
 	}
 	if (saved)
 		setenv("COLDSTUDY_CENTROID_PRESCAN", saved, 1);
