@@ -55,7 +55,7 @@ int cmd_probe(int argc, char **argv)
 			 .bad = "--seed wants a number, got '%s'"},
 			CLI_OPT_FN("--bs", &o.bs, take_bs, "--bs wants 4k, 8k, 16k or a multiple of 512, got '%s'"),
 			CLI_OPT_FN("--strategy", &o.strategy, take_strategy,
-				   "--strategy wants uring, pread, direct or mmap, got '%s'"),
+				   "--strategy wants uring, pread, direct, mmap or auto, got '%s'"),
 			CLI_OPT_STR("--device", &devspec),
 			CLI_OPT_STR("--throttle", &capspec),
 			CLI_OPT_END,

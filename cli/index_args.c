@@ -135,7 +135,7 @@ int index_query_args(int argc, char **argv, qargs *a)
 
 	memset(a, 0, sizeof(*a));
 	cv_query_opts_default(&a->qo);
-	a->strategy = CV_IO_PREAD;
+	a->strategy = CV_IO_AUTO;
 	a->buffers = 128ull << 20;
 	a->repeat = 1;
 	const cli_opt opts[] = {
@@ -165,7 +165,7 @@ int index_query_args(int argc, char **argv, qargs *a)
 		CLI_OPT_FN("--io", &a->qo, take_io,
 			   "--io wants serial or concurrent:Q, got '%s'"),
 		CLI_OPT_FN("--strategy", &a->strategy, take_strategy,
-			   "--strategy wants mmap, pread, direct or uring, got '%s'"),
+			   "--strategy wants auto, mmap, pread, direct or uring, got '%s'"),
 		CLI_OPT_FN("--buffers", &a->buffers, take_buffers,
 			   "--buffers wants a size of at least 8K, got '%s'"),
 		CLI_OPT_FN("--partitions", a, take_parts,

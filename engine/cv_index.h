@@ -78,7 +78,12 @@ typedef struct cv_partition_info {
 /* Partition p's figures: 0, -ENOTSUP for kinds without pages, -ERANGE past the last. */
 CV_API int cv_index_partition_info(const cv_index *ix, unsigned p, cv_partition_info *out);
 
-/* Drop the buffer pool's contents (a cold query starts with an empty pool). */
+/*
+ * Drop the buffer pool's contents (a cold query starts with an empty pool)
+ * and this process's mappings of the index's pages (views under the mmap
+ * and auto strategies map them, and a mapped page cannot be evicted):
+ * call it before evicting the index's files.
+ */
 CV_API void cv_index_drop_buffers(cv_index *ix);
 
 typedef enum cv_query_mode {

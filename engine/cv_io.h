@@ -10,7 +10,12 @@
  *
  * Strategies: mmap (a read is a memcpy from a mapping, so a miss is a page
  * fault), pread, direct (O_DIRECT, aligned bounce buffers when the caller's
- * are not), uring (io_uring over O_DIRECT; batches submitted together).
+ * are not), uring (io_uring over O_DIRECT; batches submitted together),
+ * auto (pread, except that a read which welcomes a view and whose pages
+ * the page cache holds, by mincore(2), is a view of the mapping: no system
+ * call, no copy; a read of what the cache lacks is a pread, so a cold
+ * query makes the same reads as with pread and never faults at queue
+ * depth one).
  * Read-ahead is off (POSIX_FADV_RANDOM / MADV_RANDOM) unless the file is
  * opened with CV_FILE_READAHEAD.
  *
@@ -33,9 +38,10 @@ typedef enum cv_io_strategy {
 	CV_IO_PREAD = 1,
 	CV_IO_DIRECT = 2,
 	CV_IO_URING = 3,
+	CV_IO_AUTO = 4,
 } cv_io_strategy;
 
-/* "mmap", "pread", "direct", "uring"; 0 or -EINVAL. */
+/* "mmap", "pread", "direct", "uring", "auto"; 0 or -EINVAL. */
 CV_API int cv_io_strategy_parse(const char *s, cv_io_strategy *out);
 CV_API const char *cv_io_strategy_name(cv_io_strategy s);
 
@@ -61,6 +67,19 @@ CV_API int cv_open_new(const char *path, int flags, unsigned mode);
 CV_API void cv_file_close(cv_file *f);
 CV_API uint64_t cv_file_size(const cv_file *f);
 CV_API const char *cv_file_path(const cv_file *f);
+/*
+ * Drop this process's page-table entries for f's mapping (the pages stay
+ * in the page cache): a page a mapping holds cannot be evicted, so a
+ * caller that gave views (mmap, auto) calls this before cv_cache_evict.
+ * Accepts NULL.
+ */
+CV_API void cv_file_release_pages(cv_file *f);
+/*
+ * Whether f's residency can be read by mincore(2) (the caller owns f or
+ * may write it; otherwise the kernel reports every page resident): the
+ * auto strategy gives views of f only then.
+ */
+CV_API int cv_file_incore_ok(const cv_file *f);
 
 /* ---- latency histogram: log-linear buckets from 1 us to 10 s ---- */
 
@@ -187,10 +206,18 @@ typedef struct cv_read_req {
 	uint32_t len;
 	void *buf;              /* NULL with the mmap strategy: a view, see data */
 	uint32_t stream, batch; /* for async submissions; ignored by read/read_batch */
+	unsigned flags;         /* CV_READ_VIEW */
 	int res;                /* on completion: 0 or -errno (a short read is -EIO) */
 	void *user;             /* the caller's tag, untouched */
 	const void *data;       /* on completion: the bytes (buf, or the mapping for a view) */
 } cv_read_req;
+
+/*
+ * The caller takes data, not buf: the auto strategy may then hand back a
+ * view of the mapping where the page cache holds the bytes (buf is still
+ * required, for the reads it does not). mmap gives views either way.
+ */
+#define CV_READ_VIEW 1u
 
 /* One read, waited for: a batch of one. 0 or -errno. */
 CV_API int cv_io_read(cv_io *io, cv_file *f, uint64_t off, uint32_t len, void *buf);
@@ -200,8 +227,11 @@ CV_API int cv_io_read(cv_io *io, cv_file *f, uint64_t off, uint32_t len, void *b
  * counted, timed, traced and delayed by a device model like any read, its
  * pages are touched (so a miss faults inside the read, as a copy would),
  * and req.data points into the file's mapping instead of a copy. Valid
- * while the file is open. cv_io_views says whether io gives them;
- * cv_io_view is one such read, waited for. Other strategies: -EINVAL.
+ * while the file is open. cv_io_views says whether io gives them: 1
+ * (mmap: every read, no buffer needed), 2 (auto: reads flagged
+ * CV_READ_VIEW whose pages are resident; each still names a buffer for
+ * the rest), 0 (none). cv_io_view is one read with no buffer, waited for;
+ * strategies other than mmap: -EINVAL.
  */
 CV_API int cv_io_views(const cv_io *io);
 CV_API int cv_io_view(cv_io *io, cv_file *f, uint64_t off, uint32_t len, const void **data);
@@ -213,7 +243,8 @@ CV_API int cv_io_view(cv_io *io, cv_file *f, uint64_t off, uint32_t len, const v
  * one posting hides part of the memory latency of the next. (A prefetch of
  * every line was measured: no faster, the burst of them stalls.)
  * A prefetch never faults: a page not in memory is skipped, no read is made,
- * counted or timed, and the later view reads it as it would have. Other
+ * counted or timed, and the later view reads it as it would have. mmap and
+ * auto (whose resident pages a view may take); other
  * strategies, or a range past the end: nothing.
  */
 CV_API void cv_io_view_prefetch(const cv_io *io, const cv_file *f, uint64_t off, uint32_t len);

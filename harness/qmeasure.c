@@ -88,9 +88,13 @@ void harness_qm_result_free(harness_qm_result *r)
 	r->q_reads = NULL;
 }
 
-/* Before a query of a cold pass: every file evicted, the buffer pool empty. */
+/*
+ * Before a query of a cold pass: the buffer pool empty and no page of the
+ * index mapped here (a mapped page is not evicted), then every file evicted.
+ */
 static int make_cold(cv_index *ix, const harness_qm_opts *o, cs_err *e)
 {
+	cv_index_drop_buffers(ix);
 	for (size_t f = 0; f < o->nfiles; f++) {
 		int rc = cv_cache_evict(o->files[f]);
 
@@ -98,7 +102,6 @@ static int make_cold(cv_index *ix, const harness_qm_opts *o, cs_err *e)
 			return cs_err_set(e, CS_EXIT_INTERNAL, "%s: cannot evict: %s", o->files[f],
 					  strerror(-rc));
 	}
-	cv_index_drop_buffers(ix);
 	return 0;
 }
 

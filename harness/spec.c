@@ -60,7 +60,7 @@ static int bad(cs_err *e, const char *name, const char *where, const char *key, 
 static const char *const modes[] = {"serial", "fanout", NULL};
 static const char *const merges[] = {"stream", "sort", NULL};
 static const char *const io_modes[] = {"serial", "concurrent", NULL};
-static const char *const strategies[] = {"mmap", "pread", "direct", "uring", NULL};
+static const char *const strategies[] = {"mmap", "pread", "direct", "uring", "auto", NULL};
 static const char *const dist_metrics[] = {"l2", "ip", "cosine", NULL};
 static const char *const device_times[] = {"realtime", "virtual", NULL};
 static const char *const prewarm_ofs[] = {"self", "other", NULL};
@@ -225,7 +225,7 @@ static const jv_key run_keys[] = {
 	{.name = "io_depth", .type = JK_INT, .lo = 1, .hi = 4096,
 	 .desc = "HFresh concurrent reads in flight a query"},
 	{.name = "strategy", .type = JK_ENUM, .vals = strategies,
-	 .desc = "block I/O: mmap, pread, direct (O_DIRECT) or uring (io_uring) (default pread)"},
+	 .desc = "block I/O: mmap, pread, direct (O_DIRECT), uring (io_uring) or auto (pread, and views of what the page cache holds) (default pread: a registered plan's runs stay as it was written)"},
 	{.name = "queue_depth", .type = JK_INT, .lo = 1, .hi = 4096,
 	 .desc = "reads in flight a client for uring / direct"},
 	{.name = "buffers_bytes", .type = JK_INT, .lo = 0, .hi = 70368744177664.0,
@@ -1009,7 +1009,7 @@ static const char *const tag_vocab[] = {
 	"cold", "warm", "serial", "fanout", "gate", "partition", "hdd", "ssd", "nvme", "gp3",
 	"gp3-3000", "gp3-16000", "gp3-80000", "drift", "probe", "virtual", "realtime", "baseline", "prewarm",
 	"prewarm-other", "load", "bulkwrite", "client-alt", "memcap", "merge-sort", "design",
-	"holdout", "sceptic", "exploratory", "mmap", "pread", "direct", "uring", "readahead",
+	"holdout", "sceptic", "exploratory", "mmap", "pread", "direct", "uring", "auto", "readahead",
 	"throttle", "uncapped", "shards", NULL};
 static const char *const kind_tags[] = {"hnsw", "paged", "phnsw", "hfresh", "postgres", NULL};
 /* Knobs at the study's defaults, and no treatment: a "baseline" run. */
@@ -1055,7 +1055,8 @@ static const struct {
 	{"realtime", k_time},	    {"prewarm", k_prewarm},    {"prewarm-other", k_prewarm},
 	{"load", k_load},	    {"bulkwrite", k_bulk},     {"client-alt", k_cpus},
 	{"memcap", k_memcap},	    {"mmap", k_strategy},      {"pread", k_strategy},
-	{"direct", k_strategy},	    {"uring", k_strategy},     {"readahead", k_readahead},
+	{"direct", k_strategy},	    {"uring", k_strategy},     {"auto", k_strategy},
+	{"readahead", k_readahead},
 	{"throttle", k_throttle},   {"uncapped", k_throttle},   {"shards", k_shards},
 	{NULL, NULL},
 };

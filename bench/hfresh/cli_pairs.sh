@@ -18,7 +18,8 @@
 # however 4 KiB rereads brought it back. A pread's page-cache lookups depend on
 # it: five pairs of the same binary gave 3.57x and 4.2x Debian's faiss by the
 # state the earlier runs had left (bench/hfresh/README.md, "AVX-512 round").
-# STRATEGY=mmap|pread|... (default pread, the CLI's default) is HFresh's --strategy.
+# STRATEGY=auto|mmap|pread|... is HFresh's --strategy; unset, no --strategy is given and the
+# CLI's default (auto) reads, as a user who leaves the flag out gets.
 # Example (fashion-mnist): cli_pairs.sh build/cli/coldstudy build/bench/hfresh/bench_faiss \
 #   fashion-mnist:train fashion-mnist:test 1000 245 /tmp/faiss_fm.index /tmp/hfm 3 3,4,5,6 4,6,8
 set -eu
@@ -26,7 +27,7 @@ CS=$1 BF=$2 BASE=$3 QS=$4 NQ=$5 NLIST=$6 FI=$7 DIR=$8 ROUNDS=$9
 shift 9
 NPROBES=$1 PROBES=$2 RESCORES=${3:-20} REP=${4:-5}
 CPU=${BENCH_CPU:-$(($(nproc) - 1))}
-STRATEGY=${STRATEGY:-pread}
+STRATEGY=${STRATEGY:-}
 OUT=${OUT:-/tmp/hfresh-cli-pairs.$$}
 mkdir -p "$OUT"
 fa() { BENCH_CPU=$CPU BENCH_REPEAT=$REP "$BF" "$BASE" "$QS" "$NQ" "$NLIST" "$FI" "$NPROBES" >"$OUT/faiss.$1.jsonl"; }
@@ -39,8 +40,8 @@ hf() {
 	for p in $(echo "$PROBES" | tr , ' '); do
 		for rs in $(echo "$RESCORES" | tr , ' '); do # not r: the rounds' counter
 			taskset -c "$CPU" "$CS" index query "$DIR" --queries "$QS" --nq "$NQ" --k 10 \
-				--search-probe "$p" --rescore-limit "$rs" --strategy "$STRATEGY" \
-				--repeat "$REP" --warmup 1 \
+				--search-probe "$p" --rescore-limit "$rs" \
+				${STRATEGY:+--strategy "$STRATEGY"} --repeat "$REP" --warmup 1 \
 				--json >>"$OUT/hfresh.$1.jsonl"
 		done
 	done

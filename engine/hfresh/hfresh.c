@@ -20,6 +20,7 @@ const cv_index_ops cv_hfresh_ops = {
 	.dim = hfr_state_dim,
 	.count = hfr_state_count,
 	.metric = hfr_state_metric,
+	.drop_buffers = hfr_drop_buffers,
 	.query = hfr_query,
 	.verify = hfr_verify,
 	.insert = hfr_insert,

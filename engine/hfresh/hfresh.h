@@ -378,6 +378,7 @@ size_t hfr_rng_select(const float *cent, uint32_t di, const float *ccmat, uint32
 int hfr_build(const cv_dataset *data, const cv_build_opts *o, const char *dir, cv_err *e);
 int hfr_open(const char *dir, const cv_open_opts *o, void **state, cv_err *e);
 void hfr_close(void *state);
+void hfr_drop_buffers(void *state);
 int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, uint32_t *ids,
 	      float *dists, size_t *nout, cv_query_stats *stats);
 int hfr_verify(const char *dir, cv_err *e);

@@ -990,34 +990,45 @@ static int record_read(cv_block_list *bl, uint32_t fi, uint64_t off, uint32_t le
 	return 0;
 }
 
+/* No page of the index stays mapped here: a cold pass's eviction can then drop them all. */
+void hfr_drop_buffers(void *state)
+{
+	hfr_index *ix = state;
+
+	cv_file_release_pages(ix->fpost);
+	cv_file_release_pages(ix->fvec);
+}
+
 /*
  * Read one posting or vector: through the cv_io, or pread when io is NULL.
  * *data gets where the bytes are: buf, or the file's mapping when the
- * cv_io gives views (mmap), which spares a copy of every posting.
+ * cv_io gives a view (mmap always, auto where the page cache holds the
+ * bytes), which spares a system call and a copy of every posting.
  */
 static int read_one(hfr_index *ix, cv_io *io, int which, uint64_t off, uint32_t len, void *buf,
 		    const uint8_t **data)
 {
 	*data = buf;
-	if (io && cv_io_views(io)) {
-		const void *v;
-		int rc = cv_io_view(io, which ? ix->fvec : ix->fpost, off, len, &v);
+	if (io) {
+		cv_read_req r = {.file = which ? ix->fvec : ix->fpost, .off = off, .len = len,
+				 .buf = cv_io_views(io) == 1 ? NULL : buf, .flags = CV_READ_VIEW};
+		int rc = cv_io_read_batch(io, &r, 1);
 
-		*data = v;
+		*data = r.data;
 		return rc;
 	}
-	if (io)
-		return cv_io_read(io, which ? ix->fvec : ix->fpost, off, len, buf);
 	return cvu_pread_exact(which ? ix->fdvec : ix->fdpost, buf, len, off);
 }
 
-/* A batch; with views the requests' buffers are dropped and each r[i].data is the mapping. */
+/* A batch; each r[i].data is where its bytes are (its buffer, or the mapping: read_one). */
 static int read_batch(hfr_index *ix, cv_io *io, cv_read_req *r, size_t n)
 {
 	if (io) {
-		if (cv_io_views(io))
-			for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
+			r[i].flags = CV_READ_VIEW;
+			if (cv_io_views(io) == 1)
 				r[i].buf = NULL;
+		}
 		return cv_io_read_batch(io, r, n);
 	}
 	for (size_t i = 0; i < n; i++) {

@@ -10,6 +10,14 @@
  * POSIX_FADV_RANDOM and MADV_RANDOM unless CV_FILE_READAHEAD is given,
  * because an index's reads are random and read-ahead turns a 3 KB read
  * into a 128 KB one. The file is assumed not to change size while open.
+ *
+ * The auto strategy asks mincore(2) whether a range is resident. Since
+ * Linux 5.0 mincore on a shared file mapping tells the truth only to a
+ * caller that owns the file or may write it (inode_owner_or_capable, or
+ * write permission); anyone else is told every page is resident, which
+ * would turn a cold read into page faults at queue depth one. So the open
+ * decides once, from the descriptor, whether mincore may be believed
+ * (incore_ok), erring toward no: then auto is pread.
  */
 #include "io_int.h"
 
@@ -37,6 +45,8 @@ CV_API int cv_io_strategy_parse(const char *s, cv_io_strategy *out)
 		*out = CV_IO_DIRECT;
 	else if (!strcmp(s, "uring"))
 		*out = CV_IO_URING;
+	else if (!strcmp(s, "auto"))
+		*out = CV_IO_AUTO;
 	else
 		return -EINVAL;
 	return 0;
@@ -49,6 +59,7 @@ CV_API const char *cv_io_strategy_name(cv_io_strategy s)
 	case CV_IO_PREAD: return "pread";
 	case CV_IO_DIRECT: return "direct";
 	case CV_IO_URING: return "uring";
+	case CV_IO_AUTO: return "auto";
 	}
 	return "?";
 }
@@ -129,6 +140,9 @@ CV_API int cv_file_open(const char *path, unsigned flags, cv_file **out)
 			madvise(f->map, f->size, MADV_RANDOM);
 		}
 	}
+	/* owner, or write permission by the effective ids (EROFS on a read-only mount: no) */
+	f->incore_ok = f->map && (sb.st_uid == geteuid() ||
+				  faccessat(f->fd, "", W_OK, AT_EMPTY_PATH | AT_EACCESS) == 0);
 	f->id = atomic_fetch_add(&next_file_id, 1);
 	*out = f;
 	f = NULL;
@@ -145,12 +159,31 @@ CV_API void cv_file_close(cv_file *f)
 		return;
 	if (f->map)
 		munmap(f->map, f->size);
+	free((void *) atomic_load(&f->seen));
 	if (f->fd >= 0)
 		close(f->fd);
 	if (f->fd_direct >= 0)
 		close(f->fd_direct);
 	free(f->path);
 	free(f);
+}
+
+CV_API void cv_file_release_pages(cv_file *f)
+{
+	_Atomic uint32_t *seen;
+
+	if (!f || !f->map)
+		return;
+	seen = atomic_load(&f->seen);
+	if (seen) /* first: a page no longer mapped is no longer known resident */
+		for (uint64_t p = 0; p < (f->size + 4095) / 4096; p++)
+			atomic_store_explicit(&seen[p], 0, memory_order_relaxed);
+	madvise(f->map, f->size, MADV_DONTNEED); /* shared file pages: only the mappings go */
+}
+
+CV_API int cv_file_incore_ok(const cv_file *f)
+{
+	return f && f->incore_ok;
 }
 
 CV_API uint64_t cv_file_size(const cv_file *f)

@@ -32,12 +32,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 CV_API void cv_io_opts_default(cv_io_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->strategy = CV_IO_PREAD;
+	o->strategy = CV_IO_AUTO; /* pread, but for views of what the page cache holds */
 	o->queue_depth = CV_IO_QD_DEFAULT;
 }
 
@@ -48,7 +49,7 @@ CV_API int cv_io_new(const cv_io_opts *o, cv_io **out)
 	int rc = -ENOMEM;
 
 	*out = NULL;
-	if (o->strategy > CV_IO_URING)
+	if (o->strategy > CV_IO_AUTO)
 		return -EINVAL;
 	io = calloc(1, sizeof(*io));
 	if (!io)
@@ -120,7 +121,78 @@ CV_API unsigned cv_io_inflight(const cv_io *io)
 }
 
 
-/* The synchronous strategies: read req into its buffer; 0 or -errno. */
+/* A view of [off, off + len) of f's mapping: its pages touched here, where a copy would fault. */
+static void view_of(cv_read_req *r, const cv_file *f)
+{
+	const volatile char *p = (const char *) f->map + r->off;
+	char sink = 0;
+
+	for (uint64_t o = 0; o < r->len; o += 4096)
+		sink ^= p[o];
+	sink ^= p[r->len - 1];
+	(void) sink;
+	r->data = (const char *) f->map + r->off;
+}
+
+/*
+ * How long a page that mincore found resident, and a view then mapped, is
+ * taken as resident without asking again. A mincore call costs about a
+ * microsecond here (it takes the mmap lock and a page for its answer):
+ * asked before each of a warm 1M query's 22 reads it made auto slower
+ * than pread (bench/hfresh/README.md, "auto"). A page this process maps
+ * cannot be evicted by anyone's POSIX_FADV_DONTNEED, only reclaimed; one
+ * reclaimed within the interval is read by a fault when the view touches
+ * it, one page, right bytes. cv_file_release_pages forgets every page.
+ */
+#define CVIO_SEEN_MS 1000u
+
+/*
+ * Whether every page of [off, off + len) is in the page cache: known from
+ * f->seen within CVIO_SEEN_MS, else asked of mincore(2) on the mapping (a
+ * page this process maps is answered from its page table, the rest from
+ * the page cache). Only for a file whose answer is true (incore_ok).
+ */
+static bool resident(cv_file *f, uint64_t off, uint32_t len, uint64_t now_ns)
+{
+	uint64_t a = off & ~(uint64_t) 4095, end = off + len;
+	uint64_t p0 = off / 4096, p1 = (end + 4095) / 4096;
+	uint32_t now = (uint32_t) (now_ns / 1000000u) | 1u;
+	_Atomic uint32_t *seen = atomic_load_explicit(&f->seen, memory_order_acquire);
+	unsigned char vec[256];
+	bool fresh = seen != NULL;
+
+	for (uint64_t p = p0; fresh && p < p1; p++) {
+		uint32_t t = atomic_load_explicit(&seen[p], memory_order_relaxed);
+
+		fresh = t && now - t < CVIO_SEEN_MS;
+	}
+	if (fresh)
+		return true;
+	while (a < end) {
+		uint64_t n = (end - a + 4095) / 4096;
+
+		if (n > sizeof(vec))
+			n = sizeof(vec);
+		if (mincore((char *) f->map + a, n * 4096, vec))
+			return false;
+		for (uint64_t i = 0; i < n; i++)
+			if (!(vec[i] & 1))
+				return false;
+		a += n * 4096;
+	}
+	if (!seen) { /* the first: made once, whichever thread wins */
+		_Atomic uint32_t *mine = calloc((f->size + 4095) / 4096, sizeof(*mine)), *none = NULL;
+
+		if (mine && !atomic_compare_exchange_strong(&f->seen, &none, mine))
+			free((void *) mine);
+		seen = atomic_load_explicit(&f->seen, memory_order_acquire);
+	}
+	for (uint64_t p = p0; seen && p < p1; p++)
+		atomic_store_explicit(&seen[p], now, memory_order_relaxed);
+	return true;
+}
+
+/* The synchronous strategies: read req into its buffer (or view it); 0 or -errno. */
 static int sync_read(cv_io *io, cvio_slot *s)
 {
 	cv_read_req *r = s->req;
@@ -135,19 +207,22 @@ static int sync_read(cv_io *io, cvio_slot *s)
 			return 0;
 		if (!f->map)
 			return -EIO;
-		if (!r->buf) { /* a view: fault its pages in here, where a copy would */
-			const volatile char *p = (const char *) f->map + r->off;
-			char sink = 0;
-
-			for (uint64_t o = 0; o < r->len; o += 4096)
-				sink ^= p[o];
-			sink ^= p[r->len - 1];
-			(void) sink;
-			r->data = (const char *) f->map + r->off;
+		if (!r->buf || (r->flags & CV_READ_VIEW)) {
+			view_of(r, f);
 			return 0;
 		}
 		memcpy(r->buf, (const char *) f->map + r->off, r->len);
 		return 0;
+	case CV_IO_AUTO:
+		if (r->len && (r->flags & CV_READ_VIEW) && f->incore_ok &&
+		    resident(f, r->off, r->len, s->submit_ns)) {
+			view_of(r, f);
+			return 0;
+		}
+		got = cvu_pread_full(f->fd, r->buf, r->len, r->off); /* what the cache lacks */
+		if (got < 0)
+			return (int) got;
+		return (size_t) got == r->len ? 0 : -EIO;
 	case CV_IO_PREAD:
 		got = cvu_pread_full(f->fd, r->buf, r->len, r->off);
 		if (got < 0)
@@ -354,7 +429,7 @@ CV_API int cv_io_read(cv_io *io, cv_file *f, uint64_t off, uint32_t len, void *b
 
 CV_API int cv_io_views(const cv_io *io)
 {
-	return io->o.strategy == CV_IO_MMAP;
+	return io->o.strategy == CV_IO_MMAP ? 1 : io->o.strategy == CV_IO_AUTO ? 2 : 0;
 }
 
 CV_API int cv_io_view(cv_io *io, cv_file *f, uint64_t off, uint32_t len, const void **data)
@@ -363,7 +438,7 @@ CV_API int cv_io_view(cv_io *io, cv_file *f, uint64_t off, uint32_t len, const v
 	int rc;
 
 	*data = NULL;
-	if (!cv_io_views(io))
+	if (cv_io_views(io) != 1)
 		return -EINVAL;
 	rc = cv_io_read_batch(io, &r, 1);
 	if (!rc)

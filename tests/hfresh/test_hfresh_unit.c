@@ -724,7 +724,7 @@ static void test_corruption(void **st)
 	t_data_free(ds);
 }
 
-/* Query q through a fresh cv_io (strategy st, concurrent:8) or NULL io; the query's rc. */
+/* Query q through a fresh cv_io (use_io 1 pread, 2 auto, 3 mmap; concurrent:8) or NULL io (0); the query's rc. */
 static int query_io(cv_index *ix, const float *q, unsigned probe, int use_io, cv_block_list *bl,
 		    cv_query_stats *qs)
 {
@@ -744,12 +744,125 @@ static int query_io(cv_index *ix, const float *q, unsigned probe, int use_io, cv
 	qo.blocks = bl;
 	if (use_io) {
 		cv_io_opts_default(&io_o);
-		io_o.strategy = CV_IO_PREAD;
+		io_o.strategy = use_io == 3 ? CV_IO_MMAP : use_io == 2 ? CV_IO_AUTO : CV_IO_PREAD;
 		assert_int_equal(cv_io_new(&io_o, &io), 0);
 	}
 	rc = cv_index_query(ix, io, q, &qo, ids, dd, &n, qs);
 	cv_io_free(io);
 	return rc;
+}
+
+/* Every file of dir evicted; the resident pages left over all of them. */
+static uint64_t evict_all(const char *dir)
+{
+	char **paths;
+	size_t n;
+	uint64_t left = 0;
+
+	assert_int_equal(cv_index_files(dir, &paths, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		cv_residency r;
+
+		assert_int_equal(cv_cache_evict(paths[i]), 0);
+		assert_int_equal(cv_cache_residency(paths[i], &r), 0);
+		left += r.resident;
+	}
+	cv_index_files_free(paths, n);
+	return left;
+}
+
+/*
+ * The auto strategy (views of resident postings and vectors, pread of the
+ * rest) answers every query as pread and mmap do, bit for bit, serial and
+ * concurrent; warm, it reads what pread reads and counts it the same; and
+ * after cv_index_drop_buffers the index's files can be evicted whole (the
+ * views' pages are no longer mapped), so a cold pass is cold: the first
+ * query reads from the disk as pread does.
+ */
+static void test_auto_strategy(void **st)
+{
+	cv_dataset *ds;
+	char *dir = small_index(&ds, CV_METRIC_L2, 2);
+	static const cv_io_strategy strat[3] = {CV_IO_PREAD, CV_IO_AUTO, CV_IO_MMAP};
+	cv_io *io[3];
+	cv_index *ix;
+	cv_err e;
+	enum { NQ = 40 };
+	uint32_t ids[3][NQ][10];
+	float dd[3][NQ][10];
+	size_t n[3][NQ];
+	cv_io_stats s[3];
+
+	(void) st;
+	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
+	for (int k = 0; k < 3; k++) {
+		cv_io_opts io_o;
+
+		cv_io_opts_default(&io_o);
+		io_o.strategy = strat[k];
+		assert_int_equal(cv_io_new(&io_o, &io[k]), 0);
+	}
+	for (int conc = 0; conc < 2; conc++) {
+		cv_query_opts qo;
+
+		cv_query_opts_default(&qo);
+		qo.search_probe = 6;
+		qo.rescore_limit = 30;
+		qo.io_mode = conc ? CV_HIO_CONCURRENT : CV_HIO_SERIAL;
+		memset(ids, 0, sizeof(ids));
+		memset(dd, 0, sizeof(dd));
+		for (int pass = 0; pass < 2; pass++) /* the second warm: auto's views */
+			for (int k = 0; k < 3; k++) {
+				cv_io_stats_reset(io[k]);
+				for (size_t q = 0; q < NQ; q++)
+					assert_int_equal(cv_index_query(ix, io[k], ds->data + (q * 37 % ds->n) * ds->d,
+									&qo, ids[k][q], dd[k][q], &n[k][q], NULL), 0);
+				cv_io_stats_get(io[k], &s[k]);
+			}
+		for (int k = 1; k < 3; k++) {
+			assert_memory_equal(ids[0], ids[k], sizeof(ids[0]));
+			assert_memory_equal(dd[0], dd[k], sizeof(dd[0]));
+			assert_memory_equal(n[0], n[k], sizeof(n[0]));
+			assert_int_equal(s[0].reads, s[k].reads);
+			assert_int_equal(s[0].bytes, s[k].bytes);
+		}
+	}
+	/* cold: every page of the index can go once the buffers (and mappings) are dropped */
+	cv_index_drop_buffers(ix);
+	if (evict_all(dir)) {
+		cv_residency r;
+		char **paths;
+		size_t np;
+
+		/* only where the file system cannot evict at all (tmpfs) is this a skip */
+		assert_int_equal(cv_index_files(dir, &paths, &np), 0);
+		assert_int_equal(cv_cache_residency(paths[0], &r), 0);
+		cv_index_files_free(paths, np);
+		assert_true(r.resident > 0 && r.resident == r.pages);
+	} else {
+		uint32_t i1[10];
+		float d1[10];
+		size_t n1;
+		cv_query_opts qo;
+
+		cv_query_opts_default(&qo);
+		qo.search_probe = 6;
+		qo.rescore_limit = 30;
+		cv_io_stats_reset(io[1]);
+		for (int t = 0; t < 2; t++) /* cold, read by pread; then warm, by views */
+			assert_int_equal(cv_index_query(ix, io[1], ds->data, &qo, i1, d1, &n1, NULL), 0);
+		cv_io_stats_get(io[1], &s[1]);
+		assert_true(s[1].reads > 0);
+		assert_true(evict_all(dir) > 0); /* auto's views map pages: they stay ... */
+		cv_index_drop_buffers(ix);
+		assert_int_equal(evict_all(dir), 0); /* ... until the buffers are dropped */
+	}
+	for (int k = 0; k < 3; k++)
+		cv_io_free(io[k]);
+	cv_index_close(ix);
+	t_rmdir(dir);
+	free(dir);
+	t_data_free(ds);
 }
 
 /* Queries check posting and vector-slot checksums: a flipped body bit is -EBADMSG, not an answer. */
@@ -768,7 +881,7 @@ static void test_query_integrity(void **st)
 	flip(dir, "postings.0.dat", (off_t) m.posts[1].off + HFR_POST_HDR +
 	     (off_t) (m.posts[1].count / 2) * hfr_entry_size(m.dp, m.code_bits) + 30);
 	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
-	for (int use_io = 0; use_io < 2; use_io++)
+	for (int use_io = 0; use_io < 4; use_io++)
 		assert_int_equal(query_io(ix, ds->data, m.nposts, use_io, NULL, NULL), -EBADMSG);
 	cv_index_close(ix);
 	flip(dir, "postings.0.dat", (off_t) m.posts[1].off + HFR_POST_HDR +
@@ -777,13 +890,13 @@ static void test_query_integrity(void **st)
 	voff = hfr_vec_off(&m, 7) + 4 * 5;
 	flip(dir, "vectors.dat", (off_t) voff);
 	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
-	for (int use_io = 0; use_io < 2; use_io++)
+	for (int use_io = 0; use_io < 4; use_io++)
 		assert_int_equal(query_io(ix, ds->data + 7 * ds->d, 8, use_io, NULL, NULL), -EBADMSG);
 	cv_index_close(ix);
 	flip(dir, "vectors.dat", (off_t) voff);
 	/* repaired: the same queries answer */
 	assert_int_equal(cv_index_open(dir, NULL, &ix, &e), 0);
-	for (int use_io = 0; use_io < 2; use_io++) {
+	for (int use_io = 0; use_io < 4; use_io++) {
 		assert_int_equal(query_io(ix, ds->data, m.nposts, use_io, NULL, NULL), 0);
 		assert_int_equal(query_io(ix, ds->data + 7 * ds->d, 8, use_io, NULL, NULL), 0);
 	}
@@ -1059,6 +1172,7 @@ int main(void)
 		cmocka_unit_test(test_build_placement),
 		cmocka_unit_test(test_corruption),
 		cmocka_unit_test(test_query_integrity),
+		cmocka_unit_test(test_auto_strategy),
 		cmocka_unit_test(test_dead_entry),
 		cmocka_unit_test(test_block_list),
 		cmocka_unit_test(test_bad_opts),

@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io_int.h"
@@ -203,7 +206,145 @@ static void test_views(void **state)
 	cv_file_close(f);
 }
 
+/* Whether every page of [off, off + len) of f is resident: cachestat, else mincore on the mapping. */
+static int all_resident(cv_file *f, uint64_t off, uint32_t len)
+{
+	unsigned char vec[8];
+	uint64_t a = off & ~(uint64_t) 4095, n = (off + len - a + 4095) / 4096;
+
+	assert_true(n <= sizeof(vec));
+	assert_int_equal(mincore((char *) f->map + a, n * 4096, vec), 0);
+	for (uint64_t i = 0; i < n; i++)
+		if (!(vec[i] & 1))
+			return 0;
+	return 1;
+}
+
+/* One read flagged CV_READ_VIEW with a buffer; 1 when it came back as a view, 0 as a copy. */
+static int auto_read(cv_io *io, cv_file *f, uint64_t off, uint32_t len, uint8_t *buf)
+{
+	cv_read_req r = {.file = f, .off = off, .len = len, .buf = buf, .flags = CV_READ_VIEW};
+
+	memset(buf, 0xee, len);
+	assert_int_equal(cv_io_read_batch(io, &r, 1), 0);
+	assert_int_equal(check_bytes(r.data, off, len), 0);
+	if (r.data == buf)
+		return 0;
+	assert_ptr_equal(r.data, (const char *) f->map + off);
+	assert_int_equal(buf[0], 0xee); /* a view copies nothing */
+	return 1;
+}
+
+/*
+ * auto: a flagged read of resident pages is a view, of pages the cache
+ * lacks a pread into the buffer (so a cold read is one read, not page
+ * faults); an unflagged read always a copy; every one counted. After
+ * cv_file_release_pages the file can be evicted whole (no page left
+ * mapped) and auto forgets what it had seen: the next read is a pread
+ * again. A caller mincore would lie to (not the owner, no write
+ * permission) never gets a view.
+ */
+static void test_auto(void **state)
+{
+	cv_file *f;
+	cv_io *io;
+	cv_io_stats s;
+	cv_residency res;
+	uint8_t *buf = malloc(3 * 4096 + 100);
+	const uint64_t off = 4096 * 40 + 123;
+	const uint32_t len = 2 * 4096 + 50; /* three pages */
+	int views = 0;
+
+	(void) state;
+	assert_non_null(buf);
+	assert_int_equal(cv_file_open(path, 0, &f), 0);
+	io = open_io(CV_IO_AUTO, 8, f);
+	assert_non_null(io);
+	assert_int_equal(cv_io_views(io), 2);
+	assert_true(cv_file_incore_ok(f)); /* the test made the file: its owner */
+	{
+		const void *d;
+
+		assert_int_equal(cv_io_view(io, f, 0, 10, &d), -EINVAL); /* no buffer: not auto */
+	}
+	cv_file_release_pages(f);
+	if (cv_cache_evict(path) || cv_cache_residency(path, &res) || res.resident) {
+		cv_io_free(io);
+		cv_file_close(f);
+		free(buf);
+		skip(); /* a file system whose pages cannot be evicted (tmpfs) */
+	}
+	assert_false(all_resident(f, off, len));
+	views += auto_read(io, f, off, len, buf);
+	assert_int_equal(views, 0); /* cold: a pread into the buffer */
+	assert_true(all_resident(f, off, len));
+	views += auto_read(io, f, off, len, buf);
+	assert_int_equal(views, 1); /* now resident: a view */
+	views += auto_read(io, f, off + 1, len - 1, buf);
+	assert_int_equal(views, 2); /* known resident (seen): a view without asking */
+	{
+		cv_read_req r = {.file = f, .off = off, .len = len, .buf = buf};
+
+		assert_int_equal(cv_io_read_batch(io, &r, 1), 0);
+		assert_ptr_equal(r.data, buf); /* not flagged: a copy */
+	}
+	/* released, evicted, cold: every page can go, and the next read is a pread */
+	cv_file_release_pages(f);
+	assert_int_equal(cv_cache_evict(path), 0);
+	assert_int_equal(cv_cache_residency(path, &res), 0);
+	assert_int_equal(res.resident, 0);
+	views += auto_read(io, f, off, len, buf);
+	assert_int_equal(views, 2);
+	/* a page with a mapping is not evicted: release_pages is what frees it */
+	views += auto_read(io, f, off, len, buf);
+	assert_int_equal(views, 3);
+	assert_int_equal(cv_cache_evict(path), 0);
+	assert_true(all_resident(f, off, len));
+	cv_io_stats_get(io, &s);
+	assert_int_equal(s.reads, 6);
+	assert_int_equal(s.bytes, 6 * (uint64_t) len - 1);
+	cv_io_free(io);
+	cv_file_close(f);
+
+	/* a caller the kernel hides residency from: no view, ever */
+	if (geteuid() == 0 && chmod(path, 0644) == 0) {
+		pid_t pid = fork();
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			cv_file *g;
+			cv_io *jo;
+			int bad = 0;
+
+			if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+				_exit(77);
+			if (cv_file_open(path, 0, &g))
+				_exit(3);
+			jo = open_io(CV_IO_AUTO, 8, g);
+			bad |= !jo || cv_file_incore_ok(g);
+			for (int i = 0; jo && i < 3; i++) {
+				cv_read_req r = {.file = g, .off = off, .len = len, .buf = buf,
+						 .flags = CV_READ_VIEW};
+
+				bad |= cv_io_read_batch(jo, &r, 1) || r.data != buf ||
+				       check_bytes(buf, off, len);
+			}
+			cv_io_free(jo);
+			cv_file_close(g);
+			_exit(bad ? 1 : 0);
+		} else {
+			int st = 0;
+
+			assert_int_equal(waitpid(pid, &st, 0), pid);
+			assert_true(WIFEXITED(st));
+			assert_true(WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 77);
+		}
+	}
+	free(buf);
+}
+
 static void test_mmap(void **state) { (void) state; strategy_reads(CV_IO_MMAP); }
+static void test_auto_plain(void **state) { (void) state; strategy_reads(CV_IO_AUTO); }
 static void test_pread(void **state) { (void) state; strategy_reads(CV_IO_PREAD); }
 static void test_direct(void **state) { (void) state; strategy_reads(CV_IO_DIRECT); }
 static void test_uring(void **state) { (void) state; strategy_reads(CV_IO_URING); }
@@ -371,7 +512,7 @@ static void test_strategy_names(void **state)
 	cv_io_strategy s;
 
 	(void) state;
-	for (int i = 0; i <= CV_IO_URING; i++) {
+	for (int i = 0; i <= CV_IO_AUTO; i++) {
 		assert_int_equal(cv_io_strategy_parse(cv_io_strategy_name((cv_io_strategy) i), &s), 0);
 		assert_int_equal((int) s, i);
 	}
@@ -386,6 +527,7 @@ int main(void)
 		cmocka_unit_test(test_batch_pread), cmocka_unit_test(test_batch_uring),
 		cmocka_unit_test(test_async_trace), cmocka_unit_test(test_hist),
 		cmocka_unit_test(test_strategy_names), cmocka_unit_test(test_views),
+		cmocka_unit_test(test_auto),        cmocka_unit_test(test_auto_plain),
 	};
 
 	return cmocka_run_group_tests(tests, make_file, drop_file);
