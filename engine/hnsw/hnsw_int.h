@@ -236,6 +236,8 @@ int hnsw_sketch_init(struct hnsw *h, const float *data, size_t n);
 void hnsw_sketch_encode(struct hnsw *h, uint32_t id);
 /* Set q->sa (and sk_e) from q->a, or NULL when the graph or the query has no sketch. */
 void hnsw_sketch_prepare(const struct hnsw *h, hnsw_ctx *c, hnsw_query *q);
+/* The same by the portable loop (vector false) or the AVX-512 one (true: only where the CPU has it). */
+void hnsw_sketch_prepare_at(const struct hnsw *h, hnsw_ctx *c, hnsw_query *q, bool vector);
 /* The kernel's value at or above which a candidate is proven no closer than lb. */
 double hnsw_sketch_threshold(const struct hnsw *h, const hnsw_query *q, float lb);
 

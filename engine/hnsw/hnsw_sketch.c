@@ -307,21 +307,19 @@ int hnsw_sketch_init(struct hnsw *h, const float *data, size_t n)
 
 /* ---- the query side ---- */
 
-void hnsw_sketch_prepare(const struct hnsw *h, hnsw_ctx *c, hnsw_query *q)
+/*
+ * Codes k0..d-1 of the query qa into a[], their rounding's squares into
+ * *e2 and t's into *n2; false on a value that is not finite.
+ */
+static bool prep_scalar(const struct hnsw *h, const float *qa, int16_t *a, size_t k0, double *e2,
+			double *n2)
 {
-	const size_t d = h->dim;
-	double e2 = 0, n2 = 0;
-	int16_t *a = c->sbuf;
-
-	q->sa = NULL;
-	if (!h->sk_on || !a)
-		return;
-	for (size_t k = 0; k < d; k++) {
+	for (size_t k = k0; k < h->dim; k++) {
 		const uint32_t j = h->sk_perm[k];
-		double t = ((double) q->a[j] - h->sk_lo[j]) / h->sk_s, r;
+		double t = ((double) qa[j] - h->sk_lo[j]) / h->sk_s, r;
 
 		if (!isfinite(t))
-			return;
+			return false;
 		/*
 		 * The codes lie in 0..255, so clamping t to a wider range moves
 		 * it no further from any of them (the kernels' sums stay in
@@ -330,13 +328,92 @@ void hnsw_sketch_prepare(const struct hnsw *h, hnsw_ctx *c, hnsw_query *q)
 		t = t < -255 ? -255 : t > 510 ? 510 : t;
 		r = nearbyint(4 * t);
 		a[k] = (int16_t) r;
-		e2 += (t - r / 4) * (t - r / 4);
-		n2 += t * t;
+		*e2 += (t - r / 4) * (t - r / 4);
+		*n2 += t * t;
 	}
+	return true;
+}
+
+/*
+ * The same sixteen codes at a time: each code is the scalar loop's (the
+ * same double operations, division included, and round-to-nearest-even
+ * as nearbyint in the default mode), and only e2 and n2 are summed in
+ * another order, which sk_e's padding covers by far (2^-30 relative,
+ * against 784 adds' 2^-43). The rest (d mod 16) goes to prep_scalar. It
+ * was 7% of a fashion-mnist query at ef 10 as a scalar loop (a gather and
+ * a division a dimension).
+ */
+/* Eight dimensions of prep_avx512: the codes as int32, e2 and n2 added to, finiteness and-ed. */
+__attribute__((target("avx512f"))) static inline __m256i prep8_avx512(__m256 x, __m256 l, __m512d s,
+								      __m512d *ev, __m512d *nv,
+								      __mmask8 *fin)
+{
+	__m512d t = _mm512_div_pd(_mm512_sub_pd(_mm512_cvtps_pd(x), _mm512_cvtps_pd(l)), s), r, e;
+
+	/* finite: t - t is 0 (NaN for a NaN or an infinity) */
+	*fin &= _mm512_cmp_pd_mask(_mm512_sub_pd(t, t), _mm512_setzero_pd(), _CMP_EQ_OQ);
+	t = _mm512_min_pd(_mm512_max_pd(t, _mm512_set1_pd(-255)), _mm512_set1_pd(510));
+	r = _mm512_roundscale_pd(_mm512_mul_pd(t, _mm512_set1_pd(4)),
+				 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	e = _mm512_sub_pd(t, _mm512_mul_pd(r, _mm512_set1_pd(0.25)));
+	*ev = _mm512_add_pd(*ev, _mm512_mul_pd(e, e));
+	*nv = _mm512_add_pd(*nv, _mm512_mul_pd(t, t));
+	return _mm512_cvtpd_epi32(r);
+}
+
+__attribute__((target("avx512f"))) static bool prep_avx512(const struct hnsw *h, const float *qa,
+							   int16_t *a, double *e2, double *n2)
+{
+	const size_t d = h->dim, d16 = d / 16 * 16;
+	const __m512d s = _mm512_set1_pd(h->sk_s);
+	__m512d ev = _mm512_setzero_pd(), nv = ev;
+	__mmask8 fin = 0xff;
+
+	for (size_t k = 0; k < d16; k += 16) {
+		const __m512i idx = _mm512_loadu_si512((const void *) (h->sk_perm + k));
+		const __m512 x = _mm512_i32gather_ps(idx, qa, 4), l = _mm512_i32gather_ps(idx, h->sk_lo, 4);
+		__m256i c0 = prep8_avx512(_mm512_castps512_ps256(x), _mm512_castps512_ps256(l), s, &ev,
+					  &nv, &fin);
+		__m256i c1 = prep8_avx512(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)),
+					  _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l), 1)),
+					  s, &ev, &nv, &fin);
+
+		_mm256_storeu_si256((__m256i *) (a + k),
+				    _mm512_cvtepi32_epi16(_mm512_inserti64x4(_mm512_castsi256_si512(c0), c1, 1)));
+	}
+	if (fin != 0xff)
+		return false;
+	*e2 = _mm512_reduce_add_pd(ev);
+	*n2 = _mm512_reduce_add_pd(nv);
+	return prep_scalar(h, qa, a, d16, e2, n2);
+}
+
+void hnsw_sketch_prepare_at(const struct hnsw *h, hnsw_ctx *c, hnsw_query *q, bool vector)
+{
+	const size_t d = h->dim;
+	double e2 = 0, n2 = 0;
+	int16_t *a = c->sbuf;
+	bool ok;
+
+	q->sa = NULL;
+	if (!h->sk_on || !a)
+		return;
+	if (vector)
+		ok = prep_avx512(h, q->a, a, &e2, &n2);
+	else
+		ok = prep_scalar(h, q->a, a, 0, &e2, &n2);
+	if (!ok)
+		return;
 	memset(a + d, 0, (h->sk_bytes - d) * sizeof(int16_t));
 	q->sa = a;
 	/* |clamped a' - a/4|, its double rounding padded */
 	q->sk_e = sqrt(e2) * (1 + 0x1p-30) + sqrt(n2) * 0x1p-40;
+}
+
+void hnsw_sketch_prepare(const struct hnsw *h, hnsw_ctx *c, hnsw_query *q)
+{
+	/* the graph's kernel is the AVX-512 one only where the CPU runs it */
+	hnsw_sketch_prepare_at(h, c, q, h->skern == sk_l2_avx512);
 }
 
 double hnsw_sketch_threshold(const struct hnsw *h, const hnsw_query *q, float lb)

@@ -790,6 +790,24 @@ static void test_sketch_bound(void **state)
 		if (qi == qs->n + 2)
 			qv[3] = 3e20f; /* clamped to the codes' range: the bound still holds */
 		hnsw_prepare_query(h, c, qv, &q);
+		if (hnsw_sketch_kernel("avx512")) {
+			/* the AVX-512 query codes are the portable loop's; sk_e all but equal */
+			hnsw_query qv2 = q;
+			int16_t port[320];
+			double e_port;
+
+			hnsw_sketch_prepare_at(h, c, &qv2, false);
+			assert_true((qv2.sa == NULL) == (qi == qs->n + 1));
+			if (qv2.sa)
+				memcpy(port, qv2.sa, sizeof(port));
+			e_port = qv2.sk_e;
+			hnsw_sketch_prepare_at(h, c, &qv2, true);
+			assert_true((qv2.sa == NULL) == (qi == qs->n + 1));
+			if (qv2.sa) {
+				assert_memory_equal(port, qv2.sa, sizeof(port));
+				assert_true(fabs(qv2.sk_e - e_port) <= 1e-12 * e_port + 1e-300);
+			}
+		}
 		hnsw_sketch_prepare(h, c, &q);
 		if (qi == qs->n + 1) {
 			assert_null(q.sa);
