@@ -224,9 +224,10 @@ CV_API int cv_io_read(cv_io *io, cv_file *f, uint64_t off, uint32_t len, void *b
 
 /*
  * Views: with the mmap strategy a read may name no buffer; it is then
- * counted, timed, traced and delayed by a device model like any read, its
- * pages are touched (so a miss faults inside the read, as a copy would),
- * and req.data points into the file's mapping instead of a copy. Valid
+ * counted, timed, traced and delayed by a device model like any read,
+ * and req.data points into the file's mapping instead of a copy; mmap
+ * touches its pages (so a miss faults inside the read, as a copy would),
+ * auto's are resident and are not touched first. Valid
  * while the file is open. cv_io_views says whether io gives them: 1
  * (mmap: every read, no buffer needed), 2 (auto: reads flagged
  * CV_READ_VIEW whose pages are resident; each still names a buffer for

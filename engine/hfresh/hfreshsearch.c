@@ -1000,33 +1000,19 @@ void hfr_drop_buffers(void *state)
 }
 
 /*
- * Read one posting or vector: through the cv_io, or pread when io is NULL.
- * *data gets where the bytes are: buf, or the file's mapping when the
+ * Read a batch: through the cv_io, or pread when io is NULL. Each r[i].data
+ * gets where its bytes are: its buffer, or the file's mapping when the
  * cv_io gives a view (mmap always, auto where the page cache holds the
  * bytes), which spares a system call and a copy of every posting.
  */
-static int read_one(hfr_index *ix, cv_io *io, int which, uint64_t off, uint32_t len, void *buf,
-		    const uint8_t **data)
-{
-	*data = buf;
-	if (io) {
-		cv_read_req r = {.file = which ? ix->fvec : ix->fpost, .off = off, .len = len,
-				 .buf = cv_io_views(io) == 1 ? NULL : buf, .flags = CV_READ_VIEW};
-		int rc = cv_io_read_batch(io, &r, 1);
-
-		*data = r.data;
-		return rc;
-	}
-	return cvu_pread_exact(which ? ix->fdvec : ix->fdpost, buf, len, off);
-}
-
-/* A batch; each r[i].data is where its bytes are (its buffer, or the mapping: read_one). */
 static int read_batch(hfr_index *ix, cv_io *io, cv_read_req *r, size_t n)
 {
 	if (io) {
+		const int nobuf = cv_io_views(io) == 1;
+
 		for (size_t i = 0; i < n; i++) {
 			r[i].flags = CV_READ_VIEW;
-			if (cv_io_views(io) == 1)
+			if (nobuf)
 				r[i].buf = NULL;
 		}
 		return cv_io_read_batch(io, r, n);
@@ -1040,6 +1026,17 @@ static int read_batch(hfr_index *ix, cv_io *io, cv_read_req *r, size_t n)
 			return r[i].res;
 	}
 	return 0;
+}
+
+/* One posting or vector (which: 0 or 1) into buf, or viewed; *data: where its bytes are. */
+static int read_one(hfr_index *ix, cv_io *io, int which, uint64_t off, uint32_t len, void *buf,
+		    const uint8_t **data)
+{
+	cv_read_req r = {.file = which ? ix->fvec : ix->fpost, .off = off, .len = len, .buf = buf};
+	int rc = read_batch(ix, io, &r, 1);
+
+	*data = r.data;
+	return rc;
 }
 
 int hfr_query(void *state, cv_io *io, const float *q, const cv_query_opts *o, uint32_t *ids,

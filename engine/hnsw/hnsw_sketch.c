@@ -334,15 +334,6 @@ static bool prep_scalar(const struct hnsw *h, const float *qa, int16_t *a, size_
 	return true;
 }
 
-/*
- * The same sixteen codes at a time: each code is the scalar loop's (the
- * same double operations, division included, and round-to-nearest-even
- * as nearbyint in the default mode), and only e2 and n2 are summed in
- * another order, which sk_e's padding covers by far (2^-30 relative,
- * against 784 adds' 2^-43). The rest (d mod 16) goes to prep_scalar. It
- * was 7% of a fashion-mnist query at ef 10 as a scalar loop (a gather and
- * a division a dimension).
- */
 /* Eight dimensions of prep_avx512: the codes as int32, e2 and n2 added to, finiteness and-ed. */
 __attribute__((target("avx512f"))) static inline __m256i prep8_avx512(__m256 x, __m256 l, __m512d s,
 								      __m512d *ev, __m512d *nv,
@@ -361,6 +352,15 @@ __attribute__((target("avx512f"))) static inline __m256i prep8_avx512(__m256 x, 
 	return _mm512_cvtpd_epi32(r);
 }
 
+/*
+ * prep_scalar sixteen codes at a time: each code is the scalar loop's (the
+ * same double operations, division included, and round-to-nearest-even
+ * as nearbyint in the default mode), and only e2 and n2 are summed in
+ * another order, which sk_e's padding covers by far (2^-30 relative,
+ * against 784 adds' 2^-43). The rest (d mod 16) goes to prep_scalar. It
+ * was 7% of a fashion-mnist query at ef 10 as a scalar loop (a gather and
+ * a division a dimension).
+ */
 __attribute__((target("avx512f"))) static bool prep_avx512(const struct hnsw *h, const float *qa,
 							   int16_t *a, double *e2, double *n2)
 {

@@ -44,8 +44,8 @@ struct cv_file {
 	bool incore_ok;  /* mincore on map tells the truth (file.c) */
 	/*
 	 * auto: per 4 KiB page, when (CLOCK_MONOTONIC ms, | 1) mincore last
-	 * found it resident and a view then mapped it; 0: not known. Made at
-	 * the first such view; cleared by cv_file_release_pages.
+	 * found it resident for a view; 0: not known. Made at the first such
+	 * view; cleared by cv_file_release_pages.
 	 */
 	_Atomic(_Atomic uint32_t *) seen;
 	uint32_t id;     /* process-unique, for the trace's file table */

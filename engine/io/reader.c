@@ -140,9 +140,10 @@ static void view_of(cv_read_req *r, const cv_file *f)
  * microsecond here (it takes the mmap lock and a page for its answer):
  * asked before each of a warm 1M query's 22 reads it made auto slower
  * than pread (bench/hfresh/README.md, "auto"). A page this process maps
- * cannot be evicted by anyone's POSIX_FADV_DONTNEED, only reclaimed; one
- * reclaimed within the interval is read by a fault when the view touches
- * it, one page, right bytes. cv_file_release_pages forgets every page.
+ * (its views, once read) cannot be evicted by anyone's POSIX_FADV_DONTNEED,
+ * only reclaimed; one that leaves the cache within the interval is read by
+ * a fault when the caller reads the view: one page, the right bytes.
+ * cv_file_release_pages forgets every page.
  */
 #define CVIO_SEEN_MS 1000u
 
@@ -224,10 +225,7 @@ static int sync_read(cv_io *io, cvio_slot *s)
 			r->data = (const char *) f->map + r->off;
 			return 0;
 		}
-		got = cvu_pread_full(f->fd, r->buf, r->len, r->off); /* what the cache lacks */
-		if (got < 0)
-			return (int) got;
-		return (size_t) got == r->len ? 0 : -EIO;
+		__attribute__((fallthrough)); /* what the cache lacks: a pread */
 	case CV_IO_PREAD:
 		got = cvu_pread_full(f->fd, r->buf, r->len, r->off);
 		if (got < 0)
